@@ -1,0 +1,3 @@
+"""Version of the jupyter-agent-memory package."""
+
+__version__ = "0.1.0"
