@@ -1,0 +1,283 @@
+/**
+ * Typed client for the agent-memory REST API (`/agent-memory/api/`).
+ *
+ * The response shapes mirror the TypedDicts in `jupyter_agent_memory/server/handlers.py`.
+ * Requests go through `ServerConnection.makeRequest`, which adds the token and the XSRF header.
+ */
+
+import { URLExt } from '@jupyterlab/coreutils';
+import { ServerConnection } from '@jupyterlab/services';
+
+/** `GET agents`. */
+export interface IAgentsResponse {
+  root: string;
+  default_agent: string;
+  agents: string[];
+  templates: string[];
+}
+
+/** `POST agents`. */
+export interface IAgentCreatedResponse {
+  id: string;
+  path: string;
+  created: boolean;
+  template: string | null;
+}
+
+/** `GET agents/{id}/facts`. */
+export interface IFactsResponse {
+  agent: string;
+  path: string;
+  content: string;
+  sha256: string;
+}
+
+/** `PUT agents/{id}/facts`. */
+export interface IFactsSavedResponse {
+  agent: string;
+  sha256: string;
+  previous_sha256: string;
+}
+
+/** One journal entry as stored (extra keys written by other tools are kept). */
+export interface IJournalEntry {
+  ts: string;
+  tags: string[];
+  text: string;
+  [key: string]: unknown;
+}
+
+/** `GET agents/{id}/journal`. */
+export interface IJournalResponse {
+  agent: string;
+  entries: IJournalEntry[];
+  skipped: number;
+  scanned: number;
+}
+
+/** `POST agents/{id}/journal`. */
+export interface IJournalAppendedResponse {
+  agent: string;
+  entry: IJournalEntry;
+}
+
+/** One part of a built prompt. */
+export interface IPromptSection {
+  name: string;
+  source: string | null;
+  chars: number;
+  tokens: number;
+}
+
+/** `GET agents/{id}/prompt`. */
+export interface IPromptResponse {
+  agent: string;
+  workspace: string;
+  text: string;
+  base: string | null;
+  context: string;
+  bootstrap: boolean;
+  tokens: number;
+  budget_tokens: number | null;
+  over_budget: boolean;
+  warnings: string[];
+  sections: IPromptSection[];
+}
+
+/** One stored FACT.md version. */
+export interface IHistoryVersion {
+  ts: string;
+  sha256: string;
+  size: number;
+}
+
+/** `GET agents/{id}/history`. */
+export interface IHistoryResponse {
+  agent: string;
+  versions: IHistoryVersion[];
+}
+
+/** `GET agents/{id}/history/{sha}`. */
+export interface IVersionResponse {
+  agent: string;
+  sha256: string;
+  content: string;
+}
+
+/** Journal search parameters; empty values are left out of the query. */
+export interface IJournalQuery {
+  query?: string;
+  tag?: string;
+  limit?: number | string;
+  since?: string;
+  until?: string;
+}
+
+/** An error answered by the server: status code and the engine's message. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly body: Record<string, unknown> = {}
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+/** 409 from a compare-and-swap save: FACT.md changed since it was read. */
+export class ConflictError extends ApiError {
+  constructor(
+    message: string,
+    readonly expected: string,
+    readonly actual: string,
+    body: Record<string, unknown>
+  ) {
+    super(409, message, body);
+    this.name = 'ConflictError';
+  }
+}
+
+/** Client for one Jupyter server's agent-memory API. */
+export class AgentMemoryClient {
+  constructor(
+    readonly settings: ServerConnection.ISettings = ServerConnection.makeSettings()
+  ) {}
+
+  /** List agents, the default agent and the built-in templates. */
+  listAgents(): Promise<IAgentsResponse> {
+    return this.request<IAgentsResponse>('GET', ['agents']);
+  }
+
+  /** Create an agent (idempotent), optionally provisioned from a template. */
+  createAgent(
+    id: string,
+    template: string | null = null
+  ): Promise<IAgentCreatedResponse> {
+    return this.request<IAgentCreatedResponse>('POST', ['agents'], {
+      id,
+      template
+    });
+  }
+
+  /** Read FACT.md and its sha256. */
+  getFacts(agent: string): Promise<IFactsResponse> {
+    return this.request<IFactsResponse>('GET', ['agents', agent, 'facts']);
+  }
+
+  /** Save FACT.md; rejects with `ConflictError` when it changed since `expectedSha256`. */
+  saveFacts(
+    agent: string,
+    content: string,
+    expectedSha256: string | null
+  ): Promise<IFactsSavedResponse> {
+    return this.request<IFactsSavedResponse>(
+      'PUT',
+      ['agents', agent, 'facts'],
+      { content, expected_sha256: expectedSha256 }
+    );
+  }
+
+  /** Search the journal, newest first. */
+  searchJournal(
+    agent: string,
+    query: IJournalQuery = {}
+  ): Promise<IJournalResponse> {
+    const params = new URLSearchParams();
+    for (const [key, value] of Object.entries(query)) {
+      if (value !== undefined && value !== null && `${value}` !== '') {
+        params.set(key, `${value}`);
+      }
+    }
+    return this.request<IJournalResponse>(
+      'GET',
+      ['agents', agent, 'journal'],
+      undefined,
+      params
+    );
+  }
+
+  /** Append a journal entry. */
+  appendJournal(
+    agent: string,
+    text: string,
+    tags: string[] = []
+  ): Promise<IJournalAppendedResponse> {
+    return this.request<IJournalAppendedResponse>(
+      'POST',
+      ['agents', agent, 'journal'],
+      { text, tags }
+    );
+  }
+
+  /** Build the system prompt the agent would get. */
+  getPrompt(agent: string): Promise<IPromptResponse> {
+    return this.request<IPromptResponse>('GET', ['agents', agent, 'prompt']);
+  }
+
+  /** List stored FACT.md versions, newest first. */
+  getHistory(agent: string): Promise<IHistoryResponse> {
+    return this.request<IHistoryResponse>('GET', ['agents', agent, 'history']);
+  }
+
+  /** Read one stored FACT.md version. */
+  getVersion(agent: string, sha: string): Promise<IVersionResponse> {
+    return this.request<IVersionResponse>('GET', [
+      'agents',
+      agent,
+      'history',
+      sha
+    ]);
+  }
+
+  private async request<T>(
+    method: string,
+    parts: string[],
+    body?: unknown,
+    params?: URLSearchParams
+  ): Promise<T> {
+    // Each part is encoded, so an id can never add path segments.
+    const path = parts.map(encodeURIComponent);
+    let url = URLExt.join(this.settings.baseUrl, 'agent-memory', 'api', ...path);
+    const search = params?.toString();
+    if (search) {
+      url += `?${search}`;
+    }
+    const init: RequestInit = { method };
+    if (body !== undefined) {
+      init.body = JSON.stringify(body);
+      init.headers = { 'Content-Type': 'application/json' };
+    }
+    // makeRequest itself rejects with a NetworkError when the server is unreachable.
+    const response = await ServerConnection.makeRequest(
+      url,
+      init,
+      this.settings
+    );
+    const text = await response.text();
+    let data: Record<string, unknown> = {};
+    if (text) {
+      try {
+        data = JSON.parse(text);
+      } catch {
+        data = { message: text };
+      }
+    }
+    if (!response.ok) {
+      const message =
+        typeof data.message === 'string'
+          ? data.message
+          : `${response.status} ${response.statusText}`;
+      if (response.status === 409 && typeof data.expected === 'string') {
+        throw new ConflictError(
+          message,
+          data.expected,
+          String(data.actual ?? ''),
+          data
+        );
+      }
+      throw new ApiError(response.status, message, data);
+    }
+    return data as unknown as T;
+  }
+}
