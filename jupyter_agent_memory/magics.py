@@ -1,0 +1,583 @@
+"""IPython magics for agent memory.
+
+Load with ``%load_ext jupyter_agent_memory``. Every magic is a thin adapter over the engine:
+results and error messages are the engine's own, so what you see here is what an agent sees
+through the ``memory`` tool.
+
+Magics
+======
+
+``%agent_memory [TARGET] [--template T]``
+    Select (and create) the active agent: an agent id under the agents root, or a folder path
+    such as ``./demo-agent``. With ``--template``, provision it from a template. With no
+    argument, show the memory panel in a notebook, or a text summary in a terminal.
+
+``%fact [--raw | --history | --diff [SHA] | --restore SHA]``
+    Show FACT.md rendered as Markdown, its raw text, its earlier versions, a diff between an
+    earlier version and the current one, or restore an earlier version.
+
+``%%fact_update``
+    Make the cell body the new FACT.md (the tool's ``update`` action); prints the tool's text
+    and a short diff.
+
+``%journal``, ``%journal append TEXT [-t TAG]...``, ``%journal search [QUERY] [-t TAG] [-n N]
+[--since ISO] [--until ISO]``
+    List the latest entries, add an entry, or search. Results are a list of entry dicts in
+    code and a table in a notebook.
+
+``%memprompt [--workspace DIR] [--facts] [--raw] [--diff]``
+    Show the exact system prompt the agent would get, with per-section sizes and any budget
+    warning, or the difference from the previous build in this session.
+
+Every magic takes ``--agent TARGET`` to act on another agent for that one call. Add ``?`` to a
+magic (``%fact?``) for its full help.
+
+Configuration
+=============
+
+Options are traitlets on :class:`AgentMemoryMagics`, e.g. in ``ipython_config.py``::
+
+    c.AgentMemoryMagics.default_agent = "./demo-agent"
+    c.AgentMemoryMagics.budget_tokens = 2000
+
+or in a running session with ``%config AgentMemoryMagics.budget_tokens = 2000``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments
+from IPython.display import display
+from IPython.utils.process import arg_split
+from traitlets import CaselessStrEnum, Int, Unicode
+
+from .display import AgentSummary, DiffView, FactsView, HistoryView, JournalResult, PromptView
+from .errors import MemoryToolError
+from .store import AgentMemory
+
+__all__ = ["AgentMemoryMagics", "load_ipython_extension", "unload_ipython_extension"]
+
+DEFAULT_TOOL_NAME = "mcp__agent-memory__memory"
+
+_QUOTES = ("'", '"')
+
+
+def _clean_doc(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Dedent a magic's docstring so argparse (which uses it as the description) keeps layout."""
+    func.__doc__ = inspect.cleandoc(func.__doc__ or "")
+    return func
+
+
+def _unquote(token: str) -> str:
+    """Strip one pair of matching outer quotes; IPython's argument splitter keeps them."""
+    if len(token) >= 2 and token[0] == token[-1] and token[0] in _QUOTES:
+        return token[1:-1]
+    return token
+
+
+def _parse(magic: Callable[..., Any], line: str) -> Any:
+    """Parse a magic's arguments, allowing options between positional words.
+
+    ``%journal append Met Ana -t people today`` keeps every word of the text. IPython's
+    splitter keeps quotes (so apostrophes in plain text work); one pair of outer quotes is
+    removed from each word so ``"two words"`` is one argument without its quotes.
+    """
+    try:
+        argv = [_unquote(tok) for tok in arg_split(line, strict=True)]
+    except ValueError as exc:
+        raise UsageError(f"Could not split the arguments: {exc}") from None
+    args = magic.parser.parse_intermixed_args(argv)  # type: ignore[attr-defined]
+    # Quoted option values come through with their quotes too.
+    for key, value in vars(args).items():
+        if isinstance(value, str):
+            setattr(args, key, _unquote(value))
+        elif isinstance(value, list):
+            setattr(args, key, [_unquote(v) if isinstance(v, str) else v for v in value])
+    return args
+
+
+@contextlib.contextmanager
+def _engine_errors() -> Iterator[None]:
+    """Turn engine errors into one-line ``UsageError``s carrying the engine's message."""
+    try:
+        yield
+    except MemoryToolError as exc:
+        raise UsageError(exc.message) from None
+    except (ValueError, OSError) as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _only_one(**flags: object) -> None:
+    """Refuse options that cannot be combined (argparse groups cannot express ``--diff [SHA]``)."""
+    given = [name for name, value in flags.items() if value not in (None, False)]
+    if len(given) > 1:
+        names = ", ".join("--" + n.replace("_", "-") for n in given)
+        raise UsageError(f"Choose one of {names}")
+
+
+@magics_class
+class AgentMemoryMagics(Magics):
+    """The agent-memory magics: ``%agent_memory``, ``%fact``, ``%%fact_update``, ``%journal``,
+    ``%memprompt``.
+
+    Holds the active agent for this session (opened on first use, so loading the extension
+    never creates a folder) and the last prompt built per agent, for ``%memprompt --diff``.
+    """
+
+    default_agent = Unicode(
+        "",
+        help="Agent id or folder path used until %agent_memory selects another. Empty means "
+        "the engine's default (env JUPYTER_AGENT_MEMORY_AGENT, else 'default').",
+    ).tag(config=True)
+
+    root = Unicode(
+        "",
+        help="Folder holding agents addressed by id. Empty means the engine's default "
+        "(env JUPYTER_AGENT_MEMORY_ROOT, else <jupyter data dir>/agent-memory).",
+    ).tag(config=True)
+
+    budget_tokens = Int(
+        None,
+        allow_none=True,
+        help="Approximate token budget for the memory part of the prompt; %memprompt warns "
+        "when it is exceeded (it never truncates).",
+    ).tag(config=True)
+
+    tool_name = Unicode(
+        DEFAULT_TOOL_NAME,
+        help="Name of the memory tool as the model sees it, used in the prompt's wording.",
+    ).tag(config=True)
+
+    journal_limit = Int(
+        20, help="How many entries %journal (with no command) lists by default."
+    ).tag(config=True)
+
+    panel = CaselessStrEnum(
+        ("auto", "always", "never"),
+        default_value="auto",
+        help="What %agent_memory with no argument shows: 'auto' shows the widget panel in a "
+        "Jupyter kernel and a text summary in a terminal; 'always'/'never' force one.",
+    ).tag(config=True)
+
+    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+        super().__init__(shell=shell, **kwargs)
+        self._memory: AgentMemory | None = None
+        self._builders: dict[int | None, Any] = {}
+        # Last text built per (agent folder, workspace, kind), for %memprompt --diff.
+        self._last_prompts: dict[tuple[str, str, str], str] = {}
+
+    # -- agents ----------------------------------------------------------------------------
+
+    def _open(self, target: str | None) -> AgentMemory:
+        with _engine_errors():
+            return AgentMemory.open(target or None, root=self.root or None)
+
+    @property
+    def memory(self) -> AgentMemory:
+        """The active agent, opened (and created) on first use."""
+        if self._memory is None:
+            self._memory = self._open(self.default_agent)
+        return self._memory
+
+    @memory.setter
+    def memory(self, mem: AgentMemory) -> None:
+        self._memory = mem
+
+    def memory_for(self, target: str | None) -> AgentMemory:
+        """The agent named by ``--agent`` for one call, else the active agent."""
+        return self._open(target) if target else self.memory
+
+    @staticmethod
+    def describe(mem: AgentMemory) -> str:
+        """How an agent is named in messages: ``'id' (folder)`` or the folder."""
+        if mem.agent_id is not None:
+            return f"{mem.agent_id!r} ({mem.path})"
+        return str(mem.path)
+
+    def _builder(self, budget: int | None) -> Any:
+        # One builder per budget, kept for the session so its file cache pays off.
+        from .prompt import PromptBuilder
+
+        if budget not in self._builders:
+            self._builders[budget] = PromptBuilder(tool_name=self.tool_name, budget_tokens=budget)
+        return self._builders[budget]
+
+    def _in_kernel(self) -> bool:
+        """True when running under a Jupyter kernel (widgets can be displayed)."""
+        return getattr(self.shell, "kernel", None) is not None
+
+    # -- %agent_memory ---------------------------------------------------------------------
+
+    @line_magic
+    @magic_arguments()
+    @argument("target", nargs="?", default=None, help="agent id or folder path to make active")
+    @argument("--agent", default=None, help="same as TARGET")
+    @argument(
+        "--template",
+        default=None,
+        metavar="T",
+        help="provision the agent from a built-in template name or a template folder "
+        "(never overwrites existing content)",
+    )
+    @_clean_doc
+    def agent_memory(self, line: str = "") -> Any:
+        """Select or create the active agent, or show the memory panel.
+
+        Examples::
+
+            %agent_memory ./demo-agent              # a folder next to the notebook
+            %agent_memory research                  # an agent id under the agents root
+            %agent_memory ./guide-demo --template guide
+            %agent_memory                           # the panel (a summary in a terminal)
+
+        The active agent is what %fact, %journal and %memprompt use unless given --agent.
+        """
+        args = _parse(self.agent_memory, line)
+        if args.target and args.agent and args.target != args.agent:
+            raise UsageError("Give the agent either as TARGET or as --agent, not both")
+        target = args.target or args.agent
+        if target:
+            mem = self._open(target)
+            self.memory = mem
+            print(f"Active agent: {self.describe(mem)}")
+        else:
+            mem = self.memory
+        if args.template:
+            from .templates import provision
+
+            with _engine_errors():
+                definition = provision(args.template, mem)
+            print(f"Provisioned from template {definition.name!r}.")
+        if target or args.template:
+            return None
+        if self.panel == "always" or (self.panel == "auto" and self._in_kernel()):
+            from .panel import MemoryPanel
+
+            return MemoryPanel(mem, tool_name=self.tool_name, budget_tokens=self.budget_tokens)
+        return self.summary(mem)
+
+    def summary(self, mem: AgentMemory) -> AgentSummary:
+        """A size summary of an agent folder (what ``%agent_memory`` shows in a terminal)."""
+        with _engine_errors():
+            sizes = {
+                "SOUL.md": len(mem.soul.encode("utf-8")),
+                "USER.md": len(mem.user.encode("utf-8")),
+                "FACT.md": len(mem.facts.encode("utf-8")),
+                "JOURNAL.jsonl": _journal_size(mem),
+            }
+            info = mem.template_info() or {}
+            history = mem.history()
+        template = info.get("name") or info.get("template") or info.get("folder")
+        return AgentSummary(
+            agent_id=mem.agent_id,
+            path=mem.path,
+            sizes=sizes,
+            facts_sha256=mem.facts_sha256,
+            history_versions=len(history),
+            template=str(template) if template else None,
+        )
+
+    # -- %fact -----------------------------------------------------------------------------
+
+    @line_magic
+    @magic_arguments()
+    @argument("--raw", action="store_true", help="print FACT.md exactly as stored")
+    @argument("--history", action="store_true", help="list earlier versions, newest first")
+    @argument(
+        "--diff",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="SHA",
+        help="diff an earlier version (default: the latest one) against the current FACT.md",
+    )
+    @argument(
+        "--restore",
+        default=None,
+        metavar="SHA",
+        help="make an earlier version current again (a normal update, so history stays linear)",
+    )
+    @argument("--agent", default=None, help="agent id or folder for this call only")
+    @_clean_doc
+    def fact(self, line: str = "") -> Any:
+        """Show FACT.md, the agent's durable knowledge, rendered as Markdown.
+
+        Examples::
+
+            %fact                       # rendered (plain text in a terminal)
+            %fact --raw                 # exact text
+            %fact --history             # earlier versions: time, sha256, size
+            %fact --diff                # what the last update changed
+            %fact --diff 3f2a9c1        # an earlier version (sha256 or 7+ digit prefix) vs now
+            %fact --restore 3f2a9c1     # bring that version back
+            versions = %fact --history  # a list of {"ts", "sha256", "size"} dicts
+
+        Change FACT.md with %%fact_update.
+        """
+        args = _parse(self.fact, line)
+        _only_one(raw=args.raw, history=args.history, diff=args.diff, restore=args.restore)
+        mem = self.memory_for(args.agent)
+        with _engine_errors():
+            if args.raw:
+                text = mem.facts
+                print(text, end="" if text.endswith("\n") or not text else "\n")
+                return None
+            if args.history:
+                return HistoryView(mem.history())
+            if args.diff is not None:
+                return self._fact_diff(mem, args.diff)
+            if args.restore is not None:
+                before = mem.facts
+                new_sha = mem.restore(args.restore)
+                print(f"Restored FACT.md from version {args.restore[:12]}; "
+                      f"new version {new_sha[:12]}.")
+                display(DiffView(before, mem.facts, "FACT.md (before)", "FACT.md (restored)", 1))
+                return None
+            return FactsView(mem.facts, path=mem.path, sha256=mem.facts_sha256)
+
+    @staticmethod
+    def _fact_diff(mem: AgentMemory, sha: str) -> DiffView | None:
+        if sha:
+            old = mem.history_text(sha)
+            label = sha[:12]
+        else:
+            versions = mem.history()
+            if not versions:
+                print(HistoryView.empty_message)
+                return None
+            label = versions[0]["sha256"][:12]
+            old = mem.history_text(versions[0]["sha256"])
+        return DiffView(old, mem.facts, f"FACT.md@{label}", "FACT.md (current)")
+
+    # -- %%fact_update ---------------------------------------------------------------------
+
+    @cell_magic
+    @magic_arguments()
+    @argument("--agent", default=None, help="agent id or folder for this call only")
+    @_clean_doc
+    def fact_update(self, line: str = "", cell: str = "") -> None:
+        """Replace FACT.md with the cell body, exactly as the memory tool's update does.
+
+        Example::
+
+            %%fact_update
+            # Facts
+            - The user prefers metric units.
+            - Reports go out on Mondays.
+
+        Prints the tool's result (``Memory updated.``) and a short diff. The previous version
+        is kept (see %fact --history). An empty body is refused and nothing changes.
+        """
+        args = _parse(self.fact_update, line)
+        mem = self.memory_for(args.agent)
+        # A body of only blank lines is an empty FACT.md: let the tool refuse it with its text.
+        content = cell if cell.strip() else ""
+        with _engine_errors():
+            before = mem.facts
+            result = mem.call_tool({"action": "update", "content": content})
+            after = mem.facts
+        print(result)
+        display(DiffView(before, after, "FACT.md (before)", "FACT.md (after)", 1))
+
+    # -- %journal --------------------------------------------------------------------------
+
+    @line_magic
+    @magic_arguments()
+    @argument(
+        "command",
+        nargs="?",
+        default="",
+        help="'append' or 'search'; omit to list the latest entries",
+    )
+    @argument("words", nargs="*", help="append: the entry text; search: the text to look for")
+    @argument(
+        "-t",
+        "--tag",
+        dest="tags",
+        action="append",
+        default=[],
+        metavar="TAG",
+        help="append: a tag (repeat for more); search: only entries with this tag",
+    )
+    @argument("-n", "--limit", type=int, default=None, metavar="N",
+              help="search: at most N entries (newest first)")
+    @argument("--since", default=None, metavar="ISO",
+              help="search: entries at or after this time (ISO-8601; no zone means UTC)")
+    @argument("--until", default=None, metavar="ISO",
+              help="search: entries at or before this time (ISO-8601; no zone means UTC)")
+    @argument("--agent", default=None, help="agent id or folder for this call only")
+    @_clean_doc
+    def journal(self, line: str = "") -> Any:
+        """List, add and search journal entries (the append-only event log).
+
+        Examples::
+
+            %journal                                    # the latest entries
+            %journal append Met Ana about the Q3 report -t meeting -t q3
+            %journal search report                      # text contains 'report' (any case)
+            %journal search -t meeting -n 5             # the 5 newest 'meeting' entries
+            %journal search --since 2026-11-01 --until 2026-11-30T23:59:59Z
+            hits = %journal search report               # a list of {"ts", "tags", "text"}
+
+        Quote text that starts with '-' or holds several spaces in a row:
+        %journal append "-5 degrees  outside".
+        """
+        args = _parse(self.journal, line)
+        mem = self.memory_for(args.agent)
+        command = args.command.lower()
+        if command == "append":
+            for name in ("limit", "since", "until"):
+                if getattr(args, name) is not None:
+                    raise UsageError(f"--{name} applies to search, not append")
+            text = " ".join(args.words)
+            with _engine_errors():
+                print(mem.call_tool({"action": "append", "text": text, "tags": args.tags}))
+            return None
+        if command not in ("", "search"):
+            raise UsageError(f"Unknown journal command {args.command!r}, expected append or search")
+        if len(args.tags) > 1:
+            raise UsageError("search filters on one tag at a time (-t given more than once)")
+        # Plain %journal lists the configured number of entries; search uses the tool's default.
+        limit = args.limit
+        if limit is None:
+            limit = self.journal_limit if not command else 20
+        with _engine_errors():
+            result = mem.search_journal(
+                query=" ".join(args.words),
+                tag=args.tags[0] if args.tags else "",
+                limit=limit,
+                since=args.since,
+                until=args.until,
+            )
+        if result is None:
+            return JournalResult(empty_message="No journal entries found.")
+        return JournalResult.from_search(result)
+
+    # -- %memprompt ------------------------------------------------------------------------
+
+    @line_magic
+    @magic_arguments()
+    @argument("--workspace", default=None, metavar="DIR",
+              help="session workspace holding system.md (default: the current directory)")
+    @argument("--facts", action="store_true",
+              help="only the '## Agent Knowledge' facts section")
+    @argument("--raw", action="store_true", help="print the exact text, nothing else")
+    @argument("--diff", action="store_true",
+              help="diff against the previous build of this prompt in this session")
+    @argument("--budget", type=int, default=None, metavar="TOKENS",
+              help="token budget for this build (default: AgentMemoryMagics.budget_tokens)")
+    @argument("--agent", default=None, help="agent id or folder for this call only")
+    @_clean_doc
+    def memprompt(self, line: str = "") -> Any:
+        """Show the exact system prompt the agent gets, with section sizes and budget warnings.
+
+        Examples::
+
+            %memprompt                       # prompt, per-section sizes, any budget warning
+            %memprompt --raw                 # exactly the text, e.g. to copy
+            %memprompt --workspace ./project # use ./project/system.md as the base prompt
+            %memprompt --facts               # only the facts section
+            %memprompt --diff                # what changed since the last %memprompt here
+            %memprompt --budget 500          # warn when memory exceeds ~500 tokens
+
+        The prompt is built by the engine's PromptBuilder; nothing is written.
+        """
+        args = _parse(self.memprompt, line)
+        _only_one(raw=args.raw, diff=args.diff)
+        mem = self.memory_for(args.agent)
+        workspace = Path(args.workspace).expanduser() if args.workspace else Path.cwd()
+        if args.workspace and not workspace.is_dir():
+            raise UsageError(f"Workspace {args.workspace!r} is not a directory")
+        budget = args.budget if args.budget is not None else self.budget_tokens
+        builder = self._builder(budget)
+        with _engine_errors():
+            if args.facts:
+                text = builder.build_facts_section(mem)
+                view = PromptView(text or "", title="Agent Knowledge section")
+                warnings: list[str] = []
+            else:
+                prompt = builder.build(mem, workspace=workspace)
+                text = prompt.text
+                view = PromptView.from_prompt(prompt)
+                warnings = list(prompt.warnings)
+        key = (str(mem.path), str(workspace.resolve()), "facts" if args.facts else "prompt")
+        previous = self._last_prompts.get(key)
+        if text is not None:
+            self._last_prompts[key] = text
+        if text is None:
+            print("No Agent Knowledge section: FACT.md is empty.")
+            return None
+        if args.raw:
+            # The prompt goes to stdout untouched; warnings go to stderr so it stays copyable.
+            for warning in warnings:
+                print(f"WARNING: {warning}", file=sys.stderr)
+            print(text)
+            return None
+        if args.diff:
+            if previous is None:
+                print("No earlier build of this prompt in this session; run %memprompt --diff "
+                      "again after memory changes.")
+                return None
+            return DiffView(previous, text, "previous build", "this build")
+        return view
+
+    # -- hooks -----------------------------------------------------------------------------
+
+    def post_run_cell(self, result: Any = None) -> None:
+        """After each cell, let open memory panels refresh if memory changed on disk.
+
+        Panels live in :mod:`jupyter_agent_memory.panel`; when that module was never imported
+        there is nothing to refresh, and importing it here would pull in ipywidgets.
+        """
+        panel_module = sys.modules.get(f"{__package__}.panel")
+        if panel_module is not None:
+            panel_module.refresh_live_panels()
+
+
+def _journal_size(mem: AgentMemory) -> int:
+    """Size in bytes of the agent's journal, -1 when it does not exist (no link is followed)."""
+    from .paths import Folder
+    from .store import JOURNAL, MEMORY_DIR
+
+    with Folder.open(mem.path) as agent:
+        memory_name = agent.lookup(MEMORY_DIR)
+        if memory_name is None:
+            return -1
+        with agent.subfolder(memory_name) as memory:
+            name = memory.lookup(JOURNAL)
+            st = memory.lstat(name) if name is not None else None
+    return st.st_size if st is not None else -1
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """Register the magics and the panel-refresh hook (``%load_ext jupyter_agent_memory``)."""
+    magics = AgentMemoryMagics(shell=ipython)
+    ipython.register_magics(magics)
+    ipython.events.register("post_run_cell", magics.post_run_cell)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """Remove what :func:`load_ipython_extension` added (``%unload_ext``)."""
+    manager = ipython.magics_manager
+    # dict.get skips the registry's lazy-loading __missing__.
+    magics = manager.registry.get(AgentMemoryMagics.__name__)
+    if magics is None:
+        return
+    for kind, table in magics.magics.items():
+        for name, func in table.items():
+            if manager.magics[kind].get(name) == func:
+                del manager.magics[kind][name]
+    del manager.registry[AgentMemoryMagics.__name__]
+    with contextlib.suppress(ValueError):
+        ipython.events.unregister("post_run_cell", magics.post_run_cell)
+    with contextlib.suppress(ValueError):
+        ipython.configurables.remove(magics)
+
