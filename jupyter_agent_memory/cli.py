@@ -1,0 +1,233 @@
+"""``jupyter-agent-memory``: the command line (also ``jupyter agent-memory``).
+
+Every sub-command takes ``--agent TARGET`` (an agent id under the agents root, or a folder
+path; default: the default agent) and is a thin call into the engine, so it prints exactly
+what the ``memory`` tool would tell a model. Errors go to stderr with exit code 1 (2 for
+command-line usage errors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .errors import MemoryToolError
+
+PROG = "jupyter-agent-memory"
+DEMO_FACT = "- The user tried jupyter-agent-memory with its built-in demo."
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the command line."""
+    from .__about__ import __version__
+
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--agent",
+        metavar="TARGET",
+        default=None,
+        help="agent id under the agents root, or a folder path (default: the default agent)",
+    )
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Long-term memory for LLM agents, as plain files you can see.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+
+    init = commands.add_parser(
+        "init", parents=[common], help="create an agent folder (optionally from a template)"
+    )
+    init.add_argument("--template", metavar="NAME", help="built-in template name or folder")
+
+    fact = commands.add_parser("fact", parents=[common], help="show or replace FACT.md")
+    group = fact.add_mutually_exclusive_group()
+    group.add_argument(
+        "--set", metavar="FILE", help="replace FACT.md with FILE ('-' reads standard input)"
+    )
+    group.add_argument("--history", action="store_true", help="list previous FACT.md versions")
+    group.add_argument("--restore", metavar="SHA", help="restore a previous FACT.md version")
+
+    journal = commands.add_parser("journal", help="append to or search the journal")
+    verbs = journal.add_subparsers(dest="verb", metavar="VERB")
+    verbs.required = True
+    append = verbs.add_parser("append", parents=[common], help="add a journal entry")
+    append.add_argument("text", help="the entry text")
+    append.add_argument(
+        "-t", "--tag", action="append", default=[], metavar="TAG", help="a tag (repeatable)"
+    )
+    search = verbs.add_parser("search", parents=[common], help="search the journal, newest first")
+    search.add_argument("query", nargs="?", default="", help="case-insensitive substring")
+    search.add_argument("-t", "--tag", default="", metavar="TAG", help="only entries with TAG")
+    search.add_argument("-n", "--limit", default="20", metavar="N", help="most entries (20)")
+    search.add_argument("--since", default=None, help="ISO-8601 start of the time window")
+    search.add_argument("--until", default=None, help="ISO-8601 end of the time window")
+
+    prompt = commands.add_parser(
+        "prompt", parents=[common], help="print the system prompt the next session gets"
+    )
+    prompt.add_argument("--workspace", metavar="DIR", help="session workspace (default: cwd)")
+    prompt.add_argument(
+        "--tool-name", default=None, help="how the model sees the memory tool"
+    )
+
+    commands.add_parser("mcp", parents=[common], help="serve the memory over MCP (stdio)")
+    commands.add_parser("agents", parents=[common], help="list the agents under the root")
+    commands.add_parser(
+        "demo",
+        parents=[common],
+        help="provision the guide agent, learn a fact, and print the next session's prompt",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        return _COMMANDS[args.command](args)
+    except (MemoryToolError, OSError) as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _open(args: argparse.Namespace):  # noqa: ANN202 - AgentMemory, imported lazily
+    from .store import AgentMemory
+
+    return AgentMemory.open(args.agent)
+
+
+def _init(args: argparse.Namespace) -> int:
+    memory = _open(args)
+    if args.template:
+        from .templates import provision
+
+        definition = provision(args.template, memory)
+        print(f"Agent {definition.name!r} ready at {memory.path}")
+    else:
+        print(f"Agent ready at {memory.path}")
+    return 0
+
+
+def _fact(args: argparse.Namespace) -> int:
+    memory = _open(args)
+    if args.set is not None:
+        content = sys.stdin.read() if args.set == "-" else Path(args.set).read_text("utf-8")
+        print(memory.call_tool({"action": "update", "content": content}))
+    elif args.history:
+        versions = memory.history()
+        if not versions:
+            print("No previous FACT.md versions.")
+        for version in versions:
+            print(f"{version['ts']}  {version['sha256'][:12]}  {version['size']} bytes")
+    elif args.restore:
+        sha = memory.restore(args.restore)
+        print(f"Restored FACT.md version {sha[:12]}.")
+    else:
+        sys.stdout.write(memory.facts)
+    return 0
+
+
+def _journal(args: argparse.Namespace) -> int:
+    memory = _open(args)
+    if args.verb == "append":
+        call = {"action": "append", "text": args.text, "tags": args.tag}
+    else:
+        call = {"action": "search", "query": args.query, "tag": args.tag, "limit": args.limit}
+        call.update({k: getattr(args, k) for k in ("since", "until") if getattr(args, k)})
+    print(memory.call_tool(call))
+    return 0
+
+
+def _prompt(args: argparse.Namespace) -> int:
+    memory = _open(args)
+    prompt = build_session_prompt(memory, args.workspace, args.tool_name)
+    print(prompt.text)
+    return 0
+
+
+def build_session_prompt(memory, workspace=None, tool_name=None):  # noqa: ANN001, ANN201
+    """Build the prompt the way a session would, using the agent's template settings."""
+    from .prompt import DEFAULT_TOOL_NAME, PromptBuilder
+    from .templates import template_for
+
+    definition = template_for(memory)
+    builder = PromptBuilder(tool_name=tool_name or DEFAULT_TOOL_NAME)
+    return builder.build(
+        memory,
+        workspace=workspace,
+        config=definition.configuration if definition else None,
+        has_user_instructions=bool(definition and definition.instructions),
+    )
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    memory = _open(args)
+    try:
+        from .mcp_server import serve_stdio
+    except ImportError as exc:  # the [mcp] extra is missing
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 1
+    serve_stdio(memory)
+    return 0
+
+
+def _agents(args: argparse.Namespace) -> int:
+    from .paths import default_root, list_agents
+
+    root = default_root()
+    agents = list_agents(root)
+    print(f"Agents under {root}:" if agents else f"No agents under {root} yet.")
+    for agent_id in agents:
+        print(f"  {agent_id}")
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .templates import provision
+
+    memory = _open(args)
+    definition = provision("guide", memory)
+    rule = "-" * 72
+    print(f"Agent {definition.name!r} at {memory.path}\n")
+    print("Session 1: the agent learns something and writes it down with the memory tool.")
+    facts = memory.facts
+    if DEMO_FACT not in facts:
+        content = facts.rstrip("\n") + ("\n\n" if facts.strip() else "") + DEMO_FACT + "\n"
+        result = memory.call_tool({"action": "update", "content": content})
+        print(f'  memory(action="update")  -> {result}')
+    else:
+        print("  memory(action=\"update\")  -> (FACT.md already holds the demo fact)")
+    result = memory.call_tool(
+        {"action": "append", "text": "Ran the jupyter-agent-memory demo.", "tags": ["demo"]}
+    )
+    print(f'  memory(action="append")  -> {result}\n')
+    prompt = build_session_prompt(memory)
+    print("Session 2 starts with this system prompt (the agent remembers):")
+    print(rule)
+    print(prompt.text)
+    print(rule)
+    sizes = ", ".join(f"{s.name} {s.tokens}" for s in prompt.sections)
+    print(f"About {prompt.tokens} tokens (by section: {sizes}).")
+    print(f"Search the journal: {PROG} journal search demo")
+    return 0
+
+
+_COMMANDS = {
+    "init": _init,
+    "fact": _fact,
+    "journal": _journal,
+    "prompt": _prompt,
+    "mcp": _mcp,
+    "agents": _agents,
+    "demo": _demo,
+}
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

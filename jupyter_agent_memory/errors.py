@@ -1,0 +1,61 @@
+"""Errors raised by the engine.
+
+Every surface (magics, REST, MCP, CLI) reports these messages unchanged, so the wording lives
+here and in the engine modules only. Codes follow JSON-RPC, because the ``memory`` tool is
+usually reached through a tool-calling protocol that speaks it.
+"""
+
+from __future__ import annotations
+
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+
+class MemoryToolError(Exception):
+    """A ``memory`` tool call (or any engine operation) that could not be carried out.
+
+    ``code`` is ``-32602`` for invalid arguments and ``-32603`` for internal problems
+    (unsafe paths, I/O failures, conflicts). ``str(error)`` is the message alone.
+    """
+
+    def __init__(self, message: str, code: int = INVALID_PARAMS) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class MemoryConflictError(MemoryToolError):
+    """A compare-and-swap write found a different version on disk; nothing was written."""
+
+    def __init__(self, path: object, expected: str, actual: str) -> None:
+        super().__init__(
+            f"{path} changed since it was read: expected sha256 {expected}, "
+            f"found {actual}; nothing was written",
+            INTERNAL_ERROR,
+        )
+        self.expected = expected
+        self.actual = actual
+
+
+class UnsafePathError(MemoryToolError):
+    """A file or folder is a symlink, not a regular file/folder, or escapes its root."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, INTERNAL_ERROR)
+
+
+class InvalidAgentIdError(MemoryToolError, ValueError):
+    """An agent id that cannot name a folder under the agents root."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, INVALID_PARAMS)
+
+
+class TemplateError(MemoryToolError, ValueError):
+    """A template folder or its ``agent.json`` is invalid; nothing was provisioned."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, INVALID_PARAMS)

@@ -1,0 +1,559 @@
+"""``AgentMemory``: the files of one agent, and the only code that writes them.
+
+Layout (see the design, section 2)::
+
+    <agent>/SOUL.md  USER.md  .template.json
+    <agent>/memory/FACT.md  JOURNAL.jsonl  .lock  .history/
+
+Every write takes the advisory lock ``memory/.lock``, so updates and appends are serialised
+across processes. FACT.md, SOUL.md and USER.md are replaced atomically (temp file, fsync,
+rename, fsync of the folder); journal lines go out in one ``write`` on an ``O_APPEND``
+descriptor. Nothing inside the agent folder is ever reached through a symlink.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import warnings
+from collections.abc import Iterable, Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from . import journal
+from .errors import (
+    INVALID_PARAMS,
+    MemoryConflictError,
+    MemoryToolError,
+    UnsafePathError,
+)
+from .paths import Folder, resolve_target, sha256_hex
+
+SOUL = "SOUL.md"
+USER = "USER.md"
+MEMORY_DIR = "memory"
+FACT = "FACT.md"
+JOURNAL = "JOURNAL.jsonl"
+HISTORY_DIR = ".history"
+LOCK = ".lock"
+TEMPLATE_RECORD = ".template.json"
+
+DEFAULT_HISTORY_LIMIT = 100
+_TEMP_NAME = re.compile(r"^\..+\.[0-9a-f]{16}\.tmp$")
+_HISTORY_NAME = re.compile(r"^(\d{8}T\d{6}\.\d{6}Z)-([0-9a-f]{12})(?:-\d+)?\.md$")
+_HEX = re.compile(r"^[0-9a-fA-F]+$")
+EMPTY_SHA256 = sha256_hex(b"")
+
+
+class CorruptJournalWarning(UserWarning):
+    """Some journal lines could not be parsed and were skipped."""
+
+
+class AgentMemory:
+    """The long-term memory of one agent: a folder of plain files.
+
+    Create with :meth:`open`, which resolves an agent id or a folder path and makes the
+    layout. Reading a file that is missing gives ``''``; every write is atomic and locked.
+
+    >>> mem = AgentMemory.open("./demo-agent")          # doctest: +SKIP
+    >>> mem.update_facts("- The user prefers metric units.\\n")  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        agent_id: str | None = None,
+        root: str | os.PathLike[str] | None = None,
+        fsync_appends: bool = True,
+        history_limit: int = DEFAULT_HISTORY_LIMIT,
+    ) -> None:
+        self.path = Path(path)
+        self.agent_id = agent_id
+        self.root = Path(root) if root is not None else self.path.parent
+        self.fsync_appends = fsync_appends
+        self.history_limit = max(1, int(history_limit))
+
+    @classmethod
+    def open(
+        cls,
+        target: str | os.PathLike[str] | None = None,
+        root: str | os.PathLike[str] | None = None,
+        *,
+        create: bool = True,
+        **options: Any,
+    ) -> AgentMemory:
+        """Open an agent by id (under ``root``) or by folder path, creating its layout.
+
+        ``target`` defaults to the default agent. A :class:`~pathlib.Path`, or a string that
+        contains a path separator or starts with ``.`` or ``~``, is a folder path.
+        """
+        path, agent_id, base = resolve_target(target, root)
+        memory = cls(path, agent_id=agent_id, root=base, **options)
+        if create:
+            memory.ensure_layout()
+        return memory
+
+    @classmethod
+    def open_id(
+        cls,
+        agent_id: str,
+        root: str | os.PathLike[str] | None = None,
+        *,
+        create: bool = True,
+        **options: Any,
+    ) -> AgentMemory:
+        """Open the agent ``agent_id`` under ``root`` even when the id looks like a path.
+
+        For surfaces that receive bare ids (REST, pickers): ``.notes`` is an id here, never
+        a folder relative to the working directory.
+        """
+        from .paths import resolve_agent_id
+
+        path, base = resolve_agent_id(agent_id, root)
+        memory = cls(path, agent_id=agent_id, root=base, **options)
+        if create:
+            memory.ensure_layout()
+        return memory
+
+    def __repr__(self) -> str:
+        label = self.agent_id if self.agent_id is not None else str(self.path)
+        return f"<AgentMemory {label!r} at {self.path}>"
+
+    # -- layout ----------------------------------------------------------------------------
+
+    def ensure_layout(self) -> None:
+        """Create the folder, ``memory/`` and empty SOUL.md/USER.md; sweep crash leftovers.
+
+        Idempotent and safe when several processes do it at once. A file is created only
+        when no case variant of its name exists.
+        """
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(self.path, 0o700)
+        with Folder.open(self.path) as agent:
+            names = agent.names()
+            for name in (SOUL, USER):
+                if agent.lookup(name, names) is None:
+                    agent.create_empty(name)
+            with agent.subfolder(agent.lookup(MEMORY_DIR, names) or MEMORY_DIR, create=True) as mem:
+                with mem.locked(LOCK):
+                    _sweep_temp_files(agent)
+                    _sweep_temp_files(mem)
+                    if mem.lookup(HISTORY_DIR) is not None:
+                        with mem.subfolder(HISTORY_DIR) as history:
+                            _sweep_temp_files(history)
+
+    @contextlib.contextmanager
+    def _folders(self, create_memory: bool = False) -> Iterator[tuple[Folder, Folder | None]]:
+        """Open the agent folder and ``memory/`` (None when missing)."""
+        with Folder.open(self.path) as agent:
+            name = agent.lookup(MEMORY_DIR)
+            if name is None and not create_memory:
+                yield agent, None
+                return
+            with agent.subfolder(name or MEMORY_DIR, create=create_memory) as mem:
+                yield agent, mem
+
+    def _recheck(self, agent: Folder, mem: Folder | None = None) -> None:
+        if not agent.same_as(self.path):
+            raise UnsafePathError(f"Refusing to write: {self.path} was replaced while writing")
+        if mem is not None and not mem.same_as(mem.path):
+            raise UnsafePathError(f"Refusing to write: {mem.path} was replaced while writing")
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _read_agent_file(self, canonical: str) -> bytes:
+        try:
+            with Folder.open(self.path) as agent:
+                return agent.read_bytes(agent.lookup(canonical)) or b""
+        except FileNotFoundError:
+            return b""
+
+    def _read_fact_bytes(self) -> bytes:
+        try:
+            with self._folders() as (_agent, mem):
+                if mem is None:
+                    return b""
+                return mem.read_bytes(mem.lookup(FACT)) or b""
+        except FileNotFoundError:
+            return b""
+
+    @property
+    def facts(self) -> str:
+        """Current FACT.md text (``''`` when missing)."""
+        return _decode(self._read_fact_bytes())
+
+    @property
+    def soul(self) -> str:
+        """Current SOUL.md text (``''`` when missing)."""
+        return _decode(self._read_agent_file(SOUL))
+
+    @property
+    def user(self) -> str:
+        """Current USER.md text (``''`` when missing)."""
+        return _decode(self._read_agent_file(USER))
+
+    @property
+    def facts_sha256(self) -> str:
+        """sha256 of FACT.md as on disk (of ``b''`` when missing): the CAS token for editors."""
+        return sha256_hex(self._read_fact_bytes())
+
+    @property
+    def soul_sha256(self) -> str:
+        """sha256 of SOUL.md as on disk (of ``b''`` when missing)."""
+        return sha256_hex(self._read_agent_file(SOUL))
+
+    @property
+    def user_sha256(self) -> str:
+        """sha256 of USER.md as on disk (of ``b''`` when missing)."""
+        return sha256_hex(self._read_agent_file(USER))
+
+    # -- FACT.md ---------------------------------------------------------------------------
+
+    def update_facts(self, text: str, expected_sha256: str | None = None) -> str:
+        """Atomically replace FACT.md with ``text``; returns the new version's sha256.
+
+        With ``expected_sha256`` the write is compare-and-swap: when FACT.md no longer has
+        that hash, :class:`MemoryConflictError` is raised and nothing is written. The previous
+        content (when non-empty and different) is kept in ``memory/.history/``.
+        """
+        data = _encode_text(text, "content")
+        with self._folders(create_memory=True) as (agent, mem):
+            assert mem is not None
+            with mem.locked(LOCK):
+                name = mem.lookup(FACT) or FACT
+                mem.require_replaceable(name)
+                current = mem.read_bytes(name) or b""
+                _check_expected(mem.display(name), expected_sha256, current)
+                if current and current != data:
+                    self._keep_version(agent, mem, current)
+                mem.write_atomic(name, data, lambda: self._recheck(agent, mem))
+        return sha256_hex(data)
+
+    def _keep_version(self, agent: Folder, mem: Folder, content: bytes) -> None:
+        with mem.subfolder(HISTORY_DIR, create=True) as history:
+            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+            base = f"{stamp}-{sha256_hex(content)[:12]}"
+            names = set(history.names())
+            name, counter = f"{base}.md", 1
+            while name in names:
+                name, counter = f"{base}-{counter}.md", counter + 1
+            history.write_atomic(name, content, lambda: self._recheck(agent, mem))
+            versions = sorted(n for n in history.names() if _HISTORY_NAME.match(n))
+            for old in versions[: max(0, len(versions) - self.history_limit)]:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(old, dir_fd=history.fd)
+
+    def _versions(self) -> list[tuple[str, str, bytes]]:
+        """(name, ts, content) of stored versions, newest first."""
+        try:
+            with self._folders() as (_agent, mem):
+                if mem is None or mem.lookup(HISTORY_DIR) is None:
+                    return []
+                with mem.subfolder(HISTORY_DIR) as history:
+                    found = []
+                    for name in sorted(history.names(), reverse=True):
+                        match = _HISTORY_NAME.match(name)
+                        if match is None:
+                            continue
+                        content = history.read_bytes(name)
+                        if content is not None:
+                            found.append((name, _history_ts(match.group(1)), content))
+                    return found
+        except FileNotFoundError:
+            return []
+
+    def history(self) -> list[dict[str, Any]]:
+        """Previous FACT.md versions, newest first: ``{"ts", "sha256", "size"}`` each."""
+        return [
+            {"ts": ts, "sha256": sha256_hex(content), "size": len(content)}
+            for _name, ts, content in self._versions()
+        ]
+
+    def history_text(self, sha: str) -> str:
+        """Text of the stored FACT.md version named by a full sha256 or unique prefix (>= 7)."""
+        return _decode(self._find_version(sha))
+
+    def restore(self, sha: str) -> str:
+        """Make a stored FACT.md version current again (a normal update); returns its sha256."""
+        return self.update_facts(_decode(self._find_version(sha)))
+
+    def _find_version(self, sha: str) -> bytes:
+        if not isinstance(sha, str) or len(sha) < 7 or not _HEX.match(sha):
+            raise MemoryToolError(
+                f'Invalid version "{sha}": give a sha256 or a prefix of at least 7 hex digits',
+                INVALID_PARAMS,
+            )
+        prefix = sha.lower()
+        matches = {}
+        for _name, _ts, content in self._versions():
+            digest = sha256_hex(content)
+            if digest.startswith(prefix):
+                matches[digest] = content
+        if not matches:
+            raise MemoryToolError(f'No FACT.md version matches "{sha}"', INVALID_PARAMS)
+        if len(matches) > 1:
+            raise MemoryToolError(
+                f'Version "{sha}" is ambiguous: it matches {len(matches)} versions; '
+                "give more digits",
+                INVALID_PARAMS,
+            )
+        return next(iter(matches.values()))
+
+    # -- SOUL.md / USER.md -----------------------------------------------------------------
+
+    def write_soul(self, text: str, expected_sha256: str | None = None) -> str:
+        """Atomically replace SOUL.md (optionally compare-and-swap); returns its sha256."""
+        return self._write_agent_file(SOUL, text, expected_sha256)
+
+    def write_user(self, text: str, expected_sha256: str | None = None) -> str:
+        """Atomically replace USER.md (optionally compare-and-swap); returns its sha256."""
+        return self._write_agent_file(USER, text, expected_sha256)
+
+    def _write_agent_file(self, canonical: str, text: str, expected: str | None) -> str:
+        data = _encode_text(text, "content")
+        with self._folders(create_memory=True) as (agent, mem):
+            assert mem is not None
+            with mem.locked(LOCK):
+                name = agent.lookup(canonical) or canonical
+                agent.require_replaceable(name)
+                _check_expected(agent.display(name), expected, agent.read_bytes(name) or b"")
+                agent.write_atomic(name, data, lambda: self._recheck(agent, mem))
+        return sha256_hex(data)
+
+    def replace_if_stock(self, canonical: str, data: bytes, stock_sha256: Iterable[str]) -> bool:
+        """Write ``data`` to SOUL.md/USER.md when it is missing, empty, or a known stock file.
+
+        Used by provisioning; returns True when written. Never writes over user content.
+        """
+        stock = {s.lower() for s in stock_sha256}
+        with self._folders(create_memory=True) as (agent, mem):
+            assert mem is not None
+            with mem.locked(LOCK):
+                name = agent.lookup(canonical) or canonical
+                agent.require_replaceable(name)
+                current = agent.read_bytes(name)
+                if current and sha256_hex(current) not in stock:
+                    return False
+                if current == data:
+                    return False
+                agent.write_atomic(name, data, lambda: self._recheck(agent, mem))
+                return True
+
+    def add_memory_file_if_missing(self, canonical: str, data: bytes) -> bool:
+        """Create ``memory/<canonical>`` with ``data`` unless any case variant exists."""
+        with self._folders(create_memory=True) as (agent, mem):
+            assert mem is not None
+            with mem.locked(LOCK):
+                name = mem.lookup(canonical)
+                if name is not None:
+                    mem.require_replaceable(name)
+                    return False
+                mem.write_atomic(canonical, data, lambda: self._recheck(agent, mem))
+                return True
+
+    def write_template_record(self, record: dict[str, Any]) -> None:
+        """Write ``.template.json`` (which template this agent came from)."""
+        data = (json.dumps(record, indent=2, ensure_ascii=False) + "\n").encode()
+        with self._folders(create_memory=True) as (agent, mem):
+            assert mem is not None
+            with mem.locked(LOCK):
+                agent.write_atomic(TEMPLATE_RECORD, data, lambda: self._recheck(agent, mem))
+
+    def template_info(self) -> dict[str, Any] | None:
+        """Contents of ``.template.json``, or None when the agent has no template record."""
+        raw = self._read_agent_file(TEMPLATE_RECORD)
+        if not raw:
+            return None
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            return None
+        return record if isinstance(record, dict) else None
+
+    # -- journal ---------------------------------------------------------------------------
+
+    def append(self, text: str, tags: Iterable[str] = ()) -> dict[str, Any]:
+        """Add one journal entry; returns it as stored: ``{"ts", "tags", "text"}``.
+
+        The line is written in one ``write`` under the lock; when the file does not end in a
+        newline (a torn write), the entry starts on a new line.
+        """
+        if not isinstance(text, str) or not text:
+            raise MemoryToolError("'text' is required for append action", INVALID_PARAMS)
+        if isinstance(tags, str):
+            tags = [tags]
+        entry = {"ts": journal.now_timestamp(), "tags": [t for t in tags if isinstance(t, str)],
+                 "text": text}
+        line = journal.encode_line(entry)
+        with self._folders(create_memory=True) as (_agent, mem):
+            assert mem is not None
+            with mem.locked(LOCK):
+                name = mem.lookup(JOURNAL) or JOURNAL
+                fd = mem.open_file(name, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+                try:
+                    size = os.fstat(fd).st_size
+                    if size and os.pread(fd, 1, size - 1) != b"\n":
+                        line = b"\n" + line
+                    view = memoryview(line)
+                    while view:
+                        view = view[os.write(fd, view):]
+                    if self.fsync_appends:
+                        os.fsync(fd)
+                finally:
+                    os.close(fd)
+        return entry
+
+    @contextlib.contextmanager
+    def _journal_file(self) -> Iterator[Any]:
+        """The journal opened for binary reading, or None when it does not exist."""
+        try:
+            with self._folders() as (_agent, mem):
+                name = mem.lookup(JOURNAL) if mem is not None else None
+                if mem is None or name is None:
+                    yield None
+                    return
+                try:
+                    fd = mem.open_file(name, os.O_RDONLY)
+                except FileNotFoundError:
+                    yield None
+                    return
+                with os.fdopen(fd, "rb") as handle:
+                    yield handle
+        except FileNotFoundError:
+            yield None
+
+    def search_journal(
+        self,
+        query: str = "",
+        tag: str = "",
+        limit: int = 20,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+    ) -> journal.SearchResult | None:
+        """Like :meth:`search`, but None when the journal file does not exist."""
+        window = {"since": coerce_time(since, "since"), "until": coerce_time(until, "until")}
+        with self._journal_file() as handle:
+            if handle is None:
+                return None
+            result = journal.search(
+                handle, query=query or "", tag=tag or "", limit=normalize_limit(limit), **window
+            )
+        if result.skipped:
+            warnings.warn(
+                f"Skipped {result.skipped} corrupted line(s) of "
+                f"{result.scanned} read in {self.path / MEMORY_DIR / JOURNAL}",
+                CorruptJournalWarning,
+                stacklevel=3,
+            )
+        return result
+
+    def search(
+        self,
+        query: str = "",
+        tag: str = "",
+        limit: int = 20,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+    ) -> journal.SearchResult:
+        """Journal entries matching all filters, newest first (at most ``limit``).
+
+        ``query`` is a case-insensitive substring of the text, ``tag`` an exact tag compared
+        ignoring case, ``since``/``until`` an inclusive time window (ISO-8601 strings or
+        datetimes; no zone means UTC). Corrupted lines are skipped with a warning.
+        """
+        result = self.search_journal(query, tag, limit, since, until)
+        return result if result is not None else journal.SearchResult()
+
+    def entries(self) -> Iterator[dict[str, Any]]:
+        """Every journal entry, oldest first (corrupted lines skipped)."""
+        with self._journal_file() as handle:
+            if handle is not None:
+                yield from journal.iter_entries(handle)
+
+    def tag_counts(self) -> dict[str, int]:
+        """Every tag in the journal (spelled as first seen, matched ignoring case) → count."""
+        counts: dict[str, int] = {}
+        spelling: dict[str, str] = {}
+        for entry in self.entries():
+            tags = entry.get("tags")
+            if not isinstance(tags, list):
+                continue
+            for tag in tags:
+                if isinstance(tag, str):
+                    key = spelling.setdefault(tag.casefold(), tag)
+                    counts[key] = counts.get(key, 0) + 1
+        return counts
+
+    # -- the memory tool -------------------------------------------------------------------
+
+    def call_tool(self, args: dict[str, Any]) -> str:
+        """Run the ``memory`` tool with ``args``; returns its exact result text."""
+        from .tool import call_tool
+
+        return call_tool(self, args)
+
+
+def normalize_limit(value: object) -> int:
+    """The tool's lenient ``limit`` rule: ints and int strings, at least 1; else 20."""
+    if isinstance(value, bool):
+        return 20
+    if isinstance(value, int):
+        return max(1, value)
+    if isinstance(value, str):
+        try:
+            return max(1, int(value.strip()))
+        except ValueError:
+            return 20
+    return 20
+
+
+def coerce_time(value: datetime | str | None, field: str) -> datetime | None:
+    """Parse a time-window bound (datetime or ISO-8601 text; no zone means UTC)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    if isinstance(value, str):
+        try:
+            return journal.parse_time(value)
+        except ValueError:
+            pass
+    raise MemoryToolError(
+        f"Invalid '{field}': expected an ISO-8601 date or time, got {json.dumps(value, default=str)}",
+        INVALID_PARAMS,
+    )
+
+
+def _check_expected(path: Path, expected: str | None, current: bytes) -> None:
+    if expected is None:
+        return
+    actual = sha256_hex(current)
+    if not isinstance(expected, str) or expected.lower() != actual:
+        raise MemoryConflictError(path, str(expected), actual)
+
+
+def _encode_text(text: str, field: str) -> bytes:
+    if not isinstance(text, str):
+        raise MemoryToolError(f"'{field}' must be a string", INVALID_PARAMS)
+    return text.encode("utf-8")
+
+
+def _decode(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+def _history_ts(stamp: str) -> str:
+    parsed = datetime.strptime(stamp, "%Y%m%dT%H%M%S.%fZ").replace(tzinfo=timezone.utc)
+    return parsed.isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _sweep_temp_files(folder: Folder) -> None:
+    for name in folder.names():
+        if _TEMP_NAME.match(name):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name, dir_fd=folder.fd)
