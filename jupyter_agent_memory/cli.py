@@ -23,17 +23,15 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the command line."""
     from .__about__ import __version__
 
+    agent_help = "agent id under the agents root, or a folder path (default: the default agent)"
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--agent",
-        metavar="TARGET",
-        default=None,
-        help="agent id under the agents root, or a folder path (default: the default agent)",
-    )
+    # SUPPRESS lets `--agent` given before the sub-command survive the sub-parser's defaults.
+    common.add_argument("--agent", metavar="TARGET", default=argparse.SUPPRESS, help=agent_help)
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Long-term memory for LLM agents, as plain files you can see.",
     )
+    parser.add_argument("--agent", metavar="TARGET", default=None, help=agent_help)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
@@ -70,9 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
         "prompt", parents=[common], help="print the system prompt the next session gets"
     )
     prompt.add_argument("--workspace", metavar="DIR", help="session workspace (default: cwd)")
-    prompt.add_argument(
-        "--tool-name", default=None, help="how the model sees the memory tool"
-    )
+    prompt.add_argument("--tool-name", default=None, help="how the model sees the memory tool")
 
     commands.add_parser("mcp", parents=[common], help="serve the memory over MCP (stdio)")
     commands.add_parser("agents", parents=[common], help="list the agents under the root")
@@ -202,7 +198,7 @@ def _demo(args: argparse.Namespace) -> int:
         result = memory.call_tool({"action": "update", "content": content})
         print(f'  memory(action="update")  -> {result}')
     else:
-        print("  memory(action=\"update\")  -> (FACT.md already holds the demo fact)")
+        print('  memory(action="update")  -> (FACT.md already holds the demo fact)')
     result = memory.call_tool(
         {"action": "append", "text": "Ran the jupyter-agent-memory demo.", "tags": ["demo"]}
     )

@@ -27,7 +27,7 @@ def package_manifest() -> dict[str, Any]:
                 "version": _installed_version() or __version__,
                 "import": "jupyter_agent_memory",
                 "extras": {
-                    "mcp": "MCP server (pip install \"jupyter-agent-memory[mcp]\")",
+                    "mcp": 'MCP server (pip install "jupyter-agent-memory[mcp]")',
                     "eval": "model adapters for the evaluation harness",
                     "test": "everything the test suite needs",
                 },
@@ -98,7 +98,9 @@ def cli_commands() -> list[dict[str, str]]:
         if isinstance(action, argparse._SubParsersAction):
             helps = {a.dest: a.help or "" for a in action._choices_actions}
             for name in action.choices:
-                commands.append({"command": f"jupyter-agent-memory {name}", "summary": helps.get(name, "")})
+                commands.append(
+                    {"command": f"jupyter-agent-memory {name}", "summary": helps.get(name, "")}
+                )
     return commands
 
 

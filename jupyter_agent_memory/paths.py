@@ -68,9 +68,7 @@ def validate_agent_id(agent_id: object) -> str:
     if agent_id in (".", ".."):
         raise InvalidAgentIdError(f'Invalid agent id "{agent_id}": it cannot be "." or ".."')
     if "/" in agent_id or "\\" in agent_id:
-        raise InvalidAgentIdError(
-            f'Invalid agent id "{agent_id}": it cannot contain "/" or "\\"'
-        )
+        raise InvalidAgentIdError(f'Invalid agent id "{agent_id}": it cannot contain "/" or "\\"')
     if "\0" in agent_id:
         raise InvalidAgentIdError("Invalid agent id: it cannot contain a NUL character")
     if agent_id.lower() in RESERVED_AGENT_IDS:
@@ -103,7 +101,9 @@ def resolve_target(
     if looks_like_path(target):
         raw = Path(os.path.abspath(Path(target).expanduser()))
         if raw.parent == raw:
-            raise UnsafePathError(f"Refusing to use {raw} as an agent folder: it is a filesystem root")
+            raise UnsafePathError(
+                f"Refusing to use {raw} as an agent folder: it is a filesystem root"
+            )
         parent = Path(os.path.realpath(raw.parent))
         return parent / raw.name, None, parent
     folder, base = resolve_agent_id(target, root)
@@ -245,7 +245,9 @@ class Folder:
         try:
             fd = os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=self.fd)
         except OSError as exc:
-            raise _unsafe_or_raise(exc, path, lambda: self._lstat_or_raise(name), "a directory") from None
+            raise _unsafe_or_raise(
+                exc, path, lambda: self._lstat_or_raise(name), "a directory"
+            ) from None
         folder = Folder(fd, path)
         folder._require_dir()
         return folder
@@ -261,11 +263,15 @@ class Folder:
         try:
             fd = os.open(name, flags | _NOFOLLOW | _CLOEXEC | _NONBLOCK, mode, dir_fd=self.fd)
         except OSError as exc:
-            raise _unsafe_or_raise(exc, path, lambda: self._lstat_or_raise(name), "a regular file") from None
+            raise _unsafe_or_raise(
+                exc, path, lambda: self._lstat_or_raise(name), "a regular file"
+            ) from None
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             os.close(fd)
-            raise UnsafePathError(f"Refusing to use {path}: it is {describe(st)}, not a regular file")
+            raise UnsafePathError(
+                f"Refusing to use {path}: it is {describe(st)}, not a regular file"
+            )
         # Regular files ignore O_NONBLOCK for I/O, but clear it so behaviour is plain.
         with contextlib.suppress(OSError, AttributeError):
             os.set_blocking(fd, True)
@@ -286,7 +292,9 @@ class Folder:
         """Create an empty 0600 file unless it exists; True when this call created it."""
         try:
             fd = os.open(
-                name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, FILE_MODE,
+                name,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC,
+                FILE_MODE,
                 dir_fd=self.fd,
             )
         except FileExistsError:
@@ -324,9 +332,7 @@ class Folder:
         """Raise unless ``name`` is missing or a regular file (a dangling link is refused)."""
         st = self.lstat(name)
         if st is not None and not stat.S_ISREG(st.st_mode):
-            raise UnsafePathError(
-                f"Refusing to write {self.display(name)}: it is {describe(st)}"
-            )
+            raise UnsafePathError(f"Refusing to write {self.display(name)}: it is {describe(st)}")
 
     def fsync(self) -> None:
         """Flush the directory entry table to disk (makes a rename durable)."""

@@ -136,8 +136,16 @@ class PromptBuilder:
         soul, user, facts = self._load_agent_files(folder)
         system = self._load_system(space)
         key = (
-            folder, space, soul.key, user.key, facts.key, system.key if system else None,
-            config.get("bootstrap_completed"), bool(has_user_instructions), budget, self.tool_name,
+            folder,
+            space,
+            soul.key,
+            user.key,
+            facts.key,
+            system.key if system else None,
+            config.get("bootstrap_completed"),
+            bool(has_user_instructions),
+            budget,
+            self.tool_name,
         )
         prompt = self._prompts.get(key)
         if prompt is None:
@@ -305,9 +313,7 @@ class PromptBuilder:
         context = "\n\n".join(parts)
         notes: tuple[str, ...] = ()
         if budget is not None and approx_tokens(context) > budget:
-            sizes = ", ".join(
-                f"{s.name} {s.tokens}" for s in sections if s.name != "system"
-            )
+            sizes = ", ".join(f"{s.name} {s.tokens}" for s in sections if s.name != "system")
             notes = (
                 f"Agent memory uses about {approx_tokens(context)} tokens, over the budget of "
                 f"{budget} (by section: {sizes}). Nothing was cut; trim FACT.md, SOUL.md or "

@@ -139,13 +139,13 @@ class AgentMemory:
             for name in (SOUL, USER):
                 if agent.lookup(name, names) is None:
                     agent.create_empty(name)
-            with agent.subfolder(agent.lookup(MEMORY_DIR, names) or MEMORY_DIR, create=True) as mem:
-                with mem.locked(LOCK):
-                    _sweep_temp_files(agent)
-                    _sweep_temp_files(mem)
-                    if mem.lookup(HISTORY_DIR) is not None:
-                        with mem.subfolder(HISTORY_DIR) as history:
-                            _sweep_temp_files(history)
+            memory_name = agent.lookup(MEMORY_DIR, names) or MEMORY_DIR
+            with agent.subfolder(memory_name, create=True) as mem, mem.locked(LOCK):
+                _sweep_temp_files(agent)
+                _sweep_temp_files(mem)
+                if mem.lookup(HISTORY_DIR) is not None:
+                    with mem.subfolder(HISTORY_DIR) as history:
+                        _sweep_temp_files(history)
 
     @contextlib.contextmanager
     def _folders(self, create_memory: bool = False) -> Iterator[tuple[Folder, Folder | None]]:
@@ -387,8 +387,11 @@ class AgentMemory:
             raise MemoryToolError("'text' is required for append action", INVALID_PARAMS)
         if isinstance(tags, str):
             tags = [tags]
-        entry = {"ts": journal.now_timestamp(), "tags": [t for t in tags if isinstance(t, str)],
-                 "text": text}
+        entry = {
+            "ts": journal.now_timestamp(),
+            "tags": [t for t in tags if isinstance(t, str)],
+            "text": text,
+        }
         line = journal.encode_line(entry)
         with self._folders(create_memory=True) as (_agent, mem):
             assert mem is not None
@@ -401,7 +404,7 @@ class AgentMemory:
                         line = b"\n" + line
                     view = memoryview(line)
                     while view:
-                        view = view[os.write(fd, view):]
+                        view = view[os.write(fd, view) :]
                     if self.fsync_appends:
                         os.fsync(fd)
                 finally:
@@ -524,7 +527,8 @@ def coerce_time(value: datetime | str | None, field: str) -> datetime | None:
         except ValueError:
             pass
     raise MemoryToolError(
-        f"Invalid '{field}': expected an ISO-8601 date or time, got {json.dumps(value, default=str)}",
+        f"Invalid '{field}': expected an ISO-8601 date or time, "
+        f"got {json.dumps(value, default=str)}",
         INVALID_PARAMS,
     )
 

@@ -34,7 +34,7 @@ PRODUCT_INFO_TOOL: dict[str, Any] = {
     "description": (
         "Facts about the product this agent was set up for, read fresh from its manifest "
         "(versions, features, commands). Call it instead of guessing or remembering product "
-        "details. Without `section` it lists the sections; `section: \"all\"` returns "
+        'details. Without `section` it lists the sections; `section: "all"` returns '
         "everything."
     ),
     "input_schema": {
@@ -80,11 +80,15 @@ def list_templates() -> list[str]:
     return sorted(p.name for p in BUILTIN_DIR.iterdir() if (p / AGENT_JSON).is_file())
 
 
-def load_template(template: str | os.PathLike[str], locale: str | None = None) -> TemplateDefinition:
+def load_template(
+    template: str | os.PathLike[str], locale: str | None = None
+) -> TemplateDefinition:
     """Find and validate a template (a built-in name or a folder); writes nothing."""
     text = os.fspath(template)
-    builtin = isinstance(template, str) and (BUILTIN_DIR / text / AGENT_JSON).is_file() and (
-        "/" not in text and "\\" not in text
+    builtin = (
+        isinstance(template, str)
+        and (BUILTIN_DIR / text / AGENT_JSON).is_file()
+        and ("/" not in text and "\\" not in text)
     )
     folder = BUILTIN_DIR / text if builtin else Path(text).expanduser().resolve()
     if not builtin and not folder.is_dir():
@@ -111,7 +115,8 @@ def load_template(template: str | os.PathLike[str], locale: str | None = None) -
         isinstance(s, str) and _SHA256.match(s.lower()) for s in stock
     ):
         raise TemplateError(
-            f"Invalid template {spec_path}: 'stock_soul_sha256' must be a list of sha256 hex strings"
+            f"Invalid template {spec_path}: "
+            "'stock_soul_sha256' must be a list of sha256 hex strings"
         )
     return TemplateDefinition(
         template_id=text if builtin else str(folder),
@@ -179,7 +184,9 @@ def read_manifest(definition: TemplateDefinition) -> dict[str, Any]:
     """Load a template's manifest now (never cached, so it cannot go stale)."""
     path = definition.manifest_path
     if path is None:
-        raise MemoryToolError(f"Template {definition.template_id} has no {MANIFEST}", INVALID_PARAMS)
+        raise MemoryToolError(
+            f"Template {definition.template_id} has no {MANIFEST}", INVALID_PARAMS
+        )
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -228,7 +235,9 @@ def product_info(memory: AgentMemory, args: dict[str, Any]) -> str:
         result = sections[section]
     else:
         known = ", ".join([*sections, "all"])
-        raise MemoryToolError(f'Unknown section "{section}", expected one of: {known}', INVALID_PARAMS)
+        raise MemoryToolError(
+            f'Unknown section "{section}", expected one of: {known}', INVALID_PARAMS
+        )
     return json.dumps(result, indent=2, ensure_ascii=False)
 
 

@@ -64,11 +64,11 @@ MEMORY_TOOL: dict[str, Any] = {
             },
             "since": {
                 "type": "string",
-                "description": "search: only entries at or after this ISO-8601 time (UTC if no zone).",
+                "description": "search: entries at or after this ISO-8601 time (UTC if no zone).",
             },
             "until": {
                 "type": "string",
-                "description": "search: only entries at or before this ISO-8601 time (UTC if no zone).",
+                "description": "search: entries at or before this ISO-8601 time (UTC if no zone).",
             },
         },
         "required": ["action"],
