@@ -12,8 +12,13 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import MemoryToolError
+
+if TYPE_CHECKING:
+    from .prompt import Prompt
+    from .store import AgentMemory
 
 PROG = "jupyter-agent-memory"
 DEMO_FACT = "- The user tried jupyter-agent-memory with its built-in demo."
@@ -85,6 +90,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return _COMMANDS[args.command](args)
+    except BrokenPipeError:
+        # The reader (e.g. `| head`) went away; stay quiet like other command-line tools.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (MemoryToolError, OSError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 1
@@ -92,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-def _open(args: argparse.Namespace):  # noqa: ANN202 - AgentMemory, imported lazily
+def _open(args: argparse.Namespace) -> AgentMemory:
     from .store import AgentMemory
 
     return AgentMemory.open(args.agent)
@@ -147,7 +158,9 @@ def _prompt(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_session_prompt(memory, workspace=None, tool_name=None):  # noqa: ANN001, ANN201
+def build_session_prompt(
+    memory: AgentMemory, workspace: str | None = None, tool_name: str | None = None
+) -> Prompt:
     """Build the prompt the way a session would, using the agent's template settings."""
     from .prompt import DEFAULT_TOOL_NAME, PromptBuilder
     from .templates import template_for
