@@ -1,0 +1,29 @@
+"""Shared fixtures: every test gets its own agents root and never touches the real home."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture
+def agents_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh, not yet created agents root; the default-agent override is unset.
+
+    The working directory becomes ``tmp_path`` too, so a relative folder path such as
+    ``./demo-agent`` can never land in the repository.
+    """
+    root = tmp_path / "agents"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("JUPYTER_AGENT_MEMORY_ROOT", str(root))
+    monkeypatch.delenv("JUPYTER_AGENT_MEMORY_AGENT", raising=False)
+    return root
+
+
+@pytest.fixture
+def mem(agents_root: Path):  # noqa: ANN201 - AgentMemory, imported lazily
+    """The agent ``t`` under :func:`agents_root`, layout created."""
+    from jupyter_agent_memory import AgentMemory
+
+    return AgentMemory.open("t")
