@@ -373,6 +373,7 @@ class PromptView:
         tokens: int | None = None,
         budget_tokens: int | None = None,
         warnings: Sequence[str] = (),
+        memory_tokens: int | None = None,
         base_from_file: bool | None = None,
         bootstrap: bool | None = None,
     ):
@@ -382,6 +383,7 @@ class PromptView:
         self.tokens = tokens
         self.budget_tokens = budget_tokens
         self.warnings = list(warnings)
+        self.memory_tokens = memory_tokens
         self.base_from_file = base_from_file
         self.bootstrap = bootstrap
 
@@ -395,25 +397,28 @@ class PromptView:
             tokens=prompt.tokens,
             budget_tokens=prompt.budget_tokens,
             warnings=prompt.warnings,
+            memory_tokens=prompt.memory_tokens,
             base_from_file=prompt.base is not None,
             bootstrap=prompt.bootstrap,
         )
 
     @property
     def over_budget(self) -> bool:
-        """True when a budget is set and the approximate token count exceeds it."""
-        return (
-            self.budget_tokens is not None
-            and self.tokens is not None
-            and self.tokens > self.budget_tokens
-        )
+        """True when a budget is set and the memory part (or, if unknown, the whole) exceeds it."""
+        used = self.memory_tokens if self.memory_tokens is not None else self.tokens
+        return self.budget_tokens is not None and used is not None and used > self.budget_tokens
 
     def summary(self) -> str:
-        """One line: size, budget, base and bootstrap state."""
+        """One line: size, memory size against the budget, base and bootstrap state."""
         parts = [f"{len(self.text)} chars"]
         if self.tokens is not None:
             parts.append(f"~{self.tokens} tokens")
-        if self.budget_tokens is not None:
+        if self.memory_tokens is not None:
+            memory = f"memory ~{self.memory_tokens} tokens"
+            if self.budget_tokens is not None:
+                memory += f" of a {self.budget_tokens}-token budget"
+            parts.append(memory)
+        elif self.budget_tokens is not None:
             parts.append(f"budget {self.budget_tokens} tokens")
         if self.base_from_file is not None:
             parts.append("base: system.md" if self.base_from_file else "base: client default")

@@ -48,6 +48,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,12 @@ from .display import AgentSummary, DiffView, FactsView, HistoryView, JournalResu
 from .errors import MemoryToolError
 from .store import AgentMemory
 
-__all__ = ["AgentMemoryMagics", "load_ipython_extension", "unload_ipython_extension"]
+__all__ = [
+    "AgentMemoryMagics",
+    "build_session_prompt",
+    "load_ipython_extension",
+    "unload_ipython_extension",
+]
 
 DEFAULT_TOOL_NAME = "mcp__agent-memory__memory"
 
@@ -87,20 +93,22 @@ def _parse(magic: Callable[..., Any], line: str) -> Any:
     """Parse a magic's arguments, allowing options between positional words.
 
     ``%journal append Met Ana -t people today`` keeps every word of the text. IPython's
-    splitter keeps quotes (so apostrophes in plain text work); one pair of outer quotes is
-    removed from each word so ``"two words"`` is one argument without its quotes.
+    splitter keeps quotes, so an apostrophe in plain text works. One pair of outer quotes is
+    removed from option values and single arguments (``-t "my tag"``, ``"two  words"``); text
+    given as several words is kept exactly as typed (``said "hi" twice``).
     """
     try:
-        argv = [_unquote(tok) for tok in arg_split(line, strict=True)]
+        argv = arg_split(line, strict=True)
     except ValueError as exc:
         raise UsageError(f"Could not split the arguments: {exc}") from None
     args = magic.parser.parse_intermixed_args(argv)  # type: ignore[attr-defined]
-    # Quoted option values come through with their quotes too.
     for key, value in vars(args).items():
         if isinstance(value, str):
             setattr(args, key, _unquote(value))
-        elif isinstance(value, list):
+        elif isinstance(value, list) and key != "words":
             setattr(args, key, [_unquote(v) if isinstance(v, str) else v for v in value])
+    if len(getattr(args, "words", ())) == 1:
+        args.words = [_unquote(args.words[0])]
     return args
 
 
@@ -360,7 +368,8 @@ class AgentMemoryMagics(Magics):
     # -- %%fact_update ---------------------------------------------------------------------
 
     @cell_magic
-    @magic_arguments()
+    # The name only sets the usage line, so help reads "%%fact_update" as typed.
+    @magic_arguments(name="%fact_update")
     @argument("--agent", default=None, help="agent id or folder for this call only")
     @_clean_doc
     def fact_update(self, line: str = "", cell: str = "") -> None:
@@ -504,7 +513,7 @@ class AgentMemoryMagics(Magics):
                 view = PromptView(text or "", title="Agent Knowledge section")
                 warnings: list[str] = []
             else:
-                prompt = builder.build(mem, workspace=workspace)
+                prompt = build_session_prompt(builder, mem, workspace)
                 text = prompt.text
                 view = PromptView.from_prompt(prompt)
                 warnings = list(prompt.warnings)
@@ -540,6 +549,28 @@ class AgentMemoryMagics(Magics):
         panel_module = sys.modules.get(f"{__package__}.panel")
         if panel_module is not None:
             panel_module.refresh_live_panels()
+
+
+def build_session_prompt(builder: Any, mem: AgentMemory, workspace: Path | str | None) -> Any:
+    """Build ``mem``'s prompt as a session would: with its template's configuration.
+
+    The template's ``configuration`` (e.g. ``bootstrap_completed``) and whether it carries
+    instructions come from the engine's :func:`~jupyter_agent_memory.templates.template_for`,
+    the same inputs the command line's ``prompt`` uses. The engine's budget warning is
+    silenced here because every surface shows it itself (stderr would repeat it).
+    """
+    from .prompt import PromptBudgetWarning
+    from .templates import template_for
+
+    definition = template_for(mem)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PromptBudgetWarning)
+        return builder.build(
+            mem,
+            workspace=workspace,
+            config=definition.configuration if definition else None,
+            has_user_instructions=bool(definition and definition.instructions),
+        )
 
 
 def _journal_size(mem: AgentMemory) -> int:

@@ -264,7 +264,9 @@ class MemoryPanel(widgets.VBox):
         return self.facts_tabs
 
     def _build_journal_tab(self) -> widgets.Widget:
-        self.journal_query = widgets.Text(placeholder="text contains…", description="Query")
+        # Without continuous updates the value changes on Enter (or leaving the field).
+        self.journal_query = widgets.Text(placeholder="text contains…", description="Query",
+                                          continuous_update=False)
         self.journal_tag = widgets.Dropdown(options=[("any tag", "")], value="",
                                             description="Tag")
         self.journal_limit = widgets.BoundedIntText(value=20, min=1, max=1_000_000,
@@ -278,7 +280,7 @@ class MemoryPanel(widgets.VBox):
         self.journal_results = widgets.HTML()
         self.journal_status = widgets.HTML()
         self.journal_search_button.on_click(lambda _b: self.search_journal())
-        self.journal_query.on_submit(lambda _w: self.search_journal())
+        self.journal_query.observe(lambda _change: self.search_journal(), names="value")
 
         self.append_text = _textarea("What happened? (one journal entry)", "80px")
         self.append_tags = widgets.TagsInput(value=[], allow_duplicates=False)
@@ -521,7 +523,9 @@ class MemoryPanel(widgets.VBox):
             return None
 
         def build() -> PromptView:
-            return PromptView.from_prompt(self.builder.build(self.mem, workspace=workspace))
+            from .magics import build_session_prompt
+
+            return PromptView.from_prompt(build_session_prompt(self.builder, self.mem, workspace))
         self.prompt_status.value = ""
         view = self._guard(self.prompt_status, build)
         if view is not None:
