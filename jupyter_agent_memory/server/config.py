@@ -1,0 +1,77 @@
+"""Server-side settings of the agent-memory REST API (traitlets only; no tornado import).
+
+Set them like any Jupyter option, e.g. in ``jupyter_server_config.py``::
+
+    c.AgentMemoryServer.root = "~/agents"
+    c.AgentMemoryServer.max_body_bytes = 2_000_000
+
+or on the command line: ``jupyter lab --AgentMemoryServer.root=~/agents``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from traitlets import Int, TraitError, Unicode, validate
+from traitlets.config import Configurable
+
+
+class AgentMemoryServer(Configurable):
+    """Settings for the ``/agent-memory/api/`` routes."""
+
+    root = Unicode(
+        "",
+        help=(
+            "Folder holding one sub-folder per agent. Empty: the engine default "
+            "($JUPYTER_AGENT_MEMORY_ROOT, else <jupyter data dir>/agent-memory)."
+        ),
+    ).tag(config=True)
+
+    default_agent = Unicode(
+        "",
+        help=(
+            "Agent the sidebar starts on. Empty: the engine default "
+            "($JUPYTER_AGENT_MEMORY_AGENT, else 'default')."
+        ),
+    ).tag(config=True)
+
+    max_body_bytes = Int(
+        1024 * 1024,
+        help="Largest request body accepted by a write, in bytes; larger bodies get 413.",
+    ).tag(config=True)
+
+    prompt_budget_tokens = Int(
+        0,
+        help=(
+            "Token budget for the prompt preview; a larger memory is reported as over budget "
+            "(never truncated). 0 disables the budget."
+        ),
+    ).tag(config=True)
+
+    @validate("max_body_bytes")
+    def _check_max_body_bytes(self, proposal: dict) -> int:
+        value = int(proposal["value"])
+        if value < 1:
+            raise TraitError(f"max_body_bytes must be at least 1, got {value}")
+        return value
+
+    @validate("prompt_budget_tokens")
+    def _check_budget(self, proposal: dict) -> int:
+        value = int(proposal["value"])
+        if value < 0:
+            raise TraitError(f"prompt_budget_tokens cannot be negative, got {value}")
+        return value
+
+    def resolved_root(self) -> Path:
+        """The agents root as an absolute path with links resolved (the engine's rule)."""
+        from .. import default_root
+
+        base = Path(self.root).expanduser() if self.root else default_root()
+        return Path(os.path.realpath(os.path.abspath(base)))
+
+    def resolved_default_agent(self) -> str:
+        """The validated id of the agent the sidebar starts on."""
+        from .. import default_agent_id, validate_agent_id
+
+        return validate_agent_id(self.default_agent) if self.default_agent else default_agent_id()

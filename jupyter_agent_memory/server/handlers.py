@@ -1,0 +1,574 @@
+"""Tornado handlers of the agent-memory REST API (``/agent-memory/api/``).
+
+Each handler is a thin adapter: it checks the request's shape, calls one engine operation in a
+worker thread (the engine does blocking file I/O and takes file locks), and maps the engine's
+errors to status codes. Error bodies are JSON ``{"message": ...}`` whose message is the engine's
+own text; a conflict adds ``expected`` and ``actual``.
+
+Every verb is ``@tornado.web.authenticated`` (and ``@authorized`` against the ``agent-memory``
+resource), and writes go through jupyter_server's XSRF check.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypedDict, TypeVar
+
+import tornado.web
+from jupyter_server.auth.decorator import authorized
+from jupyter_server.base.handlers import APIHandler
+from jupyter_server.utils import url_path_join
+
+from .. import (
+    AgentMemory,
+    MemoryConflictError,
+    MemoryToolError,
+    PromptBuilder,
+    UnsafePathError,
+    list_agents,
+    list_templates,
+    provision,
+    validate_agent_id,
+)
+from . import API_PREFIX
+from .config import AgentMemoryServer
+
+T = TypeVar("T")
+
+#: Resource name checked by the server's authorizer (read for GET, write for PUT/POST).
+AUTH_RESOURCE = "agent-memory"
+
+_SETTINGS_KEY = "agent_memory"
+
+# What the engine accepts as a FACT.md version id: a sha256 or a prefix of >= 7 hex digits.
+_VERSION_ID = re.compile(r"[0-9a-fA-F]{7,64}")
+
+
+# -- response shapes (mirrored in labextension/src/api.ts) ------------------------------------
+
+
+class AgentsResponse(TypedDict):
+    """``GET agents``."""
+
+    root: str
+    default_agent: str
+    agents: list[str]
+    templates: list[str]
+
+
+class AgentCreatedResponse(TypedDict):
+    """``POST agents`` (201 when the folder was created, 200 when it already existed)."""
+
+    id: str
+    path: str
+    created: bool
+    template: str | None
+
+
+class FactsResponse(TypedDict):
+    """``GET agents/{id}/facts``."""
+
+    agent: str
+    path: str
+    content: str
+    sha256: str
+
+
+class FactsSavedResponse(TypedDict):
+    """``PUT agents/{id}/facts``."""
+
+    agent: str
+    sha256: str
+    previous_sha256: str
+
+
+class ConflictResponse(TypedDict):
+    """409 body of ``PUT agents/{id}/facts``."""
+
+    message: str
+    expected: str
+    actual: str
+
+
+class JournalResponse(TypedDict):
+    """``GET agents/{id}/journal``: matches newest first, plus how many lines were skipped."""
+
+    agent: str
+    entries: list[dict[str, Any]]
+    skipped: int
+    scanned: int
+
+
+class JournalAppendedResponse(TypedDict):
+    """``POST agents/{id}/journal`` (201)."""
+
+    agent: str
+    entry: dict[str, Any]
+
+
+class PromptSection(TypedDict):
+    """One part of the built prompt."""
+
+    name: str
+    source: str | None
+    chars: int
+    tokens: int
+
+
+class PromptResponse(TypedDict):
+    """``GET agents/{id}/prompt``."""
+
+    agent: str
+    workspace: str
+    text: str
+    base: str | None
+    context: str
+    bootstrap: bool
+    tokens: int
+    memory_tokens: int
+    budget_tokens: int | None
+    over_budget: bool
+    warnings: list[str]
+    sections: list[PromptSection]
+
+
+class HistoryVersion(TypedDict):
+    """One stored FACT.md version."""
+
+    ts: str
+    sha256: str
+    size: int
+
+
+class HistoryResponse(TypedDict):
+    """``GET agents/{id}/history``."""
+
+    agent: str
+    versions: list[HistoryVersion]
+
+
+class VersionResponse(TypedDict):
+    """``GET agents/{id}/history/{sha}``."""
+
+    agent: str
+    sha256: str
+    content: str
+
+
+# -- errors ------------------------------------------------------------------------------------
+
+
+class ApiError(tornado.web.HTTPError):
+    """An HTTP error whose JSON body is ``{"message": message, **extra}``."""
+
+    def __init__(self, status: int, message: str, **extra: Any) -> None:
+        # tornado %-formats log_message when logging: escape it so any text is safe.
+        super().__init__(status, log_message=message.replace("%", "%%"))
+        self.message = message
+        self.extra = extra
+
+
+def _engine_error(exc: Exception) -> ApiError:
+    """Map an engine exception to a status code, keeping the engine's message."""
+    if isinstance(exc, MemoryConflictError):
+        return ApiError(409, exc.message, expected=exc.expected, actual=exc.actual)
+    if isinstance(exc, UnsafePathError):
+        return ApiError(403, exc.message)
+    if isinstance(exc, MemoryToolError):
+        return ApiError(400 if exc.code == -32602 else 500, exc.message)
+    if isinstance(exc, (ValueError, TypeError)):
+        return ApiError(400, str(exc))
+    if isinstance(exc, OSError):
+        return ApiError(500, str(exc))
+    raise exc
+
+
+# -- shared state ------------------------------------------------------------------------------
+
+
+class _State:
+    """What the handlers share: settings, the workspace, and one cached prompt builder."""
+
+    def __init__(self, config: AgentMemoryServer, workspace: Path) -> None:
+        self.config = config
+        self.workspace = workspace
+        self._builder: PromptBuilder | None = None
+        # The builder caches files and prompts; builds run in worker threads, one at a time.
+        self._builder_lock = threading.Lock()
+
+    def build_prompt(self, mem: AgentMemory) -> Any:
+        """Build ``mem``'s prompt with the server's root directory as the workspace."""
+        with self._builder_lock:
+            if self._builder is None:
+                budget = self.config.prompt_budget_tokens or None
+                self._builder = PromptBuilder(budget_tokens=budget)
+            return self._builder.build(mem, workspace=self.workspace)
+
+
+class AgentMemoryHandler(APIHandler):
+    """Base class: JSON errors with the engine's message, agent lookup, body parsing."""
+
+    auth_resource = AUTH_RESOURCE
+
+    @property
+    def state(self) -> _State:
+        """The extension's shared state (set up by :func:`setup_handlers`)."""
+        return self.settings[_SETTINGS_KEY]
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        """Write ``{"message": ...}`` (plus conflict details) instead of an HTML page."""
+        exc = kwargs.get("exc_info", (None, None, None))[1]
+        if isinstance(exc, ApiError):
+            self.set_header("Content-Type", "application/json")
+            self.finish(json.dumps({"message": exc.message, **exc.extra}))
+            return
+        super().write_error(status_code, **kwargs)
+
+    def reply(self, payload: Any, status: int = 200) -> None:
+        """Finish with a JSON body."""
+        self.set_status(status)
+        self.finish(json.dumps(payload))
+
+    async def run(self, func: Callable[..., T], *args: Any) -> T:
+        """Run blocking engine work in a thread; engine errors become :class:`ApiError`."""
+        try:
+            return await asyncio.to_thread(func, *args)
+        except ApiError:
+            raise
+        except (MemoryToolError, ValueError, TypeError, OSError) as exc:
+            raise _engine_error(exc) from exc
+
+    def json_body(self) -> dict[str, Any]:
+        """The request body as a JSON object; 413 over the size limit, 400 when malformed."""
+        limit = self.state.config.max_body_bytes
+        size = len(self.request.body or b"")
+        if size > limit:
+            raise ApiError(
+                413,
+                f"Request body is {size} bytes; the limit is {limit} bytes "
+                "(AgentMemoryServer.max_body_bytes)",
+            )
+        try:
+            data = json.loads(self.request.body or b"")
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ApiError(400, f"Request body is not valid JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise ApiError(400, "Request body must be a JSON object")
+        return data
+
+    def agent_id(self, raw: str) -> str:
+        """Validate an agent id from the URL (400 with the engine's message)."""
+        try:
+            return validate_agent_id(raw)
+        except ValueError as exc:
+            raise _engine_error(exc) from None
+
+    def open_agent(self, agent_id: str) -> AgentMemory:
+        """Open an existing agent without creating anything (blocking: call through :meth:`run`).
+
+        404 when the folder does not exist: agents are created with ``POST agents`` only, so
+        a mistyped URL never leaves a folder behind. A symlink or a file in its place is left
+        to the engine, which refuses it (403).
+        """
+        root = self.state.config.resolved_root()
+        mem = AgentMemory.open_id(agent_id, root, create=False)
+        if not os.path.lexists(mem.path):
+            raise ApiError(404, f'Agent "{agent_id}" does not exist under {root}')
+        return mem
+
+
+# -- handlers ----------------------------------------------------------------------------------
+
+
+class AgentsHandler(AgentMemoryHandler):
+    """``GET`` lists agents and templates; ``POST {id, template?}`` creates an agent."""
+
+    @tornado.web.authenticated
+    @authorized
+    async def get(self) -> None:
+        """List agent ids under the root, the default agent, and built-in template names."""
+        config = self.state.config
+
+        def work() -> AgentsResponse:
+            root = config.resolved_root()
+            return {
+                "root": str(root),
+                "default_agent": config.resolved_default_agent(),
+                "agents": list_agents(root),
+                "templates": [str(name) for name in list_templates()],
+            }
+
+        self.reply(await self.run(work))
+
+    @tornado.web.authenticated
+    @authorized
+    async def post(self) -> None:
+        """Create (idempotently) an agent, provisioning a built-in template when named."""
+        body = self.json_body()
+        agent_id = self.agent_id(body.get("id"))  # type: ignore[arg-type]
+        template = body.get("template")
+        if template is not None and not isinstance(template, str):
+            raise ApiError(400, "'template' must be a template name (a string) or null")
+        template = template or None
+        config = self.state.config
+
+        def work() -> AgentCreatedResponse:
+            if template is not None and template not in list_templates():
+                names = ", ".join(str(name) for name in list_templates()) or "none"
+                raise ApiError(400, f'Unknown template "{template}"; available: {names}')
+            root = config.resolved_root()
+            existed = os.path.lexists(root / agent_id)
+            mem = AgentMemory.open_id(agent_id, root)
+            if template is not None:
+                provision(template, mem)
+            return {
+                "id": agent_id,
+                "path": str(mem.path),
+                "created": not existed,
+                "template": template,
+            }
+
+        result = await self.run(work)
+        self.reply(result, 201 if result["created"] else 200)
+
+
+class FactsHandler(AgentMemoryHandler):
+    """``GET`` FACT.md with its sha256; ``PUT {content, expected_sha256}`` replaces it."""
+
+    @tornado.web.authenticated
+    @authorized
+    async def get(self, agent: str) -> None:
+        """Return the current FACT.md text and the sha256 to send back when saving."""
+        agent_id = self.agent_id(agent)
+
+        def work() -> FactsResponse:
+            mem = self.open_agent(agent_id)
+            # Read the text and its hash from one snapshot so a save can never skip a change.
+            content, sha = _facts_snapshot(mem)
+            return {
+                "agent": agent_id,
+                "path": str(mem.path / "memory" / "FACT.md"),
+                "content": content,
+                "sha256": sha,
+            }
+
+        self.reply(await self.run(work))
+
+    @tornado.web.authenticated
+    @authorized
+    async def put(self, agent: str) -> None:
+        """Replace FACT.md; with ``expected_sha256`` it is compare-and-swap (409 on mismatch)."""
+        agent_id = self.agent_id(agent)
+        body = self.json_body()
+        content = body.get("content")
+        expected = body.get("expected_sha256")
+        if not isinstance(content, str):
+            raise ApiError(400, "'content' must be a string (the complete new FACT.md)")
+        if expected is not None and not isinstance(expected, str):
+            raise ApiError(400, "'expected_sha256' must be a sha256 hex string or null")
+
+        def work() -> FactsSavedResponse:
+            mem = self.open_agent(agent_id)
+            previous = mem.facts_sha256
+            new_sha = mem.update_facts(content, expected_sha256=expected)
+            return {
+                "agent": agent_id,
+                "sha256": new_sha,
+                "previous_sha256": expected or previous,
+            }
+
+        self.reply(await self.run(work))
+
+
+def _facts_snapshot(mem: AgentMemory) -> tuple[str, str]:
+    """FACT.md text with the sha256 of the version that text came from.
+
+    ``facts`` and ``facts_sha256`` are two reads; pairing a text with the hash of a newer
+    version would let a save silently drop that newer change. So the hash is read before and
+    after the text and the pair is only returned when both agree (every update is an atomic
+    rename, so an unchanged hash means the text in between is that version).
+    """
+    for _ in range(5):
+        before = mem.facts_sha256
+        content = mem.facts
+        if mem.facts_sha256 == before:
+            return content, before
+    raise MemoryToolError(
+        f"FACT.md in {mem.path} kept changing while it was read; try again", -32603
+    )
+
+
+class JournalHandler(AgentMemoryHandler):
+    """``GET`` searches the journal (newest first); ``POST {text, tags}`` appends an entry."""
+
+    @tornado.web.authenticated
+    @authorized
+    async def get(self, agent: str) -> None:
+        """Search with the engine's rules for query, tag, limit, since and until."""
+        agent_id = self.agent_id(agent)
+        args = {
+            name: self.get_query_argument(name, None)
+            for name in ("query", "tag", "limit", "since", "until")
+        }
+
+        def work() -> JournalResponse:
+            mem = self.open_agent(agent_id)
+            result = mem.search(
+                query=args["query"] or "",
+                tag=args["tag"] or "",
+                limit=args["limit"] if args["limit"] is not None else 20,
+                since=args["since"] or None,
+                until=args["until"] or None,
+            )
+            return {
+                "agent": agent_id,
+                "entries": list(result),
+                "skipped": int(getattr(result, "skipped", 0)),
+                "scanned": int(getattr(result, "scanned", 0)),
+            }
+
+        self.reply(await self.run(work))
+
+    @tornado.web.authenticated
+    @authorized
+    async def post(self, agent: str) -> None:
+        """Append ``text`` with optional ``tags``; returns the stored entry (201)."""
+        agent_id = self.agent_id(agent)
+        body = self.json_body()
+        text = body.get("text")
+        tags = body.get("tags")
+        # The memory tool's rule: anything but an array means no tags.
+        tags = tags if isinstance(tags, list) else []
+
+        def work() -> JournalAppendedResponse:
+            mem = self.open_agent(agent_id)
+            entry = mem.append(text, tags=tags)
+            return {"agent": agent_id, "entry": entry}
+
+        self.reply(await self.run(work), 201)
+
+
+class PromptHandler(AgentMemoryHandler):
+    """``GET`` the system prompt the agent would get, with section sizes."""
+
+    @tornado.web.authenticated
+    @authorized
+    async def get(self, agent: str) -> None:
+        """Build the prompt with the server's root directory as the workspace."""
+        agent_id = self.agent_id(agent)
+        state = self.state
+
+        def work() -> PromptResponse:
+            mem = self.open_agent(agent_id)
+            prompt = state.build_prompt(mem)
+            return {
+                "agent": agent_id,
+                "workspace": str(state.workspace),
+                "text": prompt.text,
+                "base": prompt.base,
+                "context": prompt.context,
+                "bootstrap": bool(prompt.bootstrap),
+                "tokens": int(prompt.tokens),
+                "memory_tokens": int(prompt.memory_tokens),
+                "budget_tokens": prompt.budget_tokens,
+                "over_budget": bool(prompt.over_budget),
+                "warnings": list(prompt.warnings),
+                "sections": [
+                    {
+                        "name": section.name,
+                        "source": None if section.source is None else str(section.source),
+                        "chars": int(section.chars),
+                        "tokens": int(section.tokens),
+                    }
+                    for section in prompt.sections
+                ],
+            }
+
+        self.reply(await self.run(work))
+
+
+class HistoryHandler(AgentMemoryHandler):
+    """``GET`` the stored FACT.md versions, newest first."""
+
+    @tornado.web.authenticated
+    @authorized
+    async def get(self, agent: str) -> None:
+        """List versions as ``{ts, sha256, size}``."""
+        agent_id = self.agent_id(agent)
+
+        def work() -> HistoryResponse:
+            mem = self.open_agent(agent_id)
+            versions: list[HistoryVersion] = [
+                {"ts": v["ts"], "sha256": v["sha256"], "size": int(v["size"])}
+                for v in mem.history()
+            ]
+            return {"agent": agent_id, "versions": versions}
+
+        self.reply(await self.run(work))
+
+
+class VersionHandler(AgentMemoryHandler):
+    """``GET`` the text of one stored FACT.md version."""
+
+    @tornado.web.authenticated
+    @authorized
+    async def get(self, agent: str, sha: str) -> None:
+        """Return one version by full sha256 or unique prefix (engine rules)."""
+        agent_id = self.agent_id(agent)
+
+        def work() -> VersionResponse:
+            mem = self.open_agent(agent_id)
+            try:
+                content = mem.history_text(sha)
+            except MemoryToolError as exc:
+                # A well-formed version id that matches nothing is "not found"; malformed or
+                # ambiguous ids stay 400. The message is the engine's either way.
+                matches = [v for v in mem.history() if v["sha256"].startswith(sha.lower())]
+                if not matches and _VERSION_ID.fullmatch(sha):
+                    raise ApiError(404, exc.message) from None
+                raise
+            wanted = sha.lower()
+            full = next(
+                (v["sha256"] for v in mem.history() if v["sha256"].startswith(wanted)), wanted
+            )
+            return {"agent": agent_id, "sha256": full, "content": content}
+
+        self.reply(await self.run(work))
+
+
+# -- registration ------------------------------------------------------------------------------
+
+_AGENT = r"(?P<agent>[^/]+)"
+
+#: (URL regex below the base URL, handler), in the order of ``ROUTES`` in ``__init__``.
+HANDLERS: list[tuple[str, type[AgentMemoryHandler]]] = [
+    (f"{API_PREFIX}/agents", AgentsHandler),
+    (f"{API_PREFIX}/agents/{_AGENT}/facts", FactsHandler),
+    (f"{API_PREFIX}/agents/{_AGENT}/journal", JournalHandler),
+    (f"{API_PREFIX}/agents/{_AGENT}/prompt", PromptHandler),
+    (f"{API_PREFIX}/agents/{_AGENT}/history", HistoryHandler),
+    (f"{API_PREFIX}/agents/{_AGENT}/history/(?P<sha>[^/]+)", VersionHandler),
+]
+
+
+def setup_handlers(serverapp: Any) -> None:
+    """Register the handlers on ``serverapp.web_app`` under its base URL."""
+    web_app = serverapp.web_app
+    config = AgentMemoryServer(parent=serverapp)
+    workspace = Path(os.path.abspath(os.path.expanduser(serverapp.root_dir)))
+    web_app.settings[_SETTINGS_KEY] = _State(config, workspace)
+    base_url = web_app.settings["base_url"]
+    web_app.add_handlers(
+        ".*$", [(url_path_join(base_url, pattern), handler) for pattern, handler in HANDLERS]
+    )
+    serverapp.log.info(
+        "jupyter_agent_memory: REST API at %s (agents root %s)",
+        url_path_join(base_url, API_PREFIX),
+        config.resolved_root(),
+    )
