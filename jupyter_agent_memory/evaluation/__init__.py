@@ -1,0 +1,89 @@
+"""Evaluate memory behaviour: replay multi-session scenarios and see what the agent learned.
+
+A scenario is a list of sessions; each session is a list of user turns plus optional
+expectations. The runner starts every session from a prompt freshly built by the
+``PromptBuilder`` (so only what was written to memory carries over), runs a tool loop with a
+model, and records per session the system prompt, every tool call and its result, the FACT.md
+diff, the new journal entries, the prompt size and the expectation outcomes::
+
+    from jupyter_agent_memory.evaluation import (
+        FactContains, PromptContains, Rule, Scenario, ScriptedModel, Session, recall, remember,
+        run_scenario)
+
+    model = ScriptedModel([
+        Rule(r"my name is (\\w+)", calls=[remember("- The user's name is {1}.")],
+             reply="Nice to meet you, {1}!"),
+        Rule(r"what's my name", reply=recall(r"user's name is (\\w+)", "You are {1}.",
+                                             "I don't know yet.")),
+    ])
+    scenario = Scenario([
+        Session(["Hi, my name is Ada."], expect=[FactContains("Ada"), PromptContains("Ada")]),
+        Session(["What's my name?"]),
+    ])
+    result = run_scenario("./eval-agent", model, scenario)
+    result            # a table in a terminal, rich HTML in a notebook
+    result.plot()     # prompt size and fact count over sessions (matplotlib)
+
+Models implement ``complete(messages, tools) -> ModelTurn`` (see ``models``):
+``ScriptedModel`` is deterministic and offline; ``OpenAIChatModel(base_url, api_key, model)``
+talks to any OpenAI-compatible endpoint (``pip install "jupyter-agent-memory[eval]"``).
+"""
+
+from __future__ import annotations
+
+from .models import (
+    ChatModel,
+    ModelTurn,
+    OpenAIChatModel,
+    Rule,
+    ScriptContext,
+    ScriptedModel,
+    ToolCall,
+    call_tool,
+    journal,
+    recall,
+    remember,
+    search,
+)
+from .results import EvaluationResult, SessionRecord, ToolCallRecord, TurnRecord, count_facts
+from .runner import EvaluationRunner, run_scenario
+from .scenario import (
+    Expectation,
+    ExpectationOutcome,
+    FactContains,
+    JournalContains,
+    PromptContains,
+    Scenario,
+    Session,
+    SessionState,
+)
+
+__all__ = [
+    "ChatModel",
+    "EvaluationResult",
+    "EvaluationRunner",
+    "Expectation",
+    "ExpectationOutcome",
+    "FactContains",
+    "JournalContains",
+    "ModelTurn",
+    "OpenAIChatModel",
+    "PromptContains",
+    "Rule",
+    "Scenario",
+    "ScriptContext",
+    "ScriptedModel",
+    "Session",
+    "SessionRecord",
+    "SessionState",
+    "ToolCall",
+    "ToolCallRecord",
+    "TurnRecord",
+    "call_tool",
+    "count_facts",
+    "journal",
+    "recall",
+    "remember",
+    "run_scenario",
+    "search",
+]

@@ -1,0 +1,365 @@
+"""Models for the evaluation harness, and the small protocol any model can implement.
+
+The protocol
+------------
+A model is any object with::
+
+    def complete(self, messages: list[dict], tools: list[dict]) -> ModelTurn
+
+``messages`` is the conversation so far in the OpenAI chat format (the lingua franca of
+OpenAI-compatible servers): ``{"role": "system" | "user" | "assistant" | "tool", ...}``, where an
+assistant turn that called tools carries ``tool_calls`` (``[{"id", "type": "function",
+"function": {"name", "arguments": <JSON text>}}]``) and each result comes back as
+``{"role": "tool", "tool_call_id", "content"}``. ``tools`` are OpenAI tool dicts
+(``functions.to_openai``). The model answers with a ``ModelTurn``: either tool calls (the runner
+executes them and calls ``complete`` again) or a final text reply. An optional ``name``
+attribute labels the model in results. Adapters for other APIs convert these shapes (for
+Anthropic, ``functions.to_anthropic`` gives the tool dicts).
+
+Two models ship here: ``ScriptedModel``, deterministic and offline (tests, tutorials), and
+``OpenAIChatModel`` for any OpenAI-compatible endpoint (needs the ``[eval]`` extra).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = [
+    "ChatModel",
+    "ModelTurn",
+    "OpenAIChatModel",
+    "Rule",
+    "ScriptContext",
+    "ScriptedModel",
+    "ToolCall",
+    "call_tool",
+    "journal",
+    "recall",
+    "remember",
+    "search",
+]
+
+EVAL_INSTALL_HINT = 'pip install "jupyter-agent-memory[eval]"'
+
+
+@dataclass
+class ToolCall:
+    """One tool call requested by a model."""
+
+    name: str
+    """The tool name as the model used it."""
+    arguments: dict[str, Any] | str
+    """A dict, or the raw JSON text the model produced (passed to ``dispatch`` as is)."""
+    id: str = ""
+    """The call id, echoed in the tool result message."""
+
+    def arguments_json(self) -> str:
+        """The arguments as JSON text (raw text is returned unchanged)."""
+        if isinstance(self.arguments, str):
+            return self.arguments
+        return json.dumps(self.arguments, ensure_ascii=False)
+
+
+@dataclass
+class ModelTurn:
+    """A model's answer to ``complete``: tool calls to run, or a final reply."""
+
+    text: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: dict[str, int] | None = None
+    """Token usage reported by the API (e.g. ``prompt_tokens``), when there is any."""
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """What the runner needs from a model (see the module docstring for message shapes)."""
+
+    def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> ModelTurn:  # pragma: no cover - protocol
+        """Answer the conversation ``messages``, optionally calling some of ``tools``."""
+        ...
+
+
+# --------------------------------------------------------------------------- scripted model
+
+_FACTS_BLOCK = re.compile(r"<facts>\n(.*?)\n</facts>", re.DOTALL)
+
+
+@dataclass
+class ScriptContext:
+    """What a scripted rule sees when it builds tool calls or its reply."""
+
+    user: str
+    """The user turn being answered."""
+    match: re.Match[str]
+    """The rule's pattern matched against ``user``."""
+    system: str
+    """The system prompt of this session."""
+    messages: list[dict[str, Any]]
+    """The whole conversation so far."""
+    results: list[str]
+    """Texts of the tool results received for this turn so far."""
+
+    @property
+    def facts(self) -> str:
+        """FACT.md as this model knows it.
+
+        The content of its latest ``update`` call in this conversation, else the ``<facts>``
+        block of the system prompt, else ``''``. A model never reads the file directly: it
+        writes the complete new FACT.md from what it has seen, and so does this one.
+        """
+        for message in reversed(self.messages):
+            for call in message.get("tool_calls") or ():
+                function = call.get("function", {})
+                if not function.get("name", "").endswith("memory"):
+                    continue
+                try:
+                    arguments = json.loads(function.get("arguments") or "{}")
+                except json.JSONDecodeError:
+                    continue
+                if (
+                    isinstance(arguments, dict)
+                    and arguments.get("action") == "update"
+                    and isinstance(arguments.get("content"), str)
+                ):
+                    return arguments["content"]
+        found = _FACTS_BLOCK.search(self.system)
+        return found.group(1) if found else ""
+
+    def fill(self, template: str) -> str:
+        """Fill ``template`` with ``str.format``: ``{0}`` is the whole match, ``{1}``... its
+        groups, named groups by name, ``{result}`` the last tool result, ``{facts}`` FACT.md.
+        """
+        groups = [self.match.group(0), *(g or "" for g in self.match.groups())]
+        named = {k: v or "" for k, v in self.match.groupdict().items()}
+        result = self.results[-1] if self.results else ""
+        return template.format(*groups, result=result, facts=self.facts, **named)
+
+    def fill_value(self, value: Any) -> Any:
+        """``fill`` applied to every string inside ``value`` (dicts and lists included)."""
+        if isinstance(value, str):
+            return self.fill(value)
+        if isinstance(value, Mapping):
+            return {key: self.fill_value(item) for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.fill_value(item) for item in value]
+        return value
+
+
+CallSpec = Callable[[ScriptContext], ToolCall]
+Reply = str | Callable[[ScriptContext], str]
+
+
+def call_tool(name: str, **arguments: Any) -> CallSpec:
+    """A call to ``name`` with ``arguments``; strings in them are filled (``ScriptContext.fill``).
+
+    The logical name ``memory`` is sent under whatever name the runner offers the memory
+    tool as (``memory`` or e.g. ``mcp__agent-memory__memory``).
+    """
+
+    def build(ctx: ScriptContext) -> ToolCall:
+        return ToolCall(name, ctx.fill_value(arguments))
+
+    return build
+
+
+def remember(line: str, replaces: str | None = None) -> CallSpec:
+    """An ``update`` call writing FACT.md as known so far plus ``line`` (filled).
+
+    ``replaces`` is an optional regular expression: known lines matching it (ignoring case) are
+    dropped first, which is how a model corrects an outdated fact.
+    """
+    pattern = re.compile(replaces, re.IGNORECASE) if replaces else None
+
+    def build(ctx: ScriptContext) -> ToolCall:
+        lines = ctx.facts.splitlines()
+        if pattern is not None:
+            lines = [known for known in lines if not pattern.search(known)]
+        while lines and not lines[-1].strip():
+            lines.pop()
+        lines.append(ctx.fill(line))
+        return ToolCall("memory", {"action": "update", "content": "\n".join(lines) + "\n"})
+
+    return build
+
+
+def journal(text: str, tags: Sequence[str] = ()) -> CallSpec:
+    """An ``append`` call with ``text`` and ``tags`` (both filled)."""
+    return call_tool("memory", action="append", text=text, tags=list(tags))
+
+
+def search(query: str = "", tag: str = "", limit: int | None = None) -> CallSpec:
+    """A ``search`` call (``query`` and ``tag`` filled; empty ones are left out)."""
+    arguments: dict[str, Any] = {"action": "search"}
+    if query:
+        arguments["query"] = query
+    if tag:
+        arguments["tag"] = tag
+    if limit is not None:
+        arguments["limit"] = limit
+    return call_tool("memory", **arguments)
+
+
+def recall(pattern: str, found: str, missing: str) -> Callable[[ScriptContext], str]:
+    """A reply that looks ``pattern`` up in what the model knows (system prompt, facts, tool
+    results) and answers ``found`` filled with that match's groups, else ``missing``.
+
+    This is how a scripted model shows recall: it can only answer from its prompt.
+    """
+    compiled = re.compile(pattern, re.IGNORECASE)
+
+    def reply(ctx: ScriptContext) -> str:
+        for source in (*reversed(ctx.results), ctx.facts, ctx.system):
+            hit = compiled.search(source)
+            if hit:
+                return ScriptContext(ctx.user, hit, ctx.system, ctx.messages, ctx.results).fill(
+                    found
+                )
+        return ctx.fill(missing)
+
+    return reply
+
+
+@dataclass
+class Rule:
+    """Map user turns matching ``pattern`` to tool calls and a reply.
+
+    ``pattern`` is a regular expression searched in the user turn, ignoring case. ``calls``
+    are made in one round (``remember``, ``journal``, ``search``, ``call_tool``), then ``reply``
+    (a template for ``ScriptContext.fill`` or a function of the context) is the answer.
+    """
+
+    pattern: str
+    reply: Reply = ""
+    calls: Sequence[CallSpec] = ()
+
+    def __post_init__(self) -> None:
+        self._compiled = re.compile(self.pattern, re.IGNORECASE | re.DOTALL)
+
+    def match(self, text: str) -> re.Match[str] | None:
+        """The match of ``pattern`` in ``text``, or ``None``."""
+        return self._compiled.search(text)
+
+
+def _offered_name(logical: str, tools: list[dict[str, Any]]) -> str:
+    """The offered tool name for a logical one (``memory`` may be offered with a prefix)."""
+    names = [tool.get("function", tool).get("name", "") for tool in tools]
+    if logical in names:
+        return logical
+    suffixed = [name for name in names if name.endswith("__" + logical)]
+    return suffixed[0] if len(suffixed) == 1 else logical
+
+
+class ScriptedModel:
+    """A deterministic, offline model driven by ``Rule`` objects.
+
+    For each user turn the first matching rule applies: if it has calls and no tool round has
+    happened yet for this turn, the model returns those calls; otherwise it returns the rule's
+    reply (filled with the tool results). A turn no rule matches gets ``default_reply``.
+    ``calls`` counts every tool call made, for inspection.
+    """
+
+    name = "scripted"
+
+    def __init__(self, rules: Sequence[Rule], default_reply: str = "OK.") -> None:
+        self.rules = list(rules)
+        self.default_reply = default_reply
+        self.calls: list[ToolCall] = []
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelTurn:
+        """Answer the last user turn of ``messages`` by the first matching rule."""
+        last_user = max(
+            (i for i, message in enumerate(messages) if message.get("role") == "user"),
+            default=None,
+        )
+        if last_user is None:
+            return ModelTurn(text=self.default_reply)
+        user = str(messages[last_user].get("content") or "")
+        since = messages[last_user + 1 :]
+        system = next(
+            (str(m.get("content") or "") for m in messages if m.get("role") == "system"), ""
+        )
+        results = [str(m.get("content") or "") for m in since if m.get("role") == "tool"]
+        called = any(m.get("tool_calls") for m in since)
+        for rule in self.rules:
+            match = rule.match(user)
+            if match is None:
+                continue
+            ctx = ScriptContext(user, match, system, messages, results)
+            if rule.calls and not called:
+                calls = []
+                for spec in rule.calls:
+                    call = spec(ctx)
+                    call.name = _offered_name(call.name, tools)
+                    call.id = f"call_{len(self.calls) + 1}"
+                    self.calls.append(call)
+                    calls.append(call)
+                return ModelTurn(tool_calls=calls)
+            return ModelTurn(text=rule.reply(ctx) if callable(rule.reply) else ctx.fill(rule.reply))
+        return ModelTurn(text=self.default_reply)
+
+
+# ----------------------------------------------------------------------------- OpenAI model
+
+
+class OpenAIChatModel:
+    """A model behind any OpenAI-compatible Chat Completions endpoint, via the ``openai`` client.
+
+    ``base_url`` (e.g. ``http://localhost:11434/v1``), ``api_key`` and ``model`` are passed to
+    ``openai.OpenAI``; ``None`` lets the client read ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``.
+    Extra keyword arguments (``temperature``, ``max_tokens``...) go to every
+    ``chat.completions.create`` call. Needs the ``[eval]`` extra.
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        model: str = "gpt-4o-mini",
+        *,
+        timeout: float = 120.0,
+        max_retries: int = 2,
+        **create_kwargs: Any,
+    ) -> None:
+        try:
+            import openai
+        except ImportError as exc:
+            raise ImportError(
+                f"OpenAIChatModel needs the 'openai' package: {EVAL_INSTALL_HINT}"
+            ) from exc
+        self.model = model
+        self.name = f"openai:{model}"
+        self.create_kwargs = create_kwargs
+        self.client = openai.OpenAI(
+            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
+        )
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelTurn:
+        """Send the conversation to the endpoint and convert its first choice."""
+        kwargs = dict(self.create_kwargs)
+        if tools:
+            kwargs["tools"] = tools
+        response = self.client.chat.completions.create(
+            model=self.model, messages=messages, **kwargs
+        )
+        message = response.choices[0].message
+        calls = [
+            ToolCall(call.function.name, call.function.arguments or "", call.id)
+            for call in message.tool_calls or ()
+            if getattr(call, "function", None) is not None
+        ]
+        usage = None
+        if response.usage is not None:
+            usage = {
+                "prompt_tokens": response.usage.prompt_tokens,
+                "completion_tokens": response.usage.completion_tokens,
+            }
+        return ModelTurn(text=message.content, tool_calls=calls, usage=usage)
+
+    def __repr__(self) -> str:
+        return f"OpenAIChatModel(base_url={str(self.client.base_url)!r}, model={self.model!r})"
