@@ -87,9 +87,12 @@ def test_the_authentication_check_catches_a_bare_handler() -> None:
 
 
 def test_server_start_emits_no_auth_warning_for_our_routes(jp_configurable_serverapp) -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", JupyterServerAuthWarning)
+    # Recorded rather than raised: the server catches errors from extension loading.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         app = jp_configurable_serverapp()
+    auth_warnings = [str(w.message) for w in caught if w.category is JupyterServerAuthWarning]
+    assert auth_warnings == []
     # The extension really loaded (so its handlers went through the server's check).
     assert "agent_memory" in app.web_app.settings
     assert app.extension_manager.extensions["jupyter_agent_memory"].enabled
