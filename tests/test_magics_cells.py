@@ -259,7 +259,8 @@ def test_agent_memory_with_template(shell: InteractiveShell, root: Path) -> None
     assert summary.template == record["name"]
 
 
-def test_agent_memory_bad_template_changes_nothing(shell: InteractiveShell, mem: AgentMemory) -> None:
+def test_agent_memory_bad_template_changes_nothing(shell: InteractiveShell,
+                                                   mem: AgentMemory) -> None:
     before = sorted(p.name for p in mem.path.iterdir())
     with pytest.raises(UsageError) as info:
         line(shell, "agent_memory --template no-such-template")
@@ -570,7 +571,8 @@ def test_memprompt_matches_the_engine(shell: InteractiveShell, mem: AgentMemory)
     assert [s.name for s in view.sections] == [s.name for s in expected.sections]
     bundle = fmt(shell, view)
     plain = bundle["text/plain"]
-    assert plain.startswith(f"System prompt: {len(expected.text)} chars · ~{expected.tokens} tokens")
+    assert plain.startswith(
+        f"System prompt: {len(expected.text)} chars · ~{expected.tokens} tokens")
     assert expected.text in plain
     assert "## Memories" in bundle["text/html"]
     assert "&lt;facts&gt;" in bundle["text/html"]  # the prompt is shown escaped

@@ -16,7 +16,7 @@ import pytest
 HEAVY = ["ipywidgets", "jupyter_server", "tornado", "mcp", "jupyter_agent_memory.panel",
          "openai", "pandas", "matplotlib"]
 
-SCRIPT = """
+SCRIPT = f"""
 import json, sys
 from IPython.core.interactiveshell import InteractiveShell
 ip = InteractiveShell.instance()
@@ -25,9 +25,9 @@ for cell in sys.argv[2:]:
     result = ip.run_cell(cell)
     if not result.success:
         raise SystemExit("cell failed: " + cell)
-heavy = {heavy!r}
+heavy = {HEAVY!r}
 print(json.dumps(sorted(m for m in heavy if m in sys.modules)))
-""".format(heavy=HEAVY)
+"""
 
 
 def run_clean(tmp_path: Path, extension: str, *cells: str) -> list[str]:

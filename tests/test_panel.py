@@ -1,0 +1,337 @@
+"""The ipywidgets memory panel, driven through its widgets and methods (no browser)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
+
+from jupyter_agent_memory import AgentMemory
+from jupyter_agent_memory.display import JournalResult
+from jupyter_agent_memory.panel import _LIVE_PANELS, MemoryPanel, memory_fingerprint
+
+
+@pytest.fixture(scope="session")
+def ip(tmp_path_factory: pytest.TempPathFactory) -> InteractiveShell:
+    """The session's shell (Output widgets format Markdown through it)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("IPYTHONDIR", str(tmp_path_factory.mktemp("ipython")))
+        return InteractiveShell.instance()
+
+
+@pytest.fixture
+def mem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ip: InteractiveShell) -> AgentMemory:
+    monkeypatch.setenv("JUPYTER_AGENT_MEMORY_ROOT", str(tmp_path / "agents"))
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    return AgentMemory.open(work / "demo")
+
+
+@pytest.fixture
+def panel(mem: AgentMemory) -> Any:
+    widget = MemoryPanel(mem)
+    yield widget
+    widget.close()
+
+
+def markdown_of(panel: MemoryPanel) -> str:
+    (output,) = panel.facts_rendered.outputs
+    return output["data"]["text/markdown"]
+
+
+# -- structure -----------------------------------------------------------------------------
+
+
+def test_tabs_and_state(panel: MemoryPanel, mem: AgentMemory) -> None:
+    assert panel.tabs.titles == ("Facts", "Journal", "Prompt", "Persona")
+    assert panel.facts_tabs.titles == ("Edit", "Rendered", "History")
+    assert repr(panel) == "MemoryPanel('demo')"
+    assert str(mem.path) in panel.title.value
+    # Widget state serialises without a kernel (what a front end would receive).
+    assert panel.get_state()["children"]
+    assert panel in _LIVE_PANELS
+    panel.close()
+    assert panel not in _LIVE_PANELS
+
+
+def test_initial_contents(mem: AgentMemory) -> None:
+    mem.update_facts("# Facts\n- metric units\n")
+    mem.write_soul("I am Ada.\n")
+    mem.append("kickoff", ["meeting"])
+    mem.append("draft", ["Writing"])
+    mem.append("review", ["MEETING"])
+    panel = MemoryPanel(mem)
+    try:
+        assert panel.facts_editor.value == "# Facts\n- metric units\n"
+        assert markdown_of(panel) == "# Facts\n- metric units\n"
+        assert panel.soul.editor.value == "I am Ada.\n"
+        assert panel.user.editor.value == ""
+        assert panel.journal_tag.options == (("any tag", ""), ("meeting (2)", "meeting"),
+                                             ("Writing (1)", "Writing"))
+        assert [e["text"] for e in panel.last_results] == ["review", "draft", "kickoff"]
+        assert "## Memories" in panel.prompt_view.value
+    finally:
+        panel.close()
+
+
+# -- Facts ---------------------------------------------------------------------------------
+
+
+def test_edit_and_save_facts(panel: MemoryPanel, mem: AgentMemory) -> None:
+    assert markdown_of(panel) == "*FACT.md is empty.*"
+    panel.facts_editor.value = "# Facts\n- The user prefers metric units.\n"
+    assert panel.facts_dirty
+    panel.facts_save_button.click()
+    assert mem.facts == "# Facts\n- The user prefers metric units.\n"
+    assert not panel.facts_dirty
+    assert f"Saved FACT.md (sha256 {mem.facts_sha256[:12]})." in panel.facts_status.value
+    assert markdown_of(panel) == "# Facts\n- The user prefers metric units.\n"
+    # A second save builds on the version just written (no false conflict).
+    panel.facts_editor.value = "# Facts\n- metric\n"
+    assert panel.save_facts() is True
+    assert mem.facts == "# Facts\n- metric\n"
+    assert len(mem.history()) == 1
+
+
+def test_save_conflict_then_reload(panel: MemoryPanel, mem: AgentMemory) -> None:
+    base = mem.facts_sha256
+    agent_sha = mem.update_facts("- written by the agent\n")  # behind the panel's back
+    panel.facts_editor.value = "- my edit\n"
+    panel.facts_save_button.click()
+    assert mem.facts == "- written by the agent\n"  # nothing was clobbered
+    assert panel.facts_conflict
+    status = panel.facts_status.value
+    assert "Not saved:" in status and base in status and agent_sha in status
+    assert "Reload" in status
+    assert panel.facts_reload_button.button_style == "warning"
+    assert panel.facts_editor.value == "- my edit\n"  # the user's text is kept
+
+    panel.facts_reload_button.click()
+    assert panel.facts_editor.value == "- written by the agent\n"
+    assert not panel.facts_conflict
+    assert panel.facts_reload_button.button_style == ""
+    panel.facts_editor.value = "- written by the agent\n- my edit\n"
+    assert panel.save_facts() is True
+    assert mem.facts == "- written by the agent\n- my edit\n"
+
+
+def test_refresh_keeps_unsaved_edits(panel: MemoryPanel, mem: AgentMemory) -> None:
+    mem.update_facts("- v1\n")
+    assert panel.refresh_if_changed() is True
+    assert panel.facts_editor.value == "- v1\n"
+    assert panel.refresh_if_changed() is False  # nothing changed since
+
+    panel.facts_editor.value = "- my unsaved edit\n"
+    mem.update_facts("- v2\n")
+    panel.refresh_button.click()
+    assert panel.facts_editor.value == "- my unsaved edit\n"
+    assert "changed on disk while you were editing" in panel.facts_status.value
+    assert markdown_of(panel) == "- v2\n"  # the rendered view shows what is on disk
+    assert panel.save_facts() is False  # and Save still detects the conflict
+    assert mem.facts == "- v2\n"
+
+
+def test_history_diff_and_restore(panel: MemoryPanel, mem: AgentMemory) -> None:
+    first = mem.update_facts("- a <b>\n")
+    mem.update_facts("- c\n")
+    mem.update_facts("- d\n")
+    panel.refresh()
+    assert [sha for _label, sha in panel.history_select.options] == [
+        v["sha256"] for v in mem.history()]
+    assert panel.history_select.options[-1][1] == first
+
+    assert panel.show_history_diff() is None  # nothing selected yet
+    assert "Pick a version first." in panel.history_output.value
+
+    panel.history_select.value = first
+    panel.history_diff_button.click()
+    page = panel.history_output.value
+    assert "-- a &lt;b&gt;" in page and "+- d" in page and "<b>" not in page
+
+    panel.facts_editor.value = "unsaved"
+    assert panel.restore_version() is False
+    assert "unsaved edits" in panel.history_output.value
+    panel.reload_facts()
+
+    panel.history_select.value = first
+    panel.history_restore_button.click()
+    assert mem.facts == "- a <b>\n"
+    assert panel.facts_editor.value == "- a <b>\n"
+    assert f"Restored version {first[:12]}" in panel.history_output.value
+    assert len(panel.history_select.options) == 3
+
+
+def test_history_errors_are_shown(panel: MemoryPanel) -> None:
+    assert panel.show_history_diff("0000000") is None
+    assert panel.history_output.value  # the engine's message, not an exception
+    assert panel.restore_version("0000000") is False
+
+
+# -- Journal -------------------------------------------------------------------------------
+
+
+def test_search_journal(panel: MemoryPanel, mem: AgentMemory) -> None:
+    assert panel.last_results == []
+    assert "No journal entries found." in panel.journal_results.value
+    mem.append("Kickoff with <Ana>", ["meeting"])
+    mem.append("Report draft", ["writing"])
+    mem.append("Report review", ["meeting", "review"])
+    panel.refresh()
+
+    panel.journal_tag.value = "meeting"
+    panel.journal_search_button.click()
+    assert [e["text"] for e in panel.last_results] == ["Report review", "Kickoff with <Ana>"]
+    assert "Kickoff with &lt;Ana&gt;" in panel.journal_results.value
+    assert "<Ana>" not in panel.journal_results.value
+
+    panel.journal_tag.value = ""
+    panel.journal_limit.value = 1
+    panel.journal_query.value = "report"  # Enter in the field searches
+    assert [e["text"] for e in panel.last_results] == ["Report review"]
+
+    panel.journal_query.value = "nothing like this"
+    assert "No matching journal entries found." in panel.journal_results.value
+    assert isinstance(panel.last_results, JournalResult)
+
+
+def test_search_time_window_and_bad_date(panel: MemoryPanel, mem: AgentMemory) -> None:
+    path = mem.path / "memory" / "JOURNAL.jsonl"
+    path.write_text("".join(
+        json.dumps({"ts": ts, "tags": [], "text": ts[:7]}, separators=(",", ":")) + "\n"
+        for ts in ("2026-01-05T00:00:00.000Z", "2026-02-05T00:00:00.000Z",
+                   "2026-03-05T00:00:00.000Z")))
+    panel.journal_since.value = "2026-02-01"
+    panel.journal_until.value = "2026-02-28T23:59:59Z"
+    assert [e["text"] for e in panel.search_journal()] == ["2026-02"]
+
+    panel.journal_since.value = "last week"
+    assert panel.search_journal() is None
+    assert "since" in panel.journal_status.value and "last week" in panel.journal_status.value
+    assert [e["text"] for e in panel.last_results] == ["2026-02"]  # previous results stay
+
+
+def test_append_entry(panel: MemoryPanel, mem: AgentMemory) -> None:
+    panel.append_text.value = "Met Ana about the Q3 report"
+    panel.append_tags.value = ["meeting", "q3"]
+    panel.append_button.click()
+    (entry,) = list(mem.entries())
+    assert (entry["text"], entry["tags"]) == ("Met Ana about the Q3 report", ["meeting", "q3"])
+    assert f"Journal entry added at {entry['ts']}." in panel.append_status.value
+    assert panel.append_text.value == "" and panel.append_tags.value == []
+    # The new entry shows up, and its tags join the picker.
+    assert panel.last_results[0]["text"] == "Met Ana about the Q3 report"
+    assert ("q3 (1)", "q3") in panel.journal_tag.options
+
+
+def test_append_empty_text_is_refused(panel: MemoryPanel, mem: AgentMemory) -> None:
+    panel.append_text.value = ""
+    panel.append_tags.value = ["x"]
+    assert panel.append_entry() is False
+    assert "&#x27;text&#x27; is required for append action" in panel.append_status.value
+    assert list(mem.entries()) == []
+    assert panel.append_tags.value == ["x"]  # the form is left as it was
+
+
+# -- Prompt --------------------------------------------------------------------------------
+
+
+def test_prompt_tab_and_budget_warning(mem: AgentMemory, tmp_path: Path) -> None:
+    mem.update_facts("- fact\n" * 100)
+    panel = MemoryPanel(mem, budget_tokens=10)
+    try:
+        view = panel.last_prompt
+        assert view is not None and view.over_budget and view.warnings
+        assert "jp-AgentMemory-warning" in panel.prompt_view.value
+        assert "<table" in panel.prompt_view.value  # per-section sizes
+        project = tmp_path / "project"
+        project.mkdir()
+        (project / "system.md").write_text("Be brief & kind.\n")
+        panel.prompt_workspace.value = str(project)
+        panel.prompt_build_button.click()
+        assert panel.last_prompt.text.startswith("Be brief & kind.\n\n")
+        assert "Be brief &amp; kind." in panel.prompt_view.value
+        panel.prompt_workspace.value = str(tmp_path / "missing")
+        assert panel.build_prompt() is None
+        assert "is not a directory" in panel.prompt_status.value
+    finally:
+        panel.close()
+
+
+# -- Persona -------------------------------------------------------------------------------
+
+
+def test_persona_save_and_conflict(panel: MemoryPanel, mem: AgentMemory) -> None:
+    panel.soul.editor.value = "I am Ada, a patient tutor.\n"
+    panel.soul.save_button.click()
+    assert mem.soul == "I am Ada, a patient tutor.\n"
+    assert "Saved SOUL.md" in panel.soul.status.value
+
+    panel.user.editor.value = "Name: Sam\n"
+    assert panel.save_user() is True
+    assert mem.user == "Name: Sam\n"
+
+    mem.write_user("Name: Samantha\n")  # changed elsewhere
+    panel.user.editor.value = "Name: Sam\nTimezone: UTC\n"
+    assert panel.save_user() is False
+    assert mem.user == "Name: Samantha\n"
+    assert "Not saved:" in panel.user.status.value
+    assert panel.user.reload_button.button_style == "warning"
+    panel.user.reload_button.click()
+    assert panel.user.editor.value == "Name: Samantha\n"
+    panel.user.editor.value = "Name: Samantha\nTimezone: UTC\n"
+    assert panel.save_user() is True
+    assert mem.user == "Name: Samantha\nTimezone: UTC\n"
+    assert panel.save_soul() is True  # unchanged editor saves the same text again
+
+
+# -- refresh after cells -------------------------------------------------------------------
+
+
+def test_fingerprint_tracks_every_file(mem: AgentMemory) -> None:
+    before = memory_fingerprint(mem)
+    assert memory_fingerprint(mem) == before
+    mem.append("x")
+    after_append = memory_fingerprint(mem)
+    assert after_append != before
+    mem.write_soul("soul\n")
+    assert memory_fingerprint(mem) != after_append
+
+
+def test_panel_refreshes_after_a_cell_that_changed_memory(
+    ip: InteractiveShell, mem: AgentMemory
+) -> None:
+    ip.run_line_magic("load_ext", "jupyter_agent_memory")
+    panel = MemoryPanel(mem)
+    try:
+        ip.user_ns["mem"] = mem
+        with capture_output():
+            assert ip.run_cell("mem.append('from a cell', ['cell'])").success
+        assert panel.last_results[0]["text"] == "from a cell"
+        assert ("cell (1)", "cell") in panel.journal_tag.options
+        with capture_output():
+            ip.run_cell("%%fact_update --agent " + str(mem.path) + "\n- from a magic\n")
+        assert panel.facts_editor.value == "- from a magic\n"
+        # A cell that changes nothing does not rebuild the panel.
+        calls = []
+        panel.refresh = lambda: calls.append(1)  # type: ignore[method-assign]
+        with capture_output():
+            ip.run_cell("1 + 1")
+        assert calls == []
+    finally:
+        panel.close()
+        ip.user_ns.pop("mem", None)
+        ip.run_line_magic("unload_ext", "jupyter_agent_memory")
+    # After unload the hook is gone: panels are no longer refreshed by cells.
+    other = MemoryPanel(mem)
+    try:
+        with capture_output():
+            ip.run_cell(f"__import__('jupyter_agent_memory').AgentMemory.open({str(mem.path)!r})"
+                        ".append('after unload')")
+        assert other.last_results[0]["text"] == "from a cell"
+    finally:
+        other.close()
