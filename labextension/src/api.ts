@@ -78,6 +78,7 @@ export interface IPromptResponse {
   context: string;
   bootstrap: boolean;
   tokens: number;
+  memory_tokens: number;
   budget_tokens: number | null;
   over_budget: boolean;
   warnings: string[];
