@@ -420,7 +420,9 @@ def test_count_facts():
     assert count_facts("# Facts\nplain line\nanother\n") == 2
 
 
-def test_dataframe_plot_and_html(mem, tmp_path):
+def test_dataframe_plot_and_html(mem, tmp_path, monkeypatch):
+    # matplotlib keeps its font cache under MPLCONFIGDIR: keep it out of the home folder.
+    monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path / "mpl"))
     scenario = Scenario(
         [Session(["My name is Ada <script>alert(1)</script>"], name="<b>x</b>"), Session(["hi"])],
         name="a & b",
@@ -434,6 +436,9 @@ def test_dataframe_plot_and_html(mem, tmp_path):
     assert frame.loc[2, "prompt_tokens"] == result.sessions[1].prompt_tokens
 
     figure = result.plot()
+    import matplotlib.pyplot as plt
+
+    assert not plt.get_fignums()  # closed in pyplot, so never shown twice or in a window
     bars_axes, facts_axes = figure.axes
     assert [p.get_height() for p in bars_axes.patches] == [s.prompt_tokens for s in result.sessions]
     assert list(facts_axes.lines[0].get_ydata()) == [1, 1]
@@ -449,7 +454,7 @@ def test_dataframe_plot_and_html(mem, tmp_path):
 def test_missing_pandas_and_matplotlib_name_the_extra(mem, tmp_path, monkeypatch):
     result = run_scenario(mem, ScriptedModel([]), Scenario([Session(["hi"])]), config=DONE)
     monkeypatch.setitem(sys.modules, "pandas", None)
-    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
     hint = re.escape('pip install "jupyter-agent-memory[eval]"')
     with pytest.raises(ImportError, match=hint):
         result.to_dataframe()

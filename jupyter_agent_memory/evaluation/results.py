@@ -248,14 +248,16 @@ class EvaluationResult:
         of facts (``count_facts``) in FACT.md when the session ended.
         """
         try:
-            from matplotlib.figure import Figure
+            import matplotlib.pyplot as plt
             from matplotlib.ticker import MaxNLocator
         except ImportError as exc:
             raise ImportError(f"plot() needs matplotlib: {EVAL_INSTALL_HINT}") from exc
-        # A bare Figure (not pyplot) so no GUI window or global state is involved; notebooks
-        # display it inline like any figure.
-        figure = Figure(figsize=(7, 3.2), layout="constrained")
-        axes = figure.subplots()
+        # pyplot is used only to create the figure: importing it is what registers the inline
+        # image display in a notebook. The figure is closed at once, so it is neither shown a
+        # second time when the cell ends nor opened in a GUI window; displaying or saving the
+        # returned Figure still works.
+        figure, axes = plt.subplots(figsize=(7, 3.2), layout="constrained")
+        plt.close(figure)
         indexes = [session.index for session in self.sessions]
         axes.bar(
             indexes,
@@ -320,7 +322,7 @@ def _session_html(session: SessionRecord) -> str:
     out.extend(f"<p><b>Warning:</b> {esc(warning)}</p>" for warning in session.prompt_warnings)
     out.append(
         "<details><summary>System prompt</summary>"
-        f"<pre>{esc(session.system_prompt)}</pre></details>"
+        f"<pre style='white-space: pre-wrap'>{esc(session.system_prompt)}</pre></details>"
     )
     out.append("<table><thead><tr><th>user</th><th>tool calls</th><th>reply</th></tr></thead>")
     out.append("<tbody>")
@@ -334,7 +336,7 @@ def _session_html(session: SessionRecord) -> str:
         out.append(f"<tr><td>{esc(turn.user)}</td><td>{calls}</td><td>{reply}</td></tr>")
     out.append("</tbody></table>")
     diff = session.facts_diff or "(FACT.md unchanged)"
-    out.append(f"<p>FACT.md diff:</p><pre>{esc(diff)}</pre>")
+    out.append(f"<p>FACT.md diff:</p><pre style='white-space: pre-wrap'>{esc(diff)}</pre>")
     if session.new_entries:
         out.append("<p>New journal entries:</p><ul>")
         for entry in session.new_entries:
