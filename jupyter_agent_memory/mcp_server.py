@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from . import AgentMemory
 
-__all__ = ["SERVER_NAME", "build_server", "serve_stdio"]
+__all__ = ["SERVER_NAME", "build_server", "require_mcp", "serve_stdio"]
 
 SERVER_NAME = "agent-memory"
 INSTALL_HINT = 'pip install "jupyter-agent-memory[mcp]"'
@@ -42,8 +42,13 @@ INSTALL_HINT = 'pip install "jupyter-agent-memory[mcp]"'
 log = logging.getLogger(__name__)
 
 
-def _require_mcp() -> None:
-    """Import-check the MCP SDK, turning its absence into one actionable error."""
+def require_mcp() -> None:
+    """Check that the MCP SDK can be imported; raise one actionable ``ImportError`` if not.
+
+    The message names ``pip install "jupyter-agent-memory[mcp]"``. ``build_server`` and
+    ``serve_stdio`` call it first; a command line can call it before serving to report the
+    missing extra without a traceback.
+    """
     try:
         import mcp.server  # noqa: F401
     except ImportError as exc:
@@ -60,9 +65,9 @@ def build_server(mem: AgentMemory) -> Server:
     every ``tools/list`` request, so ``product_info`` appears as soon as the agent has a
     manifest. Raises ``ImportError`` naming the install command when ``mcp`` is missing.
     """
-    _require_mcp()
+    require_mcp()
     import anyio.to_thread
-    import mcp_types as types
+    from mcp import types
     from mcp.server import Server
 
     from .__about__ import __version__

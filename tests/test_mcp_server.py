@@ -17,7 +17,7 @@ from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 
 from jupyter_agent_memory import MEMORY_TOOL, AgentMemory, MemoryToolError, product_info, provision
 from jupyter_agent_memory.functions import PRODUCT_INFO_TOOL
-from jupyter_agent_memory.mcp_server import build_server
+from jupyter_agent_memory.mcp_server import build_server, require_mcp
 
 REPO = Path(__file__).resolve().parents[1]
 TS = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z"
@@ -364,7 +364,10 @@ def test_unexpected_exception_becomes_internal_error_result(tmp_path, monkeypatc
 def test_missing_mcp_package_names_the_extra(tmp_path, monkeypatch):
     mem = AgentMemory.open(tmp_path / "agent")
     monkeypatch.setitem(sys.modules, "mcp.server", None)
-    with pytest.raises(ImportError, match=re.escape('pip install "jupyter-agent-memory[mcp]"')):
+    hint = re.escape('pip install "jupyter-agent-memory[mcp]"')
+    with pytest.raises(ImportError, match=hint):
+        require_mcp()
+    with pytest.raises(ImportError, match=hint):
         build_server(mem)
 
 
