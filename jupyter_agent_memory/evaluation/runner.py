@@ -139,7 +139,12 @@ class EvaluationRunner:
         return record
 
     def run(self, scenario: Scenario) -> EvaluationResult:
-        """Run every session of ``scenario`` in order and return what happened."""
+        """Run every session of ``scenario`` in order and return what happened.
+
+        The agent folder is used as it is (run on a fresh folder for a clean experiment) and
+        keeps everything the model wrote. An exception raised by the model (a network error,
+        say) propagates and ends the run.
+        """
         tools = self._tools()
         records = []
         prompt = self.build_prompt()
