@@ -1,0 +1,167 @@
+"""Browser tests: a real JupyterLab server and Debian's Chromium driven by Playwright (sync).
+
+Run them on their own: ``pytest tests/browser`` (a separate invocation from the rest of the
+suite). pytest-jupyter's autouse fixtures keep an asyncio loop per test, which the sync
+Playwright API refuses to share, so they are replaced by no-ops here.
+
+No browser is downloaded: Chromium comes from the system (``apt-get install chromium``), path
+overridable with ``$CHROMIUM``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(autouse=True)
+def jp_server_cleanup() -> None:
+    """No-op override of pytest-jupyter's autouse fixture (it needs an asyncio loop)."""
+
+
+@pytest.fixture
+def jp_asyncio_loop() -> None:
+    """No-op override: the sync Playwright API must not run inside an asyncio loop."""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Lab:
+    """A running JupyterLab: where it listens and where its agents live."""
+
+    url: str
+    token: str
+    agents_root: Path
+    workspace: Path
+    log: Path
+
+    def lab_url(self) -> str:
+        """The URL that opens a fresh JupyterLab layout, token included."""
+        return f"{self.url}lab?reset&token={self.token}"
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """Start ``jupyter lab`` once for the session, isolated from the user's settings."""
+    base = tmp_path_factory.mktemp("lab")
+    workspace, agents, settings = base / "workspace", base / "agents", base / "settings"
+    workspace.mkdir()
+    # No news or update toasts on top of the page.
+    notification = settings / "@jupyterlab" / "apputils-extension"
+    notification.mkdir(parents=True)
+    (notification / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    )
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(base / "config"),
+        "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
+        "JUPYTERLAB_SETTINGS_DIR": str(settings),
+        "JUPYTERLAB_WORKSPACES_DIR": str(base / "workspaces"),
+        "IPYTHONDIR": str(base / "ipython"),
+        "JUPYTER_AGENT_MEMORY_ROOT": str(agents),
+    }
+    env.pop("JUPYTER_AGENT_MEMORY_AGENT", None)
+    port, token = _free_port(), "browser-test-token"
+    log = base / "lab.log"
+    command = [
+        sys.executable, "-m", "jupyterlab",
+        "--no-browser",
+        "--allow-root",
+        f"--port={port}",
+        "--ServerApp.ip=127.0.0.1",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={workspace}",
+        "--LabApp.expose_app_in_browser=True",
+        "--ServerApp.allow_unauthenticated_access=False",
+    ]  # fmt: skip
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        _wait_until_up(url, token, process, log)
+        yield Lab(url=url, token=token, agents_root=agents, workspace=workspace, log=log)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _wait_until_up(url: str, token: str, process: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"jupyter lab exited early:\n{log.read_text()}")
+        try:
+            with urllib.request.urlopen(f"{url}api/status?token={token}", timeout=2) as reply:
+                if reply.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"jupyter lab did not start within 60 s:\n{log.read_text()}")
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's Chromium, headless, shared by the session."""
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        raise RuntimeError(f"{CHROMIUM} is missing: install Debian's chromium package")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def agents_root(lab: Lab) -> Path:
+    """The server's agents root, emptied before each test."""
+    shutil.rmtree(lab.agents_root, ignore_errors=True)
+    return lab.agents_root
+
+
+@pytest.fixture
+def page(browser, lab: Lab, agents_root: Path):
+    """A fresh browser page with JupyterLab loaded (reset layout) and started."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    page.goto(lab.lab_url())
+    page.wait_for_function("() => window.jupyterapp !== undefined")
+    page.evaluate(
+        "async () => { await window.jupyterapp.started; await window.jupyterapp.restored; }"
+    )
+    yield page
+    context.close()
