@@ -464,7 +464,7 @@ class PromptView:
             for s in self.sections:
                 source = self._source(s)
                 lines.append(
-                    f"  {s.name:<{width}}  {s.chars:>7} chars  ~{s.tokens:>6} tokens"
+                    f"  {s.name:<{width}}  {s.chars} chars, ~{s.tokens} tokens"
                     + (f"  {source}" if source else "")
                 )
         rule = "-" * 72

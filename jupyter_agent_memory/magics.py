@@ -178,7 +178,7 @@ class AgentMemoryMagics(Magics):
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
         self._memory: AgentMemory | None = None
-        self._builders: dict[int | None, Any] = {}
+        self._builders: dict[tuple[str, int | None], Any] = {}
         # Last text built per (agent folder, workspace, kind), for %memprompt --diff.
         self._last_prompts: dict[tuple[str, str, str], str] = {}
 
@@ -211,12 +211,13 @@ class AgentMemoryMagics(Magics):
         return str(mem.path)
 
     def _builder(self, budget: int | None) -> Any:
-        # One builder per budget, kept for the session so its file cache pays off.
+        # One builder per (tool name, budget), kept for the session so its file cache pays off.
         from .prompt import PromptBuilder
 
-        if budget not in self._builders:
-            self._builders[budget] = PromptBuilder(tool_name=self.tool_name, budget_tokens=budget)
-        return self._builders[budget]
+        key = (self.tool_name, budget)
+        if key not in self._builders:
+            self._builders[key] = PromptBuilder(tool_name=self.tool_name, budget_tokens=budget)
+        return self._builders[key]
 
     def _in_kernel(self) -> bool:
         """True when running under a Jupyter kernel (widgets can be displayed)."""
@@ -345,8 +346,8 @@ class AgentMemoryMagics(Magics):
             if args.restore is not None:
                 before = mem.facts
                 new_sha = mem.restore(args.restore)
-                print(f"Restored FACT.md from version {args.restore[:12]}; "
-                      f"new version {new_sha[:12]}.")
+                print(f"Restored FACT.md to version {new_sha[:12]}; the version it replaced "
+                      "is kept in the history.")
                 display(DiffView(before, mem.facts, "FACT.md (before)", "FACT.md (restored)", 1))
                 return None
             return FactsView(mem.facts, path=mem.path, sha256=mem.facts_sha256)

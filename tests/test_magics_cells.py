@@ -399,8 +399,9 @@ def test_fact_history_diff_and_restore(shell: InteractiveShell, mem: AgentMemory
     result, cap = line(shell, f"fact --restore {first_sha[:10]}")
     assert result is None
     assert mem.facts == "- a\n- b\n"
-    assert cap.stdout == (f"Restored FACT.md from version {first_sha[:10]}; "
-                          f"new version {mem.facts_sha256[:12]}.\n")
+    assert mem.facts_sha256 == first_sha
+    assert cap.stdout == (f"Restored FACT.md to version {first_sha[:12]}; the version it "
+                          "replaced is kept in the history.\n")
     assert cap.outputs[0].data["text/plain"].splitlines()[3:] == [" - a", "-- d", "+- b"]
     assert len(mem.history()) == 3  # a restore is a normal update
 
@@ -640,3 +641,13 @@ def test_memprompt_uses_template_configuration(shell: InteractiveShell) -> None:
     from jupyter_agent_memory.cli import build_session_prompt
 
     assert view.text == build_session_prompt(AgentMemory.open(Path("guided").resolve())).text
+
+
+def test_memprompt_follows_tool_name_config(shell: InteractiveShell, mem: AgentMemory) -> None:
+    before, _ = line(shell, "memprompt")
+    assert "`mcp__agent-memory__memory`" in before.text
+    with capture_output():
+        shell.run_line_magic("config", "AgentMemoryMagics.tool_name = 'memory'")
+    after, _ = line(shell, "memprompt")
+    assert "`mcp__agent-memory__memory`" not in after.text
+    assert after.text == PromptBuilder(tool_name="memory").build(mem).text
