@@ -178,7 +178,9 @@ def build_session_prompt(
 def _mcp(args: argparse.Namespace) -> int:
     memory = _open(args)
     try:
-        from .mcp_server import serve_stdio
+        from .mcp_server import require_mcp, serve_stdio
+
+        require_mcp()
     except ImportError as exc:  # the [mcp] extra is missing
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 1

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .errors import INTERNAL_ERROR, INVALID_PARAMS, MemoryToolError
+from .templates import PRODUCT_INFO_TOOL
 
 if TYPE_CHECKING:
     from . import AgentMemory
@@ -56,37 +57,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 MEMORY_TOOL_NAME = "memory"
-PRODUCT_INFO_TOOL_NAME = "product_info"
-
-#: The ``product_info`` tool (design section 6), in the same neutral shape as ``MEMORY_TOOL``:
-#: ``name``, ``description`` and a JSON schema under ``input_schema``. It is offered only for an
-#: agent provisioned from a template that ships a product manifest.
-PRODUCT_INFO_TOOL: dict[str, Any] = {
-    "name": PRODUCT_INFO_TOOL_NAME,
-    "description": (
-        "Look up facts about the product this agent belongs to (version, features, commands) "
-        "from its template's product manifest, read fresh on every call. Use it for product "
-        "questions instead of storing product knowledge in FACT.md. Without 'section' it "
-        "returns the runtime version, the manifest version and the list of sections; with a "
-        "section name it returns that section's data; 'all' returns every section."
-    ),
-    "input_schema": {
-        "type": "object",
-        "properties": {
-            "source": {
-                "type": "string",
-                "enum": ["manifest"],
-                "description": 'Where to read product knowledge from; always "manifest".',
-            },
-            "section": {
-                "type": "string",
-                "description": 'A section name from the manifest, or "all".',
-            },
-        },
-        "required": ["source"],
-        "additionalProperties": False,
-    },
-}
+PRODUCT_INFO_TOOL_NAME = PRODUCT_INFO_TOOL["name"]
 
 
 def error_text(error: BaseException) -> str:

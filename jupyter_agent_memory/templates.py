@@ -29,13 +29,17 @@ AGENT_JSON = "agent.json"
 MANIFEST = "product-manifest.json"
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
+#: The ``product_info`` tool (design section 6), in the same neutral shape as ``MEMORY_TOOL``:
+#: ``name``, ``description`` and a JSON schema under ``input_schema``. It is offered only for an
+#: agent provisioned from a template that ships a product manifest.
 PRODUCT_INFO_TOOL: dict[str, Any] = {
     "name": "product_info",
     "description": (
-        "Facts about the product this agent was set up for, read fresh from its manifest "
-        "(versions, features, commands). Call it instead of guessing or remembering product "
-        'details. Without `section` it lists the sections; `section: "all"` returns '
-        "everything."
+        "Look up facts about the product this agent belongs to (version, features, commands) "
+        "from its template's product manifest, read fresh on every call. Use it for product "
+        "questions instead of storing product knowledge in FACT.md. Without 'section' it "
+        "returns the runtime version, the manifest version and the list of sections; with a "
+        "section name it returns that section's data; 'all' returns every section."
     ),
     "input_schema": {
         "type": "object",
@@ -43,14 +47,15 @@ PRODUCT_INFO_TOOL: dict[str, Any] = {
             "source": {
                 "type": "string",
                 "enum": ["manifest"],
-                "description": "Where the information comes from (only `manifest`).",
+                "description": 'Where to read product knowledge from; always "manifest".',
             },
             "section": {
                 "type": "string",
-                "description": "A section name from the manifest, or `all`.",
+                "description": 'A section name from the manifest, or "all".',
             },
         },
         "required": ["source"],
+        "additionalProperties": False,
     },
 }
 
