@@ -181,6 +181,8 @@ class AgentMemoryMagics(Magics):
         self._builders: dict[tuple[str, int | None], Any] = {}
         # Last text built per (agent folder, workspace, kind), for %memprompt --diff.
         self._last_prompts: dict[tuple[str, str, str], str] = {}
+        # Panels shown by %agent_memory, per agent folder, so re-running it reuses them.
+        self._panels: dict[str, Any] = {}
 
     # -- agents ----------------------------------------------------------------------------
 
@@ -268,10 +270,27 @@ class AgentMemoryMagics(Magics):
         if target or args.template:
             return None
         if self.panel == "always" or (self.panel == "auto" and self._in_kernel()):
-            from .panel import MemoryPanel
-
-            return MemoryPanel(mem, tool_name=self.tool_name, budget_tokens=self.budget_tokens)
+            return self._panel_for(mem)
         return self.summary(mem)
+
+    def _panel_for(self, mem: AgentMemory) -> Any:
+        """The open panel for this agent (refreshed), or a new one.
+
+        Re-running ``%agent_memory`` shows the same panel again instead of piling up panels
+        that would all keep refreshing after every cell.
+        """
+        from .panel import MemoryPanel, is_live
+
+        panel = self._panels.get(str(mem.path))
+        if panel is not None and is_live(panel):
+            builder = panel.builder
+            if (builder.tool_name, builder.budget_tokens) == (self.tool_name, self.budget_tokens):
+                panel.refresh()
+                return panel
+            panel.close()  # settings changed: replace it
+        panel = MemoryPanel(mem, tool_name=self.tool_name, budget_tokens=self.budget_tokens)
+        self._panels[str(mem.path)] = panel
+        return panel
 
     def summary(self, mem: AgentMemory) -> AgentSummary:
         """A size summary of an agent folder (what ``%agent_memory`` shows in a terminal)."""

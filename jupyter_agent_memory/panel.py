@@ -34,7 +34,7 @@ from .display import DiffView, HistoryView, JournalResult, PromptView, format_si
 from .errors import MemoryConflictError, MemoryToolError
 from .store import AgentMemory
 
-__all__ = ["MemoryPanel", "memory_fingerprint", "refresh_live_panels"]
+__all__ = ["MemoryPanel", "is_live", "memory_fingerprint", "refresh_live_panels"]
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,11 @@ def refresh_live_panels() -> None:
             panel.refresh_if_changed()
         except Exception:  # a hook must never break the user's cell; log and go on
             log.exception("Refreshing the agent-memory panel failed")
+
+
+def is_live(panel: MemoryPanel) -> bool:
+    """True while ``panel`` is open (it refreshes after cells)."""
+    return panel in _LIVE_PANELS
 
 
 def memory_fingerprint(mem: AgentMemory) -> tuple[Any, ...]:

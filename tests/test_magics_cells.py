@@ -247,6 +247,27 @@ def test_agent_memory_without_argument_can_show_the_panel(
         panel.close()
 
 
+def test_agent_memory_panel_is_reused_until_closed(shell: InteractiveShell,
+                                                    mem: AgentMemory) -> None:
+    magics(shell).panel = "always"
+    first, _ = line(shell, "agent_memory")
+    again, _ = line(shell, "agent_memory")
+    assert again is first
+    first.close()
+    fresh, _ = line(shell, "agent_memory")
+    assert fresh is not first
+    with capture_output():
+        shell.run_line_magic("config", "AgentMemoryMagics.budget_tokens = 10")
+    rebuilt, _ = line(shell, "agent_memory")
+    try:
+        assert rebuilt is not fresh and rebuilt.builder.budget_tokens == 10
+        from jupyter_agent_memory.panel import is_live
+
+        assert not is_live(fresh)
+    finally:
+        rebuilt.close()
+
+
 def test_agent_memory_with_template(shell: InteractiveShell, root: Path) -> None:
     _, cap = line(shell, "agent_memory ./guided --template guide")
     folder = Path("guided").resolve()
@@ -651,3 +672,32 @@ def test_memprompt_follows_tool_name_config(shell: InteractiveShell, mem: AgentM
     after, _ = line(shell, "memprompt")
     assert "`mcp__agent-memory__memory`" not in after.text
     assert after.text == PromptBuilder(tool_name="memory").build(mem).text
+
+
+def test_symlinked_fact_file_is_refused(shell: InteractiveShell, mem: AgentMemory,
+                                        tmp_path: Path) -> None:
+    outside = tmp_path / "outside.md"
+    outside.write_text("secret\n")
+    fact = mem.path / "memory" / "FACT.md"
+    fact.symlink_to(outside)
+    for run in (lambda: line(shell, "fact"),
+                lambda: cell(shell, "fact_update", "- overwrite\n")):
+        with pytest.raises(UsageError) as info:
+            run()
+        assert "FACT.md" in str(info.value) and "\n" not in str(info.value)
+    assert outside.read_text() == "secret\n"
+    assert fact.is_symlink()
+
+
+def test_corrupted_journal_lines_are_counted(shell: InteractiveShell, mem: AgentMemory) -> None:
+    mem.append("good one")
+    path = mem.path / "memory" / "JOURNAL.jsonl"
+    with path.open("a") as handle:
+        handle.write("{not json\n")
+    mem.append("good two")
+    with pytest.warns(UserWarning, match="Skipped 1 corrupted line"):
+        result, _ = line(shell, "journal")
+    assert [e["text"] for e in result] == ["good two", "good one"]
+    assert result.skipped == 1
+    assert fmt(shell, result)["text/plain"].splitlines()[-1] == (
+        "(2 entries, newest first; 1 corrupted line skipped)")
