@@ -6,6 +6,10 @@ from pathlib import Path
 
 import pytest
 
+# jp_fetch and friends for the REST API tests (tests/test_server_*.py). tests/browser overrides
+# this plugin's autouse fixtures, which would otherwise hold an asyncio loop per test.
+pytest_plugins = ("pytest_jupyter.jupyter_server",)
+
 
 @pytest.fixture
 def agents_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
