@@ -1,0 +1,372 @@
+"""The command line (design section 7, last bullet): every sub-command, texts and exit codes."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+import jupyter_agent_memory
+from jupyter_agent_memory import AgentMemory, PromptBuilder
+from jupyter_agent_memory.cli import DEMO_FACT, main
+
+ADDED = re.compile(r"^Journal entry added at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\.\n$")
+ERROR = "jupyter-agent-memory: error: "
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+# -- init --------------------------------------------------------------------------------------
+
+
+def test_init_creates_the_default_agent(
+    agents_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(capsys, "init") == (0, f"Agent ready at {agents_root / 'default'}\n", "")
+    assert (agents_root / "default" / "memory").is_dir()
+
+
+def test_init_agent_before_or_after_the_command(
+    agents_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(capsys, "init", "--agent", "a") == (0, f"Agent ready at {agents_root / 'a'}\n", "")
+    assert run(capsys, "--agent", "b", "init") == (0, f"Agent ready at {agents_root / 'b'}\n", "")
+
+
+def test_init_with_a_folder_path(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                 agents_root: Path) -> None:
+    assert run(capsys, "init", "--agent", "./demo-agent") == (
+        0, f"Agent ready at {tmp_path / 'demo-agent'}\n", ""
+    )
+    assert not agents_root.exists()
+
+
+def test_init_with_template(agents_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "init", "--agent", "g", "--template", "guide")
+    assert (code, out, err) == (0, f"Agent 'Memory Guide' ready at {agents_root / 'g'}\n", "")
+    assert AgentMemory.open("g").template_info()["template"] == "guide"  # type: ignore[index]
+
+
+def test_init_invalid_agent_id(agents_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "init", "--agent", "System") == (
+        1, "", ERROR + 'Invalid agent id "System": "system" is reserved\n'
+    )
+    assert not agents_root.exists()
+
+
+def test_init_unknown_template_writes_nothing(
+    agents_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, "init", "--agent", "x", "--template", "nope")
+    assert (code, out) == (1, "")
+    assert err == ERROR + (
+        'Unknown template "nope": not a built-in template (assistant, guide) nor a folder\n'
+    )
+    assert not (agents_root / "x").exists()
+
+
+# -- fact --------------------------------------------------------------------------------------
+
+
+def test_fact_shows_facts_exactly(agents_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "fact", "--agent", "f") == (0, "", "")
+    AgentMemory.open("f").update_facts("- one\n- two")
+    assert run(capsys, "fact", "--agent", "f") == (0, "- one\n- two", "")
+
+
+def test_fact_set_from_a_file(agents_root: Path, tmp_path: Path,
+                              capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "facts.md"
+    source.write_text("- from file ✓\n", encoding="utf-8")
+    assert run(capsys, "fact", "--agent", "f", "--set", str(source)) == (0, "Memory updated.\n", "")
+    assert AgentMemory.open("f").facts == "- from file ✓\n"
+
+
+def test_fact_set_from_stdin(agents_root: Path, capsys: pytest.CaptureFixture[str],
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("- from stdin\n"))
+    assert run(capsys, "fact", "--agent", "f", "--set", "-") == (0, "Memory updated.\n", "")
+    assert AgentMemory.open("f").facts == "- from stdin\n"
+
+
+def test_fact_set_empty_is_the_tool_error(agents_root: Path, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "empty.md").write_text("")
+    AgentMemory.open("f").update_facts("kept\n")
+    assert run(capsys, "fact", "--agent", "f", "--set", str(tmp_path / "empty.md")) == (
+        1, "", ERROR + "'content' is required for update action\n"
+    )
+    assert AgentMemory.open("f").facts == "kept\n"
+
+
+def test_fact_set_missing_file(agents_root: Path, tmp_path: Path,
+                               capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "fact", "--agent", "f", "--set", str(tmp_path / "nope.md"))
+    assert (code, out) == (1, "")
+    assert err.startswith(ERROR) and str(tmp_path / "nope.md") in err
+    assert "No such file or directory" in err
+
+
+def test_fact_history_and_restore(agents_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "fact", "--agent", "h", "--history") == (
+        0, "No previous FACT.md versions.\n", ""
+    )
+    mem = AgentMemory.open("h")
+    mem.update_facts("v1\n")
+    mem.update_facts("v2 is longer\n")
+    mem.update_facts("v3\n")
+    code, out, err = run(capsys, "fact", "--agent", "h", "--history")
+    versions = mem.history()
+    assert (code, err) == (0, "")
+    assert out == "".join(
+        f"{v['ts']}  {v['sha256'][:12]}  {v['size']} bytes\n" for v in versions
+    )
+    assert out.splitlines()[0].endswith(f"  {sha('v2 is longer' + chr(10))[:12]}  13 bytes")
+    assert run(capsys, "fact", "--agent", "h", "--restore", sha("v1\n")[:8]) == (
+        0, f"Restored FACT.md version {sha('v1' + chr(10))[:12]}.\n", ""
+    )
+    assert mem.facts == "v1\n"
+    assert run(capsys, "fact", "--agent", "h", "--restore", "abc") == (
+        1, "", ERROR + 'Invalid version "abc": give a sha256 or a prefix of at least 7 hex '
+        "digits\n"
+    )
+
+
+def test_fact_options_are_exclusive(agents_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["fact", "--history", "--restore", "abcdefg"])
+    assert info.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+# -- journal -----------------------------------------------------------------------------------
+
+
+def test_journal_append_and_search(agents_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "journal", "search", "--agent", "j") == (
+        0, "No journal entries found.\n", ""
+    )
+    code, out, err = run(capsys, "journal", "append", "first entry", "-t", "a", "--tag", "B",
+                         "--agent", "j")
+    assert (code, err) == (0, "")
+    assert ADDED.match(out), out
+    run(capsys, "journal", "append", "second entry", "--agent", "j")
+    entries = list(AgentMemory.open("j").entries())
+    assert [(e["text"], e["tags"]) for e in entries] == [
+        ("first entry", ["a", "B"]), ("second entry", [])
+    ]
+    assert out == f"Journal entry added at {entries[0]['ts']}.\n"
+
+    code, out, err = run(capsys, "journal", "search", "--agent", "j")
+    assert (code, err) == (0, "")
+    assert out == json.dumps(entries[::-1], indent=2, ensure_ascii=False) + "\n"
+    assert json.loads(run(capsys, "journal", "search", "FIRST", "--agent", "j")[1]) == [entries[0]]
+    assert json.loads(run(capsys, "journal", "search", "-t", "b", "--agent", "j")[1]) == [
+        entries[0]
+    ]
+    assert json.loads(run(capsys, "journal", "search", "-n", "1", "--agent", "j")[1]) == [
+        entries[1]
+    ]
+    assert run(capsys, "journal", "search", "zzz", "--agent", "j") == (
+        0, "No matching journal entries found.\n", ""
+    )
+
+
+def test_journal_search_time_window(agents_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    mem = AgentMemory.open("w")
+    (mem.path / "memory" / "JOURNAL.jsonl").write_text(
+        '{"ts":"2026-01-01T10:00:00.000Z","tags":[],"text":"ten"}\n'
+        '{"ts":"2026-01-01T12:00:00.000Z","tags":[],"text":"noon"}\n'
+    )
+    out = run(capsys, "journal", "search", "--agent", "w", "--since", "2026-01-01T11:00+00:00")[1]
+    assert [e["text"] for e in json.loads(out)] == ["noon"]
+    out = run(capsys, "journal", "search", "--agent", "w", "--until", "2026-01-01T10:00:00")[1]
+    assert [e["text"] for e in json.loads(out)] == ["ten"]
+    assert run(capsys, "journal", "search", "--agent", "w", "--since", "later") == (
+        1, "", ERROR + "Invalid 'since': expected an ISO-8601 date or time, got \"later\"\n"
+    )
+
+
+def test_journal_append_empty_text(agents_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "journal", "append", "", "--agent", "j") == (
+        1, "", ERROR + "'text' is required for append action\n"
+    )
+    assert not (agents_root / "j" / "memory" / "JOURNAL.jsonl").exists()
+
+
+def test_journal_needs_a_verb(agents_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["journal"])
+    assert info.value.code == 2
+    assert "required: VERB" in capsys.readouterr().err
+
+
+# -- prompt ------------------------------------------------------------------------------------
+
+
+def test_prompt_prints_the_next_session_prompt(
+    agents_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "SYSTEM.md").write_text("Base prompt.\n")
+    mem = AgentMemory.open("p")
+    mem.update_facts("- cli fact\n")
+    code, out, err = run(capsys, "prompt", "--agent", "p", "--workspace", str(workspace))
+    expected = PromptBuilder().build(mem, workspace=workspace)
+    assert (code, out, err) == (0, expected.text + "\n", "")
+    assert out.startswith("Base prompt.\n\n## Bootstrap Mode\n")
+    code, out, _ = run(capsys, "prompt", "--agent", "p", "--workspace", str(workspace),
+                       "--tool-name", "memory")
+    assert out == PromptBuilder(tool_name="memory").build(mem, workspace=workspace).text + "\n"
+
+
+def test_prompt_uses_the_template_settings(
+    agents_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run(capsys, "init", "--agent", "g", "--template", "guide")
+    code, out, err = run(capsys, "prompt", "--agent", "g", "--workspace", str(tmp_path))
+    assert (code, err) == (0, "")
+    # The guide's instructions define its role and its SOUL is real: no bootstrap block.
+    assert "## Bootstrap Mode" not in out
+    assert "<soul>\n# Soul\n\nI am Mnemo" in out
+
+
+def test_prompt_refuses_a_symlinked_system_md(
+    agents_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "real.md").write_text("x")
+    (tmp_path / "system.md").symlink_to(tmp_path / "real.md")
+    assert run(capsys, "prompt", "--workspace", str(tmp_path)) == (
+        1, "", ERROR + f"Refusing to read {tmp_path / 'system.md'}: it is a symbolic link, "
+        "not a regular file\n"
+    )
+
+
+# -- mcp, agents, demo, version ----------------------------------------------------------------
+
+
+def test_mcp_serves_the_selected_agent(
+    agents_root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    served: list[AgentMemory] = []
+    fake = types.ModuleType("jupyter_agent_memory.mcp_server")
+    fake.serve_stdio = served.append  # type: ignore[attr-defined]
+    fake.require_mcp = lambda: None  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "jupyter_agent_memory.mcp_server", fake)
+    assert run(capsys, "mcp", "--agent", "m") == (0, "", "")
+    assert [(m.agent_id, m.path) for m in served] == [("m", agents_root / "m")]
+
+
+def test_mcp_without_the_extra_is_a_clear_error(
+    agents_root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hint = 'The MCP server needs the mcp package: pip install "jupyter-agent-memory[mcp]"'
+
+    def require_mcp() -> None:
+        raise ImportError(hint)
+
+    fake = types.ModuleType("jupyter_agent_memory.mcp_server")
+    fake.require_mcp = require_mcp  # type: ignore[attr-defined]
+    fake.serve_stdio = lambda memory: pytest.fail("must not serve")  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "jupyter_agent_memory.mcp_server", fake)
+    assert run(capsys, "mcp") == (1, "", ERROR + hint + "\n")
+
+
+def test_agents_lists_the_root(agents_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "agents") == (0, f"No agents under {agents_root} yet.\n", "")
+    AgentMemory.open("zeta")
+    AgentMemory.open("alpha")
+    assert run(capsys, "agents") == (0, f"Agents under {agents_root}:\n  alpha\n  zeta\n", "")
+
+
+def test_demo_shows_the_learning_loop(
+    agents_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, "demo")
+    assert (code, err) == (0, "")
+    mem = AgentMemory.open("default")
+    assert out.startswith(f"Agent 'Memory Guide' at {mem.path}\n\n")
+    assert '  memory(action="update")  -> Memory updated.\n' in out
+    assert re.search(r'  memory\(action="append"\)  -> Journal entry added at \S+Z\.\n', out)
+    assert DEMO_FACT in mem.facts
+    assert f"<facts>\n{mem.facts.strip()}\n</facts>" in out
+    assert out.endswith("Search the journal: jupyter-agent-memory journal search demo\n")
+    # Run again: the fact is not duplicated, the journal gets a second entry.
+    code, out, _ = run(capsys, "demo")
+    assert code == 0
+    assert "(FACT.md already holds the demo fact)" in out
+    assert mem.facts.count(DEMO_FACT) == 1
+    assert [e["text"] for e in mem.search(tag="demo")] == ["Ran the jupyter-agent-memory demo."] * 2
+
+
+def test_version_and_missing_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out == f"jupyter-agent-memory {jupyter_agent_memory.__version__}\n"
+    with pytest.raises(SystemExit) as info:
+        main([])
+    assert info.value.code == 2
+    assert "required: COMMAND" in capsys.readouterr().err
+
+
+# -- real processes ----------------------------------------------------------------------------
+
+
+def script_env(agents_root: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["JUPYTER_AGENT_MEMORY_ROOT"] = str(agents_root)
+    env.pop("JUPYTER_AGENT_MEMORY_AGENT", None)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return env
+
+
+def test_console_script_and_module_run_for_real(agents_root: Path) -> None:
+    env = script_env(agents_root)
+    script = Path(sys.executable).parent / "jupyter-agent-memory"
+    done = subprocess.run(
+        [str(script), "journal", "append", "from the console script", "-t", "cli", "--agent", "r"],
+        env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert ADDED.match(done.stdout)
+    done = subprocess.run(
+        [sys.executable, "-m", "jupyter_agent_memory", "journal", "search", "-t", "CLI",
+         "--agent", "r"],
+        env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert [e["text"] for e in json.loads(done.stdout)] == ["from the console script"]
+    done = subprocess.run(
+        [sys.executable, "-m", "jupyter_agent_memory", "init", "--agent", "system"],
+        env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == ERROR + 'Invalid agent id "system": "system" is reserved\n'
+
+
+def test_jupyter_subcommand_dispatches_to_the_script(agents_root: Path) -> None:
+    jupyter = Path(sys.executable).parent / "jupyter"
+    done = subprocess.run(
+        [str(jupyter), "agent-memory", "init", "--agent", "via-jupyter"],
+        env=script_env(agents_root), capture_output=True, text=True, timeout=60,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == f"Agent ready at {agents_root / 'via-jupyter'}\n"
