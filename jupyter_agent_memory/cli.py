@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 from .errors import MemoryToolError
 
 if TYPE_CHECKING:
-    from .prompt import Prompt
     from .store import AgentMemory
 
 PROG = "jupyter-agent-memory"
@@ -153,26 +152,12 @@ def _journal(args: argparse.Namespace) -> int:
 
 def _prompt(args: argparse.Namespace) -> int:
     memory = _open(args)
-    prompt = build_session_prompt(memory, args.workspace, args.tool_name)
+    from .prompt import DEFAULT_TOOL_NAME, PromptBuilder
+
+    builder = PromptBuilder(tool_name=args.tool_name or DEFAULT_TOOL_NAME)
+    prompt = builder.build_session(memory, args.workspace)
     print(prompt.text)
     return 0
-
-
-def build_session_prompt(
-    memory: AgentMemory, workspace: str | None = None, tool_name: str | None = None
-) -> Prompt:
-    """Build the prompt the way a session would, using the agent's template settings."""
-    from .prompt import DEFAULT_TOOL_NAME, PromptBuilder
-    from .templates import template_for
-
-    definition = template_for(memory)
-    builder = PromptBuilder(tool_name=tool_name or DEFAULT_TOOL_NAME)
-    return builder.build(
-        memory,
-        workspace=workspace,
-        config=definition.configuration if definition else None,
-        has_user_instructions=bool(definition and definition.instructions),
-    )
 
 
 def _mcp(args: argparse.Namespace) -> int:
@@ -218,7 +203,9 @@ def _demo(args: argparse.Namespace) -> int:
         {"action": "append", "text": "Ran the jupyter-agent-memory demo.", "tags": ["demo"]}
     )
     print(f'  memory(action="append")  -> {result}\n')
-    prompt = build_session_prompt(memory)
+    from .prompt import PromptBuilder
+
+    prompt = PromptBuilder().build_session(memory)
     print("Session 2 starts with this system prompt (the agent remembers):")
     print(rule)
     print(prompt.text)

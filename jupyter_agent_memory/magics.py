@@ -574,23 +574,15 @@ class AgentMemoryMagics(Magics):
 def build_session_prompt(builder: Any, mem: AgentMemory, workspace: Path | str | None) -> Any:
     """Build ``mem``'s prompt as a session would: with its template's configuration.
 
-    The template's ``configuration`` (e.g. ``bootstrap_completed``) and whether it carries
-    instructions come from the engine's :func:`~jupyter_agent_memory.templates.template_for`,
-    the same inputs the command line's ``prompt`` uses. The engine's budget warning is
-    silenced here because every surface shows it itself (stderr would repeat it).
+    The engine's :meth:`~jupyter_agent_memory.prompt.PromptBuilder.build_session` does the
+    work, as for the command line; its budget warning is silenced here because the views
+    show it themselves (stderr would repeat it).
     """
     from .prompt import PromptBudgetWarning
-    from .templates import template_for
 
-    definition = template_for(mem)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PromptBudgetWarning)
-        return builder.build(
-            mem,
-            workspace=workspace,
-            config=definition.configuration if definition else None,
-            has_user_instructions=bool(definition and definition.instructions),
-        )
+        return builder.build_session(mem, workspace)
 
 
 def _journal_size(mem: AgentMemory) -> int:

@@ -159,6 +159,25 @@ class PromptBuilder:
             warnings.warn(message, PromptBudgetWarning, stacklevel=2)
         return prompt
 
+    def build_session(
+        self, agent: AgentMemory, workspace: str | os.PathLike[str] | None = None
+    ) -> Prompt:
+        """Build ``agent``'s prompt as a session would, with its template's settings.
+
+        The template the agent was provisioned from supplies ``config`` (its
+        ``configuration``) and whether role instructions exist; an agent without a template
+        gets the defaults. Every surface (CLI, magics, panel, REST) builds prompts this way.
+        """
+        from .templates import template_for
+
+        definition = template_for(agent)
+        return self.build(
+            agent,
+            workspace=workspace,
+            config=definition.configuration if definition else None,
+            has_user_instructions=bool(definition and definition.instructions),
+        )
+
     def build_facts_section(self, agent: AgentMemory | str | os.PathLike[str]) -> str | None:
         """``## Agent Knowledge`` with FACT.md, or None when FACT.md is missing or empty."""
         _soul, _user, facts = self._load_agent_files(_agent_folder(agent))

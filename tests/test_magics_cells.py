@@ -659,9 +659,10 @@ def test_memprompt_budget_warning(shell: InteractiveShell, mem: AgentMemory) -> 
 def test_memprompt_uses_template_configuration(shell: InteractiveShell) -> None:
     line(shell, "agent_memory ./guided --template guide")
     view, _ = line(shell, "memprompt")
-    from jupyter_agent_memory.cli import build_session_prompt
+    from jupyter_agent_memory.prompt import PromptBuilder
 
-    assert view.text == build_session_prompt(AgentMemory.open(Path("guided").resolve())).text
+    expected = PromptBuilder().build_session(AgentMemory.open(Path("guided").resolve()))
+    assert view.text == expected.text
 
 
 def test_memprompt_follows_tool_name_config(shell: InteractiveShell, mem: AgentMemory) -> None:
