@@ -362,7 +362,9 @@ export class AgentMemoryPanel extends Widget {
       buttons: [
         Dialog.cancelButton({ label: 'Keep editing' }),
         Dialog.warnButton({ label: 'Reload' })
-      ]
+      ],
+      // Enter must never throw the user's edit away.
+      defaultButton: 0
     });
     if (result.button.accept) {
       this.stopEditing('Reloaded the current FACT.md; your edit was discarded.');

@@ -131,7 +131,11 @@ def test_conflict_keep_editing_keeps_the_text(page: Page, agents_root: Path) -> 
     editor.fill("- my careful edit\n")
     mem.update_facts("- v2 from the agent\n")
     page.locator(f"{PANEL} .jp-AgentMemory-save").click()
-    page.locator(".jp-Dialog").get_by_role("button", name="Keep editing").click()
+    expect(page.locator(".jp-Dialog-header")).to_have_text("FACT.md changed on disk")
+    # Enter picks the default button, which must be the one that keeps the edit.
+    page.keyboard.press("Enter")
+    expect(page.locator(".jp-Dialog")).to_have_count(0)
+    expect(editor).to_be_visible()
     expect(editor).to_have_value("- my careful edit\n")
     expect(page.locator(f"{PANEL} .jp-AgentMemory-factsNote")).to_contain_text("Not saved:")
     assert mem.facts == "- v2 from the agent\n"
@@ -224,3 +228,27 @@ def test_writes_need_the_xsrf_header(page: Page, lab: Any, agents_root: Path) ->
     assert result[0] == 200, result
     assert json.loads(result[1])["agent"] == "default"
     assert mem.facts == "- with header\n"
+
+
+def test_new_agent_from_template_and_switching(page: Page, agents_root: Path) -> None:
+    default_agent(agents_root).update_facts("- default's fact\n")
+    open_sidebar(page)
+    page.locator(f"{PANEL} .jp-AgentMemory-newAgent").click()
+    dialog = page.locator(".jp-Dialog")
+    dialog.locator("input").fill("tutor")
+    dialog.get_by_role("button", name="OK").click()
+    expect(page.locator(".jp-Dialog-header")).to_have_text('Template for "tutor"')
+    page.locator(".jp-Dialog select").select_option("guide")
+    page.locator(".jp-Dialog").get_by_role("button", name="OK").click()
+    picker = page.locator(f"{PANEL} .jp-AgentMemory-agentPicker")
+    expect(picker).to_have_value("tutor")
+    expect(page.locator(f"{PANEL} .jp-AgentMemory-status")).to_have_text(
+        f'Created agent "tutor" in {(agents_root / "tutor").resolve()}.'
+    )
+    tutor = AgentMemory.open_id("tutor", agents_root)
+    assert tutor.template_info()["template"] == "guide"
+    expect(page.locator(f"{PANEL} .jp-AgentMemory-factsView")).to_have_text(tutor.facts)
+
+    picker.select_option("default")
+    expect(page.locator(f"{PANEL} .jp-AgentMemory-factsView")).to_have_text("- default's fact\n")
+    expect(picker.locator("option")).to_have_text(["default", "tutor"])
