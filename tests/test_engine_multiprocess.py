@@ -118,7 +118,7 @@ def test_sigkill_during_updates_never_leaves_a_partial_fact(tmp_path: Path) -> N
         mem = AgentMemory.open(folder)  # sweeps what the killed writer left behind
         assert temp_files(folder) == []
         assert valid_version(mem.facts.encode())
-        for version in (folder / "memory" / ".history").iterdir():
+        for version in (folder / "memory" / ".history").glob("*"):
             assert valid_version(version.read_bytes()), version.name
 
 
