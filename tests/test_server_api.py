@@ -7,9 +7,12 @@ alone, so a handler that only *looks* right fails here.
 
 from __future__ import annotations
 
+import asyncio
+import fcntl
 import hashlib
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -561,6 +564,40 @@ async def test_error_bodies_are_json(jp_fetch, mem: AgentMemory) -> None:
     response = await jp_fetch(*API, "agents", "demo", "history", "zz", raise_error=False)
     assert response.code == 400
     assert response.headers["Content-Type"].startswith("application/json")
+
+
+async def test_a_write_waiting_for_the_lock_does_not_block_the_server(
+    call, mem: AgentMemory
+) -> None:
+    # Engine work runs in worker threads: while an append waits for the agent's file lock
+    # (held here, as another process would), other requests are still answered.
+    fd = os.open(mem.path / "memory" / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # closing the descriptor releases it
+    closed = threading.Lock()
+
+    def close_once() -> None:
+        if closed.acquire(blocking=False):
+            os.close(fd)
+
+    # Safety net: were the loop blocked by the append, this timer frees the lock so the test
+    # fails on the assertions below instead of hanging.
+    release = threading.Timer(3, close_once)
+    release.start()
+    try:
+        pending = asyncio.ensure_future(
+            call("POST", "agents", "demo", "journal", body={"text": "waited for the lock"})
+        )
+        await asyncio.sleep(0.3)
+        assert not pending.done()
+        status, _ = await asyncio.wait_for(call("GET", "agents", "demo", "facts"), 2)
+        assert status == 200
+        assert not pending.done()
+    finally:
+        release.cancel()
+        close_once()
+    status, body = await asyncio.wait_for(pending, 10)
+    assert (status, body["entry"]["text"]) == (201, "waited for the lock")
+    assert [e["text"] for e in mem.entries()] == ["waited for the lock"]
 
 
 async def test_unsupported_method_is_405(jp_fetch) -> None:

@@ -36,6 +36,7 @@ from .. import (
     provision,
     validate_agent_id,
 )
+from ..errors import INVALID_PARAMS
 from . import API_PREFIX
 from .config import AgentMemoryServer
 
@@ -174,19 +175,20 @@ class ApiError(tornado.web.HTTPError):
         self.extra = extra
 
 
-def _engine_error(exc: Exception) -> ApiError:
-    """Map an engine exception to a status code, keeping the engine's message."""
+def _engine_error(exc: MemoryToolError | OSError) -> ApiError:
+    """Map an engine exception to a status code, keeping the engine's message.
+
+    Conflict → 409 with both hashes; a refused path (symlink, escape) → 403; invalid
+    arguments (-32602) → 400; other engine or I/O failures → 500. Anything else is a bug and
+    is left to jupyter_server's 500 handling.
+    """
     if isinstance(exc, MemoryConflictError):
         return ApiError(409, exc.message, expected=exc.expected, actual=exc.actual)
     if isinstance(exc, UnsafePathError):
         return ApiError(403, exc.message)
     if isinstance(exc, MemoryToolError):
-        return ApiError(400 if exc.code == -32602 else 500, exc.message)
-    if isinstance(exc, (ValueError, TypeError)):
-        return ApiError(400, str(exc))
-    if isinstance(exc, OSError):
-        return ApiError(500, str(exc))
-    raise exc
+        return ApiError(400 if exc.code == INVALID_PARAMS else 500, exc.message)
+    return ApiError(500, str(exc))
 
 
 # -- shared state ------------------------------------------------------------------------------
@@ -239,9 +241,7 @@ class AgentMemoryHandler(APIHandler):
         """Run blocking engine work in a thread; engine errors become :class:`ApiError`."""
         try:
             return await asyncio.to_thread(func, *args)
-        except ApiError:
-            raise
-        except (MemoryToolError, ValueError, TypeError, OSError) as exc:
+        except (MemoryToolError, OSError) as exc:
             raise _engine_error(exc) from exc
 
     def json_body(self) -> dict[str, Any]:
@@ -262,11 +262,11 @@ class AgentMemoryHandler(APIHandler):
             raise ApiError(400, "Request body must be a JSON object")
         return data
 
-    def agent_id(self, raw: str) -> str:
-        """Validate an agent id from the URL (400 with the engine's message)."""
+    def agent_id(self, raw: object) -> str:
+        """Validate an agent id from the URL or a body (400 with the engine's message)."""
         try:
             return validate_agent_id(raw)
-        except ValueError as exc:
+        except MemoryToolError as exc:
             raise _engine_error(exc) from None
 
     def open_agent(self, agent_id: str) -> AgentMemory:
@@ -311,7 +311,7 @@ class AgentsHandler(AgentMemoryHandler):
     async def post(self) -> None:
         """Create (idempotently) an agent, provisioning a built-in template when named."""
         body = self.json_body()
-        agent_id = self.agent_id(body.get("id"))  # type: ignore[arg-type]
+        agent_id = self.agent_id(body.get("id"))
         template = body.get("template")
         if template is not None and not isinstance(template, str):
             raise ApiError(400, "'template' must be a template name (a string) or null")
