@@ -515,3 +515,21 @@ def test_append_to_file_ending_in_newline_adds_no_blank_line(mem: AgentMemory) -
     assert journal_path(mem).read_bytes() == line("2026-01-01T00:00:00.000Z", "a") + line(
         entry["ts"], "b"
     )
+
+
+def test_lone_surrogate_in_append_round_trips(mem: AgentMemory) -> None:
+    # JSON lets a model send "\ud800"; UTF-8 cannot carry it, so the line holds an escape.
+    args = json.loads('{"action": "append", "text": "half \\ud83d pair"}')
+    mem.call_tool(args)
+    assert journal_path(mem).read_bytes().endswith(b'"text":"half \\ud83d pair"}\n')
+    assert [e["text"] for e in mem.search(query="HALF")] == ["half \ud83d pair"]
+
+
+def test_lone_surrogate_in_update_is_a_clear_tool_error(mem: AgentMemory) -> None:
+    mem.update_facts("kept\n")
+    args = json.loads('{"action": "update", "content": "half \\ud83d pair"}')
+    error = tool_error(mem, args)
+    assert error.code == -32602
+    assert "'content'" in error.message
+    assert mem.facts == "kept\n"
+    assert mem.history() == []
