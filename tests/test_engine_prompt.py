@@ -458,3 +458,23 @@ def test_budget_from_config_and_under_budget(agent: AgentMemory, workspace: Path
     assert prompt.over_budget is False
     assert prompt.warnings == ()
     assert build(agent, workspace).over_budget is False
+
+
+def test_linked_memory_folder_or_agent_folder_loads_nothing(
+    agent: AgentMemory, workspace: Path, tmp_path: Path
+) -> None:
+    elsewhere = AgentMemory.open(tmp_path / "elsewhere")
+    elsewhere.write_soul(LONG_SOUL.replace("Ada", "Mallory"))
+    elsewhere.update_facts("- planted fact\n")
+    memory = agent.path / "memory"
+    memory.rename(tmp_path / "old-memory")
+    memory.symlink_to(elsewhere.path / "memory")
+    prompt = build(agent, workspace)
+    assert "planted fact" not in prompt.text
+    assert [s.name for s in prompt.sections] == ["memories", "soul", "user"]
+
+    linked = agent.path.parent / "linked"
+    linked.symlink_to(elsewhere.path)
+    prompt = build(linked, workspace)
+    assert "Mallory" not in prompt.text and "planted" not in prompt.text
+    assert [s.name for s in prompt.sections] == ["bootstrap", "memories"]
