@@ -123,6 +123,18 @@ def test_fact_set_missing_file(agents_root: Path, tmp_path: Path,
     assert "No such file or directory" in err
 
 
+def test_fact_set_from_a_file_that_is_not_utf8(agents_root: Path, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "latin1.md"
+    source.write_bytes("- caf\u00e9\n".encode("latin-1"))
+    AgentMemory.open("f").update_facts("kept\n")
+    code, out, err = run(capsys, "fact", "--agent", "f", "--set", str(source))
+    assert (code, out) == (1, "")
+    assert err.startswith(ERROR) and str(source) in err, err
+    assert "Traceback" not in err
+    assert AgentMemory.open("f").facts == "kept\n"
+
+
 def test_fact_history_and_restore(agents_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(capsys, "fact", "--agent", "h", "--history") == (
         0, "No previous FACT.md versions.\n", ""
