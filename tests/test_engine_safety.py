@@ -456,3 +456,35 @@ def test_non_string_content_is_rejected_by_the_python_api(mem: AgentMemory) -> N
     with pytest.raises(MemoryToolError, match="'text' is required for append action"):
         mem.append("")
     assert not (mem.path / "memory" / "FACT.md").exists()
+
+
+def test_agent_folder_that_is_a_file_is_refused(tmp_path: Path) -> None:
+    target = tmp_path / "not-a-folder"
+    target.write_text("x")
+    error = refused(lambda: AgentMemory.open(target), target)
+    assert error.message == f"Refusing to use {target}: it is a regular file, not a directory"
+    assert target.read_text() == "x"
+
+
+def test_removed_memory_folder_is_recreated_privately_on_write(mem: AgentMemory) -> None:
+    memory = mem.path / "memory"
+    (memory / ".lock").unlink()
+    memory.rmdir()
+    assert mem.call_tool({"action": "search"}) == "No journal entries found."
+    assert mem.facts == ""
+    assert not memory.exists()  # reads never create anything
+    mem.call_tool({"action": "append", "text": "back"})
+    assert stat.S_IMODE(os.lstat(memory).st_mode) == 0o700
+    assert [e["text"] for e in mem.entries()] == ["back"]
+
+
+def test_removed_agent_folder_is_an_internal_error_naming_it(mem: AgentMemory) -> None:
+    for name in ("SOUL.md", "USER.md", "memory/.lock"):
+        (mem.path / name).unlink()
+    (mem.path / "memory").rmdir()
+    mem.path.rmdir()
+    for args in ({"action": "update", "content": "x"}, {"action": "append", "text": "x"}):
+        error = refused(lambda args=args: mem.call_tool(args), mem.path)
+        assert error.message == f"No such file or directory ({mem.path})"
+    assert mem.call_tool({"action": "search"}) == "No journal entries found."
+    assert not mem.path.exists()
