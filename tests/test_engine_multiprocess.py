@@ -53,7 +53,7 @@ APPENDER = """
 """.replace("{big}", str(BIG))
 
 
-def test_concurrent_appends_lose_and_tear_nothing(tmp_path: Path) -> None:
+def test_concurrent_appends_lose_and_tear_nothing(tmp_path: Path, agents_root: Path) -> None:
     folder = tmp_path / "agent"
     AgentMemory.open(folder)
     workers, count = 4, 24
@@ -102,7 +102,9 @@ def valid_version(data: bytes) -> bool:
     )
 
 
-def test_sigkill_during_updates_never_leaves_a_partial_fact(tmp_path: Path) -> None:
+def test_sigkill_during_updates_never_leaves_a_partial_fact(
+    tmp_path: Path, agents_root: Path
+) -> None:
     folder = tmp_path / "agent"
     AgentMemory.open(folder)
     fact = folder / "memory" / "FACT.md"
@@ -144,7 +146,7 @@ CAS_WRITER = """
 """
 
 
-def test_concurrent_cas_writers_lose_no_update(tmp_path: Path) -> None:
+def test_concurrent_cas_writers_lose_no_update(tmp_path: Path, agents_root: Path) -> None:
     folder = tmp_path / "agent"
     AgentMemory.open(folder)
     workers, count = 4, 12
