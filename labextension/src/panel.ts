@@ -81,6 +81,7 @@ export class AgentMemoryPanel extends Widget {
     this.picker = el('select', 'jp-mod-styled jp-AgentMemory-agentPicker');
     this.picker.addEventListener('change', () => {
       this.agent = this.picker.value;
+      this.setStatus('');
       void this.refreshAgent();
     });
     pickerLabel.appendChild(this.picker);
@@ -184,6 +185,12 @@ export class AgentMemoryPanel extends Widget {
     try {
       const listing = await this.client.listAgents();
       let agents = listing.agents;
+      let status = '';
+      if (this.agent && !agents.includes(this.agent) && !this.editing) {
+        // Removed behind our back: never re-create it, go back to the default agent.
+        status = `Agent "${this.agent}" no longer exists; showing the default agent.`;
+        this.agent = '';
+      }
       if (!this.agent) {
         this.agent = listing.default_agent;
       }
@@ -193,6 +200,7 @@ export class AgentMemoryPanel extends Widget {
         agents = [...agents, this.agent].sort();
       }
       this.fillPicker(agents);
+      this.setStatus(status);
     } catch (error) {
       this.setStatus(`Could not list agents: ${describe(error)}`, true);
       return;
@@ -255,7 +263,6 @@ export class AgentMemoryPanel extends Widget {
   }
 
   private async refreshAgent(): Promise<void> {
-    this.setStatus('');
     await Promise.all([this.loadFacts(), this.search(), this.loadPrompt()]);
   }
 

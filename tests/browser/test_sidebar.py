@@ -7,6 +7,7 @@ the whole path: engine -> REST API -> sidebar -> REST API -> engine.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -252,3 +253,22 @@ def test_new_agent_from_template_and_switching(page: Page, agents_root: Path) ->
     picker.select_option("default")
     expect(page.locator(f"{PANEL} .jp-AgentMemory-factsView")).to_have_text("- default's fact\n")
     expect(picker.locator("option")).to_have_text(["default", "tutor"])
+
+
+def test_removed_agent_falls_back_to_default(page: Page, agents_root: Path) -> None:
+    default_agent(agents_root).update_facts("- default's fact\n")
+    gone = AgentMemory.open_id("gone", agents_root)
+    gone.update_facts("- soon deleted\n")
+    open_sidebar(page)
+    picker = page.locator(f"{PANEL} .jp-AgentMemory-agentPicker")
+    picker.select_option("gone")
+    view = page.locator(f"{PANEL} .jp-AgentMemory-factsView")
+    expect(view).to_have_text("- soon deleted\n")
+    shutil.rmtree(gone.path)
+    page.locator(f"{PANEL} .jp-AgentMemory-refresh").click()
+    expect(page.locator(f"{PANEL} .jp-AgentMemory-status")).to_have_text(
+        'Agent "gone" no longer exists; showing the default agent.'
+    )
+    expect(picker).to_have_value("default")
+    expect(view).to_have_text("- default's fact\n")
+    assert not gone.path.exists(), "a removed agent is never re-created"
