@@ -317,8 +317,10 @@ async def test_put_facts_without_expected_sha_is_unconditional(call, mem: AgentM
 async def test_put_facts_rejects_bad_bodies(call, mem: AgentMemory) -> None:
     mem.update_facts("- keep\n")
     cases = [
-        ({"content": 5}, "'content' must be a string (the complete new FACT.md)"),
-        ({}, "'content' must be a string (the complete new FACT.md)"),
+        ({"content": 5}, "'content' must be a string"),
+        ({}, "'content' must be a string"),
+        ({"content": "ok \ud83d"}, "'content' is not valid Unicode text: lone surrogate "
+         "U+D83D at position 3"),
         (
             {"content": "x", "expected_sha256": 12},
             "'expected_sha256' must be a sha256 hex string or null",
@@ -330,6 +332,7 @@ async def test_put_facts_rejects_bad_bodies(call, mem: AgentMemory) -> None:
     status, body = await call("PUT", "agents", "demo", "facts", raw=b"\xff\xfe")
     assert status == 400
     assert mem.facts == "- keep\n"
+    assert mem.history() == []
 
 
 async def test_put_facts_over_body_limit_is_413(call, mem: AgentMemory) -> None:

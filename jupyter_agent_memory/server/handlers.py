@@ -368,8 +368,8 @@ class FactsHandler(AgentMemoryHandler):
         body = self.json_body()
         content = body.get("content")
         expected = body.get("expected_sha256")
-        if not isinstance(content, str):
-            raise ApiError(400, "'content' must be a string (the complete new FACT.md)")
+        # `content` is checked by the engine (its message); `expected_sha256` only here,
+        # because the engine would report a non-string as a conflict.
         if expected is not None and not isinstance(expected, str):
             raise ApiError(400, "'expected_sha256' must be a sha256 hex string or null")
 
