@@ -524,6 +524,30 @@ async def test_prompt_budget_from_server_setting(call, mem: AgentMemory) -> None
     assert "- fact\n" * 200 in body["text"], "over budget is reported, never truncated"
 
 
+@pytest.mark.parametrize("extra_settings", [{"tool_name": "memory"}], indirect=True)
+async def test_prompt_names_the_configured_tool(call, mem: AgentMemory) -> None:
+    status, body = await call("GET", "agents", "demo", "prompt")
+    assert status == 200
+    assert "`memory`" in body["text"]
+    assert "mcp__agent-memory__memory" not in body["text"]
+
+
+async def test_prompt_applies_the_agents_template_settings(call, agents_root: Path) -> None:
+    from jupyter_agent_memory import PromptBuilder, provision
+
+    mem = AgentMemory.open_id("guided", agents_root)
+    provision("guide", mem)
+    expected = PromptBuilder().build_session(mem)
+    status, body = await call("GET", "agents", "guided", "prompt")
+    assert status == 200
+    # The guide template sets a budget and has role instructions (so no bootstrap block).
+    assert (body["budget_tokens"], body["bootstrap"]) == (4000, False)
+    assert (body["budget_tokens"], body["bootstrap"]) == (
+        expected.budget_tokens,
+        expected.bootstrap,
+    )
+
+
 # -- history ---------------------------------------------------------------------------------------
 
 

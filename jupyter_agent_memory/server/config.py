@@ -41,6 +41,14 @@ class AgentMemoryServer(Configurable):
         help="Largest request body accepted by a write, in bytes; larger bodies get 413.",
     ).tag(config=True)
 
+    tool_name = Unicode(
+        "mcp__agent-memory__memory",
+        help=(
+            "Name of the memory tool as the model sees it, used in the prompt preview "
+            "(the MCP default is mcp__agent-memory__memory)."
+        ),
+    ).tag(config=True)
+
     prompt_budget_tokens = Int(
         0,
         help=(

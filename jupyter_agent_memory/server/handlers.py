@@ -208,9 +208,12 @@ class _State:
         """Build ``mem``'s prompt with the server's root directory as the workspace."""
         with self._builder_lock:
             if self._builder is None:
-                budget = self.config.prompt_budget_tokens or None
-                self._builder = PromptBuilder(budget_tokens=budget)
-            return self._builder.build(mem, workspace=self.workspace)
+                self._builder = PromptBuilder(
+                    tool_name=self.config.tool_name,
+                    budget_tokens=self.config.prompt_budget_tokens or None,
+                )
+            # As a session would build it: the agent's template settings apply.
+            return self._builder.build_session(mem, workspace=self.workspace)
 
 
 class AgentMemoryHandler(APIHandler):
