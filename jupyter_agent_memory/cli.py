@@ -109,13 +109,15 @@ def _open(args: argparse.Namespace) -> AgentMemory:
 
 
 def _init(args: argparse.Namespace) -> int:
-    memory = _open(args)
     if args.template:
-        from .templates import provision
+        from .templates import load_template, provision
 
+        load_template(args.template)  # a bad template must not leave an empty agent behind
+        memory = _open(args)
         definition = provision(args.template, memory)
         print(f"Agent {definition.name!r} ready at {memory.path}")
     else:
+        memory = _open(args)
         print(f"Agent ready at {memory.path}")
     return 0
 
@@ -123,7 +125,7 @@ def _init(args: argparse.Namespace) -> int:
 def _fact(args: argparse.Namespace) -> int:
     memory = _open(args)
     if args.set is not None:
-        content = sys.stdin.read() if args.set == "-" else Path(args.set).read_text("utf-8")
+        content = _read_text(args.set)
         print(memory.call_tool({"action": "update", "content": content}))
     elif args.history:
         versions = memory.history()
@@ -137,6 +139,24 @@ def _fact(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(memory.facts)
     return 0
+
+
+def _read_text(source: str) -> str:
+    """Text of a file, or of standard input for ``-``, with a clear error for non-UTF-8."""
+    if source == "-":
+        stream = getattr(sys.stdin, "buffer", None)
+        if stream is None:  # already text (an embedding program replaced stdin)
+            return sys.stdin.read()
+        data = stream.read()
+    else:
+        data = Path(source).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        where = "standard input" if source == "-" else source
+        raise MemoryToolError(
+            f"Cannot read {where}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+        ) from None
 
 
 def _journal(args: argparse.Namespace) -> int:

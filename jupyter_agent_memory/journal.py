@@ -36,14 +36,16 @@ Speed
 -----
 :func:`search` reads the file backwards in blocks (64 KiB growing to 1 MiB) and stops as soon
 as ``limit`` matches are found, so memory does not depend on the journal's size and a search
-for a frequent tag touches only the end of the file. With a ``query`` or ``tag`` it first looks
-for the lower-cased needle in the lower-cased bytes of a whole block and only decodes the lines
-that contain it; see :class:`_Needle` for why that prefilter never drops a matching line.
+for a frequent tag touches only the end of the file. With a ``query`` or ``tag`` it looks for
+the lower-cased needle in the bytes of a whole block at once (``bytes.lower`` + ``rfind``, or a
+memchr-driven search for the needle's rarest byte) and decodes only the lines that contain it;
+see :class:`_Needle` for why that prefilter never drops a matching line.
 
-``SearchResult.skipped`` counts the corrupted lines the search had to decode; a line the
-prefilter proves cannot match is never decoded, so its corruption is not noticed (and does not
-matter). ``SearchResult.scanned`` counts the lines from the end of the file back to the oldest
-line the search looked at (every line of the file when fewer than ``limit`` entries match).
+Counters: ``SearchResult.scanned`` counts the lines the search actually read one by one, that
+is decoded (every line for :func:`reference_search`; for :func:`search`, the lines from the end
+back to where it stopped that the prefilter let through), and ``SearchResult.skipped`` the
+corrupted lines among them. A line the prefilter proves cannot match is never decoded, so its
+corruption goes unnoticed, which is harmless: it could not have matched.
 """
 
 from __future__ import annotations
@@ -78,8 +80,8 @@ _FIRST_KEYS = ("ts", "tags", "text")
 class SearchResult(list):
     """Matching journal entries, newest first.
 
-    Attributes: ``skipped`` — corrupted lines the search decoded and skipped; ``scanned`` —
-    lines read (see the module docstring for both).
+    Attributes: ``scanned`` — lines the search read (decoded) one by one; ``skipped`` — the
+    corrupted lines among them (see the module docstring for both).
     """
 
     def __init__(self, entries: Any = (), *, skipped: int = 0, scanned: int = 0) -> None:
@@ -125,6 +127,7 @@ _ISO_TIME = re.compile(
     """,
     re.VERBOSE,
 )
+_CANONICAL_TS = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
 
 
 def parse_time(value: str) -> datetime:
@@ -136,6 +139,13 @@ def parse_time(value: str) -> datetime:
     """
     if not isinstance(value, str):
         raise ValueError(f"expected an ISO-8601 string, got {type(value).__name__}")
+    if _CANONICAL_TS.fullmatch(value):
+        # Fast path for the journal's own format (same result as the general path below; a
+        # time-window search parses one ts per entry). fromisoformat validates every range.
+        try:
+            return datetime.fromisoformat(value[:-1]).replace(tzinfo=timezone.utc)
+        except ValueError:
+            raise ValueError(f"not an ISO-8601 date or time (out of range): {value!r}") from None
     match = _ISO_TIME.fullmatch(value.strip())
     if match is None:
         raise ValueError(f"not an ISO-8601 date or time: {value!r}")
@@ -254,22 +264,38 @@ class _Matcher:
 
 # -- the byte-level prefilter ------------------------------------------------------------------
 
-# JSON's two-character escapes and the character each stands for.
+# JSON's two-character escapes: the byte after the backslash -> the character it stands for.
 _SIMPLE_ESCAPES = {
-    b'\\"': '"',
-    b"\\\\": "\\",
-    b"\\/": "/",
-    b"\\b": "\b",
-    b"\\f": "\f",
-    b"\\n": "\n",
-    b"\\r": "\r",
-    b"\\t": "\t",
+    ord('"'): '"',
+    ord("\\"): "\\",
+    ord("/"): "/",
+    ord("b"): "\b",
+    ord("f"): "\f",
+    ord("n"): "\n",
+    ord("r"): "\r",
+    ord("t"): "\t",
 }
+_U = ord("u")
 _U_ESCAPE = re.compile(rb"\\u[0-9a-fA-F]{4}")
 
-# The only non-ASCII characters whose str.lower() contains an ASCII character (U+0130 -> "i̇",
-# U+212A KELVIN SIGN -> "k"); a unit test recomputes this from the Unicode tables.
-_ASCII_LOWERING = ("\u0130", "\u212a")
+# The only non-ASCII characters whose str.lower() contains an ASCII character (a unit test
+# recomputes this from the Unicode tables): KELVIN SIGN -> "k", and I WITH DOT ABOVE -> "i"
+# followed by U+0307, so the latter can only end an ASCII match.
+_KELVIN = "\u212a"
+_DOTTED_I = "\u0130"
+
+# Rough costs in nanoseconds, used only to pick the cheapest exact way to find a needle in a
+# block (measured on CPython 3.11; only their ratios matter): lower-casing a block and searching
+# it, per byte; a memchr-driven Python loop, per byte scanned and per hit; a regular expression
+# with a one-byte literal prefix, per byte scanned and per occurrence of that byte.
+_COST_LOWER_PER_BYTE = 0.75
+_COST_MEMCHR_PER_BYTE = 0.05
+_COST_MEMCHR_PER_HIT = 300.0
+_COST_REGEX_PER_BYTE = 0.3
+_COST_REGEX_PER_HIT = 25.0
+# The escape scan walks backslashes one by one while they are at most this dense, then switches
+# to whole-block regular-expression searches for the rest of the block.
+_BACKSLASH_RARITY = 700
 
 
 class _Needle:
@@ -282,15 +308,24 @@ class _Needle:
     sigma, which looks at neighbouring letters; a JSON string is delimited by ``"``, which is
     neither cased nor case-ignorable, so lowering the whole line lowers each string exactly as
     lowering it alone would. Hence, when no escape is involved, the lower-cased line contains
-    the needle. A line can therefore only be missed when
+    the needle. A matching line can only lack the needle when
 
-    1. an escape stands for a character whose lower case shares a character with ``s`` (or is
-       a surrogate, half of an escaped astral character): such lines are candidates too;
-    2. ``s`` is ASCII, the block is lower-cased with ``bytes.lower`` (ASCII only) and the text
-       holds one of the two non-ASCII characters whose lower case contains ASCII
-       (``_ASCII_LOWERING``): lines holding those (relevant) characters are candidates too;
-    3. ``s`` contains a sigma and an escape changes a sigma's neighbourhood: for a non-ASCII
-       ``s`` every line containing a backslash is a candidate.
+    1. an escape stands for a character whose lower case shares a character with ``s``: lines
+       holding such an escape are candidates too (for an ASCII ``s``; a non-ASCII ``s`` makes
+       every line with a backslash a candidate, which also covers escaped surrogate pairs and
+       the sigma rule);
+    2. ``s`` is ASCII, the bytes are lower-cased ASCII-only (``bytes.lower``, or a regular
+       expression's ASCII ``IGNORECASE``) and the text holds one of the two non-ASCII
+       characters whose lower case contains ASCII: lines holding a relevant one are candidates.
+
+    Finding an ASCII needle in a block. *Lower mode*: ``bytes.lower`` the block and ``rfind``
+    from its end, lazily, so a frequent needle costs a few lookups; the first block of every
+    search uses it. Later blocks may use *anchor mode*: every case-insensitive occurrence holds
+    ``s[k]`` or ``s[k].upper()`` at offset ``k``, so for a well-chosen ``k`` each of those (at
+    most two) bytes is looked up on its own, either with a memchr-driven ``find`` loop (when the
+    byte is rare) or with a regular expression whose literal prefix is that byte and which
+    checks the rest case-insensitively (look-behind for ``s[:k]``). Byte counts from the first
+    block and the cost table above choose ``k`` and each method, or keep lower mode.
 
     Candidate lines are then decoded and matched for real, so extra candidates cost time only.
     """
@@ -299,52 +334,173 @@ class _Needle:
         self.s = s
         self.chars = frozenset(s)
         self.ascii = s.isascii()
-        text = f'"{s}"' if quoted else s
+        self.text = f'"{s}"' if quoted else s
+        # None: not chosen yet; [] : lower mode; else one (byte, offset, regex | None) per case
+        # variant of the anchor byte (regex None: memchr loop).
+        self.plan: list[list[Any]] | None = None
+        self._sample = b""
         if self.ascii:
-            self.needle = text.encode("ascii")
-            self.simple = [esc for esc, ch in _SIMPLE_ESCAPES.items() if ch in self.chars]
-            self.specials = [
-                ch.encode("utf-8") for ch in _ASCII_LOWERING if self.chars & set(ch.lower())
-            ]
-        else:
-            self.text = text
+            self.needle = self.text.encode("ascii")
+            self.simple = frozenset(b for b, ch in _SIMPLE_ESCAPES.items() if ch in self.chars)
+            specials = [_KELVIN] if "k" in self.chars else []
+            if not quoted and s.endswith("i"):
+                specials.append(_DOTTED_I)
+            self.specials = [re.compile(re.escape(ch.encode("utf-8"))) for ch in specials]
         self._u_cache: dict[bytes, bool] = {}
 
+    # escapes and special characters (cases 1 and 2 above, ASCII needles)
+
     def _dangerous_u(self, escape: bytes) -> bool:
-        """Whether a ``\\uXXXX`` escape can hide part of a match (case 1 above)."""
+        """Whether a ``\\uXXXX`` escape stands for a character that may be part of a match."""
         verdict = self._u_cache.get(escape)
         if verdict is None:
-            code = int(escape[2:], 16)
-            verdict = 0xD800 <= code <= 0xDFFF or bool(self.chars & set(chr(code).lower()))
+            verdict = bool(self.chars & set(chr(int(escape[2:], 16)).lower()))
             self._u_cache[escape] = verdict
         return verdict
 
-    def _extra_patterns(self, block: bytes) -> list[bytes]:
-        """Byte patterns (present in ``block``) that make a line a candidate on their own."""
-        patterns: list[bytes] = []
-        if b"\\" in block:
-            patterns.extend(esc for esc in self.simple if esc in block)
-            if b"\\u" in block:
-                patterns.extend(
-                    esc for esc in set(_U_ESCAPE.findall(block)) if self._dangerous_u(esc)
-                )
-        if self.specials and not block.isascii():
-            patterns.extend(p for p in self.specials if p in block)
-        return patterns
+    def _extra_hits(self, buf: bytes, lo: int = 0) -> list[int]:
+        """Offsets (from ``lo``, a line start) of escapes and special characters that make a
+        line a candidate."""
+        hits: list[int] = []
+        find = buf.find
+        simple = self.simple
+        pos = find(b"\\", lo)
+        # This loop runs once per backslash, so it is kept lean; past the budget, backslashes
+        # are dense and whole-buffer searches are cheaper.
+        try:
+            for _ in range((len(buf) - lo) // _BACKSLASH_RARITY + 16):
+                if pos < 0:
+                    break
+                after = buf[pos + 1]
+                if after == _U:
+                    match = _U_ESCAPE.match(buf, pos)
+                    if match is not None and self._dangerous_u(match.group()):
+                        hits.append(pos)
+                elif after in simple:
+                    hits.append(pos)
+                pos = find(b"\\", pos + 2)  # skip the escaped byte: "\\\\" pairs stay aligned
+            else:
+                if pos >= 0:
+                    self._bulk_escape_hits(buf, pos, hits)
+        except IndexError:
+            pass  # a backslash as the very last byte (a torn line) escapes nothing
+        if self.specials and not buf.isascii():
+            for pattern in self.specials:
+                hits.extend(m.start() for m in pattern.finditer(buf, lo))
+        return hits
 
-    def candidates(self, block: bytes) -> Iterator[tuple[int, bytes]]:
-        """``(start, line)`` for each line of ``block`` that may match, newest (last) first."""
+    def _bulk_escape_hits(self, buf: bytes, pos: int, hits: list[int]) -> None:
+        """The escape scan from ``pos`` on, with whole-buffer searches (backslashes are dense).
+
+        These searches may also report a backslash that is itself escaped; that only adds a
+        candidate, it never drops one.
+        """
+        hits.extend(
+            m.start() for m in _U_ESCAPE.finditer(buf, pos) if self._dangerous_u(m.group())
+        )
+        for after in self.simple:
+            pattern = bytes((0x5C, after))
+            hit = buf.find(pattern, pos)
+            while hit >= 0:
+                hits.append(hit)
+                hit = buf.find(pattern, hit + 1)
+
+    # finding the needle
+
+    def _regex(self, byte: bytes, offset: int) -> re.Pattern[bytes]:
+        """A pattern matching the needle case-insensitively, starting at its byte ``offset``,
+        which must be ``byte`` exactly (so the engine can scan for that literal byte)."""
+        needle = self.needle
+        pattern = re.escape(byte)
+        if offset:
+            # Fixed-width look-behind over the bytes before the anchor and the anchor itself.
+            pattern += b"(?<=(?i:" + re.escape(needle[: offset + 1]) + b"))"
+        if offset + 1 < len(needle):
+            pattern += b"(?i:" + re.escape(needle[offset + 1 :]) + b")"
+        return re.compile(pattern)
+
+    def _choose_plan(self, sample: bytes) -> list[list[Any]]:
+        """The cheapest exact way to find the needle, judged on ``sample``; [] = lower mode."""
+        size = max(len(sample), 1)
+        best_cost = _COST_LOWER_PER_BYTE * size
+        best: list[list[Any]] = []
+        counts: dict[bytes, int] = {}
+        for offset, byte in enumerate(self.needle):
+            char = bytes((byte,))
+            variants = {char, char.upper()}
+            plan, cost = [], 0.0
+            for variant in sorted(variants):
+                if variant not in counts:
+                    counts[variant] = sample.count(variant)
+                hits = counts[variant]
+                memchr = _COST_MEMCHR_PER_BYTE * size + _COST_MEMCHR_PER_HIT * hits
+                regex = _COST_REGEX_PER_BYTE * size + _COST_REGEX_PER_HIT * hits
+                plan.append([variant, offset, None if memchr <= regex else True])
+                cost += min(memchr, regex)
+            if cost < best_cost:
+                best_cost, best = cost, plan
+        for step in best:
+            if step[2] is not None:
+                step[2] = self._regex(step[0], step[1])
+        return best
+
+    def _anchor_spans(self, buf: bytes, lo: int) -> list[tuple[int, int]]:
+        """Spans of the lines of ``buf[lo:]`` containing the needle, found from the anchor."""
+        needle = self.needle
+        size = len(needle)
+        spans = set()
+        for step in self.plan or ():
+            variant, offset, regex = step
+            if regex is None:
+                budget = (len(buf) - lo) * _COST_REGEX_PER_BYTE // _COST_MEMCHR_PER_HIT + 16
+                hit = buf.find(variant, lo + offset)
+                while hit >= 0:
+                    budget -= 1
+                    if budget < 0:
+                        # Denser than the sample suggested: let the regex do this byte.
+                        step[2] = regex = self._regex(variant, offset)
+                        break
+                    start = hit - offset
+                    if buf[start : start + size].lower() == needle:
+                        spans.add(_line_span(buf, start))
+                    hit = buf.find(variant, hit + 1)
+                else:
+                    continue
+                lo_regex = hit
+            else:
+                lo_regex = lo + offset
+            # Non-overlapping matches: an occurrence hidden by an overlapping one lies on the
+            # same line (the needle holds no newline that a raw line could), so no line is lost.
+            for match in regex.finditer(buf, lo_regex):
+                spans.add(_line_span(buf, match.start()))
+        return sorted(spans, reverse=True)
+
+    def candidates(self, buf: bytes, lo: int) -> Iterator[tuple[int, bytes]]:
+        """``(start, line)`` for each line of ``buf[lo:]`` that may match, last line first."""
         if not self.ascii:
-            yield from self._candidates_unicode(block)
+            yield from self._candidates_unicode(buf, lo)
             return
-        streams = [_rfind_lines(block.lower(), self.needle)]
-        streams.extend(_rfind_lines(block, p) for p in self._extra_patterns(block))
-        spans = streams[0] if len(streams) == 1 else _dedupe(heapq.merge(*streams, reverse=True))
+        if self.plan is None and self._sample:
+            # Chosen on the second block only, so a search that ends early never pays for it.
+            self.plan = self._choose_plan(self._sample)
+            self._sample = b""
+        spans: Any
+        if self.plan:
+            spans = self._anchor_spans(buf, lo)
+        else:
+            if self.plan is None:
+                self._sample = buf[lo:]
+            spans = _rfind_lines(buf.lower(), self.needle, lo)
+        hits = self._extra_hits(buf, lo)
+        if hits:
+            extra = sorted({_line_span(buf, hit) for hit in hits}, reverse=True)
+            spans = _dedupe(heapq.merge(spans, extra, reverse=True))
         for start, end in spans:
-            yield start, block[start:end]
+            yield start, buf[start:end]
 
-    def _candidates_unicode(self, block: bytes) -> Iterator[tuple[int, bytes]]:
+    def _candidates_unicode(self, buf: bytes, lo: int) -> Iterator[tuple[int, bytes]]:
         """The same for a non-ASCII needle: lower-case the decoded block (``str.lower``)."""
+        block = buf[lo:]
         # surrogateescape keeps undecodable bytes as lone surrogates, so the decoded block has
         # exactly the same newlines (a newline byte never belongs to a multi-byte sequence).
         lowered = block.decode("utf-8", "surrogateescape").lower().split("\n")
@@ -356,23 +512,26 @@ class _Needle:
     def may_match(self, line: bytes) -> bool:
         """The same test for one line (used for the second of two filters)."""
         if self.ascii:
-            if self.needle in line.lower():
-                return True
-            return any(p in line for p in self._extra_patterns(line))
+            return self.needle in line.lower() or bool(self._extra_hits(line))
         return self.text in line.decode("utf-8", "surrogateescape").lower() or b"\\" in line
 
 
-def _rfind_lines(buf: bytes, pattern: bytes) -> Iterator[tuple[int, int]]:
-    """``(start, end)`` of each line of ``buf`` containing ``pattern``, last line first."""
+def _line_span(buf: bytes, pos: int) -> tuple[int, int]:
+    """``(start, end)`` of the line of ``buf`` holding offset ``pos`` (end excludes the newline)."""
+    stop = buf.find(b"\n", pos)
+    return buf.rfind(b"\n", 0, pos) + 1, (len(buf) if stop < 0 else stop)
+
+
+def _rfind_lines(buf: bytes, pattern: bytes, lo: int = 0) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` of each line of ``buf[lo:]`` containing ``pattern``, last line first."""
     end = len(buf)
     while True:
-        hit = buf.rfind(pattern, 0, end)
+        hit = buf.rfind(pattern, lo, end)
         if hit < 0:
             return
-        start = buf.rfind(b"\n", 0, hit) + 1
-        stop = buf.find(b"\n", hit)
-        yield start, (len(buf) if stop < 0 else stop)
-        end = start
+        span = _line_span(buf, hit)
+        yield span
+        end = span[0]
 
 
 def _dedupe(spans: Iterator[tuple[int, int]]) -> Iterator[tuple[int, int]]:
@@ -402,51 +561,57 @@ def _reversed_lines(block: bytes, extra: list[Any] | None = None) -> Iterator[An
 # -- reading the file --------------------------------------------------------------------------
 
 
-def _read_at(f: BinaryIO, pos: int, size: int) -> bytes:
-    """Up to ``size`` bytes at ``pos`` (fewer only if the file shrank meanwhile)."""
-    f.seek(pos)
-    parts = []
-    while size > 0:
-        part = f.read(size)
-        if not part:
-            break
-        parts.append(part)
-        size -= len(part)
-    return parts[0] if len(parts) == 1 else b"".join(parts)
+def _reader(f: BinaryIO) -> Callable[[int, int], bytes]:
+    """A ``read(pos, size)`` for ``f``: ``os.pread`` when it has a descriptor, else seek+read."""
+    try:
+        fd = f.fileno()
+        os.fstat(fd)
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
+        fd = -1
+
+    def read(pos: int, size: int) -> bytes:
+        parts = []
+        while size > 0:
+            if fd >= 0:
+                part = os.pread(fd, size, pos)
+            else:
+                f.seek(pos)
+                part = f.read(size)
+            if not part:
+                break
+            parts.append(part)
+            pos += len(part)
+            size -= len(part)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    return read
 
 
-def _backward_blocks(f: BinaryIO) -> Iterator[bytes]:
-    """The file as blocks of whole lines, the last block first.
+def _backward_blocks(f: BinaryIO) -> Iterator[tuple[bytes, int]]:
+    """The file as ``(buf, lo)`` pairs, last part of the file first, where ``buf[lo:]`` is a run
+    of whole lines and ``buf[:lo]`` the tail of a line that the next pair holds whole.
 
     Reads only up to the size the file had when the search began, so concurrent appends do not
-    shift the blocks. A line longer than a block is gathered across reads.
+    shift the blocks. Blocks grow from 64 KiB to 1 MiB; a longer line is read whole.
     """
-    pos = f.seek(0, os.SEEK_END)
-    pending: list[bytes] = []  # the start of a line that continues into later data, newest last
-    size = _FIRST_BLOCK
-    while pos > 0:
-        step = min(size, pos)
-        pos -= step
-        chunk = _read_at(f, pos, step)
-        if pos == 0:
-            block = b"".join([chunk, *reversed(pending)])
-            if block:
-                yield block
+    read = _reader(f)
+    end = f.seek(0, os.SEEK_END)
+    step = _FIRST_BLOCK
+    while end > 0:
+        start = max(0, end - step)
+        buf = read(start, end - start)
+        if not buf:  # the file shrank under us: nothing more to read
             return
-        newline = chunk.find(b"\n")
-        if newline < 0:
-            pending.append(chunk)
+        if start == 0:
+            yield buf, 0
+            return
+        lo = buf.find(b"\n") + 1
+        if 0 < lo < len(buf):
+            yield buf, lo
+            end = start + lo
+            step = max(step, min(step * 2, _MAX_BLOCK))
         else:
-            block = b"".join([chunk[newline + 1 :], *reversed(pending)])
-            pending = [chunk[: newline + 1]]
-            if block:
-                yield block
-        size = min(size * 2, _MAX_BLOCK)
-
-
-def _line_count(block: bytes, start: int = 0) -> int:
-    """Number of lines of ``block`` from offset ``start`` (a line start) to its end."""
-    return block.count(b"\n", start) + (0 if block.endswith(b"\n") else 1)
+            step *= 2  # no whole line in this read: a long line, read more at once
 
 
 # -- public search -----------------------------------------------------------------------------
@@ -477,22 +642,19 @@ def search(
     secondary = needles[1] if len(needles) > 1 else None
 
     result = SearchResult()
-    for block in _backward_blocks(f):
-        lines = primary.candidates(block) if primary else _reversed_lines(block)
-        for start, line in lines:
+    for buf, lo in _backward_blocks(f):
+        lines = primary.candidates(buf, lo) if primary else _reversed_lines(buf[lo:])
+        for _start, line in lines:
             if secondary is not None and not secondary.may_match(line):
                 continue
+            result.scanned += 1
             entry = _decode(line)
-            if entry is None:
-                continue
             if entry is _CORRUPT:
                 result.skipped += 1
-            elif matcher.matches(entry):
+            elif entry is not None and matcher.matches(entry):
                 result.append(entry)
                 if len(result) >= limit:
-                    result.scanned += _line_count(block, start)
                     return result
-        result.scanned += _line_count(block)
     return result
 
 

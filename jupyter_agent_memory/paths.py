@@ -99,10 +99,19 @@ def resolve_target(
     if target is None:
         target = default_agent_id()
     if looks_like_path(target):
-        raw = Path(os.path.abspath(Path(target).expanduser()))
-        if raw.parent == raw:
+        given = os.fspath(target)
+        if os.path.basename(given.rstrip("/\\")) in (".", "..", "~"):
+            # An agent folder gets SOUL.md, USER.md and memory/: never spill them into the
+            # current, parent or home folder by accident.
             raise UnsafePathError(
-                f"Refusing to use {raw} as an agent folder: it is a filesystem root"
+                f'Refusing to use "{given}" as an agent folder: name a dedicated folder '
+                "(for example ./demo-agent)"
+            )
+        raw = Path(os.path.abspath(Path(target).expanduser()))
+        if raw.parent == raw or raw == Path.home():
+            raise UnsafePathError(
+                f"Refusing to use {raw} as an agent folder: it is the filesystem root "
+                "or the home folder"
             )
         parent = Path(os.path.realpath(raw.parent))
         return parent / raw.name, None, parent
@@ -158,7 +167,13 @@ def describe(st: os.stat_result) -> str:
         return "a directory"
     if stat.S_ISREG(st.st_mode):
         return "a regular file"
-    return "not a regular file"
+    if stat.S_ISFIFO(st.st_mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISSOCK(st.st_mode):
+        return "a socket"
+    if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
+        return "a device"
+    return "a special file"
 
 
 def file_key(st: os.stat_result) -> tuple[int, int, int, int]:

@@ -96,6 +96,7 @@ class _Loaded:
     path: Path
     key: tuple[Any, ...]
     text: str | None
+    raw: str = ""
 
 
 class PromptBuilder:
@@ -261,7 +262,7 @@ class PromptBuilder:
                 return _Loaded(path, ("unreadable", key), None)
             cached = (key, text)
             self._files[path] = cached
-        return _Loaded(path, key, cached[1].strip() or None)
+        return _Loaded(path, key, cached[1].strip() or None, cached[1])
 
     def _load_agent_files(self, folder: Path) -> tuple[_Loaded, _Loaded, _Loaded]:
         listing = self._listing(folder)
@@ -272,7 +273,7 @@ class PromptBuilder:
         facts = self._load(memory, self._listing(memory) if memory_name else None, FACT)
         # The folder keys belong in the cache key too: a file appearing changes a listing.
         return (
-            _Loaded(soul.path, (soul.key, listing[0] if listing else None), soul.text),
+            _Loaded(soul.path, (soul.key, listing[0] if listing else None), soul.text, soul.raw),
             user,
             facts,
         )
@@ -313,7 +314,7 @@ class PromptBuilder:
     ) -> Prompt:
         sections: list[Section] = []
         parts: list[str] = []
-        bootstrap = self.needs_bootstrap(soul.text or "", config, has_user_instructions)
+        bootstrap = self.needs_bootstrap(soul.raw, config, has_user_instructions)
         if system is not None:
             sections.append(_section("system", system.path, system.text or ""))
         if bootstrap:

@@ -229,24 +229,44 @@ class AgentMemory:
                 mem.require_replaceable(name)
                 current = mem.read_bytes(name) or b""
                 _check_expected(mem.display(name), expected_sha256, current)
-                if current and current != data:
-                    self._keep_version(agent, mem, current)
-                mem.write_atomic(name, data, lambda: self._recheck(agent, mem))
+                if not current or current == data:
+                    mem.write_atomic(name, data, lambda: self._recheck(agent, mem))
+                else:
+                    # The old version is safe on disk before FACT.md is replaced, and removed
+                    # again when the replacement fails, so a failed update leaves no trace.
+                    new_folder = mem.lookup(HISTORY_DIR) is None
+                    try:
+                        with mem.subfolder(HISTORY_DIR, create=True) as history:
+                            kept = self._keep_version(agent, mem, history, current)
+                            try:
+                                mem.write_atomic(name, data, lambda: self._recheck(agent, mem))
+                            except BaseException:
+                                with contextlib.suppress(OSError):
+                                    os.unlink(kept, dir_fd=history.fd)
+                                raise
+                            self._prune_history(history)
+                    except BaseException:
+                        if new_folder:
+                            with contextlib.suppress(OSError):
+                                os.rmdir(HISTORY_DIR, dir_fd=mem.fd)
+                        raise
         return sha256_hex(data)
 
-    def _keep_version(self, agent: Folder, mem: Folder, content: bytes) -> None:
-        with mem.subfolder(HISTORY_DIR, create=True) as history:
-            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
-            base = f"{stamp}-{sha256_hex(content)[:12]}"
-            names = set(history.names())
-            name, counter = f"{base}.md", 1
-            while name in names:
-                name, counter = f"{base}-{counter}.md", counter + 1
-            history.write_atomic(name, content, lambda: self._recheck(agent, mem))
-            versions = sorted(n for n in history.names() if _HISTORY_NAME.match(n))
-            for old in versions[: max(0, len(versions) - self.history_limit)]:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(old, dir_fd=history.fd)
+    def _keep_version(self, agent: Folder, mem: Folder, history: Folder, content: bytes) -> str:
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+        base = f"{stamp}-{sha256_hex(content)[:12]}"
+        names = set(history.names())
+        name, counter = f"{base}.md", 1
+        while name in names:
+            name, counter = f"{base}-{counter}.md", counter + 1
+        history.write_atomic(name, content, lambda: self._recheck(agent, mem))
+        return name
+
+    def _prune_history(self, history: Folder) -> None:
+        versions = sorted(n for n in history.names() if _HISTORY_NAME.match(n))
+        for old in versions[: max(0, len(versions) - self.history_limit)]:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(old, dir_fd=history.fd)
 
     def _versions(self) -> list[tuple[str, str, bytes]]:
         """(name, ts, content) of stored versions, newest first."""
@@ -544,7 +564,14 @@ def _check_expected(path: Path, expected: str | None, current: bytes) -> None:
 def _encode_text(text: str, field: str) -> bytes:
     if not isinstance(text, str):
         raise MemoryToolError(f"'{field}' must be a string", INVALID_PARAMS)
-    return text.encode("utf-8")
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise MemoryToolError(
+            f"'{field}' is not valid Unicode text: lone surrogate "
+            f"U+{ord(text[exc.start]):04X} at position {exc.start}",
+            INVALID_PARAMS,
+        ) from None
 
 
 def _decode(data: bytes) -> str:

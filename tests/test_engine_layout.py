@@ -215,6 +215,26 @@ def test_filesystem_root_is_refused_as_an_agent_folder() -> None:
         AgentMemory.open(Path("/"))
 
 
+@pytest.mark.parametrize("target", [".", "..", "~", "~/", "./x/..", "sub/."])
+def test_current_parent_and_home_folders_are_refused(
+    target: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UnsafePathError) as info:
+        AgentMemory.open(target)
+    assert info.value.code == -32603
+    assert info.value.message == (
+        f'Refusing to use "{target}" as an agent folder: name a dedicated folder '
+        "(for example ./demo-agent)"
+    )
+    assert os.listdir(tmp_path) == []
+
+
+def test_home_folder_spelled_out_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(UnsafePathError, match="the filesystem root or the home folder"):
+        AgentMemory.open(Path.home(), create=False)
+
+
 def test_open_without_create_makes_nothing(agents_root: Path) -> None:
     mem = AgentMemory.open("lazy", create=False)
     assert mem.path == agents_root / "lazy"
