@@ -369,7 +369,8 @@ class AgentMemoryMagics(Magics):
                       "is kept in the history.")
                 display(DiffView(before, mem.facts, "FACT.md (before)", "FACT.md (restored)", 1))
                 return None
-            return FactsView(mem.facts, path=mem.path, sha256=mem.facts_sha256)
+            text, sha = mem.read_facts()
+            return FactsView(text, path=mem.path, sha256=sha)
 
     @staticmethod
     def _fact_diff(mem: AgentMemory, sha: str) -> DiffView | None:

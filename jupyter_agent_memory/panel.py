@@ -362,7 +362,7 @@ class MemoryPanel(widgets.VBox):
         return self.facts_editor.value != self._facts_loaded_text
 
     def _load_facts(self, force: bool) -> None:
-        text, sha = self.mem.facts, self.mem.facts_sha256
+        text, sha = self.mem.read_facts()
         if sha != self._facts_base_sha or force:
             if self.facts_dirty and not force:
                 self.facts_status.value = _message(

@@ -197,6 +197,15 @@ class AgentMemory:
         """Current USER.md text (``''`` when missing)."""
         return _decode(self._read_agent_file(USER))
 
+    def read_facts(self) -> tuple[str, str]:
+        """FACT.md text and the sha256 of those very bytes, from one read.
+
+        Editors keep the hash and send it back as ``expected_sha256``; reading both at once
+        means the hash can never belong to a newer version than the text.
+        """
+        data = self._read_fact_bytes()
+        return _decode(data), sha256_hex(data)
+
     @property
     def facts_sha256(self) -> str:
         """sha256 of FACT.md as on disk (of ``b''`` when missing): the CAS token for editors."""

@@ -403,6 +403,13 @@ def test_cas_with_matching_hash_writes(mem: AgentMemory) -> None:
     assert mem.facts == "two\n"
 
 
+def test_read_facts_pairs_text_with_its_own_hash(mem: AgentMemory) -> None:
+    assert mem.read_facts() == ("", hashlib.sha256(b"").hexdigest())
+    sha = mem.update_facts("- caf\u00e9\n")
+    assert mem.read_facts() == ("- caf\u00e9\n", sha)
+    assert sha == hashlib.sha256("- caf\u00e9\n".encode()).hexdigest()
+
+
 def test_cas_mismatch_raises_and_writes_nothing(mem: AgentMemory, tmp_path: Path) -> None:
     mem.update_facts("agent wrote this\n")
     before = snapshot(tmp_path)

@@ -352,8 +352,7 @@ class FactsHandler(AgentMemoryHandler):
 
         def work() -> FactsResponse:
             mem = self.open_agent(agent_id)
-            # Read the text and its hash from one snapshot so a save can never skip a change.
-            content, sha = _facts_snapshot(mem)
+            content, sha = mem.read_facts()
             return {
                 "agent": agent_id,
                 "path": str(mem.path / "memory" / "FACT.md"),
@@ -387,24 +386,6 @@ class FactsHandler(AgentMemoryHandler):
             }
 
         self.reply(await self.run(work))
-
-
-def _facts_snapshot(mem: AgentMemory) -> tuple[str, str]:
-    """FACT.md text with the sha256 of the version that text came from.
-
-    ``facts`` and ``facts_sha256`` are two reads; pairing a text with the hash of a newer
-    version would let a save silently drop that newer change. So the hash is read before and
-    after the text and the pair is only returned when both agree (every update is an atomic
-    rename, so an unchanged hash means the text in between is that version).
-    """
-    for _ in range(5):
-        before = mem.facts_sha256
-        content = mem.facts
-        if mem.facts_sha256 == before:
-            return content, before
-    raise MemoryToolError(
-        f"FACT.md in {mem.path} kept changing while it was read; try again", -32603
-    )
 
 
 class JournalHandler(AgentMemoryHandler):
