@@ -290,9 +290,10 @@ _DOTTED_I = "\u0130"
 # with a one-byte literal prefix, per byte scanned and per occurrence of that byte.
 _COST_LOWER_PER_BYTE = 0.75
 _COST_MEMCHR_PER_BYTE = 0.05
-_COST_MEMCHR_PER_HIT = 300.0
-_COST_REGEX_PER_BYTE = 0.3
-_COST_REGEX_PER_HIT = 25.0
+_COST_MEMCHR_PER_HIT = 220.0
+_COST_REGEX_PER_BYTE = 0.28
+_COST_REGEX_PER_HIT = 15.0
+_COST_LOOKBEHIND_PER_HIT = 20.0
 # The escape scan walks backslashes one by one while they are at most this dense, then switches
 # to whole-block regular-expression searches for the rest of the block.
 _BACKSLASH_RARITY = 700
@@ -345,7 +346,10 @@ class _Needle:
             specials = [_KELVIN] if "k" in self.chars else []
             if not quoted and s.endswith("i"):
                 specials.append(_DOTTED_I)
-            self.specials = [re.compile(re.escape(ch.encode("utf-8"))) for ch in specials]
+            self.specials = [ch.encode("utf-8") for ch in specials]
+            # Lower mode after the first block: the regex engine scans for a literal faster
+            # than bytes.find when its first byte is rare, slower when it is common.
+            self._lowered_regex: re.Pattern[bytes] | None = None
         self._u_cache: dict[bytes, bool] = {}
 
     # escapes and special characters (cases 1 and 2 above, ASCII needles)
@@ -386,7 +390,7 @@ class _Needle:
             pass  # a backslash as the very last byte (a torn line) escapes nothing
         if self.specials and not buf.isascii():
             for pattern in self.specials:
-                hits.extend(m.start() for m in pattern.finditer(buf, lo))
+                hits.extend(_find_all(buf, pattern, lo))
         return hits
 
     def _bulk_escape_hits(self, buf: bytes, pos: int, hits: list[int]) -> None:
@@ -434,11 +438,15 @@ class _Needle:
                     counts[variant] = sample.count(variant)
                 hits = counts[variant]
                 memchr = _COST_MEMCHR_PER_BYTE * size + _COST_MEMCHR_PER_HIT * hits
-                regex = _COST_REGEX_PER_BYTE * size + _COST_REGEX_PER_HIT * hits
+                per_hit = _COST_REGEX_PER_HIT + (_COST_LOOKBEHIND_PER_HIT if offset else 0.0)
+                regex = _COST_REGEX_PER_BYTE * size + per_hit * hits
                 plan.append([variant, offset, None if memchr <= regex else True])
                 cost += min(memchr, regex)
             if cost < best_cost:
                 best_cost, best = cost, plan
+        first = self.needle[:1]
+        if (sample.count(first) + sample.count(first.upper())) * 200 < size:
+            self._lowered_regex = re.compile(re.escape(self.needle))
         for step in best:
             if step[2] is not None:
                 step[2] = self._regex(step[0], step[1])
@@ -487,10 +495,18 @@ class _Needle:
         spans: Any
         if self.plan:
             spans = self._anchor_spans(buf, lo)
-        else:
-            if self.plan is None:
-                self._sample = buf[lo:]
+        elif self.plan is None:
+            # First block: lazily from the end, a frequent needle stops the search early.
+            self._sample = buf[lo:]
             spans = _rfind_lines(buf.lower(), self.needle, lo)
+        else:
+            # Later blocks: every hit is needed, so search forwards at full speed.
+            lowered = buf.lower()
+            if self._lowered_regex is not None:
+                hits = [m.start() for m in self._lowered_regex.finditer(lowered, lo)]
+            else:
+                hits = _find_all_plain(lowered, self.needle, lo)
+            spans = sorted({_line_span(lowered, hit) for hit in hits}, reverse=True)
         hits = self._extra_hits(buf, lo)
         if hits:
             extra = sorted({_line_span(buf, hit) for hit in hits}, reverse=True)
@@ -514,6 +530,33 @@ class _Needle:
         if self.ascii:
             return self.needle in line.lower() or bool(self._extra_hits(line))
         return self.text in line.decode("utf-8", "surrogateescape").lower() or b"\\" in line
+
+
+def _find_all(buf: bytes, pattern: bytes, lo: int) -> list[int]:
+    """Offsets of ``pattern`` in ``buf[lo:]``: a memchr loop on its first byte while hits are
+    rare, then the regex engine for the rest of ``buf``."""
+    hits = []
+    first = pattern[:1]
+    hit = buf.find(first, lo)
+    for _ in range((len(buf) - lo) // _BACKSLASH_RARITY + 16):
+        if hit < 0:
+            return hits
+        if buf.startswith(pattern, hit):
+            hits.append(hit)
+        hit = buf.find(first, hit + 1)
+    if hit >= 0:
+        hits.extend(m.start() for m in re.compile(re.escape(pattern)).finditer(buf, hit))
+    return hits
+
+
+def _find_all_plain(buf: bytes, pattern: bytes, lo: int) -> list[int]:
+    """Offsets of ``pattern`` in ``buf[lo:]`` by repeated ``bytes.find``."""
+    hits = []
+    hit = buf.find(pattern, lo)
+    while hit >= 0:
+        hits.append(hit)
+        hit = buf.find(pattern, hit + 1)
+    return hits
 
 
 def _line_span(buf: bytes, pos: int) -> tuple[int, int]:
