@@ -297,6 +297,8 @@ _COST_LOOKBEHIND_PER_HIT = 20.0
 # The escape scan walks backslashes one by one while they are at most this dense, then switches
 # to whole-block regular-expression searches for the rest of the block.
 _BACKSLASH_RARITY = 700
+# Every such loop may run at least this many times before it gives up on a block.
+_MIN_BUDGET = 16
 
 
 class _Needle:
@@ -372,7 +374,7 @@ class _Needle:
         # This loop runs once per backslash, so it is kept lean; past the budget, backslashes
         # are dense and whole-buffer searches are cheaper.
         try:
-            for _ in range((len(buf) - lo) // _BACKSLASH_RARITY + 16):
+            for _ in range((len(buf) - lo) // _BACKSLASH_RARITY + _MIN_BUDGET):
                 if pos < 0:
                     break
                 after = buf[pos + 1]
@@ -457,15 +459,16 @@ class _Needle:
         needle = self.needle
         size = len(needle)
         spans = set()
+        # Past this many hits a byte is denser than the sample suggested.
+        max_hits = (len(buf) - lo) * _COST_REGEX_PER_BYTE // _COST_MEMCHR_PER_HIT + _MIN_BUDGET
         for step in self.plan or ():
             variant, offset, regex = step
             if regex is None:
-                budget = (len(buf) - lo) * _COST_REGEX_PER_BYTE // _COST_MEMCHR_PER_HIT + 16
+                budget = max_hits
                 hit = buf.find(variant, lo + offset)
                 while hit >= 0:
                     budget -= 1
-                    if budget < 0:
-                        # Denser than the sample suggested: let the regex do this byte.
+                    if budget < 0:  # let the regex engine do this byte from now on
                         step[2] = regex = self._regex(variant, offset)
                         break
                     start = hit - offset
@@ -477,8 +480,8 @@ class _Needle:
                 lo_regex = hit
             else:
                 lo_regex = lo + offset
-            # Non-overlapping matches: an occurrence hidden by an overlapping one lies on the
-            # same line (the needle holds no newline that a raw line could), so no line is lost.
+            # finditer skips occurrences that overlap a match; such an occurrence lies on the
+            # match's line (a raw line holds no newline), so its line is found all the same.
             for match in regex.finditer(buf, lo_regex):
                 spans.add(_line_span(buf, match.start()))
         return sorted(spans, reverse=True)
@@ -538,7 +541,7 @@ def _find_all(buf: bytes, pattern: bytes, lo: int) -> list[int]:
     hits = []
     first = pattern[:1]
     hit = buf.find(first, lo)
-    for _ in range((len(buf) - lo) // _BACKSLASH_RARITY + 16):
+    for _ in range((len(buf) - lo) // _BACKSLASH_RARITY + _MIN_BUDGET):
         if hit < 0:
             return hits
         if buf.startswith(pattern, hit):
