@@ -39,7 +39,9 @@ as ``limit`` matches are found, so memory does not depend on the journal's size 
 for a frequent tag touches only the end of the file. With a ``query`` or ``tag`` it looks for
 the lower-cased needle in the bytes of a whole block at once (``bytes.lower`` + ``rfind``, or a
 memchr-driven search for the needle's rarest byte) and decodes only the lines that contain it;
-see :class:`_Needle` for why that prefilter never drops a matching line.
+see :class:`_Needle` for why that prefilter never drops a matching line. With ``since`` /
+``until``, lines in our own layout whose timestamp lies outside the window are skipped without
+decoding (:class:`_Window`).
 
 Counters: ``SearchResult.scanned`` counts the lines the search actually read one by one, that
 is decoded (every line for :func:`reference_search`; for :func:`search`, the lines from the end
@@ -660,6 +662,60 @@ def _backward_blocks(f: BinaryIO) -> Iterator[tuple[bytes, int]]:
             step *= 2  # no whole line in this read: a long line, read more at once
 
 
+# -- the time-window prefilter -----------------------------------------------------------------
+
+_CANONICAL_TS_BYTES = re.compile(_CANONICAL_TS.pattern.encode("ascii"))
+_TS_PREFIX = b'{"ts":"'
+
+
+class _Window:
+    """Rejects, without decoding, lines whose ``ts`` lies outside ``[since, until]``.
+
+    Only lines in our own layout qualify: ``{"ts":"`` then a canonical timestamp and its
+    closing quote, and no other ``"ts"`` token in the line (JSON keeps the last duplicate key;
+    inside a string a quote is always escaped, so a raw ``"ts"`` is a key or a whole value).
+    Canonical timestamps are fixed-width UTC, so comparing them as bytes compares the times;
+    the bounds are rounded inwards to the millisecond, the journal's precision. A rejected line
+    would fail the window check after decoding too; every other line is decoded as usual.
+    """
+
+    def __init__(self, since: datetime | None, until: datetime | None) -> None:
+        self.low = self._key(since, up=True) if since is not None else None
+        self.high = self._key(until, up=False) if until is not None else None
+
+    @staticmethod
+    def _key(bound: datetime, *, up: bool) -> bytes:
+        utc = bound.astimezone(timezone.utc)  # OverflowError at the ends of time: caller
+        whole = utc.replace(microsecond=utc.microsecond // 1000 * 1000)
+        if up and whole != utc:
+            whole += timedelta(milliseconds=1)
+        return format_timestamp(whole).encode("ascii")
+
+    def rejects(self, line: bytes) -> bool:
+        """Whether ``line`` surely holds an entry outside the window."""
+        if (
+            line.startswith(_TS_PREFIX)
+            and line[31:32] == b'"'
+            and _CANONICAL_TS_BYTES.fullmatch(line, 7, 31)
+            and line.count(b'"ts"') == 1
+        ):
+            key = line[7:31]
+            return (self.low is not None and key < self.low) or (
+                self.high is not None and key > self.high
+            )
+        return False
+
+
+def _window(matcher: _Matcher) -> _Window | None:
+    """The window prefilter for ``matcher``, when it has bounds that can be rounded."""
+    if matcher.since is None and matcher.until is None:
+        return None
+    try:
+        return _Window(matcher.since, matcher.until)
+    except (OverflowError, ValueError):  # a bound at the very ends of time: decode everything
+        return None
+
+
 # -- public search -----------------------------------------------------------------------------
 
 
@@ -687,11 +743,15 @@ def search(
     primary = needles[0] if needles else None
     secondary = needles[1] if len(needles) > 1 else None
 
+    window = _window(matcher)
+
     result = SearchResult()
     for buf, lo in _backward_blocks(f):
         lines = primary.candidates(buf, lo) if primary else _reversed_lines(buf[lo:])
         for _start, line in lines:
             if secondary is not None and not secondary.may_match(line):
+                continue
+            if window is not None and window.rejects(line):
                 continue
             result.scanned += 1
             entry = _decode(line)
