@@ -97,6 +97,7 @@ class _Loaded:
     key: tuple[Any, ...]
     text: str | None
     raw: str = ""
+    regular: bool = False
 
 
 class PromptBuilder:
@@ -114,6 +115,8 @@ class PromptBuilder:
         self._files: dict[Path, tuple[tuple[Any, ...], str]] = {}
         self._listings: dict[Path, tuple[tuple[Any, ...], list[str]]] = {}
         self._prompts: dict[tuple[Any, ...], Prompt] = {}
+        self._workspaces: dict[Any, str] = {}
+        self._watched: dict[tuple[Any, ...], tuple[tuple[str, ...], tuple[Any, ...], Prompt]] = {}
 
     # -- public API ------------------------------------------------------------------------
 
@@ -130,10 +133,50 @@ class PromptBuilder:
         ``system.md``, when present, becomes :attr:`Prompt.base`. ``config`` may hold
         ``bootstrap_completed`` (bool) and ``budget_tokens`` (int).
         """
-        config = dict(config or {})
-        folder = _agent_folder(agent)
-        space = Path(os.path.abspath(Path(workspace).expanduser() if workspace else os.getcwd()))
-        budget = config.get("budget_tokens", self.budget_tokens)
+        if config:
+            completed = config.get("bootstrap_completed")
+            budget = config.get("budget_tokens", self.budget_tokens)
+        else:
+            config, completed, budget = {}, None, self.budget_tokens
+        folder = agent.path if isinstance(agent, AgentMemory) else _agent_folder(agent)
+        space = self._workspaces.get(workspace) if workspace else os.getcwd()
+        if space is None:
+            space = os.path.abspath(os.path.expanduser(os.fspath(workspace)))
+            if os.path.isabs(os.path.expanduser(os.fspath(workspace))):
+                # Only absolute spellings are memoised: a relative one depends on the cwd.
+                self._workspaces[workspace] = space
+        watch_key = (str(folder), space, completed, bool(has_user_instructions), budget)
+        # Fast path: one lstat per file and folder the last build depended on, on plain strings;
+        # when none changed, the previous prompt is still exact.
+        watched = self._watched.get(watch_key)
+        if watched is not None and _unchanged(watched[0], watched[1]):
+            prompt = watched[2]
+        else:
+            paths = watched[0] if watched else _expected_paths(folder, space)
+            keys = _stat_all(paths)
+            # The keys were taken before reading, so a change made during the build shows up
+            # as a difference next time and is never hidden behind a stale prompt.
+            prompt, used = self._build(
+                Path(folder), Path(space), config, has_user_instructions, budget
+            )
+            if len(self._watched) > 64:
+                self._watched.clear()
+            # When the build resolved other names (case variants), the next build stats those
+            # before it trusts anything.
+            self._watched[watch_key] = (used, keys if used == paths else None, prompt)
+        for message in prompt.warnings:
+            warnings.warn(message, PromptBudgetWarning, stacklevel=2)
+        return prompt
+
+    def _build(
+        self,
+        folder: Path,
+        space: Path,
+        config: Mapping[str, Any],
+        has_user_instructions: bool,
+        budget: int | None,
+    ) -> tuple[Prompt, tuple[str, ...]]:
+        """Build through the content caches; also returns every path the build depends on."""
         soul, user, facts = self._load_agent_files(folder)
         system = self._load_system(space)
         key = (
@@ -156,9 +199,7 @@ class PromptBuilder:
             if len(self._prompts) > 64:
                 self._prompts.clear()
             self._prompts[key] = prompt
-        for message in prompt.warnings:
-            warnings.warn(message, PromptBudgetWarning, stacklevel=2)
-        return prompt
+        return prompt, _dependencies(folder, space, soul, user, facts, system)
 
     def build_session(
         self, agent: AgentMemory, workspace: str | os.PathLike[str] | None = None
@@ -213,6 +254,8 @@ class PromptBuilder:
         self._files.clear()
         self._listings.clear()
         self._prompts.clear()
+        self._watched.clear()
+        self._workspaces.clear()
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -262,7 +305,7 @@ class PromptBuilder:
                 return _Loaded(path, ("unreadable", key), None)
             cached = (key, text)
             self._files[path] = cached
-        return _Loaded(path, key, cached[1].strip() or None, cached[1])
+        return _Loaded(path, key, cached[1].strip() or None, cached[1], regular=True)
 
     def _load_agent_files(self, folder: Path) -> tuple[_Loaded, _Loaded, _Loaded]:
         listing = self._listing(folder)
@@ -273,7 +316,13 @@ class PromptBuilder:
         facts = self._load(memory, self._listing(memory) if memory_name else None, FACT)
         # The folder keys belong in the cache key too: a file appearing changes a listing.
         return (
-            _Loaded(soul.path, (soul.key, listing[0] if listing else None), soul.text, soul.raw),
+            _Loaded(
+                soul.path,
+                (soul.key, listing[0] if listing else None),
+                soul.text,
+                soul.raw,
+                soul.regular,
+            ),
             user,
             facts,
         )
@@ -414,6 +463,83 @@ def _agent_folder(agent: AgentMemory | str | os.PathLike[str]) -> Path:
         return agent.path
     raw = Path(os.path.abspath(Path(agent).expanduser()))
     return Path(os.path.realpath(raw.parent)) / raw.name
+
+
+def _expected_paths(folder: str | os.PathLike[str], space: str) -> tuple[str, ...]:
+    """What a build usually depends on: the three files by exact name, no system.md."""
+    agent = os.fspath(folder)
+    return (
+        os.path.join(agent, SOUL),
+        os.path.join(agent, USER),
+        os.path.join(agent, MEMORY_DIR, FACT),
+        space,
+    )
+
+
+def _dependencies(
+    folder: Path, space: Path, soul: _Loaded, user: _Loaded, facts: _Loaded, system: _Loaded | None
+) -> tuple[str, ...]:
+    """The paths whose lstat keys tell whether a build is still exact.
+
+    A file present under its exact name cannot be displaced by a case variant (the exact name
+    wins), so its own key covers it: editing, replacing, removing it or swapping it for a link
+    all change that key. A missing file, a case variant or a link can be displaced by a new
+    entry, so then the folder holding it is watched as well (its key changes with every entry
+    added, removed or renamed). A link swapped in for the agent folder or ``memory/`` itself
+    changes the file keys unless it points back at the very same folder, which holds the same
+    real files.
+    """
+    exact = {
+        SOUL: soul.regular and soul.path.name == SOUL,
+        USER: user.regular and user.path.name == USER,
+        FACT: facts.regular and facts.path.name == FACT and facts.path.parent.name == MEMORY_DIR,
+    }
+    paths = [soul.path, user.path, facts.path]
+    if not (exact[SOUL] and exact[USER] and exact[FACT]):
+        paths.append(folder)
+    if not exact[FACT]:
+        paths.append(facts.path.parent)
+    if system is not None:
+        paths.append(system.path)
+    if system is None or system.path.name != SYSTEM_FILE:
+        paths.append(space)
+    return tuple(map(str, paths))
+
+
+def _unchanged(paths: tuple[str, ...], keys: tuple[Any, ...] | None) -> bool:
+    """True when every path still has its key (the hot path of a cached build)."""
+    if keys is None:
+        return False
+    lstat = os.lstat
+    for path, key in zip(paths, keys, strict=True):
+        try:
+            st = lstat(path)
+        except OSError:
+            if key is not None:
+                return False
+            continue
+        if key is None or key != (
+            st.st_mtime_ns,
+            st.st_ctime_ns,
+            st.st_size,
+            st.st_ino,
+            st.st_mode,
+        ):
+            return False
+    return True
+
+
+def _stat_all(paths: tuple[str, ...]) -> tuple[Any, ...]:
+    """Change keys of ``paths`` (None for a missing one), without following links."""
+    keys = []
+    for path in paths:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            keys.append(None)
+        else:
+            keys.append((st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_mode))
+    return tuple(keys)
 
 
 def _section(name: str, source: Path | None, text: str) -> Section:
