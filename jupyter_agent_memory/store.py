@@ -250,8 +250,9 @@ class AgentMemory:
                             try:
                                 mem.write_atomic(name, data, lambda: self._recheck(agent, mem))
                             except BaseException:
-                                with contextlib.suppress(OSError):
-                                    os.unlink(kept, dir_fd=history.fd)
+                                if kept is not None:
+                                    with contextlib.suppress(OSError):
+                                        os.unlink(kept, dir_fd=history.fd)
                                 raise
                             self._prune_history(history)
                     except BaseException:
@@ -261,10 +262,25 @@ class AgentMemory:
                         raise
         return sha256_hex(data)
 
-    def _keep_version(self, agent: Folder, mem: Folder, history: Folder, content: bytes) -> str:
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
-        base = f"{stamp}-{sha256_hex(content)[:12]}"
+    def _keep_version(
+        self, agent: Folder, mem: Folder, history: Folder, content: bytes
+    ) -> str | None:
+        """Store ``content`` as a history version; the new file's name, or None if it was there.
+
+        The newest version already holding ``content`` (left by a crash between keeping it
+        and replacing FACT.md, or by a hand edit back to it) is not stored twice.
+        """
+        short = sha256_hex(content)[:12]
         names = set(history.names())
+        newest = max((n for n in names if _HISTORY_NAME.match(n)), default=None)
+        if (
+            newest is not None
+            and _HISTORY_NAME.match(newest).group(2) == short
+            and history.read_bytes(newest) == content
+        ):
+            return None
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+        base = f"{stamp}-{short}"
         name, counter = f"{base}.md", 1
         while name in names:
             name, counter = f"{base}-{counter}.md", counter + 1
@@ -508,7 +524,11 @@ class AgentMemory:
                 yield from journal.iter_entries(handle)
 
     def tag_counts(self) -> dict[str, int]:
-        """Every tag in the journal (spelled as first seen, matched ignoring case) → count."""
+        """Every tag in the journal (spelled as first seen, matched ignoring case) → count.
+
+        Tags are grouped with ``str.lower``, the comparison a tag search uses, so each count
+        is exactly what searching for that tag would find.
+        """
         counts: dict[str, int] = {}
         spelling: dict[str, str] = {}
         for entry in self.entries():
@@ -517,7 +537,7 @@ class AgentMemory:
                 continue
             for tag in tags:
                 if isinstance(tag, str):
-                    key = spelling.setdefault(tag.casefold(), tag)
+                    key = spelling.setdefault(tag.lower(), tag)
                     counts[key] = counts.get(key, 0) + 1
         return counts
 

@@ -78,6 +78,18 @@ def test_rewriting_the_same_content_adds_no_version(mem: AgentMemory) -> None:
     assert mem.history() == []
 
 
+def test_a_version_left_by_a_crash_is_not_kept_twice(mem: AgentMemory) -> None:
+    mem.update_facts("one\n")
+    mem.update_facts("two\n")
+    history = mem.path / "memory" / ".history"
+    # As if a process died after keeping "two" but before replacing FACT.md.
+    short = hashlib.sha256(b"two\n").hexdigest()[:12]
+    (history / f"29991231T235959.999999Z-{short}.md").write_bytes(b"two\n")
+    mem.update_facts("three\n")
+    shas = [v["sha256"] for v in mem.history()]
+    assert shas == [hashlib.sha256(b"two\n").hexdigest(), hashlib.sha256(b"one\n").hexdigest()]
+
+
 def test_history_is_bounded_dropping_the_oldest(agents_root: Path) -> None:
     mem = AgentMemory.open("bounded", history_limit=3)
     for i in range(7):

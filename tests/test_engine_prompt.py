@@ -426,6 +426,42 @@ def test_new_deleted_and_workspace_files_are_picked_up(
     assert "<facts>" not in prompt.context
 
 
+def test_a_cached_builder_sees_case_variants_appear_and_links_swapped_in(
+    agent: AgentMemory, workspace: Path, tmp_path: Path
+) -> None:
+    builder = PromptBuilder()
+    (agent.path / "USER.md").unlink()
+    first = builder.build(agent, workspace=workspace)
+    assert builder.build(agent, workspace=workspace) is first
+    assert "<user>" not in first.context
+    # A variant of a missing file is found: the folder is watched while USER.md is missing.
+    (agent.path / "user.md").write_text("Grace again.\n")
+    assert "<user>\nGrace again.\n</user>" in builder.build(agent, workspace=workspace).context
+    # A variant beside an exact name changes nothing: the exact name wins.
+    (agent.path / "memory" / "fact.md").write_text("- shadow\n")
+    assert "shadow" not in builder.build(agent, workspace=workspace).context
+    # A variant of system.md in the workspace becomes the base, and its edits are seen.
+    (workspace / "System.MD").write_text("Base one.")
+    assert builder.build(agent, workspace=workspace).base == "Base one."
+    (workspace / "System.MD").write_text("Base two.")
+    assert builder.build(agent, workspace=workspace).base == "Base two."
+    # memory/ swapped for a link to another agent's memory: its facts never load.
+    elsewhere = AgentMemory.open(tmp_path / "elsewhere")
+    elsewhere.update_facts("- planted fact\n")
+    memory = agent.path / "memory"
+    memory.rename(tmp_path / "old-memory")
+    memory.symlink_to(elsewhere.path / "memory")
+    assert "planted" not in builder.build(agent, workspace=workspace).text
+    # FACT.md swapped for a link: left out at once.
+    memory.unlink()
+    (tmp_path / "old-memory").rename(memory)
+    assert "Python 3.11" in builder.build(agent, workspace=workspace).text
+    fact = memory / "FACT.md"
+    fact.rename(tmp_path / "moved-fact.md")
+    fact.symlink_to(tmp_path / "moved-fact.md")
+    assert "Python 3.11" not in builder.build(agent, workspace=workspace).text
+
+
 # -- budget ------------------------------------------------------------------------------------
 
 

@@ -156,6 +156,15 @@ def test_python_search_is_newest_first_with_counters(mem: AgentMemory) -> None:
     assert mem.tag_counts() == {"x": 5}
 
 
+def test_tag_counts_group_tags_the_way_a_tag_search_matches(mem: AgentMemory) -> None:
+    for tags in (["Work"], ["work", "STRASSE"], ["straße"], ["WORK"], [3, "x"]):
+        mem.append("e", tags)
+    counts = mem.tag_counts()
+    assert counts == {"Work": 3, "STRASSE": 1, "straße": 1, "x": 1}
+    for tag, count in counts.items():
+        assert len(mem.search(tag=tag)) == count
+
+
 # -- errors (4.2) ------------------------------------------------------------------------------
 
 
