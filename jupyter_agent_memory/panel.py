@@ -99,16 +99,27 @@ def _textarea(placeholder: str, height: str = "220px") -> widgets.Textarea:
                             layout=widgets.Layout(width="100%", height=height))
 
 
-class _PersonaEditor:
-    """Editor state for SOUL.md or USER.md: the text loaded and its sha256 (the CAS base)."""
+class _FileEditor:
+    """An editor for one memory file whose Save is compare-and-swap.
 
-    def __init__(self, label: str, read: Callable[[], str], read_sha: Callable[[], str],
-                 write: Callable[..., str]) -> None:
+    ``read`` returns ``(text, sha256)`` from one read; ``write(text, expected_sha256=...)``
+    is the engine's CAS write. The sha256 of the version loaded into the editor is what Save
+    expects on disk, so a change made meanwhile (by an agent, a magic, another editor) is
+    reported as a conflict instead of being overwritten.
+    """
+
+    def __init__(
+        self,
+        label: str,
+        read: Callable[[], tuple[str, str]],
+        write: Callable[..., str],
+        placeholder: str,
+        height: str = "220px",
+    ) -> None:
         self.label = label
         self._read = read
-        self._read_sha = read_sha
         self._write = write
-        self.editor = _textarea(f"{label} is empty. Write it here and press Save.", "180px")
+        self.editor = _textarea(placeholder, height)
         self.save_button = widgets.Button(description=f"Save {label}", icon="save")
         self.reload_button = widgets.Button(description="Reload", icon="refresh")
         self.status = widgets.HTML()
@@ -116,26 +127,29 @@ class _PersonaEditor:
         self.base_sha = ""
         self.conflict = False
         self.box = widgets.VBox(
-            [widgets.HTML(f"<b>{html.escape(label)}</b>"), self.editor,
-             widgets.HBox([self.save_button, self.reload_button]), self.status]
+            [self.editor, widgets.HBox([self.save_button, self.reload_button]), self.status]
         )
 
     @property
     def dirty(self) -> bool:
+        """True when the editor holds edits that are not saved."""
         return self.editor.value != self.loaded_text
 
-    def load(self, force: bool = False) -> None:
-        """Load the file into the editor unless there are unsaved edits (``force`` discards)."""
-        text, sha = self._read(), self._read_sha()
+    def load(self, force: bool = False) -> str:
+        """Load the file unless there are unsaved edits (``force`` discards them).
+
+        Returns the text on disk, whether or not it went into the editor.
+        """
+        text, sha = self._read()
         if sha == self.base_sha and not force:
-            return
+            return text
         if self.dirty and not force:
             self.status.value = _message(
                 f"{self.label} changed on disk while you were editing; Save will report a "
                 "conflict. Reload to take the new version (your edits are discarded).",
                 "warning",
             )
-            return
+            return text
         self.editor.value = text
         self.loaded_text = text
         self.base_sha = sha
@@ -143,6 +157,7 @@ class _PersonaEditor:
         self.reload_button.button_style = ""
         if force:
             self.status.value = _message(f"Loaded {self.label} (sha256 {short_sha(sha)}).")
+        return text
 
     def save(self) -> bool:
         """Write the editor through compare-and-swap; on conflict show it and write nothing."""
@@ -158,8 +173,8 @@ class _PersonaEditor:
                 "error",
             )
             return False
-        except MemoryToolError as exc:
-            self.status.value = _message(f"Not saved: {exc.message}", "error")
+        except (MemoryToolError, ValueError, OSError) as exc:
+            self.status.value = _message(f"Not saved: {exc}", "error")
             return False
         self.loaded_text = text
         self.base_sha = sha
@@ -192,9 +207,6 @@ class MemoryPanel(widgets.VBox):
         self.mem = mem
         self.builder = PromptBuilder(tool_name=tool_name, budget_tokens=budget_tokens)
         self._fingerprint: tuple[Any, ...] | None = None
-        self._facts_loaded_text = ""
-        self._facts_base_sha = ""
-        self.facts_conflict = False
         self.last_results: JournalResult = JournalResult()
         self.last_prompt: PromptView | None = None
 
@@ -240,11 +252,17 @@ class MemoryPanel(widgets.VBox):
     # -- building the tabs -----------------------------------------------------------------
 
     def _build_facts_tab(self) -> widgets.Widget:
-        self.facts_editor = _textarea("FACT.md is empty. Write durable facts here and Save.")
-        self.facts_save_button = widgets.Button(description="Save FACT.md", icon="save",
-                                                button_style="primary")
-        self.facts_reload_button = widgets.Button(description="Reload", icon="refresh")
-        self.facts_status = widgets.HTML()
+        self.facts = _FileEditor(
+            "FACT.md",
+            self.mem.read_facts,
+            self.mem.update_facts,
+            "FACT.md is empty. Write durable facts here and Save.",
+        )
+        self.facts_editor = self.facts.editor
+        self.facts_save_button = self.facts.save_button
+        self.facts_save_button.button_style = "primary"
+        self.facts_reload_button = self.facts.reload_button
+        self.facts_status = self.facts.status
         self.facts_save_button.on_click(lambda _b: self.save_facts())
         self.facts_reload_button.on_click(lambda _b: self.reload_facts())
         self.facts_rendered = widgets.Output()
@@ -257,9 +275,7 @@ class MemoryPanel(widgets.VBox):
         self.history_diff_button.on_click(lambda _b: self.show_history_diff())
         self.history_restore_button.on_click(lambda _b: self.restore_version())
 
-        editor = widgets.VBox([self.facts_editor,
-                               widgets.HBox([self.facts_save_button, self.facts_reload_button]),
-                               self.facts_status])
+        editor = self.facts.box
         history = widgets.VBox([self.history_select,
                                 widgets.HBox([self.history_diff_button,
                                               self.history_restore_button]),
@@ -316,15 +332,20 @@ class MemoryPanel(widgets.VBox):
 
     def _build_persona_tab(self) -> widgets.Widget:
         mem = self.mem
-        self.soul = _PersonaEditor("SOUL.md", lambda: mem.soul, lambda: mem.soul_sha256,
-                                   mem.write_soul)
-        self.user = _PersonaEditor("USER.md", lambda: mem.user, lambda: mem.user_sha256,
-                                   mem.write_user)
+        self.soul = _FileEditor("SOUL.md", mem.read_soul, mem.write_soul,
+                                "SOUL.md is empty. Write it here and press Save.", "180px")
+        self.user = _FileEditor("USER.md", mem.read_user, mem.write_user,
+                                "USER.md is empty. Write it here and press Save.", "180px")
         for part in (self.soul, self.user):
             part.save_button.on_click(lambda _b, p=part: self.save_persona(p))
             part.reload_button.on_click(lambda _b, p=part: self._guard(p.status,
                                                                        lambda: p.load(True)))
-        return widgets.VBox([self.soul.box, self.user.box])
+        return widgets.VBox(
+            [
+                widgets.VBox([widgets.HTML(f"<b>{html.escape(part.label)}</b>"), part.box])
+                for part in (self.soul, self.user)
+            ]
+        )
 
     # -- refreshing ------------------------------------------------------------------------
 
@@ -358,25 +379,16 @@ class MemoryPanel(widgets.VBox):
 
     @property
     def facts_dirty(self) -> bool:
-        """True when the editor holds edits that are not saved."""
-        return self.facts_editor.value != self._facts_loaded_text
+        """True when the FACT.md editor holds edits that are not saved."""
+        return self.facts.dirty
+
+    @property
+    def facts_conflict(self) -> bool:
+        """True after a Save that found FACT.md changed on disk (until Reload or a save)."""
+        return self.facts.conflict
 
     def _load_facts(self, force: bool) -> None:
-        text, sha = self.mem.read_facts()
-        if sha != self._facts_base_sha or force:
-            if self.facts_dirty and not force:
-                self.facts_status.value = _message(
-                    "FACT.md changed on disk while you were editing; Save will report a "
-                    "conflict. Reload to take the new version (your edits are discarded).",
-                    "warning",
-                )
-            else:
-                self.facts_editor.value = text
-                self._facts_loaded_text = text
-                self._facts_base_sha = sha
-                self.facts_conflict = False
-                self.facts_reload_button.button_style = ""
-        self._render_facts(text)
+        self._render_facts(self.facts.load(force))
 
     def _render_facts(self, text: str) -> None:
         self.facts_rendered.outputs = ()
@@ -400,36 +412,11 @@ class MemoryPanel(widgets.VBox):
         Returns True when written. On a conflict nothing is written, the editor keeps the
         text, and the status shows the engine's message and points at Reload.
         """
-        text = self.facts_editor.value
-        try:
-            sha = self.mem.update_facts(text, expected_sha256=self._facts_base_sha)
-        except MemoryConflictError as exc:
-            self.facts_conflict = True
-            self.facts_reload_button.button_style = "warning"
-            self.facts_status.value = _message(
-                f"Not saved: {exc.message}. Your text is still in the editor; Reload shows the "
-                "current version.",
-                "error",
-            )
-            return False
-        except (MemoryToolError, ValueError, OSError) as exc:
-            self.facts_status.value = _message(f"Not saved: {exc}", "error")
-            return False
-        self._facts_loaded_text = text
-        self._facts_base_sha = sha
-        self.facts_conflict = False
-        self.facts_reload_button.button_style = ""
-        self.facts_status.value = _message(f"Saved FACT.md (sha256 {short_sha(sha)}).", "ok")
-        self._after_write()
-        return True
+        return self._save(self.facts)
 
     def reload_facts(self) -> None:
         """Discard editor changes and load FACT.md as it is on disk now."""
-        def load() -> None:
-            self._load_facts(force=True)
-            self.facts_status.value = _message(
-                f"Loaded FACT.md (sha256 {short_sha(self._facts_base_sha)}).")
-        self._guard(self.facts_status, load)
+        self._guard(self.facts_status, lambda: self._load_facts(force=True))
 
     def _selected_sha(self, sha: str | None) -> str | None:
         sha = sha or self.history_select.value
@@ -540,12 +527,15 @@ class MemoryPanel(widgets.VBox):
 
     # -- Persona ---------------------------------------------------------------------------
 
-    def save_persona(self, part: _PersonaEditor) -> bool:
-        """Save SOUL.md or USER.md (``panel.soul`` / ``panel.user``) with compare-and-swap."""
+    def _save(self, part: _FileEditor) -> bool:
         saved = part.save()
         if saved:
             self._after_write()
         return saved
+
+    def save_persona(self, part: _FileEditor) -> bool:
+        """Save SOUL.md or USER.md (``panel.soul`` / ``panel.user``) with compare-and-swap."""
+        return self._save(part)
 
     def save_soul(self) -> bool:
         """Save the SOUL.md editor (compare-and-swap)."""

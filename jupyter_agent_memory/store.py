@@ -206,6 +206,16 @@ class AgentMemory:
         data = self._read_fact_bytes()
         return _decode(data), sha256_hex(data)
 
+    def read_soul(self) -> tuple[str, str]:
+        """SOUL.md text and the sha256 of those very bytes, from one read."""
+        data = self._read_agent_file(SOUL)
+        return _decode(data), sha256_hex(data)
+
+    def read_user(self) -> tuple[str, str]:
+        """USER.md text and the sha256 of those very bytes, from one read."""
+        data = self._read_agent_file(USER)
+        return _decode(data), sha256_hex(data)
+
     @property
     def facts_sha256(self) -> str:
         """sha256 of FACT.md as on disk (of ``b''`` when missing): the CAS token for editors."""

@@ -410,6 +410,14 @@ def test_read_facts_pairs_text_with_its_own_hash(mem: AgentMemory) -> None:
     assert sha == hashlib.sha256("- caf\u00e9\n".encode()).hexdigest()
 
 
+def test_read_soul_and_user_pair_text_with_hash(mem: AgentMemory) -> None:
+    assert mem.read_soul() == ("", hashlib.sha256(b"").hexdigest())
+    soul = mem.write_soul("I am Ada.\n")
+    user = mem.write_user("Grace.\n")
+    assert mem.read_soul() == ("I am Ada.\n", soul) and mem.soul_sha256 == soul
+    assert mem.read_user() == ("Grace.\n", user) and mem.user_sha256 == user
+
+
 def test_cas_mismatch_raises_and_writes_nothing(mem: AgentMemory, tmp_path: Path) -> None:
     mem.update_facts("agent wrote this\n")
     before = snapshot(tmp_path)
