@@ -7,23 +7,14 @@ import json
 import os
 import signal
 import subprocess
-import sys
-import textwrap
 import time
 from pathlib import Path
+
+from processes import spawn
 
 from jupyter_agent_memory import AgentMemory
 
 BIG = 70 * 1024  # more than the 64 KiB a pipe or a single small write would carry
-
-
-def spawn(code: str, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(code), *map(str, args)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 def finish(procs: list[subprocess.Popen[str]], timeout: float = 120) -> list[str]:

@@ -13,13 +13,12 @@ import os
 import random
 import signal
 import subprocess
-import sys
-import textwrap
 import threading
 import time
 from pathlib import Path
 
 import pytest
+from processes import spawn
 
 from jupyter_agent_memory import AgentMemory
 from jupyter_agent_memory.store import CorruptJournalWarning
@@ -76,15 +75,6 @@ SEARCHER = """
 def text_for(ident: str, body: str = "") -> str:
     """An entry text in the suite's self-checking form."""
     return f"{ident}|{hashlib.sha256(body.encode()).hexdigest()[:16]}|{body}"
-
-
-def spawn(code: str, *args: object) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(code), *map(str, args)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 def read_journal(path: Path) -> tuple[dict[str, dict], list[bytes], list[str]]:

@@ -13,11 +13,11 @@ import random
 import re
 import signal
 import subprocess
-import sys
-import textwrap
 import threading
 import time
 from pathlib import Path
+
+from processes import spawn
 
 from jupyter_agent_memory import AgentMemory
 
@@ -76,15 +76,6 @@ COUNTER = """
         done += 1
     print("conflicts", conflicts, file=sys.stderr)
 """
-
-
-def spawn(code: str, *args: object) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(code), *map(str, args)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 def collect(proc: subprocess.Popen[str], acked: list[int]) -> threading.Thread:
