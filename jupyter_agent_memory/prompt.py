@@ -22,6 +22,7 @@ from typing import Any
 from .errors import UnsafePathError
 from .paths import Folder, describe, file_key, match_name
 from .store import FACT, JOURNAL, MEMORY_DIR, SOUL, USER, AgentMemory
+from .watch import Plan, Watch
 
 DEFAULT_TOOL_NAME = "mcp__agent-memory__memory"
 SYSTEM_FILE = "system.md"
@@ -29,6 +30,8 @@ BOOTSTRAP_TAG = "bootstrap"
 # A SOUL.md with at most this many characters of real text (headings and quotes removed)
 # is still a stub, so the agent has not been set up yet.
 SOUL_STUB_CHARS = 50
+# Cached prompts kept per builder (each holds a few open handles).
+_MAX_WATCHES = 16
 
 
 class PromptBudgetWarning(UserWarning):
@@ -116,7 +119,7 @@ class PromptBuilder:
         self._listings: dict[Path, tuple[tuple[Any, ...], list[str]]] = {}
         self._prompts: dict[tuple[Any, ...], Prompt] = {}
         self._workspaces: dict[Any, str] = {}
-        self._watched: dict[tuple[Any, ...], tuple[tuple[str, ...], tuple[Any, ...], Prompt]] = {}
+        self._watched: dict[tuple[Any, ...], Watch] = {}
 
     # -- public API ------------------------------------------------------------------------
 
@@ -146,24 +149,30 @@ class PromptBuilder:
                 # Only absolute spellings are memoised: a relative one depends on the cwd.
                 self._workspaces[workspace] = space
         watch_key = (str(folder), space, completed, bool(has_user_instructions), budget)
-        # Fast path: one lstat per file and folder the last build depended on, on plain strings;
-        # when none changed, the previous prompt is still exact.
-        watched = self._watched.get(watch_key)
-        if watched is not None and _unchanged(watched[0], watched[1]):
-            prompt = watched[2]
+        # Fast path: one stat call per file and folder the last build depended on; when none
+        # changed, the previous prompt is still exact.
+        watch = self._watched.get(watch_key)
+        if watch is not None and watch.unchanged():
+            prompt = watch.prompt
         else:
-            paths = watched[0] if watched else _expected_paths(folder, space)
-            keys = _stat_all(paths)
-            # The keys were taken before reading, so a change made during the build shows up
-            # as a difference next time and is never hidden behind a stale prompt.
-            prompt, used = self._build(
+            plan = watch.plan if watch is not None else _expected_plan(folder, space)
+            armed = Watch(plan)
+            complete = armed.arm()  # keys first: see watch.py
+            prompt, needed = self._build(
                 Path(folder), Path(space), config, has_user_instructions, budget
             )
-            if len(self._watched) > 64:
-                self._watched.clear()
-            # When the build resolved other names (case variants), the next build stats those
-            # before it trusts anything.
-            self._watched[watch_key] = (used, keys if used == paths else None, prompt)
+            if watch is not None:
+                watch.close()
+            if complete and needed == plan:
+                armed.prompt = prompt
+            else:
+                # Other names than expected (case variants, missing files): the next build
+                # arms this plan before it trusts anything.
+                armed.close()
+                armed = Watch(needed)
+            if len(self._watched) >= _MAX_WATCHES:
+                self._close_watches()
+            self._watched[watch_key] = armed
         for message in prompt.warnings:
             warnings.warn(message, PromptBudgetWarning, stacklevel=2)
         return prompt
@@ -175,7 +184,7 @@ class PromptBuilder:
         config: Mapping[str, Any],
         has_user_instructions: bool,
         budget: int | None,
-    ) -> tuple[Prompt, tuple[str, ...]]:
+    ) -> tuple[Prompt, Plan]:
         """Build through the content caches; also returns every path the build depends on."""
         soul, user, facts = self._load_agent_files(folder)
         system = self._load_system(space)
@@ -254,8 +263,13 @@ class PromptBuilder:
         self._files.clear()
         self._listings.clear()
         self._prompts.clear()
-        self._watched.clear()
+        self._close_watches()
         self._workspaces.clear()
+
+    def _close_watches(self) -> None:
+        for watch in self._watched.values():
+            watch.close()
+        self._watched.clear()
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -345,7 +359,9 @@ class PromptBuilder:
             )
         loaded = self._load(workspace, listing, SYSTEM_FILE)
         # An empty system.md still replaces the client's base prompt, with ''.
-        return _Loaded(loaded.path, (loaded.key, listing[0]), loaded.text or "")
+        return _Loaded(
+            loaded.path, (loaded.key, listing[0]), loaded.text or "", loaded.raw, loaded.regular
+        )
 
     # -- assembling ------------------------------------------------------------------------
 
@@ -465,81 +481,43 @@ def _agent_folder(agent: AgentMemory | str | os.PathLike[str]) -> Path:
     return Path(os.path.realpath(raw.parent)) / raw.name
 
 
-def _expected_paths(folder: str | os.PathLike[str], space: str) -> tuple[str, ...]:
+def _expected_plan(folder: str | os.PathLike[str], space: str) -> Plan:
     """What a build usually depends on: the three files by exact name, no system.md."""
     agent = os.fspath(folder)
-    return (
-        os.path.join(agent, SOUL),
-        os.path.join(agent, USER),
-        os.path.join(agent, MEMORY_DIR, FACT),
-        space,
+    memory = os.path.join(agent, MEMORY_DIR)
+    return Plan(
+        paths=(agent, space),
+        handles=(
+            memory,
+            os.path.join(agent, SOUL),
+            os.path.join(agent, USER),
+            os.path.join(memory, FACT),
+        ),
     )
 
 
 def _dependencies(
     folder: Path, space: Path, soul: _Loaded, user: _Loaded, facts: _Loaded, system: _Loaded | None
-) -> tuple[str, ...]:
-    """The paths whose lstat keys tell whether a build is still exact.
+) -> Plan:
+    """Everything whose change could change the prompt (see :mod:`.watch`).
 
-    A file present under its exact name cannot be displaced by a case variant (the exact name
-    wins), so its own key covers it: editing, replacing, removing it or swapping it for a link
-    all change that key. A missing file, a case variant or a link can be displaced by a new
-    entry, so then the folder holding it is watched as well (its key changes with every entry
-    added, removed or renamed). A link swapped in for the agent folder or ``memory/`` itself
-    changes the file keys unless it points back at the very same folder, which holds the same
-    real files.
+    The agent folder and the workspace are checked by path: they see entries (a new
+    ``system.md``, a case variant of a missing file, ``memory/`` replaced) and the folders
+    themselves being replaced. ``memory/`` and every file that was read are held open: edits,
+    replacements and deletions all change their keys. A link or a missing file is never held;
+    the folder around it covers it.
     """
-    exact = {
-        SOUL: soul.regular and soul.path.name == SOUL,
-        USER: user.regular and user.path.name == USER,
-        FACT: facts.regular and facts.path.name == FACT and facts.path.parent.name == MEMORY_DIR,
-    }
-    paths = [soul.path, user.path, facts.path]
-    if not (exact[SOUL] and exact[USER] and exact[FACT]):
-        paths.append(folder)
-    if not exact[FACT]:
-        paths.append(facts.path.parent)
-    if system is not None:
-        paths.append(system.path)
-    if system is None or system.path.name != SYSTEM_FILE:
-        paths.append(space)
-    return tuple(map(str, paths))
+    memory = facts.path.parent
+    handles = [memory] if memory.parent == folder and _is_real_dir(memory) else []
+    handles += [part.path for part in (soul, user, facts, system) if part and part.regular]
+    return Plan(paths=(str(folder), str(space)), handles=tuple(map(str, handles)))
 
 
-def _unchanged(paths: tuple[str, ...], keys: tuple[Any, ...] | None) -> bool:
-    """True when every path still has its key (the hot path of a cached build)."""
-    if keys is None:
+def _is_real_dir(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
         return False
-    lstat = os.lstat
-    for path, key in zip(paths, keys, strict=True):
-        try:
-            st = lstat(path)
-        except OSError:
-            if key is not None:
-                return False
-            continue
-        if key is None or key != (
-            st.st_mtime_ns,
-            st.st_ctime_ns,
-            st.st_size,
-            st.st_ino,
-            st.st_mode,
-        ):
-            return False
-    return True
-
-
-def _stat_all(paths: tuple[str, ...]) -> tuple[Any, ...]:
-    """Change keys of ``paths`` (None for a missing one), without following links."""
-    keys = []
-    for path in paths:
-        try:
-            st = os.lstat(path)
-        except OSError:
-            keys.append(None)
-        else:
-            keys.append((st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_mode))
-    return tuple(keys)
 
 
 def _section(name: str, source: Path | None, text: str) -> Section:

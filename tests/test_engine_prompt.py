@@ -462,6 +462,42 @@ def test_a_cached_builder_sees_case_variants_appear_and_links_swapped_in(
     assert "Python 3.11" not in builder.build(agent, workspace=workspace).text
 
 
+def test_a_cached_builder_sees_renames_and_a_replaced_root(
+    agent: AgentMemory, workspace: Path, tmp_path: Path
+) -> None:
+    builder = PromptBuilder()
+    assert "Python 3.11" in builder.build(agent, workspace=workspace).text
+    fact = agent.path / "memory" / "FACT.md"
+    fact.rename(fact.with_name("FACT.old"))
+    assert "<facts>" not in builder.build(agent, workspace=workspace).context
+    fact.with_name("FACT.old").rename(fact)
+    assert "Python 3.11" in builder.build(agent, workspace=workspace).text
+    # The whole root moved away and a new agent took the same path.
+    root = agent.path.parent
+    root.rename(tmp_path / "old-root")
+    fresh = AgentMemory.open(agent.path)
+    fresh.write_soul(LONG_SOUL.replace("Ada", "Zoe"))
+    text = builder.build(fresh, workspace=workspace).text
+    assert "I am Zoe" in text and "Python 3.11" not in text
+
+
+def test_a_builder_holds_a_bounded_number_of_handles(agent: AgentMemory, tmp_path: Path) -> None:
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    builder = PromptBuilder()
+    before = open_fds()
+    for i in range(40):
+        space = tmp_path / f"ws{i}"
+        space.mkdir()
+        builder.build(agent, workspace=space)
+        builder.build(agent, workspace=space)
+    # At most 16 cached prompts, each holding memory/, SOUL.md, USER.md and FACT.md.
+    assert 0 < open_fds() - before <= 16 * 4
+    builder.clear_cache()
+    assert open_fds() == before
+
+
 # -- budget ------------------------------------------------------------------------------------
 
 
