@@ -15,11 +15,11 @@ import os
 import stat
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .errors import UnsafePathError
+from .errors import INTERNAL_ERROR, MemoryToolError, UnsafePathError
 from .paths import Folder, describe, file_key, match_name
 from .store import FACT, JOURNAL, MEMORY_DIR, SOUL, USER, AgentMemory
 from .watch import Plan, Watch
@@ -30,6 +30,7 @@ BOOTSTRAP_TAG = "bootstrap"
 # A SOUL.md with at most this many characters of real text (headings and quotes removed)
 # is still a stub, so the agent has not been set up yet.
 SOUL_STUB_CHARS = 50
+_MISSING = (None,)
 # Cached prompts kept per builder (each holds a few open handles).
 _MAX_WATCHES = 16
 
@@ -293,7 +294,7 @@ class PromptBuilder:
         return key, names
 
     def _load(self, folder: Path, listing: tuple[Any, list[str]] | None, canonical: str) -> _Loaded:
-        missing = _Loaded(folder / canonical, (None,), None)
+        missing = _Loaded(folder / canonical, _MISSING, None)
         if listing is None:
             return missing
         name = match_name(listing[1], canonical)
@@ -329,39 +330,25 @@ class PromptBuilder:
         memory = folder / (memory_name or MEMORY_DIR)
         facts = self._load(memory, self._listing(memory) if memory_name else None, FACT)
         # The folder keys belong in the cache key too: a file appearing changes a listing.
-        return (
-            _Loaded(
-                soul.path,
-                (soul.key, listing[0] if listing else None),
-                soul.text,
-                soul.raw,
-                soul.regular,
-            ),
-            user,
-            facts,
-        )
+        return replace(soul, key=(soul.key, listing[0] if listing else None)), user, facts
 
     def _load_system(self, workspace: Path) -> _Loaded | None:
         listing = self._listing(workspace)
-        if listing is None:
-            return None
-        name = match_name(listing[1], SYSTEM_FILE)
-        if name is None:
-            return None
-        path = workspace / name
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
-            return None
-        if not stat.S_ISREG(st.st_mode):
-            raise UnsafePathError(
-                f"Refusing to read {path}: it is {describe(st)}, not a regular file"
-            )
         loaded = self._load(workspace, listing, SYSTEM_FILE)
+        if loaded.key == _MISSING:
+            return None
+        if loaded.key[0] == "unreadable":
+            raise MemoryToolError(f"Cannot read {loaded.path}", INTERNAL_ERROR)
+        if not loaded.regular:
+            try:
+                kind = describe(os.lstat(loaded.path))
+            except OSError:
+                kind = "gone"
+            raise UnsafePathError(
+                f"Refusing to read {loaded.path}: it is {kind}, not a regular file"
+            )
         # An empty system.md still replaces the client's base prompt, with ''.
-        return _Loaded(
-            loaded.path, (loaded.key, listing[0]), loaded.text or "", loaded.raw, loaded.regular
-        )
+        return replace(loaded, key=(loaded.key, listing[0]), text=loaded.text or "")
 
     # -- assembling ------------------------------------------------------------------------
 
