@@ -47,6 +47,13 @@ class UnsafePathError(MemoryToolError):
         super().__init__(message, INTERNAL_ERROR)
 
 
+class VersionNotFoundError(MemoryToolError):
+    """A well-formed FACT.md version id (sha256 or prefix) that matches no stored version."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, INVALID_PARAMS)
+
+
 class InvalidAgentIdError(MemoryToolError, ValueError):
     """An agent id that cannot name a folder under the agents root."""
 

@@ -588,17 +588,12 @@ def build_session_prompt(builder: Any, mem: AgentMemory, workspace: Path | str |
 
 def _journal_size(mem: AgentMemory) -> int:
     """Size in bytes of the agent's journal, -1 when it does not exist (no link is followed)."""
-    from .paths import Folder
+    from .paths import match_name
     from .store import JOURNAL, MEMORY_DIR
 
-    with Folder.open(mem.path) as agent:
-        memory_name = agent.lookup(MEMORY_DIR)
-        if memory_name is None:
-            return -1
-        with agent.subfolder(memory_name) as memory:
-            name = memory.lookup(JOURNAL)
-            st = memory.lstat(name) if name is not None else None
-    return st.st_size if st is not None else -1
+    stats = mem.file_stats()
+    name = match_name(list(stats), f"{MEMORY_DIR}/{JOURNAL}")
+    return stats[name].st_size if name is not None else -1
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -64,28 +64,13 @@ def memory_fingerprint(mem: AgentMemory) -> tuple[Any, ...]:
     Names plus (mtime, ctime, size, inode) of the entries in the agent folder and in
     ``memory/``, read with lstat only (no link is followed, no file is read).
     """
-    from .paths import Folder, file_key
-    from .store import LOCK, MEMORY_DIR
+    from .paths import file_key
 
-    items: list[tuple[str, Any]] = []
     try:
-        with Folder.open(mem.path) as agent:
-            names = sorted(agent.names())
-            for name in names:
-                st = agent.lstat(name)
-                if st is not None:
-                    items.append((name, file_key(st)))
-            memory_name = agent.lookup(MEMORY_DIR, names)
-            if memory_name is not None:
-                with agent.subfolder(memory_name) as memory:
-                    for name in sorted(memory.names()):
-                        st = memory.lstat(name)
-                        # The lock file is touched by every writer without changing content.
-                        if st is not None and name != LOCK:
-                            items.append((f"{memory_name}/{name}", file_key(st)))
+        stats = mem.file_stats()
     except (OSError, MemoryToolError) as exc:
         return ("unavailable", str(exc))
-    return tuple(items)
+    return tuple(sorted((name, file_key(st)) for name, st in stats.items()))
 
 
 def _message(text: str, kind: str = "info") -> str:

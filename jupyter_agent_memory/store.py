@@ -29,6 +29,7 @@ from .errors import (
     MemoryConflictError,
     MemoryToolError,
     UnsafePathError,
+    VersionNotFoundError,
 )
 from .paths import Folder, resolve_target, sha256_hex
 
@@ -231,6 +232,32 @@ class AgentMemory:
         """sha256 of USER.md as on disk (of ``b''`` when missing)."""
         return sha256_hex(self._read_agent_file(USER))
 
+    def file_stats(self) -> dict[str, os.stat_result]:
+        """``lstat`` of every entry of the agent folder and of ``memory/``, nothing read.
+
+        Keys are names as on disk (``"SOUL.md"``, ``"memory/FACT.md"``, …); the lock file,
+        which every writer touches without changing anything, is left out. No link is
+        followed; a missing agent folder gives ``{}``.
+        """
+        stats: dict[str, os.stat_result] = {}
+        try:
+            with Folder.open(self.path) as agent:
+                names = agent.names()
+                for name in names:
+                    st = agent.lstat(name)
+                    if st is not None:
+                        stats[name] = st
+                memory_name = agent.lookup(MEMORY_DIR, names)
+                if memory_name is not None:
+                    with agent.subfolder(memory_name) as mem:
+                        for name in mem.names():
+                            st = mem.lstat(name)
+                            if st is not None and name != LOCK:
+                                stats[f"{memory_name}/{name}"] = st
+        except FileNotFoundError:
+            return {}
+        return stats
+
     # -- FACT.md ---------------------------------------------------------------------------
 
     def update_facts(self, text: str, expected_sha256: str | None = None) -> str:
@@ -329,16 +356,26 @@ class AgentMemory:
             for _name, ts, content in self._versions()
         ]
 
+    def history_version(self, sha: str) -> tuple[str, str]:
+        """``(full sha256, text)`` of the stored FACT.md version named by ``sha``.
+
+        ``sha`` is a full sha256 or a unique prefix of at least 7 hex digits. A malformed or
+        ambiguous id raises :class:`MemoryToolError`; one that matches nothing raises
+        :class:`~jupyter_agent_memory.errors.VersionNotFoundError`.
+        """
+        digest, content = self._find_version(sha)
+        return digest, _decode(content)
+
     def history_text(self, sha: str) -> str:
         """Text of the stored FACT.md version named by a full sha256 or unique prefix (>= 7)."""
-        return _decode(self._find_version(sha))
+        return self.history_version(sha)[1]
 
     def restore(self, sha: str) -> str:
         """Make a stored FACT.md version current again (a normal update); returns its sha256."""
-        return self.update_facts(_decode(self._find_version(sha)))
+        return self.update_facts(self.history_version(sha)[1])
 
-    def _find_version(self, sha: str) -> bytes:
-        if not isinstance(sha, str) or len(sha) < 7 or not _HEX.match(sha):
+    def _find_version(self, sha: str) -> tuple[str, bytes]:
+        if not isinstance(sha, str) or len(sha) < 7 or not _HEX.fullmatch(sha):
             raise MemoryToolError(
                 f'Invalid version "{sha}": give a sha256 or a prefix of at least 7 hex digits',
                 INVALID_PARAMS,
@@ -350,14 +387,14 @@ class AgentMemory:
             if digest.startswith(prefix):
                 matches[digest] = content
         if not matches:
-            raise MemoryToolError(f'No FACT.md version matches "{sha}"', INVALID_PARAMS)
+            raise VersionNotFoundError(f'No FACT.md version matches "{sha}"')
         if len(matches) > 1:
             raise MemoryToolError(
                 f'Version "{sha}" is ambiguous: it matches {len(matches)} versions; '
                 "give more digits",
                 INVALID_PARAMS,
             )
-        return next(iter(matches.values()))
+        return next(iter(matches.items()))
 
     # -- SOUL.md / USER.md -----------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_agent_memory import AgentMemory, MemoryToolError, PromptBuilder
+from jupyter_agent_memory import AgentMemory, MemoryToolError, PromptBuilder, VersionNotFoundError
 
 HISTORY_TS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
 BAD_REF = 'Invalid version "{}": give a sha256 or a prefix of at least 7 hex digits'
@@ -118,6 +118,17 @@ def test_history_text_by_full_sha_and_prefix(mem: AgentMemory) -> None:
     assert mem.history_text(digest) == "old facts\n"
     assert mem.history_text(digest[:7]) == "old facts\n"
     assert mem.history_text(digest[:7].upper()) == "old facts\n"
+    assert mem.history_version(digest[:9]) == (digest, "old facts\n")
+
+
+def test_only_an_unmatched_well_formed_id_is_version_not_found(mem: AgentMemory) -> None:
+    mem.update_facts("v1\n")
+    mem.update_facts("v2\n")
+    with pytest.raises(VersionNotFoundError):
+        mem.history_version("0000000")
+    with pytest.raises(MemoryToolError) as info:
+        mem.history_version("abcdef1\n")
+    assert not isinstance(info.value, VersionNotFoundError)
 
 
 def test_restore_by_full_sha_is_a_normal_update(mem: AgentMemory) -> None:

@@ -410,6 +410,26 @@ def test_read_facts_pairs_text_with_its_own_hash(mem: AgentMemory) -> None:
     assert sha == hashlib.sha256("- caf\u00e9\n".encode()).hexdigest()
 
 
+def test_file_stats_list_entries_without_following_links(
+    mem: AgentMemory, outside: Path
+) -> None:
+    mem.update_facts("x\n")
+    mem.append("e")
+    (mem.path / "memory" / "link.md").symlink_to(outside)
+    stats = mem.file_stats()
+    assert sorted(stats) == [
+        "SOUL.md",
+        "USER.md",
+        "memory",
+        "memory/FACT.md",
+        "memory/JOURNAL.jsonl",
+        "memory/link.md",
+    ]
+    assert stat.S_ISLNK(stats["memory/link.md"].st_mode)
+    assert stats["memory/FACT.md"].st_size == 2
+    assert AgentMemory(mem.path.parent / "missing").file_stats() == {}
+
+
 def test_read_soul_and_user_pair_text_with_hash(mem: AgentMemory) -> None:
     assert mem.read_soul() == ("", hashlib.sha256(b"").hexdigest())
     soul = mem.write_soul("I am Ada.\n")

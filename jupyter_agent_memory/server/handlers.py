@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +30,7 @@ from .. import (
     MemoryToolError,
     PromptBuilder,
     UnsafePathError,
+    VersionNotFoundError,
     list_agents,
     list_templates,
     provision,
@@ -46,10 +46,6 @@ T = TypeVar("T")
 AUTH_RESOURCE = "agent-memory"
 
 _SETTINGS_KEY = "agent_memory"
-
-# What the engine accepts as a FACT.md version id: a sha256 or a prefix of >= 7 hex digits.
-_VERSION_ID = re.compile(r"[0-9a-fA-F]{7,64}")
-
 
 # -- response shapes (mirrored in labextension/src/api.ts) ------------------------------------
 
@@ -509,18 +505,10 @@ class VersionHandler(AgentMemoryHandler):
         def work() -> VersionResponse:
             mem = self.open_agent(agent_id)
             try:
-                content = mem.history_text(sha)
-            except MemoryToolError as exc:
-                # A well-formed version id that matches nothing is "not found"; malformed or
-                # ambiguous ids stay 400. The message is the engine's either way.
-                matches = [v for v in mem.history() if v["sha256"].startswith(sha.lower())]
-                if not matches and _VERSION_ID.fullmatch(sha):
-                    raise ApiError(404, exc.message) from None
-                raise
-            wanted = sha.lower()
-            full = next(
-                (v["sha256"] for v in mem.history() if v["sha256"].startswith(wanted)), wanted
-            )
+                full, content = mem.history_version(sha)
+            except VersionNotFoundError as exc:
+                # Malformed or ambiguous ids stay 400; the message is the engine's either way.
+                raise ApiError(404, exc.message) from None
             return {"agent": agent_id, "sha256": full, "content": content}
 
         self.reply(await self.run(work))
