@@ -33,6 +33,7 @@ _EXPORTS = {
     "MemoryConflictError": ".errors",
     "UnsafePathError": ".errors",
     "InvalidAgentIdError": ".errors",
+    "AgentNotFoundError": ".errors",
     "VersionNotFoundError": ".errors",
     "TemplateError": ".errors",
     "MEMORY_TOOL": ".tool",

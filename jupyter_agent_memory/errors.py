@@ -66,3 +66,21 @@ class TemplateError(MemoryToolError, ValueError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, INVALID_PARAMS)
+
+
+class AgentNotFoundError(MemoryToolError):
+    """A read-only command named an agent whose folder does not exist; nothing was created.
+
+    Only explicit commands create agents (``init``, ``%agent_memory TARGET``,
+    ``AgentMemory.open`` with ``create=True``, REST ``POST agents``), so a typo never leaves a
+    folder behind. ``path`` is the resolved folder.
+    """
+
+    def __init__(self, path: object, label: str | None = None) -> None:
+        name = label if label is not None else str(path)
+        super().__init__(
+            f"Agent {name!r} does not exist (no folder at {path}); create it with "
+            f"`jupyter-agent-memory init --agent {name}` or `%agent_memory {name}`",
+            INVALID_PARAMS,
+        )
+        self.path = path

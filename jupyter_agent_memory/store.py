@@ -18,7 +18,7 @@ import json
 import os
 import re
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from typing import Any
 from . import journal
 from .errors import (
     INVALID_PARAMS,
+    AgentNotFoundError,
     MemoryConflictError,
     MemoryToolError,
     UnsafePathError,
@@ -71,12 +72,26 @@ class AgentMemory:
         root: str | os.PathLike[str] | None = None,
         fsync_appends: bool = True,
         history_limit: int = DEFAULT_HISTORY_LIMIT,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.path = Path(path)
         self.agent_id = agent_id
         self.root = Path(root) if root is not None else self.path.parent
         self.fsync_appends = fsync_appends
         self.history_limit = max(1, int(history_limit))
+        # Injectable so simulations (the evaluation harness) can run on their own timeline.
+        self.clock = clock
+
+    def now(self) -> datetime:
+        """The current time as this agent sees it (UTC): ``clock()`` when one was given."""
+        if self.clock is None:
+            return datetime.now(timezone.utc)
+        moment = self.clock()
+        return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+    def exists(self) -> bool:
+        """Whether the agent folder exists (as anything: a link or file is refused later)."""
+        return os.path.lexists(self.path)
 
     @classmethod
     def open(
@@ -90,12 +105,13 @@ class AgentMemory:
         """Open an agent by id (under ``root``) or by folder path, creating its layout.
 
         ``target`` defaults to the default agent. A :class:`~pathlib.Path`, or a string that
-        contains a path separator or starts with ``.`` or ``~``, is a folder path.
+        contains a path separator or starts with ``.`` or ``~``, is a folder path. With
+        ``create=False`` nothing is created and a missing folder raises
+        :class:`~jupyter_agent_memory.errors.AgentNotFoundError` (read-only commands use it).
         """
         path, agent_id, base = resolve_target(target, root)
         memory = cls(path, agent_id=agent_id, root=base, **options)
-        if create:
-            memory.ensure_layout()
+        memory._require_or_create(create)
         return memory
 
     @classmethod
@@ -116,9 +132,14 @@ class AgentMemory:
 
         path, base = resolve_agent_id(agent_id, root)
         memory = cls(path, agent_id=agent_id, root=base, **options)
-        if create:
-            memory.ensure_layout()
+        memory._require_or_create(create)
         return memory
+
+    def _require_or_create(self, create: bool) -> None:
+        if create:
+            self.ensure_layout()
+        elif not self.exists():
+            raise AgentNotFoundError(self.path, self.agent_id)
 
     def __repr__(self) -> str:
         label = self.agent_id if self.agent_id is not None else str(self.path)
@@ -316,7 +337,7 @@ class AgentMemory:
             and history.read_bytes(newest) == content
         ):
             return None
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+        stamp = self.now().astimezone(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
         base = f"{stamp}-{short}"
         name, counter = f"{base}.md", 1
         while name in names:
@@ -480,7 +501,7 @@ class AgentMemory:
         if isinstance(tags, str):
             tags = [tags]
         entry = {
-            "ts": journal.now_timestamp(),
+            "ts": journal.format_timestamp(self.now()),
             "tags": [t for t in tags if isinstance(t, str)],
             "text": text,
         }

@@ -13,6 +13,7 @@ import pytest
 
 from jupyter_agent_memory import (
     AgentMemory,
+    AgentNotFoundError,
     InvalidAgentIdError,
     MemoryToolError,
     UnsafePathError,
@@ -235,9 +236,19 @@ def test_home_folder_spelled_out_is_refused(monkeypatch: pytest.MonkeyPatch) -> 
         AgentMemory.open(Path.home(), create=False)
 
 
-def test_open_without_create_makes_nothing(agents_root: Path) -> None:
-    mem = AgentMemory.open("lazy", create=False)
-    assert mem.path == agents_root / "lazy"
+def test_open_without_create_refuses_a_missing_agent_and_makes_nothing(
+    agents_root: Path,
+) -> None:
+    with pytest.raises(AgentNotFoundError) as info:
+        AgentMemory.open("lazy", create=False)
+    assert str(agents_root / "lazy") in str(info.value)
+    assert "jupyter-agent-memory init --agent lazy" in str(info.value)
+    assert info.value.code == -32602
+    assert not agents_root.exists()
+
+
+def test_an_unopened_agent_reads_as_empty_and_makes_nothing(agents_root: Path) -> None:
+    mem = AgentMemory(agents_root / "lazy")
     assert not agents_root.exists()
     assert (mem.facts, mem.soul, mem.user) == ("", "", "")
     assert mem.history() == []

@@ -229,7 +229,7 @@ def test_append_requires_non_empty_string_text(mem: AgentMemory, text: Any) -> N
 def test_arguments_are_checked_before_any_file_is_touched(
     agents_root: Path, args: dict[str, Any], message: str
 ) -> None:
-    mem = AgentMemory.open("ghost", create=False)
+    mem = AgentMemory(agents_root / "ghost")
     error = tool_error(mem, args)
     assert (error.code, error.message) == (-32602, message)
     assert not agents_root.exists()

@@ -36,7 +36,7 @@ from .. import (
     provision,
     validate_agent_id,
 )
-from ..errors import INVALID_PARAMS
+from ..errors import INVALID_PARAMS, AgentNotFoundError
 from . import API_PREFIX
 from .config import AgentMemoryServer
 
@@ -276,10 +276,10 @@ class AgentMemoryHandler(APIHandler):
         to the engine, which refuses it (403).
         """
         root = self.state.config.resolved_root()
-        mem = AgentMemory.open_id(agent_id, root, create=False)
-        if not os.path.lexists(mem.path):
-            raise ApiError(404, f'Agent "{agent_id}" does not exist under {root}')
-        return mem
+        try:
+            return AgentMemory.open_id(agent_id, root, create=False)
+        except AgentNotFoundError:
+            raise ApiError(404, f'Agent "{agent_id}" does not exist under {root}') from None
 
 
 # -- handlers ----------------------------------------------------------------------------------
