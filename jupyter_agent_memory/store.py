@@ -44,6 +44,10 @@ LOCK = ".lock"
 TEMPLATE_RECORD = ".template.json"
 
 DEFAULT_HISTORY_LIMIT = 100
+# One limit for FACT.md, SOUL.md, USER.md and each journal entry, whatever surface sends it:
+# memory goes into every prompt, so a runaway write must fail loudly instead of silently
+# filling the context window.
+DEFAULT_MAX_BYTES = 1024 * 1024
 _TEMP_NAME = re.compile(r"^\..+\.[0-9a-f]{16}\.tmp$")
 _HISTORY_NAME = re.compile(r"^(\d{8}T\d{6}\.\d{6}Z)-([0-9a-f]{12})(?:-\d+)?\.md$")
 _HEX = re.compile(r"^[0-9a-fA-F]+$")
@@ -73,6 +77,7 @@ class AgentMemory:
         fsync_appends: bool = True,
         history_limit: int = DEFAULT_HISTORY_LIMIT,
         clock: Callable[[], datetime] | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         self.path = Path(path)
         self.agent_id = agent_id
@@ -81,6 +86,7 @@ class AgentMemory:
         self.history_limit = max(1, int(history_limit))
         # Injectable so simulations (the evaluation harness) can run on their own timeline.
         self.clock = clock
+        self.max_bytes = max(1, int(max_bytes))
 
     def now(self) -> datetime:
         """The current time as this agent sees it (UTC): ``clock()`` when one was given."""
@@ -288,7 +294,7 @@ class AgentMemory:
         that hash, :class:`MemoryConflictError` is raised and nothing is written. The previous
         content (when non-empty and different) is kept in ``memory/.history/``.
         """
-        data = _encode_text(text, "content")
+        data = encode_text(text, "content", self.max_bytes)
         with self._folders(create_memory=True) as (agent, mem):
             assert mem is not None
             with mem.locked(LOCK):
@@ -428,7 +434,7 @@ class AgentMemory:
         return self._write_agent_file(USER, text, expected_sha256)
 
     def _write_agent_file(self, canonical: str, text: str, expected: str | None) -> str:
-        data = _encode_text(text, "content")
+        data = encode_text(text, "content", self.max_bytes)
         with self._folders(create_memory=True) as (agent, mem):
             assert mem is not None
             with mem.locked(LOCK):
@@ -658,17 +664,29 @@ def _check_expected(path: Path, expected: str | None, current: bytes) -> None:
         raise MemoryConflictError(path, str(expected), actual)
 
 
-def _encode_text(text: str, field: str) -> bytes:
+def encode_text(text: str, field: str, max_bytes: int | None = None) -> bytes:
+    """``text`` as UTF-8, refusing what no wire format could carry back.
+
+    A lone surrogate (half an emoji) raises -32602 naming ``field`` and the position, so
+    nothing unencodable is ever stored; with ``max_bytes``, a longer encoding raises -32602
+    naming the size and the limit. Every write of model or user text goes through here.
+    """
     if not isinstance(text, str):
         raise MemoryToolError(f"'{field}' must be a string", INVALID_PARAMS)
     try:
-        return text.encode("utf-8")
+        data = text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise MemoryToolError(
             f"'{field}' is not valid Unicode text: lone surrogate "
             f"U+{ord(text[exc.start]):04X} at position {exc.start}",
             INVALID_PARAMS,
         ) from None
+    if max_bytes is not None and len(data) > max_bytes:
+        raise MemoryToolError(
+            f"'{field}' is too large: {len(data)} bytes, the limit is {max_bytes} bytes",
+            INVALID_PARAMS,
+        )
+    return data
 
 
 def _decode(data: bytes) -> str:
