@@ -64,7 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     search = verbs.add_parser("search", parents=[common], help="search the journal, newest first")
     search.add_argument("query", nargs="?", default="", help="case-insensitive substring")
     search.add_argument("-t", "--tag", default="", metavar="TAG", help="only entries with TAG")
-    search.add_argument("-n", "--limit", default="20", metavar="N", help="most entries (20)")
+    search.add_argument(
+        "-n", "--limit", type=int, default=20, metavar="N", help="most entries (20)"
+    )
     search.add_argument("--since", default=None, help="ISO-8601 start of the time window")
     search.add_argument("--until", default=None, help="ISO-8601 end of the time window")
 
@@ -102,10 +104,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-def _open(args: argparse.Namespace) -> AgentMemory:
+def _open(args: argparse.Namespace, create: bool = False) -> AgentMemory:
+    """The agent named by ``--agent``; only ``init`` and ``demo`` may create it."""
     from .store import AgentMemory
 
-    return AgentMemory.open(args.agent)
+    return AgentMemory.open(args.agent, create=create)
 
 
 def _init(args: argparse.Namespace) -> int:
@@ -113,11 +116,11 @@ def _init(args: argparse.Namespace) -> int:
         from .templates import load_template, provision
 
         load_template(args.template)  # a bad template must not leave an empty agent behind
-        memory = _open(args)
+        memory = _open(args, create=True)
         definition = provision(args.template, memory)
         print(f"Agent {definition.name!r} ready at {memory.path}")
     else:
-        memory = _open(args)
+        memory = _open(args, create=True)
         print(f"Agent ready at {memory.path}")
     return 0
 
@@ -125,7 +128,9 @@ def _init(args: argparse.Namespace) -> int:
 def _fact(args: argparse.Namespace) -> int:
     memory = _open(args)
     if args.set is not None:
-        content = _read_text(args.set)
+        from .store import check_edit_body
+
+        content = check_edit_body(_read_text(args.set))
         print(memory.call_tool({"action": "update", "content": content}))
     elif args.history:
         versions = memory.history()
@@ -172,10 +177,12 @@ def _journal(args: argparse.Namespace) -> int:
 
 def _prompt(args: argparse.Namespace) -> int:
     memory = _open(args)
+    from .paths import require_workspace
     from .prompt import DEFAULT_TOOL_NAME, PromptBuilder
 
+    workspace = require_workspace(args.workspace) if args.workspace else None
     builder = PromptBuilder(tool_name=args.tool_name or DEFAULT_TOOL_NAME)
-    prompt = builder.build_session(memory, args.workspace)
+    prompt = builder.build_session(memory, workspace)
     print(prompt.text)
     return 0
 
@@ -207,7 +214,7 @@ def _agents(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from .templates import provision
 
-    memory = _open(args)
+    memory = _open(args, create=True)
     definition = provision("guide", memory)
     rule = "-" * 72
     print(f"Agent {definition.name!r} at {memory.path}\n")

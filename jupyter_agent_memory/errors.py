@@ -84,3 +84,48 @@ class AgentNotFoundError(MemoryToolError):
             INVALID_PARAMS,
         )
         self.path = path
+
+
+class LockTimeoutError(MemoryToolError):
+    """Another process held an agent's lock for longer than the configured wait.
+
+    Nothing was written. Raised instead of waiting for ever, so a stuck writer elsewhere
+    never stalls a server, a notebook or an MCP session.
+    """
+
+    def __init__(self, path: object, timeout: float) -> None:
+        super().__init__(
+            f"Timed out after {timeout:g} s waiting for the lock {path}: another process is "
+            "writing this agent's memory; nothing was written, try again",
+            INTERNAL_ERROR,
+        )
+        self.path = path
+
+
+class ContentTooLargeError(MemoryToolError):
+    """Text over the agent's size limit (``AgentMemory.max_bytes``); nothing was written."""
+
+    def __init__(self, field: str, size: int, limit: int) -> None:
+        super().__init__(
+            f"'{field}' is too large: {size} bytes, the limit is {limit} bytes", INVALID_PARAMS
+        )
+        self.size = size
+        self.limit = limit
+
+
+class InvalidWorkspaceError(MemoryToolError, ValueError):
+    """A session workspace that is not an existing folder."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, INVALID_PARAMS)
+
+
+class EmptyEditError(MemoryToolError, ValueError):
+    """A person saved an empty (or whitespace-only) FACT.md from an editing surface."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "Nothing to save: the new FACT.md is empty or only whitespace (FACT.md is never "
+            "cleared by accident; write at least one line)",
+            INVALID_PARAMS,
+        )

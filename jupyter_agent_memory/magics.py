@@ -13,8 +13,9 @@ Magics
     argument, show the memory panel in a notebook, or a text summary in a terminal.
 
 ``%fact [--raw | --history | --diff [SHA] | --restore SHA]``
-    Show FACT.md rendered as Markdown, its raw text, its earlier versions, a diff between an
-    earlier version and the current one, or restore an earlier version.
+    Show FACT.md rendered from Markdown (raw HTML in it shows as text), its raw text, its
+    earlier versions, a diff between an earlier version and the current one, or restore an
+    earlier version.
 
 ``%%fact_update``
     Make the cell body the new FACT.md (the tool's ``update`` action); prints the tool's text
@@ -62,7 +63,8 @@ from traitlets import CaselessStrEnum, Int, Unicode
 
 from .display import AgentSummary, DiffView, FactsView, HistoryView, JournalResult, PromptView
 from .errors import MemoryToolError
-from .store import AgentMemory
+from .paths import require_workspace
+from .store import AgentMemory, check_edit_body
 
 __all__ = [
     "AgentMemoryMagics",
@@ -186,13 +188,15 @@ class AgentMemoryMagics(Magics):
 
     # -- agents ----------------------------------------------------------------------------
 
-    def _open(self, target: str | None) -> AgentMemory:
+    def _open(self, target: str | None, create: bool = False) -> AgentMemory:
+        # Only %agent_memory creates; every other magic refuses a missing agent, so a typo
+        # in --agent never leaves a folder behind.
         with _engine_errors():
-            return AgentMemory.open(target or None, root=self.root or None)
+            return AgentMemory.open(target or None, root=self.root or None, create=create)
 
     @property
     def memory(self) -> AgentMemory:
-        """The active agent, opened (and created) on first use."""
+        """The active agent, opened on first use (refused when it does not exist)."""
         if self._memory is None:
             self._memory = self._open(self.default_agent)
         return self._memory
@@ -256,11 +260,15 @@ class AgentMemoryMagics(Magics):
             raise UsageError("Give the agent either as TARGET or as --agent, not both")
         target = args.target or args.agent
         if target:
-            mem = self._open(target)
+            mem = self._open(target, create=True)
             self.memory = mem
             print(f"Active agent: {self.describe(mem)}")
         else:
-            mem = self.memory
+            # Asking for the panel of the active agent is an explicit request to work with
+            # it, so the default agent is created here (and only here) on first use.
+            if self._memory is None:
+                self._memory = self._open(self.default_agent, create=True)
+            mem = self._memory
         if args.template:
             from .templates import provision
 
@@ -336,11 +344,14 @@ class AgentMemoryMagics(Magics):
     @argument("--agent", default=None, help="agent id or folder for this call only")
     @_clean_doc
     def fact(self, line: str = "") -> Any:
-        """Show FACT.md, the agent's durable knowledge, rendered as Markdown.
+        """Show FACT.md, the agent's durable knowledge, rendered from Markdown.
+
+        Raw HTML in FACT.md is shown as text and unsafe links are dropped: the file is written
+        by a model, and a notebook runs the HTML of its outputs.
 
         Examples::
 
-            %fact                       # rendered (plain text in a terminal)
+            %fact                       # rendered as safe HTML (plain text in a terminal)
             %fact --raw                 # exact text
             %fact --history             # earlier versions: time, sha256, size
             %fact --diff                # what the last update changed
@@ -408,9 +419,8 @@ class AgentMemoryMagics(Magics):
         """
         args = _parse(self.fact_update, line)
         mem = self.memory_for(args.agent)
-        # A body of only blank lines is an empty FACT.md: let the tool refuse it with its text.
-        content = cell if cell.strip() else ""
         with _engine_errors():
+            content = check_edit_body(cell)
             before = mem.facts
             result = mem.call_tool({"action": "update", "content": content})
             after = mem.facts
@@ -523,9 +533,8 @@ class AgentMemoryMagics(Magics):
         args = _parse(self.memprompt, line)
         _only_one(raw=args.raw, diff=args.diff)
         mem = self.memory_for(args.agent)
-        workspace = Path(args.workspace).expanduser() if args.workspace else Path.cwd()
-        if args.workspace and not workspace.is_dir():
-            raise UsageError(f"Workspace {args.workspace!r} is not a directory")
+        with _engine_errors():
+            workspace = require_workspace(args.workspace) if args.workspace else Path.cwd()
         budget = args.budget if args.budget is not None else self.budget_tokens
         builder = self._builder(budget)
         with _engine_errors():

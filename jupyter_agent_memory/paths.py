@@ -22,7 +22,12 @@ import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from .errors import InvalidAgentIdError, UnsafePathError
+from .errors import (
+    InvalidAgentIdError,
+    InvalidWorkspaceError,
+    LockTimeoutError,
+    UnsafePathError,
+)
 
 ROOT_ENV = "JUPYTER_AGENT_MEMORY_ROOT"
 AGENT_ENV = "JUPYTER_AGENT_MEMORY_AGENT"
@@ -37,6 +42,15 @@ _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 # O_NONBLOCK keeps a FIFO planted under a memory file name from hanging a read.
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+# How long a writer waits for another process's lock before giving up with a clear error.
+# A held lock must never stall a server or a notebook indefinitely.
+DEFAULT_LOCK_TIMEOUT = 10.0
+# errno values by which a filesystem says it cannot fsync a directory at all; any other
+# failure means the rename may not be durable and is reported.
+_FSYNC_UNSUPPORTED = frozenset(
+    {errno.EINVAL, errno.EBADF, getattr(errno, "ENOTSUP", errno.EINVAL), errno.EOPNOTSUPP}
+)
 
 
 def default_root() -> Path:
@@ -130,6 +144,19 @@ def resolve_agent_id(
     if folder.parent != base:  # defence in depth; validate_agent_id already rules this out
         raise UnsafePathError(f"Refusing to use {folder}: it resolves outside {base}")
     return folder, base
+
+
+def require_workspace(workspace: str | os.PathLike[str]) -> Path:
+    """The absolute session workspace, refusing one that is not an existing folder.
+
+    The prompt tells the model its working directory is this folder, so a mistyped path must
+    be an error on every surface instead of a confident falsehood.
+    """
+    path = Path(os.path.abspath(Path(workspace).expanduser()))
+    if not path.is_dir():
+        what = "does not exist" if not os.path.lexists(path) else "is not a folder"
+        raise InvalidWorkspaceError(f"Workspace {path} {what}; give an existing folder")
+    return path
 
 
 def list_agents(root: str | os.PathLike[str] | None = None) -> list[str]:
@@ -287,6 +314,14 @@ class Folder:
             raise UnsafePathError(
                 f"Refusing to use {path}: it is {describe(st)}, not a regular file"
             )
+        if st.st_nlink > 1:
+            # A hard link is a second name for a file that may live outside the agent folder:
+            # writing or reading through it would escape the folder as a symlink would.
+            os.close(fd)
+            raise UnsafePathError(
+                f"Refusing to use {path}: it has {st.st_nlink} hard links; memory files "
+                "must not share their data with another file"
+            )
         # Regular files ignore O_NONBLOCK for I/O, but clear it so behaviour is plain.
         with contextlib.suppress(OSError, AttributeError):
             os.set_blocking(fd, True)
@@ -331,7 +366,7 @@ class Folder:
                 while view:
                     written = os.write(fd, view)
                     view = view[written:]
-                os.fsync(fd)
+                _full_fsync(fd)
             finally:
                 os.close(fd)
             recheck()
@@ -350,9 +385,16 @@ class Folder:
             raise UnsafePathError(f"Refusing to write {self.display(name)}: it is {describe(st)}")
 
     def fsync(self) -> None:
-        """Flush the directory entry table to disk (makes a rename durable)."""
-        with contextlib.suppress(OSError):
-            os.fsync(self.fd)
+        """Flush the directory entry table to disk (makes a rename durable).
+
+        Only a filesystem that cannot fsync directories at all is tolerated; any other
+        failure is raised, because the rename may then be lost in a crash.
+        """
+        try:
+            _full_fsync(self.fd)
+        except OSError as exc:
+            if exc.errno not in _FSYNC_UNSUPPORTED:
+                raise
 
     def same_as(self, path: Path) -> bool:
         """True when ``path`` (not followed) is still this very directory."""
@@ -364,25 +406,55 @@ class Folder:
         return stat.S_ISDIR(st.st_mode) and (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
 
     @contextlib.contextmanager
-    def locked(self, name: str) -> Iterator[None]:
-        """Hold an exclusive advisory lock on the file ``name`` (created if needed)."""
+    def locked(self, name: str, timeout: float | None = DEFAULT_LOCK_TIMEOUT) -> Iterator[None]:
+        """Hold an exclusive advisory lock on the file ``name`` (created if needed).
+
+        Waits at most ``timeout`` seconds (``None``: for ever) for another holder, then
+        raises :class:`~jupyter_agent_memory.errors.LockTimeoutError` naming the lock file.
+        """
         fd = self.open_file(name, os.O_RDWR | os.O_CREAT)
         try:
-            _lock(fd)
+            _lock(fd, timeout, self.display(name))
             yield
         finally:
             os.close(fd)  # closing releases the lock
 
 
-def _lock(fd: int) -> None:
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        import msvcrt
+def _lock(fd: int, timeout: float | None, path: Path) -> None:
+    import fcntl
 
-        msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
+    if timeout is None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
         return
-    fcntl.flock(fd, fcntl.LOCK_EX)
+    import time
+
+    deadline = time.monotonic() + max(0.0, timeout)
+    pause = 0.001
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise LockTimeoutError(path, timeout) from None
+            # Short first waits keep uncontended hand-overs fast; the cap keeps polling cheap.
+            time.sleep(min(pause, remaining))
+            pause = min(pause * 2, 0.05)
+
+
+def _full_fsync(fd: int) -> None:
+    """fsync, or F_FULLFSYNC where the OS offers it (macOS: fsync alone may stay in cache)."""
+    import fcntl
+
+    full = getattr(fcntl, "F_FULLFSYNC", None)
+    if full is not None:
+        try:
+            fcntl.fcntl(fd, full)
+            return
+        except OSError:
+            pass  # not every filesystem supports it; plain fsync is the fallback
+    os.fsync(fd)
 
 
 def _unsafe_or_raise(

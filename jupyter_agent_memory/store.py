@@ -17,6 +17,7 @@ import contextlib
 import json
 import os
 import re
+import stat
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timezone
@@ -27,12 +28,14 @@ from . import journal
 from .errors import (
     INVALID_PARAMS,
     AgentNotFoundError,
+    ContentTooLargeError,
+    EmptyEditError,
     MemoryConflictError,
     MemoryToolError,
     UnsafePathError,
     VersionNotFoundError,
 )
-from .paths import Folder, resolve_target, sha256_hex
+from .paths import DEFAULT_LOCK_TIMEOUT, Folder, describe, resolve_target, sha256_hex
 
 SOUL = "SOUL.md"
 USER = "USER.md"
@@ -48,7 +51,8 @@ DEFAULT_HISTORY_LIMIT = 100
 # memory goes into every prompt, so a runaway write must fail loudly instead of silently
 # filling the context window.
 DEFAULT_MAX_BYTES = 1024 * 1024
-_TEMP_NAME = re.compile(r"^\..+\.[0-9a-f]{16}\.tmp$")
+# Temp files are named by Folder.write_atomic: "." + target name + "." + 16 hex + ".tmp".
+_TEMP_NAME = re.compile(r"^\.(?P<target>.+)\.[0-9a-f]{16}\.tmp$")
 _HISTORY_NAME = re.compile(r"^(\d{8}T\d{6}\.\d{6}Z)-([0-9a-f]{12})(?:-\d+)?\.md$")
 _HEX = re.compile(r"^[0-9a-fA-F]+$")
 EMPTY_SHA256 = sha256_hex(b"")
@@ -78,6 +82,7 @@ class AgentMemory:
         history_limit: int = DEFAULT_HISTORY_LIMIT,
         clock: Callable[[], datetime] | None = None,
         max_bytes: int = DEFAULT_MAX_BYTES,
+        lock_timeout: float | None = DEFAULT_LOCK_TIMEOUT,
     ) -> None:
         self.path = Path(path)
         self.agent_id = agent_id
@@ -87,6 +92,7 @@ class AgentMemory:
         # Injectable so simulations (the evaluation harness) can run on their own timeline.
         self.clock = clock
         self.max_bytes = max(1, int(max_bytes))
+        self.lock_timeout = lock_timeout
 
     def now(self) -> datetime:
         """The current time as this agent sees it (UTC): ``clock()`` when one was given."""
@@ -168,12 +174,15 @@ class AgentMemory:
                 if agent.lookup(name, names) is None:
                     agent.create_empty(name)
             memory_name = agent.lookup(MEMORY_DIR, names) or MEMORY_DIR
-            with agent.subfolder(memory_name, create=True) as mem, mem.locked(LOCK):
-                _sweep_temp_files(agent)
-                _sweep_temp_files(mem)
+            with (
+                agent.subfolder(memory_name, create=True) as mem,
+                mem.locked(LOCK, self.lock_timeout),
+            ):
+                _sweep_temp_files(agent, _AGENT_FILES)
+                _sweep_temp_files(mem, _MEMORY_FILES)
                 if mem.lookup(HISTORY_DIR) is not None:
                     with mem.subfolder(HISTORY_DIR) as history:
-                        _sweep_temp_files(history)
+                        _sweep_temp_files(history, None)
 
     @contextlib.contextmanager
     def _folders(self, create_memory: bool = False) -> Iterator[tuple[Folder, Folder | None]]:
@@ -191,6 +200,28 @@ class AgentMemory:
             raise UnsafePathError(f"Refusing to write: {self.path} was replaced while writing")
         if mem is not None and not mem.same_as(mem.path):
             raise UnsafePathError(f"Refusing to write: {mem.path} was replaced while writing")
+
+    def check_folder(self) -> None:
+        """Raise unless the agent folder is valid for memory actions.
+
+        As in the reference, SOUL.md or USER.md that is a link (or anything but a regular
+        file) makes the whole folder invalid: a prompt-injected model must not be able to
+        keep working in a folder someone has tampered with. A missing folder is fine here
+        (a write creates ``memory/`` only inside an existing folder).
+        """
+        try:
+            with Folder.open(self.path) as agent:
+                names = agent.names()
+                for canonical in (SOUL, USER):
+                    name = agent.lookup(canonical, names)
+                    st = agent.lstat(name) if name is not None else None
+                    if st is not None and not stat.S_ISREG(st.st_mode):
+                        raise UnsafePathError(
+                            f"Refusing to use the agent folder {self.path}: "
+                            f"{agent.display(name)} is {describe(st)}, not a regular file"
+                        )
+        except FileNotFoundError:
+            return
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -297,7 +328,7 @@ class AgentMemory:
         data = encode_text(text, "content", self.max_bytes)
         with self._folders(create_memory=True) as (agent, mem):
             assert mem is not None
-            with mem.locked(LOCK):
+            with mem.locked(LOCK, self.lock_timeout):
                 name = mem.lookup(FACT) or FACT
                 mem.require_replaceable(name)
                 current = mem.read_bytes(name) or b""
@@ -437,7 +468,7 @@ class AgentMemory:
         data = encode_text(text, "content", self.max_bytes)
         with self._folders(create_memory=True) as (agent, mem):
             assert mem is not None
-            with mem.locked(LOCK):
+            with mem.locked(LOCK, self.lock_timeout):
                 name = agent.lookup(canonical) or canonical
                 agent.require_replaceable(name)
                 _check_expected(agent.display(name), expected, agent.read_bytes(name) or b"")
@@ -452,7 +483,7 @@ class AgentMemory:
         stock = {s.lower() for s in stock_sha256}
         with self._folders(create_memory=True) as (agent, mem):
             assert mem is not None
-            with mem.locked(LOCK):
+            with mem.locked(LOCK, self.lock_timeout):
                 name = agent.lookup(canonical) or canonical
                 agent.require_replaceable(name)
                 current = agent.read_bytes(name)
@@ -467,7 +498,7 @@ class AgentMemory:
         """Create ``memory/<canonical>`` with ``data`` unless any case variant exists."""
         with self._folders(create_memory=True) as (agent, mem):
             assert mem is not None
-            with mem.locked(LOCK):
+            with mem.locked(LOCK, self.lock_timeout):
                 name = mem.lookup(canonical)
                 if name is not None:
                     mem.require_replaceable(name)
@@ -480,7 +511,7 @@ class AgentMemory:
         data = (json.dumps(record, indent=2, ensure_ascii=False) + "\n").encode()
         with self._folders(create_memory=True) as (agent, mem):
             assert mem is not None
-            with mem.locked(LOCK):
+            with mem.locked(LOCK, self.lock_timeout):
                 agent.write_atomic(TEMPLATE_RECORD, data, lambda: self._recheck(agent, mem))
 
     def template_info(self) -> dict[str, Any] | None:
@@ -514,7 +545,7 @@ class AgentMemory:
         line = journal.encode_line(entry)
         with self._folders(create_memory=True) as (_agent, mem):
             assert mem is not None
-            with mem.locked(LOCK):
+            with mem.locked(LOCK, self.lock_timeout):
                 name = mem.lookup(JOURNAL) or JOURNAL
                 fd = mem.open_file(name, os.O_RDWR | os.O_APPEND | os.O_CREAT)
                 try:
@@ -625,11 +656,16 @@ class AgentMemory:
 
 
 def normalize_limit(value: object) -> int:
-    """The tool's lenient ``limit`` rule: ints and int strings, at least 1; else 20."""
+    """The tool's lenient ``limit`` rule: ints, integral floats and int strings, at least 1.
+
+    Anything else means 20. ``3.0`` is an integer in JSON Schema, so it means 3.
+    """
     if isinstance(value, bool):
         return 20
     if isinstance(value, int):
         return max(1, value)
+    if isinstance(value, float):
+        return max(1, int(value)) if value.is_integer() else 20
     if isinstance(value, str):
         try:
             return max(1, int(value.strip()))
@@ -664,6 +700,18 @@ def _check_expected(path: Path, expected: str | None, current: bytes) -> None:
         raise MemoryConflictError(path, str(expected), actual)
 
 
+def check_edit_body(text: str) -> str:
+    """The one guard of the human editing surfaces (CLI ``fact --set``, ``%%fact_update``,
+    the panel, the sidebar): a FACT.md that is empty after trimming is refused.
+
+    The ``memory`` tool keeps the reference's rule (only ``""`` is refused), because a model
+    sends exactly what it means; an empty editor buffer is almost always an accident.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise EmptyEditError()
+    return text
+
+
 def encode_text(text: str, field: str, max_bytes: int | None = None) -> bytes:
     """``text`` as UTF-8, refusing what no wire format could carry back.
 
@@ -682,10 +730,7 @@ def encode_text(text: str, field: str, max_bytes: int | None = None) -> bytes:
             INVALID_PARAMS,
         ) from None
     if max_bytes is not None and len(data) > max_bytes:
-        raise MemoryToolError(
-            f"'{field}' is too large: {len(data)} bytes, the limit is {max_bytes} bytes",
-            INVALID_PARAMS,
-        )
+        raise ContentTooLargeError(field, len(data), max_bytes)
     return data
 
 
@@ -698,8 +743,29 @@ def _history_ts(stamp: str) -> str:
     return parsed.isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
-def _sweep_temp_files(folder: Folder) -> None:
+# The files each folder's atomic writes target (compared ignoring case, as lookups are).
+_AGENT_FILES = frozenset(n.casefold() for n in (SOUL, USER, TEMPLATE_RECORD))
+_MEMORY_FILES = frozenset(n.casefold() for n in (FACT,))
+
+
+def _sweep_temp_files(folder: Folder, targets: frozenset[str] | None) -> None:
+    """Remove temp files a crashed write of ours left: nothing else, whatever its name.
+
+    Only regular files named as :meth:`Folder.write_atomic` names the temp file of one of
+    ``targets`` (``None``: a history version) are removed; a user's file or folder that merely
+    looks like one is left alone.
+    """
     for name in folder.names():
-        if _TEMP_NAME.match(name):
+        match = _TEMP_NAME.match(name)
+        if match is None:
+            continue
+        target = match.group("target")
+        ours = (
+            _HISTORY_NAME.match(target) is not None
+            if targets is None
+            else target.casefold() in targets
+        )
+        st = folder.lstat(name)
+        if ours and st is not None and stat.S_ISREG(st.st_mode):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(name, dir_fd=folder.fd)

@@ -94,6 +94,7 @@ def call_tool(memory: AgentMemory, args: dict[str, Any]) -> str:
         content = args.get("content")
         if not isinstance(content, str) or not content:
             raise MemoryToolError("'content' is required for update action", INVALID_PARAMS)
+        _guard_io(memory.check_folder)
         _guard_io(memory.update_facts, content)
         return UPDATED
     if action == "append":
@@ -101,6 +102,7 @@ def call_tool(memory: AgentMemory, args: dict[str, Any]) -> str:
         if not isinstance(text, str) or not text:
             raise MemoryToolError("'text' is required for append action", INVALID_PARAMS)
         tags = args.get("tags")
+        _guard_io(memory.check_folder)
         entry = _guard_io(memory.append, text, tags if isinstance(tags, list) else [])
         return f"Journal entry added at {entry['ts']}."
     if action == "search":
@@ -109,6 +111,7 @@ def call_tool(memory: AgentMemory, args: dict[str, Any]) -> str:
         since = coerce_time(args.get("since"), "since")
         until = coerce_time(args.get("until"), "until")
         limit = normalize_limit(args.get("limit"))
+        _guard_io(memory.check_folder)
         result = _guard_io(memory.search_journal, query, tag, limit, since, until)
         if result is None:
             return NO_JOURNAL

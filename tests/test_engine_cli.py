@@ -17,6 +17,7 @@ import pytest
 import jupyter_agent_memory
 from jupyter_agent_memory import AgentMemory, PromptBuilder
 from jupyter_agent_memory.cli import DEMO_FACT, main
+from jupyter_agent_memory.errors import EmptyEditError
 
 ADDED = re.compile(r"^Journal entry added at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\.\n$")
 ERROR = "jupyter-agent-memory: error: "
@@ -85,6 +86,7 @@ def test_init_unknown_template_writes_nothing(
 
 
 def test_fact_shows_facts_exactly(agents_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    AgentMemory.open("f")  # only init creates agents
     assert run(capsys, "fact", "--agent", "f") == (0, "", "")
     AgentMemory.open("f").update_facts("- one\n- two")
     assert run(capsys, "fact", "--agent", "f") == (0, "- one\n- two", "")
@@ -92,6 +94,7 @@ def test_fact_shows_facts_exactly(agents_root: Path, capsys: pytest.CaptureFixtu
 
 def test_fact_set_from_a_file(agents_root: Path, tmp_path: Path,
                               capsys: pytest.CaptureFixture[str]) -> None:
+    AgentMemory.open("f")  # only init creates agents
     source = tmp_path / "facts.md"
     source.write_text("- from file ✓\n", encoding="utf-8")
     assert run(capsys, "fact", "--agent", "f", "--set", str(source)) == (0, "Memory updated.\n", "")
@@ -100,23 +103,27 @@ def test_fact_set_from_a_file(agents_root: Path, tmp_path: Path,
 
 def test_fact_set_from_stdin(agents_root: Path, capsys: pytest.CaptureFixture[str],
                              monkeypatch: pytest.MonkeyPatch) -> None:
+    AgentMemory.open("f")  # only init creates agents
     monkeypatch.setattr(sys, "stdin", io.StringIO("- from stdin\n"))
     assert run(capsys, "fact", "--agent", "f", "--set", "-") == (0, "Memory updated.\n", "")
     assert AgentMemory.open("f").facts == "- from stdin\n"
 
 
-def test_fact_set_empty_is_the_tool_error(agents_root: Path, tmp_path: Path,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "empty.md").write_text("")
+@pytest.mark.parametrize("body", ["", "\n", "  \n\t\n"])
+def test_fact_set_refuses_an_empty_body_with_the_editing_guard(
+    agents_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str
+) -> None:
     AgentMemory.open("f").update_facts("kept\n")
+    (tmp_path / "empty.md").write_text(body)
     assert run(capsys, "fact", "--agent", "f", "--set", str(tmp_path / "empty.md")) == (
-        1, "", ERROR + "'content' is required for update action\n"
+        1, "", ERROR + EmptyEditError().message + "\n"
     )
     assert AgentMemory.open("f").facts == "kept\n"
 
 
 def test_fact_set_missing_file(agents_root: Path, tmp_path: Path,
                                capsys: pytest.CaptureFixture[str]) -> None:
+    AgentMemory.open("f")  # only init creates agents
     code, out, err = run(capsys, "fact", "--agent", "f", "--set", str(tmp_path / "nope.md"))
     assert (code, out) == (1, "")
     assert err.startswith(ERROR) and str(tmp_path / "nope.md") in err
@@ -136,6 +143,7 @@ def test_fact_set_from_a_file_that_is_not_utf8(agents_root: Path, tmp_path: Path
 
 
 def test_fact_history_and_restore(agents_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    AgentMemory.open("h")  # only init creates agents
     assert run(capsys, "fact", "--agent", "h", "--history") == (
         0, "No previous FACT.md versions.\n", ""
     )
@@ -171,6 +179,7 @@ def test_fact_options_are_exclusive(agents_root: Path, capsys: pytest.CaptureFix
 
 
 def test_journal_append_and_search(agents_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    AgentMemory.open("j")  # only init creates agents
     assert run(capsys, "journal", "search", "--agent", "j") == (
         0, "No journal entries found.\n", ""
     )
@@ -216,6 +225,7 @@ def test_journal_search_time_window(agents_root: Path, capsys: pytest.CaptureFix
 
 
 def test_journal_append_empty_text(agents_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    AgentMemory.open("j")  # only init creates agents
     assert run(capsys, "journal", "append", "", "--agent", "j") == (
         1, "", ERROR + "'text' is required for append action\n"
     )
@@ -263,6 +273,7 @@ def test_prompt_uses_the_template_settings(
 def test_prompt_refuses_a_symlinked_system_md(
     agents_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    AgentMemory.open()  # only init creates agents
     (tmp_path / "real.md").write_text("x")
     (tmp_path / "system.md").symlink_to(tmp_path / "real.md")
     assert run(capsys, "prompt", "--workspace", str(tmp_path)) == (
@@ -277,6 +288,7 @@ def test_prompt_refuses_a_symlinked_system_md(
 def test_mcp_serves_the_selected_agent(
     agents_root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    AgentMemory.open("m")  # only init creates agents
     served: list[AgentMemory] = []
     fake = types.ModuleType("jupyter_agent_memory.mcp_server")
     fake.serve_stdio = served.append  # type: ignore[attr-defined]
@@ -289,6 +301,7 @@ def test_mcp_serves_the_selected_agent(
 def test_mcp_without_the_extra_is_a_clear_error(
     agents_root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    AgentMemory.open()  # only init creates agents
     hint = 'The MCP server needs the mcp package: pip install "jupyter-agent-memory[mcp]"'
 
     def require_mcp() -> None:
@@ -351,6 +364,7 @@ def script_env(agents_root: Path) -> dict[str, str]:
 
 
 def test_console_script_and_module_run_for_real(agents_root: Path) -> None:
+    AgentMemory.open("r")  # only init creates agents
     env = script_env(agents_root)
     script = Path(sys.executable).parent / "jupyter-agent-memory"
     done = subprocess.run(
@@ -382,3 +396,66 @@ def test_jupyter_subcommand_dispatches_to_the_script(agents_root: Path) -> None:
     )
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout == f"Agent ready at {agents_root / 'via-jupyter'}\n"
+
+
+# -- hostile and careless input -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["fact", "--agent", "nosuch"],
+        ["fact", "--history", "--agent", "nosuch"],
+        ["--agent", "nosuch", "journal", "search", "x"],
+        ["journal", "append", "hello", "--agent", "nosuch"],
+        ["prompt", "--agent", "nosuch"],
+        ["fact", "--agent", "../outside"],
+        ["fact"],
+    ],
+)
+def test_commands_other_than_init_refuse_a_missing_agent_and_create_nothing(
+    agents_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    code, out, err = run(capsys, *argv)
+    assert (code, out) == (1, "")
+    assert err.startswith(ERROR + "Agent ")
+    assert "does not exist (no folder at " in err
+    assert "jupyter-agent-memory init --agent " in err
+    assert not agents_root.exists()
+    assert not (tmp_path.parent / "outside").exists()
+
+
+def test_journal_search_limit_must_be_a_number_as_in_the_magic(
+    agents_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    AgentMemory.open()
+    with pytest.raises(SystemExit) as info:
+        main(["journal", "search", "-n", "abc"])
+    assert info.value.code == 2
+    assert "argument -n/--limit: invalid int value: 'abc'" in capsys.readouterr().err
+
+
+def test_prompt_refuses_a_missing_workspace(
+    agents_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    AgentMemory.open()
+    missing = tmp_path / "nonexistent"
+    assert run(capsys, "prompt", "--workspace", str(missing)) == (
+        1, "", ERROR + f"Workspace {missing} does not exist; give an existing folder\n"
+    )
+    (tmp_path / "file").write_text("x")
+    assert run(capsys, "prompt", "--workspace", str(tmp_path / "file"))[2] == (
+        ERROR + f"Workspace {tmp_path / 'file'} is not a folder; give an existing folder\n"
+    )
+
+
+def test_fact_set_over_the_size_limit_is_refused_with_the_engine_text(
+    agents_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    AgentMemory.open().update_facts("kept\n")
+    big = tmp_path / "big.md"
+    big.write_bytes(b"x" * (1024 * 1024 + 1))
+    assert run(capsys, "fact", "--set", str(big)) == (
+        1, "", ERROR + "'content' is too large: 1048577 bytes, the limit is 1048576 bytes\n"
+    )
+    assert AgentMemory.open().facts == "kept\n"

@@ -170,6 +170,7 @@ def test_help_shows_argparse_usage_and_examples(shell: InteractiveShell) -> None
 
 
 def test_config_traitlets(shell: InteractiveShell, root: Path) -> None:
+    AgentMemory.open("research")
     with capture_output():
         shell.run_line_magic("config", "AgentMemoryMagics.default_agent = 'research'")
         shell.run_line_magic("config", "AgentMemoryMagics.budget_tokens = 5")
@@ -205,8 +206,45 @@ def test_agent_memory_selects_folder_and_id(shell: InteractiveShell, root: Path)
 
 
 def test_default_agent_is_the_engine_default(shell: InteractiveShell, root: Path) -> None:
+    AgentMemory.open()
     result, _ = line(shell, "fact")
     assert str(result) == "(FACT.md is empty)"
+    assert magics(shell).memory.path == (root / "default").resolve()
+
+
+@pytest.mark.parametrize(
+    "magic",
+    ["fact", "fact --history", "journal", "journal search x", "memprompt", "memprompt --facts",
+     "fact --agent nosuch", "journal --agent ../outside", "memprompt --agent typo"],
+)
+def test_read_only_magics_refuse_a_missing_agent_and_create_nothing(
+    shell: InteractiveShell, root: Path, tmp_path: Path, magic: str
+) -> None:
+    with pytest.raises(UsageError) as info:
+        shell.run_line_magic(*magic.split(" ", 1)) if " " in magic else shell.run_line_magic(
+            magic, ""
+        )
+    assert "does not exist (no folder at " in str(info.value)
+    assert "%agent_memory " in str(info.value)
+    assert not root.exists()
+    assert not (tmp_path.parent / "outside").exists()
+
+
+def test_writing_magics_refuse_a_missing_agent_too(shell: InteractiveShell, root: Path) -> None:
+    with pytest.raises(UsageError, match="does not exist"):
+        shell.run_line_magic("journal", "append hello")
+    with pytest.raises(UsageError, match="does not exist"):
+        shell.run_cell_magic("fact_update", "--agent typo", "- x\n")
+    assert not root.exists()
+
+
+def test_agent_memory_without_target_creates_the_default_agent(
+    shell: InteractiveShell, root: Path
+) -> None:
+    with capture_output():
+        shell.run_line_magic("config", "AgentMemoryMagics.panel = 'never'")
+    summary, _ = line(shell, "agent_memory")
+    assert isinstance(summary, AgentSummary)
     assert (root / "default" / "memory").is_dir()
 
 
@@ -372,11 +410,13 @@ def test_fact_shows_markdown_and_plain_text(shell: InteractiveShell, mem: AgentM
     view, _ = line(shell, "fact")
     assert isinstance(view, FactsView)
     assert fmt(shell, view) == {"text/plain": "(FACT.md is empty)",
-                                "text/markdown": "*FACT.md is empty.*"}
+                                "text/html": "<p><em>FACT.md is empty.</em></p>"}
     mem.update_facts("# Facts\n- **metric** units <b>\n")
     view, _ = line(shell, "fact")
     bundle = fmt(shell, view)
-    assert bundle["text/markdown"] == "# Facts\n- **metric** units <b>\n"
+    assert "text/markdown" not in bundle  # front ends render it with raw HTML live
+    assert "<h1>Facts</h1>" in bundle["text/html"]
+    assert "<li><strong>metric</strong> units &lt;b&gt;</li>" in bundle["text/html"]
     assert bundle["text/plain"] == "# Facts\n- **metric** units <b>\n"
     assert view.sha256 == mem.facts_sha256
 
@@ -443,6 +483,7 @@ def test_fact_bad_sha_and_conflicting_options(shell: InteractiveShell, mem: Agen
 
 def test_fact_agent_option_acts_on_another_agent(shell: InteractiveShell, root: Path,
                                                  mem: AgentMemory) -> None:
+    AgentMemory.open("other")
     with capture_output() as cap:
         shell.run_cell_magic("fact_update", "--agent other", "- other agent\n")
     assert cap.stdout == "Memory updated.\n"
