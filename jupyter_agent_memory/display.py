@@ -1,12 +1,14 @@
 """Rich output objects shared by the IPython magics and the ipywidgets panel.
 
-Every object here renders twice: as HTML or Markdown in a notebook (``_repr_html_`` /
-``_repr_markdown_``) and as plain text in a terminal IPython (``_repr_pretty_`` / ``__repr__``).
+Every object here renders twice: as HTML in a notebook (``_repr_html_``) and as plain text in
+a terminal IPython (``_repr_pretty_`` / ``__repr__``); the ``text/plain`` form is the raw text.
 They only format what the engine returns; no rule about memory lives here.
 
 Journal text, tags and FACT.md are written by a language model and must be treated as untrusted:
-every value that goes into HTML is escaped with :func:`html.escape`. FACT.md is shown as Markdown,
-which notebook front ends sanitise before rendering.
+notebook front ends run the HTML of live outputs as it is. Every value that goes into HTML is
+escaped, and FACT.md's Markdown is converted by :mod:`jupyter_agent_memory.render` (raw HTML
+shown as text, unsafe links dropped, the result sanitised). Nothing here emits ``text/markdown``,
+which front ends would render with raw HTML enabled.
 
 This module deliberately imports nothing from ipywidgets, so the magics can use it while
 ``%load_ext jupyter_agent_memory`` stays light.
@@ -15,11 +17,12 @@ This module deliberately imports nothing from ipywidgets, so the magics can use 
 from __future__ import annotations
 
 import difflib
-import html
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from .render import escape_html, markdown_html
 
 __all__ = [
     "AgentSummary",
@@ -50,9 +53,7 @@ def format_size(n_bytes: int) -> str:
     return f"{n_bytes / (1024 * 1024):.1f} MB"
 
 
-def _esc(value: object) -> str:
-    """HTML-escape any value (quotes included, so it is safe inside attributes too)."""
-    return html.escape(str(value), quote=True)
+_esc = escape_html
 
 
 def _indent_continuation(text: str, width: int) -> str:
@@ -66,7 +67,11 @@ def _indent_continuation(text: str, width: int) -> str:
 
 
 class FactsView:
-    """FACT.md content: Markdown in a notebook, the raw text in a terminal."""
+    """FACT.md content: safely rendered Markdown in a notebook, the raw text in a terminal.
+
+    The notebook form is ``text/html`` from :func:`~jupyter_agent_memory.render.markdown_html`
+    (raw HTML in FACT.md shows as text); ``text/plain`` is FACT.md exactly as stored.
+    """
 
     empty_text = "(FACT.md is empty)"
 
@@ -75,10 +80,10 @@ class FactsView:
         self.path = Path(path) if path is not None else None
         self.sha256 = sha256
 
-    def _repr_markdown_(self) -> str:
+    def _repr_html_(self) -> str:
         if not self.text.strip():
-            return "*FACT.md is empty.*"
-        return self.text
+            return "<p><em>FACT.md is empty.</em></p>"
+        return markdown_html(self.text)
 
     def __str__(self) -> str:
         return self.text if self.text.strip() else self.empty_text
@@ -192,6 +197,8 @@ class JournalResult(list):
         lines = []
         for entry in self:
             tags = entry.get("tags") or []
+            if not isinstance(tags, list):  # written by another tool: shown as it is
+                tags = [tags]
             tag_text = "[" + ", ".join(str(t) for t in tags) + "]" if tags else ""
             prefix = f"{entry.get('ts', '')}  "
             if tag_text:

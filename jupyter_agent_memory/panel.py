@@ -4,7 +4,8 @@
 
 * **Facts**: an editor for FACT.md whose Save is a compare-and-swap write (if the agent changed
   the file meanwhile, nothing is written and a conflict message with a Reload button appears),
-  the rendered Markdown, and the version history with diff and restore.
+  the rendered Markdown (sanitised: raw HTML in FACT.md shows as text), and the version history
+  with diff and restore.
 * **Journal**: search by text, tag (picked from the tags already used), limit and time window;
   the results table; a form to append an entry.
 * **Prompt**: the exact system prompt, its per-section sizes and any budget warning.
@@ -20,7 +21,6 @@ This is the only module of the package that imports ipywidgets.
 
 from __future__ import annotations
 
-import html
 import logging
 import weakref
 from collections.abc import Callable
@@ -28,10 +28,18 @@ from pathlib import Path
 from typing import Any
 
 import ipywidgets as widgets
-from IPython.display import Markdown
 
-from .display import DiffView, HistoryView, JournalResult, PromptView, format_size, short_sha
+from .display import (
+    DiffView,
+    FactsView,
+    HistoryView,
+    JournalResult,
+    PromptView,
+    format_size,
+    short_sha,
+)
 from .errors import MemoryConflictError, MemoryToolError
+from .render import escape_html
 from .store import AgentMemory
 
 __all__ = ["MemoryPanel", "is_live", "memory_fingerprint", "refresh_live_panels"]
@@ -76,7 +84,7 @@ def memory_fingerprint(mem: AgentMemory) -> tuple[Any, ...]:
 def _message(text: str, kind: str = "info") -> str:
     """Status line HTML; ``text`` is escaped (it may quote untrusted content)."""
     colours = {"info": "inherit", "ok": "#1a7f37", "error": "#cf222e", "warning": "#9a6700"}
-    return f'<span style="color:{colours[kind]}">{html.escape(text)}</span>'
+    return f'<span style="color:{colours[kind]}">{escape_html(text)}</span>'
 
 
 def _textarea(placeholder: str, height: str = "220px") -> widgets.Textarea:
@@ -197,8 +205,8 @@ class MemoryPanel(widgets.VBox):
 
         label = mem.agent_id if mem.agent_id is not None else mem.path.name
         self.title = widgets.HTML(
-            f"<b>Agent memory: {html.escape(label)}</b> "
-            f"<small><code>{html.escape(str(mem.path))}</code></small>"
+            f"<b>Agent memory: {escape_html(label)}</b> "
+            f"<small><code>{escape_html(mem.path)}</code></small>"
         )
         self.refresh_button = widgets.Button(description="Refresh", icon="refresh",
                                              tooltip="Reload everything from disk")
@@ -327,7 +335,7 @@ class MemoryPanel(widgets.VBox):
                                                                        lambda: p.load(True)))
         return widgets.VBox(
             [
-                widgets.VBox([widgets.HTML(f"<b>{html.escape(part.label)}</b>"), part.box])
+                widgets.VBox([widgets.HTML(f"<b>{escape_html(part.label)}</b>"), part.box])
                 for part in (self.soul, self.user)
             ]
         )
@@ -376,10 +384,9 @@ class MemoryPanel(widgets.VBox):
         self._render_facts(self.facts.load(force))
 
     def _render_facts(self, text: str) -> None:
+        # Sanitised text/html plus the raw text/plain; never text/markdown (see render.py).
         self.facts_rendered.outputs = ()
-        self.facts_rendered.append_display_data(
-            Markdown(text if text.strip() else "*FACT.md is empty.*")
-        )
+        self.facts_rendered.append_display_data(FactsView(text, path=self.mem.path))
 
     def _load_history(self) -> None:
         versions = HistoryView(self.mem.history())

@@ -1,9 +1,22 @@
-"""The display objects on their own: plain text, HTML escaping, and list behaviour."""
+"""The display objects: plain text, list behaviour, and HTML that never runs memory text."""
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
+from typing import Any
 
+import pytest
+from hostile import ATTACKER_HOST, HOSTILE_FACTS, PAYLOADS, assert_inert, parse
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
+
+from jupyter_agent_memory import AgentMemory
 from jupyter_agent_memory.display import (
     AgentSummary,
     DiffView,
@@ -25,10 +38,14 @@ def test_format_size_and_short_sha() -> None:
 
 def test_facts_view() -> None:
     view = FactsView("# Facts\n- a\n")
-    assert view._repr_markdown_() == "# Facts\n- a\n"
+    assert view._repr_html_() == (
+        '<div class="jp-AgentMemory-markdown mathjax_ignore tex2jax_ignore"><h1>Facts</h1>\n'
+        "<ul>\n<li>a</li>\n</ul>\n</div>"
+    )
+    assert not hasattr(view, "_repr_markdown_")
     assert str(view) == "# Facts\n- a\n"
     blank = FactsView("  \n")
-    assert blank._repr_markdown_() == "*FACT.md is empty.*"
+    assert blank._repr_html_() == "<p><em>FACT.md is empty.</em></p>"
     assert str(blank) == "(FACT.md is empty)"
 
 
@@ -113,3 +130,199 @@ def test_agent_summary() -> None:
         "template       <guide>",
     ]
     assert "&lt;guide&gt;" in summary._repr_html_()
+
+
+# -- memory written by a model is never live HTML ------------------------------------------
+# Notebook front ends run the HTML of live outputs as it is, and an HTML export copies it, so
+# every payload must come out as visible text in text/html and raw in text/plain.
+
+
+@pytest.fixture(scope="module")
+def ip(tmp_path_factory: pytest.TempPathFactory) -> InteractiveShell:
+    """The process's shell (it has every MIME formatter a kernel uses)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("IPYTHONDIR", str(tmp_path_factory.mktemp("ipython")))
+        return InteractiveShell.instance()
+
+
+@pytest.fixture
+def shell(ip: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The shell with the extension loaded and a fresh agents root."""
+    monkeypatch.setenv("JUPYTER_AGENT_MEMORY_ROOT", str(tmp_path / "agents"))
+    monkeypatch.delenv("JUPYTER_AGENT_MEMORY_AGENT", raising=False)
+    monkeypatch.chdir(tmp_path)
+    ip.run_line_magic("load_ext", "jupyter_agent_memory")
+    yield ip
+    ip.run_line_magic("unload_ext", "jupyter_agent_memory")
+
+
+@pytest.fixture
+def hostile(shell: InteractiveShell) -> AgentMemory:
+    """The active agent ``hostile``, whose FACT.md a model filled with every payload."""
+    with capture_output():
+        shell.run_line_magic("agent_memory", "hostile")
+    mem = AgentMemory.open("hostile")
+    assert mem.call_tool({"action": "update", "content": HOSTILE_FACTS}) == "Memory updated."
+    return mem
+
+
+def bundle(shell: InteractiveShell, obj: object) -> dict[str, Any]:
+    """The mime bundle a kernel would send for ``obj``."""
+    data, _metadata = shell.display_formatter.format(obj)
+    return data
+
+
+def run(shell: InteractiveShell, line: str) -> Any:
+    name, _, args = line.partition(" ")
+    with capture_output():
+        return shell.run_line_magic(name, args)
+
+
+def visible_text(payload: str) -> str:
+    """What a reader must still see of ``payload``: the text itself, or an image's label."""
+    if payload.startswith("!["):
+        return "image: " + payload[2:payload.index("]")]
+    return payload
+
+
+@pytest.mark.parametrize("name", sorted(PAYLOADS))
+def test_each_payload_alone_renders_inert_and_visible(name: str) -> None:
+    payload = PAYLOADS[name]
+    data, _ = InteractiveShell.instance().display_formatter.format(FactsView(payload + "\n"))
+    assert set(data) == {"text/plain", "text/html"}
+    assert data["text/plain"] == payload + "\n"
+    text = assert_inert(data["text/html"])
+    assert visible_text(payload) in text
+
+
+def test_fact_magic_bundle_is_sanitised_html_and_raw_text(
+    shell: InteractiveShell, hostile: AgentMemory
+) -> None:
+    data = bundle(shell, run(shell, "fact"))
+    assert set(data) == {"text/plain", "text/html"}
+    assert data["text/plain"] == HOSTILE_FACTS
+    page = data["text/html"]
+    text = assert_inert(page)
+    for payload in PAYLOADS.values():
+        assert visible_text(payload) in text
+    for marker in ("<script", "<iframe", "<style", "<img", "<svg", "<details"):
+        assert marker not in page.lower()
+    # Markdown still renders: headings, lists, safe links (which cannot open the page).
+    assert page.startswith('<div class="jp-AgentMemory-markdown mathjax_ignore tex2jax_ignore">')
+    assert "<h1>Facts</h1>" in page
+    assert "<li>The user prefers metric units.</li>" in page
+    assert ('<a href="https://example.org/docs" rel="noopener noreferrer nofollow">safe link</a>'
+            in page)
+    # An image is a link to click, never a request made by displaying it.
+    assert (f'<a href="http://{ATTACKER_HOST}/md.png?secret=xsrf" '
+            'rel="noopener noreferrer nofollow">image: tracker</a>') in page
+
+
+def test_markdown_structure_survives_sanitising() -> None:
+    page = FactsView(
+        "## Units\n\n1. metric\n2. ~~imperial~~\n\n> quoted *text* and `code`\n\n"
+        "| a | b |\n|--:|:--|\n| 1 | 2 |\n\n```\n<b>not bold</b>\n```\n\n---\n"
+    )._repr_html_()
+    assert_inert(page)
+    for fragment in ("<h2>Units</h2>", "<ol>\n<li>metric</li>\n<li><s>imperial</s></li>",
+                     "<blockquote>\n<p>quoted <em>text</em> and <code>code</code></p>",
+                     '<th style="text-align:right">a</th>', '<td style="text-align:left">2</td>',
+                     "<pre><code>&lt;b&gt;not bold&lt;/b&gt;\n</code></pre>", "<hr>"):
+        assert fragment in page
+
+
+def test_journal_table_escapes_payloads_in_every_field(
+    shell: InteractiveShell, hostile: AgentMemory
+) -> None:
+    for name, payload in PAYLOADS.items():
+        hostile.append(payload, tags=[payload, name])
+    # Another tool wrote odd shapes and extra keys holding payloads.
+    with (hostile.path / "memory" / "JOURNAL.jsonl").open("a", encoding="utf-8") as f:
+        f.write(json.dumps({"ts": PAYLOADS["img"], "tags": PAYLOADS["script"],
+                            "text": {"nested": PAYLOADS["iframe"]},
+                            PAYLOADS["svg"]: PAYLOADS["details"]}) + "\n")
+    result = run(shell, "journal search -n 100")
+    assert len(result) == len(PAYLOADS) + 1
+    data = bundle(shell, result)
+    assert set(data) == {"text/plain", "text/html"}
+    text = assert_inert(data["text/html"])
+    for payload in PAYLOADS.values():
+        assert payload in text
+    assert PAYLOADS["img"] in data["text/plain"] and PAYLOADS["script"] in data["text/plain"]
+
+
+def test_prompt_views_escape_memory(shell: InteractiveShell, hostile: AgentMemory) -> None:
+    hostile.write_soul(PAYLOADS["script"] + "\n")
+    hostile.append(PAYLOADS["img"], tags=["x"])
+    for line in ("memprompt", "memprompt --facts"):
+        data = bundle(shell, run(shell, line))
+        assert set(data) == {"text/plain", "text/html"}
+        text = assert_inert(data["text/html"])
+        assert PAYLOADS["iframe"] in text and PAYLOADS["contents-write"] in text
+        assert PAYLOADS["iframe"] in data["text/plain"]
+    assert PAYLOADS["script"] in assert_inert(bundle(shell, run(shell, "memprompt"))["text/html"])
+
+
+def test_history_and_diff_views_escape_memory(
+    shell: InteractiveShell, hostile: AgentMemory
+) -> None:
+    hostile.update_facts(PAYLOADS["svg"] + " (new)\n")
+    data = bundle(shell, run(shell, "fact --diff"))
+    text = assert_inert(data["text/html"])
+    assert "+" + PAYLOADS["svg"] + " (new)" in text and "-" + PAYLOADS["img"] in text
+    assert_inert(bundle(shell, run(shell, "fact --history"))["text/html"])
+    # %%fact_update displays its diff as well.
+    with capture_output() as cap:
+        shell.run_cell_magic("fact_update", "", PAYLOADS["style"] + "\n")
+    (shown,) = cap.outputs
+    assert PAYLOADS["style"] in assert_inert(shown.data["text/html"])
+
+
+def test_agent_summary_escapes_a_hostile_folder_name(tmp_path: Path) -> None:
+    summary = AgentSummary(agent_id=PAYLOADS["img"], path=tmp_path / PAYLOADS["svg"],
+                           sizes={"FACT.md": 1}, template=PAYLOADS["script"])
+    text = assert_inert(summary._repr_html_())
+    assert PAYLOADS["img"] in text and PAYLOADS["script"] in text
+
+
+def test_html_export_of_the_outputs_runs_nothing(
+    shell: InteractiveShell, hostile: AgentMemory
+) -> None:
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    hostile.append(PAYLOADS["iframe"], tags=[PAYLOADS["script"]])
+    notebook = nbformat.v4.new_notebook()
+    for line in ("fact", "journal", "memprompt"):
+        data = bundle(shell, run(shell, line))
+        cell = nbformat.v4.new_code_cell(f"%{line}")
+        cell.outputs = [nbformat.v4.new_output("execute_result", data=data, execution_count=1)]
+        notebook.cells.append(cell)
+    page, _resources = HTMLExporter(template_name="lab").from_notebook_node(notebook)
+    elements, text = parse(page)
+    for tag, attrs in elements:
+        assert not any(name.startswith("on") for name in attrs), (tag, attrs)
+        assert "srcdoc" not in attrs and tag != "iframe"
+        assert not attrs.get("href", "").lower().startswith("javascript:")
+    for payload in PAYLOADS.values():
+        assert visible_text(payload) in text
+    # The exporter's own scripts are the only ones; none carries a payload.
+    scripts = re.findall(r"<script\b[^>]*>(.*?)</script>", page, flags=re.S | re.I)
+    assert scripts and not [s for s in scripts if "alert(" in s or "pwned" in s]
+
+
+def test_rendering_libraries_load_on_first_render_only() -> None:
+    code = (
+        "import sys\n"
+        "from IPython.core.interactiveshell import InteractiveShell\n"
+        "ip = InteractiveShell.instance()\n"
+        "ip.run_line_magic('load_ext', 'jupyter_agent_memory')\n"
+        "import jupyter_agent_memory.display as d\n"
+        "before = sorted(m for m in ('markdown_it', 'nh3') if m in sys.modules)\n"
+        "d.FactsView('# x')._repr_html_()\n"
+        "after = sorted(m for m in ('markdown_it', 'nh3') if m in sys.modules)\n"
+        "print(before, after)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "IPYTHONDIR": tempfile.mkdtemp()}, check=True)
+    assert done.stdout.strip() == "[] ['markdown_it', 'nh3']"

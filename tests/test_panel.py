@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hostile import HOSTILE_FACTS, PAYLOADS, assert_inert
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
@@ -39,9 +40,11 @@ def panel(mem: AgentMemory) -> Any:
     widget.close()
 
 
-def markdown_of(panel: MemoryPanel) -> str:
+def rendered_of(panel: MemoryPanel) -> str:
+    """The Rendered tab's FACT.md as the front end receives it; checks the mime types too."""
     (output,) = panel.facts_rendered.outputs
-    return output["data"]["text/markdown"]
+    assert set(output["data"]) == {"text/plain", "text/html"}  # never text/markdown
+    return output["data"]["text/plain"]
 
 
 # -- structure -----------------------------------------------------------------------------
@@ -68,7 +71,7 @@ def test_initial_contents(mem: AgentMemory) -> None:
     panel = MemoryPanel(mem)
     try:
         assert panel.facts_editor.value == "# Facts\n- metric units\n"
-        assert markdown_of(panel) == "# Facts\n- metric units\n"
+        assert rendered_of(panel) == "# Facts\n- metric units\n"
         assert panel.soul.editor.value == "I am Ada.\n"
         assert panel.user.editor.value == ""
         assert panel.journal_tag.options == (("any tag", ""), ("meeting (2)", "meeting"),
@@ -83,14 +86,14 @@ def test_initial_contents(mem: AgentMemory) -> None:
 
 
 def test_edit_and_save_facts(panel: MemoryPanel, mem: AgentMemory) -> None:
-    assert markdown_of(panel) == "*FACT.md is empty.*"
+    assert rendered_of(panel) == "(FACT.md is empty)"
     panel.facts_editor.value = "# Facts\n- The user prefers metric units.\n"
     assert panel.facts_dirty
     panel.facts_save_button.click()
     assert mem.facts == "# Facts\n- The user prefers metric units.\n"
     assert not panel.facts_dirty
     assert f"Saved FACT.md (sha256 {mem.facts_sha256[:12]})." in panel.facts_status.value
-    assert markdown_of(panel) == "# Facts\n- The user prefers metric units.\n"
+    assert rendered_of(panel) == "# Facts\n- The user prefers metric units.\n"
     # A second save builds on the version just written (no false conflict).
     panel.facts_editor.value = "# Facts\n- metric\n"
     assert panel.save_facts() is True
@@ -131,7 +134,7 @@ def test_refresh_keeps_unsaved_edits(panel: MemoryPanel, mem: AgentMemory) -> No
     panel.refresh_button.click()
     assert panel.facts_editor.value == "- my unsaved edit\n"
     assert "changed on disk while you were editing" in panel.facts_status.value
-    assert markdown_of(panel) == "- v2\n"  # the rendered view shows what is on disk
+    assert rendered_of(panel) == "- v2\n"  # the rendered view shows what is on disk
     assert panel.save_facts() is False  # and Save still detects the conflict
     assert mem.facts == "- v2\n"
 
@@ -335,3 +338,43 @@ def test_panel_refreshes_after_a_cell_that_changed_memory(
         assert other.last_results[0]["text"] == "from a cell"
     finally:
         other.close()
+
+
+# -- memory written by a model ---------------------------------------------------------------
+
+
+def test_hostile_memory_is_never_live_html(mem: AgentMemory, tmp_path: Path) -> None:
+    """Every HTML the panel hands the front end shows the payloads as text and runs nothing."""
+    assert mem.call_tool({"action": "update", "content": HOSTILE_FACTS}) == "Memory updated."
+    mem.update_facts(HOSTILE_FACTS + PAYLOADS["svg"] + " (edited)\n")
+    mem.write_soul(PAYLOADS["script"] + "\n")
+    for name, payload in PAYLOADS.items():
+        mem.append(payload, tags=[payload, name])
+    # The folder name is shown in the title: it can be hostile too.
+    odd = AgentMemory.open(tmp_path / "work" / "<img src=x onerror=alert(1)>")
+    odd.update_facts(HOSTILE_FACTS)
+    for agent in (mem, odd):
+        panel = MemoryPanel(agent)
+        try:
+            (output,) = panel.facts_rendered.outputs
+            assert output["data"]["text/plain"] == agent.facts
+            rendered = assert_inert(output["data"]["text/html"])
+            assert "<h1>Facts</h1>" in output["data"]["text/html"]
+            for payload in (PAYLOADS["img"], PAYLOADS["script"], PAYLOADS["iframe"]):
+                assert payload in rendered
+            assert agent.path.name in assert_inert(panel.title.value)
+            if agent is mem:
+                journal = assert_inert(panel.journal_results.value)
+                for payload in PAYLOADS.values():
+                    assert payload in journal
+                assert PAYLOADS["contents-write"] in assert_inert(panel.prompt_view.value)
+                panel.history_select.value = mem.history()[0]["sha256"]
+                panel.show_history_diff()
+                diff = assert_inert(panel.history_output.value)
+                assert "+" + PAYLOADS["svg"] + " (edited)" in diff
+            # Status lines quote engine messages, which may quote memory text.
+            panel.journal_since.value = PAYLOADS["img"]
+            assert panel.search_journal() is None
+            assert "onerror=\\\"alert('img')" in assert_inert(panel.journal_status.value)
+        finally:
+            panel.close()
