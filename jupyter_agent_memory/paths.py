@@ -33,6 +33,8 @@ ROOT_ENV = "JUPYTER_AGENT_MEMORY_ROOT"
 AGENT_ENV = "JUPYTER_AGENT_MEMORY_AGENT"
 DEFAULT_AGENT = "default"
 RESERVED_AGENT_IDS = frozenset({"system"})
+# Most filesystems cap one name at 255 bytes; a longer id could never name a folder.
+MAX_AGENT_ID_BYTES = 255
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
@@ -85,6 +87,17 @@ def validate_agent_id(agent_id: object) -> str:
         raise InvalidAgentIdError(f'Invalid agent id "{agent_id}": it cannot contain "/" or "\\"')
     if "\0" in agent_id:
         raise InvalidAgentIdError("Invalid agent id: it cannot contain a NUL character")
+    try:
+        size = len(agent_id.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidAgentIdError(
+            "Invalid agent id: it is not valid Unicode text (a lone surrogate)"
+        ) from None
+    if size > MAX_AGENT_ID_BYTES:
+        raise InvalidAgentIdError(
+            f"Invalid agent id: it is {size} bytes long; the limit is "
+            f"{MAX_AGENT_ID_BYTES} (a folder name)"
+        )
     if agent_id.lower() in RESERVED_AGENT_IDS:
         raise InvalidAgentIdError(f'Invalid agent id "{agent_id}": "system" is reserved')
     return agent_id
@@ -461,7 +474,7 @@ def _unsafe_or_raise(
     exc: OSError, path: Path, lstat: Callable[[], os.stat_result], wanted: str
 ) -> OSError:
     """Turn an open() failure caused by a link or wrong type into UnsafePathError."""
-    if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK, errno.ENXIO):
+    if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK, errno.ENXIO, errno.EISDIR):
         return exc
     try:
         st = lstat()

@@ -20,6 +20,7 @@ import pytest
 from tornado.httpclient import HTTPResponse
 
 from jupyter_agent_memory import AgentMemory, list_templates
+from jupyter_agent_memory.errors import EmptyEditError
 
 API = ("agent-memory", "api")
 
@@ -637,3 +638,132 @@ async def test_extension_state_uses_settings(jp_serverapp, agents_root: Path) ->
     state = jp_serverapp.web_app.settings["agent_memory"]
     assert state.config.resolved_root() == agents_root.resolve()
     assert state.workspace == Path(os.path.abspath(jp_serverapp.root_dir))
+
+
+# -- hostile and careless requests -------------------------------------------------------------
+
+
+async def test_deeply_nested_json_is_400_not_500(call, mem: AgentMemory) -> None:
+    raw = b"[" * 100_000 + b"]" * 100_000
+    status, body = await call("PUT", "agents", "demo", "facts", raw=raw)
+    assert status in (400, 413)
+    assert body["message"].startswith("Request body")
+
+
+@pytest.mark.parametrize("extra_settings", [{"max_body_bytes": 100_000}], indirect=True)
+async def test_deeply_nested_json_within_the_body_limit_is_400(call, mem: AgentMemory) -> None:
+    raw = b"[" * 40_000 + b"]" * 40_000
+    status, body = await call("PUT", "agents", "demo", "facts", raw=raw)
+    assert (status, body) == (400, {"message": "Request body is not valid JSON: nested too deeply"})
+
+
+async def test_overlong_agent_id_is_400(call, agents_root: Path) -> None:
+    status, body = await call("GET", "agents", "a" * 300, "facts")
+    assert (status, body) == (
+        400, {"message": "Invalid agent id: it is 300 bytes long; the limit is 255 (a folder name)"}
+    )
+    status, body = await call("POST", "agents", body={"id": "b" * 256})
+    assert status == 400
+    assert not agents_root.exists() or list(agents_root.iterdir()) == []
+
+
+async def test_a_journal_that_is_a_directory_is_refused_not_a_crash(
+    call, mem: AgentMemory
+) -> None:
+    (mem.path / "memory" / "JOURNAL.jsonl").mkdir()
+    status, body = await call("GET", "agents", "demo", "journal")
+    assert status == 403
+    assert "JOURNAL.jsonl" in body["message"] and "a directory" in body["message"]
+    status, body = await call("POST", "agents", "demo", "journal", body={"text": "x"})
+    assert status == 403
+    assert "JOURNAL.jsonl" in body["message"]
+
+
+@pytest.mark.parametrize("content", ["", " ", "\n\n", "\t \n"])
+async def test_put_facts_refuses_an_empty_editor_buffer(call, mem: AgentMemory, content) -> None:
+    mem.update_facts("- keep\n")
+    status, body = await call("PUT", "agents", "demo", "facts", body={"content": content})
+    assert (status, body) == (400, {"message": EmptyEditError().message})
+    assert mem.facts == "- keep\n"
+
+
+@pytest.mark.parametrize("extra_settings", [{"max_body_bytes": 4 * 1024 * 1024}], indirect=True)
+async def test_text_over_the_engine_limit_is_413_with_the_engine_text(
+    call, mem: AgentMemory
+) -> None:
+    mem.update_facts("- keep\n")
+    status, body = await call(
+        "PUT", "agents", "demo", "facts", body={"content": "x" * (1024 * 1024 + 1)}
+    )
+    assert (status, body) == (
+        413, {"message": "'content' is too large: 1048577 bytes, the limit is 1048576 bytes"}
+    )
+    assert mem.facts == "- keep\n"
+
+
+async def test_reads_take_no_lock(call, mem: AgentMemory) -> None:
+    lock = mem.path / "memory" / ".lock"
+    lock.unlink(missing_ok=True)
+    for route in ("facts", "journal", "history", "prompt"):
+        status, _ = await call("GET", "agents", "demo", route)
+        assert status == 200
+    assert not lock.exists()
+
+
+@pytest.mark.parametrize(
+    "extra_settings", [{"lock_timeout": 0.5, "worker_threads": 4}], indirect=True
+)
+async def test_a_lock_held_elsewhere_delays_no_other_agent(
+    call, mem: AgentMemory, agents_root: Path
+) -> None:
+    import asyncio
+    import fcntl
+    import os
+    import time
+
+    other = AgentMemory.open_id("other", agents_root)
+    other.update_facts("- other\n")
+    fd = os.open(mem.path / "memory" / ".lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # as another process's writer would
+    try:
+        started = time.monotonic()
+        writes = [
+            asyncio.ensure_future(
+                call("POST", "agents", "demo", "journal", body={"text": f"w{i}"})
+            )
+            for i in range(6)
+        ]
+        await asyncio.sleep(0.05)
+        t0 = time.monotonic()
+        listed = await call("GET", "agents")
+        read_other = await call("GET", "agents", "other", "facts")
+        read_locked = await call("GET", "agents", "demo", "facts")
+        elapsed = time.monotonic() - t0
+        assert listed[0] == 200 and sorted(listed[1]["agents"]) == ["demo", "other"]
+        assert (read_other[0], read_other[1]["content"]) == (200, "- other\n")
+        assert read_locked[0] == 200
+        assert elapsed < 0.4, f"reads waited {elapsed:.2f} s behind a held lock"
+        results = await asyncio.gather(*writes)
+        assert time.monotonic() - started < 10
+        for status, body in results:
+            assert status == 503
+            assert body["message"].startswith("Timed out after 0.5 s waiting for the lock ")
+            assert ".lock" in body["message"]
+    finally:
+        os.close(fd)
+    assert list(mem.entries()) == []
+    status, body = await call("POST", "agents", "demo", "journal", body={"text": "after"})
+    assert status == 201
+
+
+async def test_lone_surrogates_are_refused_naming_the_field(call, mem: AgentMemory) -> None:
+    raw = b'{"text": "half \\ud83d an emoji"}'
+    status, body = await call("POST", "agents", "demo", "journal", raw=raw)
+    assert status == 400
+    assert body["message"].startswith("'text' is not valid Unicode text: lone surrogate U+D83D")
+    raw = b'{"content": "x\\udc00"}'
+    status, body = await call("PUT", "agents", "demo", "facts", raw=raw)
+    assert (status, body) == (
+        400, {"message": "'content' is not valid Unicode text: lone surrogate U+DC00 at position 1"}
+    )
+    assert list(mem.entries()) == [] and mem.facts == ""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from traitlets import Int, TraitError, Unicode, validate
+from traitlets import Float, Int, TraitError, Unicode, validate
 from traitlets.config import Configurable
 
 
@@ -37,8 +37,29 @@ class AgentMemoryServer(Configurable):
     ).tag(config=True)
 
     max_body_bytes = Int(
-        1024 * 1024,
-        help="Largest request body accepted by a write, in bytes; larger bodies get 413.",
+        8 * 1024 * 1024,
+        help=(
+            "Largest request body accepted by a write, in bytes; larger bodies get 413. "
+            "The size of the text itself is the engine's limit (1 MiB by default), reported "
+            "with the same message on every surface; this only bounds the JSON envelope, "
+            "which escapes can make several times larger than the text."
+        ),
+    ).tag(config=True)
+
+    lock_timeout = Float(
+        10.0,
+        help=(
+            "Seconds a write waits for an agent's lock held by another process before it "
+            "fails with 503 (nothing written); reads never take the lock."
+        ),
+    ).tag(config=True)
+
+    worker_threads = Int(
+        8,
+        help=(
+            "Threads running engine work for the API; each agent may use a quarter of them, "
+            "so one agent waiting on a lock never delays another."
+        ),
     ).tag(config=True)
 
     tool_name = Unicode(
@@ -62,6 +83,13 @@ class AgentMemoryServer(Configurable):
         value = int(proposal["value"])
         if value < 1:
             raise TraitError(f"max_body_bytes must be at least 1, got {value}")
+        return value
+
+    @validate("worker_threads")
+    def _check_worker_threads(self, proposal: dict) -> int:
+        value = int(proposal["value"])
+        if value < 1:
+            raise TraitError(f"worker_threads must be at least 1, got {value}")
         return value
 
     @validate("prompt_budget_tokens")

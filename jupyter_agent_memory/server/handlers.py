@@ -12,10 +12,13 @@ resource), and writes go through jupyter_server's XSRF check.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import json
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypedDict, TypeVar
 
@@ -36,7 +39,13 @@ from .. import (
     provision,
     validate_agent_id,
 )
-from ..errors import INVALID_PARAMS, AgentNotFoundError
+from ..errors import (
+    INVALID_PARAMS,
+    AgentNotFoundError,
+    ContentTooLargeError,
+    LockTimeoutError,
+)
+from ..store import check_edit_body
 from . import API_PREFIX
 from .config import AgentMemoryServer
 
@@ -171,20 +180,67 @@ class ApiError(tornado.web.HTTPError):
         self.extra = extra
 
 
+# I/O failures a client can act on, by errno: what the request asked for cannot be done here.
+_OS_STATUS = {
+    errno.ENAMETOOLONG: 400,
+    errno.EACCES: 403,
+    errno.EPERM: 403,
+    errno.EROFS: 403,
+    errno.EISDIR: 403,
+    errno.ENOTDIR: 403,
+    errno.ENOENT: 404,
+    errno.ENOSPC: 507,
+    errno.EDQUOT: 507,
+}
+
+
 def _engine_error(exc: MemoryToolError | OSError) -> ApiError:
     """Map an engine exception to a status code, keeping the engine's message.
 
-    Conflict → 409 with both hashes; a refused path (symlink, escape) → 403; invalid
-    arguments (-32602) → 400; other engine or I/O failures → 500. Anything else is a bug and
-    is left to jupyter_server's 500 handling.
+    Conflict → 409 with both hashes; a refused path (symlink, escape) → 403; text over the
+    size limit → 413; invalid arguments (-32602) → 400; a lock held elsewhere for too long →
+    503 (try again). I/O errors a client can act on get their own 4xx/507; only an unexpected
+    failure is a 500.
     """
     if isinstance(exc, MemoryConflictError):
         return ApiError(409, exc.message, expected=exc.expected, actual=exc.actual)
     if isinstance(exc, UnsafePathError):
         return ApiError(403, exc.message)
+    if isinstance(exc, ContentTooLargeError):
+        return ApiError(413, exc.message)
+    if isinstance(exc, LockTimeoutError):
+        return ApiError(503, exc.message)
     if isinstance(exc, MemoryToolError):
         return ApiError(400 if exc.code == INVALID_PARAMS else 500, exc.message)
-    return ApiError(500, str(exc))
+    where = f" ({exc.filename})" if exc.filename else ""
+    return ApiError(_OS_STATUS.get(exc.errno or 0, 500), f"{exc.strerror or exc}{where}")
+
+
+class _AgentGate:
+    """At most ``per_agent`` requests of one agent in the worker pool at a time.
+
+    A writer waiting for another process's lock occupies a worker thread; capping each agent
+    keeps threads free for every other agent, so one stuck agent never delays the rest.
+    Waiting for the gate happens on the event loop, not in a thread.
+    """
+
+    def __init__(self, per_agent: int) -> None:
+        self.per_agent = per_agent
+        self._gates: dict[str, tuple[asyncio.Semaphore, int]] = {}
+
+    @contextlib.asynccontextmanager
+    async def enter(self, agent: str) -> AsyncIterator[None]:
+        gate, users = self._gates.get(agent, (asyncio.Semaphore(self.per_agent), 0))
+        self._gates[agent] = (gate, users + 1)
+        try:
+            async with gate:
+                yield
+        finally:
+            gate, users = self._gates[agent]
+            if users <= 1:
+                del self._gates[agent]  # no entry outlives its requests
+            else:
+                self._gates[agent] = (gate, users - 1)
 
 
 # -- shared state ------------------------------------------------------------------------------
@@ -196,6 +252,12 @@ class _State:
     def __init__(self, config: AgentMemoryServer, workspace: Path) -> None:
         self.config = config
         self.workspace = workspace
+        # Our own bounded pool: engine work never queues behind other extensions' jobs in
+        # the loop's default executor, and never grows without bound.
+        self.executor = ThreadPoolExecutor(
+            max_workers=config.worker_threads, thread_name_prefix="agent-memory"
+        )
+        self.gate = _AgentGate(max(1, config.worker_threads // 4))
         self._builder: PromptBuilder | None = None
         # The builder caches files and prompts; builds run in worker threads, one at a time.
         self._builder_lock = threading.Lock()
@@ -236,10 +298,20 @@ class AgentMemoryHandler(APIHandler):
         self.set_status(status)
         self.finish(json.dumps(payload))
 
-    async def run(self, func: Callable[..., T], *args: Any) -> T:
-        """Run blocking engine work in a thread; engine errors become :class:`ApiError`."""
+    async def run(self, func: Callable[[], T], writes_to: str | None = None) -> T:
+        """Run blocking engine work in the extension's pool; engine errors become ApiError.
+
+        Reads take no lock and go straight to the pool. Writes to one agent (``writes_to``)
+        share that agent's slots of it (see :class:`_AgentGate`), because they may wait for
+        the agent's lock.
+        """
+        state = self.state
+        loop = asyncio.get_running_loop()
         try:
-            return await asyncio.to_thread(func, *args)
+            if writes_to is None:
+                return await loop.run_in_executor(state.executor, func)
+            async with state.gate.enter(writes_to):
+                return await loop.run_in_executor(state.executor, func)
         except (MemoryToolError, OSError) as exc:
             raise _engine_error(exc) from exc
 
@@ -257,6 +329,8 @@ class AgentMemoryHandler(APIHandler):
             data = json.loads(self.request.body or b"")
         except (ValueError, UnicodeDecodeError) as exc:
             raise ApiError(400, f"Request body is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise ApiError(400, "Request body is not valid JSON: nested too deeply") from None
         if not isinstance(data, dict):
             raise ApiError(400, "Request body must be a JSON object")
         return data
@@ -275,9 +349,12 @@ class AgentMemoryHandler(APIHandler):
         a mistyped URL never leaves a folder behind. A symlink or a file in its place is left
         to the engine, which refuses it (403).
         """
-        root = self.state.config.resolved_root()
+        config = self.state.config
+        root = config.resolved_root()
         try:
-            return AgentMemory.open_id(agent_id, root, create=False)
+            return AgentMemory.open_id(
+                agent_id, root, create=False, lock_timeout=config.lock_timeout
+            )
         except AgentNotFoundError:
             raise ApiError(404, f'Agent "{agent_id}" does not exist under {root}') from None
 
@@ -323,7 +400,7 @@ class AgentsHandler(AgentMemoryHandler):
                 raise ApiError(400, f'Unknown template "{template}"; available: {names}')
             root = config.resolved_root()
             existed = os.path.lexists(root / agent_id)
-            mem = AgentMemory.open_id(agent_id, root)
+            mem = AgentMemory.open_id(agent_id, root, lock_timeout=config.lock_timeout)
             if template is not None:
                 provision(template, mem)
             return {
@@ -333,7 +410,7 @@ class AgentsHandler(AgentMemoryHandler):
                 "template": template,
             }
 
-        result = await self.run(work)
+        result = await self.run(work, agent_id)
         self.reply(result, 201 if result["created"] else 200)
 
 
@@ -373,6 +450,8 @@ class FactsHandler(AgentMemoryHandler):
 
         def work() -> FactsSavedResponse:
             mem = self.open_agent(agent_id)
+            # People edit here (the sidebar): an empty buffer is refused, as in every editor.
+            check_edit_body(content) if isinstance(content, str) else None
             previous = mem.facts_sha256
             new_sha = mem.update_facts(content, expected_sha256=expected)
             return {
@@ -381,7 +460,7 @@ class FactsHandler(AgentMemoryHandler):
                 "previous_sha256": expected or previous,
             }
 
-        self.reply(await self.run(work))
+        self.reply(await self.run(work, agent_id))
 
 
 class JournalHandler(AgentMemoryHandler):
@@ -431,7 +510,7 @@ class JournalHandler(AgentMemoryHandler):
             entry = mem.append(text, tags=tags)
             return {"agent": agent_id, "entry": entry}
 
-        self.reply(await self.run(work), 201)
+        self.reply(await self.run(work, agent_id), 201)
 
 
 class PromptHandler(AgentMemoryHandler):
