@@ -7,6 +7,7 @@ usually reached through a tool-calling protocol that speaks it.
 
 from __future__ import annotations
 
+METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 

@@ -30,7 +30,7 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .errors import INTERNAL_ERROR, INVALID_PARAMS, MemoryToolError
+from .errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, MemoryToolError
 from .templates import PRODUCT_INFO_TOOL
 
 if TYPE_CHECKING:
@@ -188,9 +188,13 @@ def _json_type(value: Any) -> str:
     return type(value).__name__
 
 
-def unknown_tool_error(name: object, offered: Sequence[str]) -> MemoryToolError:
-    """The error for a call to a tool that is not offered (shared by MCP and ``dispatch``)."""
-    return MemoryToolError(f'Unknown tool "{name}", expected {"/".join(offered)}', INVALID_PARAMS)
+def unknown_tool_error(name: object, offered: Sequence[str] = ()) -> MemoryToolError:
+    """The error for a call to a tool that is not offered (shared by MCP and ``dispatch``).
+
+    The reference's text and JSON-RPC's "method not found" code: ``-32601``
+    ``Unknown tool: <name>``. ``offered`` is accepted for callers that list the tools.
+    """
+    return MemoryToolError(f"Unknown tool: {name}", METHOD_NOT_FOUND)
 
 
 def call(memory: AgentMemory, name: str, arguments: dict[str, Any]) -> str:

@@ -200,11 +200,12 @@ def test_dispatch_search_without_journal(mem):
             42,
             "Error: MCP error -32602: Tool arguments must be a JSON object, got a number",
         ),
-        ("shell", {"cmd": "ls"}, 'Error: MCP error -32602: Unknown tool "shell", expected memory'),
+        # reference: the agent-memory MCP server answers an unknown tool with -32601.
+        ("shell", {"cmd": "ls"}, "Error: MCP error -32601: Unknown tool: shell"),
         (
             "product_info",
             {"source": "manifest"},
-            'Error: MCP error -32602: Unknown tool "product_info", expected memory',
+            "Error: MCP error -32601: Unknown tool: product_info",
         ),
     ],
 )
@@ -249,3 +250,23 @@ def test_error_text_formats():
     assert error_text(conflict) == f"Error: MCP error -32603: {conflict.message}"
     assert error_text(KeyError()) == "Error: MCP error -32603: KeyError"
     assert error_text(ValueError("nope")) == "Error: MCP error -32603: nope"
+
+
+def test_dispatch_stays_up_on_hostile_text(mem) -> None:
+    half_emoji = {"action": "append", "text": "half \ud83d emoji"}
+    text = dispatch(mem, "memory", half_emoji)
+    assert text.startswith("Error: MCP error -32602: 'text' is not valid Unicode text")
+    text = dispatch(mem, "memory", '{"action": "update", "content": "x\\udc00"}')
+    assert text == (
+        "Error: MCP error -32602: 'content' is not valid Unicode text: lone surrogate "
+        "U+DC00 at position 1"
+    )
+    big = {"action": "update", "content": "y" * (1024 * 1024 + 1)}
+    assert dispatch(mem, "memory", big) == (
+        "Error: MCP error -32602: 'content' is too large: 1048577 bytes, the limit is "
+        "1048576 bytes"
+    )
+    assert dispatch(mem, "memory", {"action": "append", "text": "still fine"}).startswith(
+        "Journal entry added at "
+    )
+    assert not (mem.path / "memory" / "FACT.md").exists()
