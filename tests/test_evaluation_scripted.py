@@ -241,7 +241,7 @@ def test_tool_errors_are_fed_back_and_the_loop_continues(mem, tmp_path):
             "Expecting value at line 1 column 12",
             True,
         ),
-        ('Error: MCP error -32602: Unknown tool "shell", expected memory', True),
+        ("Error: MCP error -32601: Unknown tool: shell", True),
     ]
     assert (
         session.turns[0].reply == "Error: MCP error -32602: 'content' is required for update action"
@@ -325,7 +325,7 @@ def test_mcp_style_tool_name(mem, tmp_path):
     result = run_scenario(mem, Unprefixed(), Scenario([Session(["x"])]), tool_name=name)
     assert result.model == "Unprefixed"
     assert result.sessions[0].tool_calls[0].result == (
-        f'Error: MCP error -32602: Unknown tool "memory", expected {name}'
+        "Error: MCP error -32601: Unknown tool: memory"
     )
 
 
@@ -389,7 +389,7 @@ def test_scenario_from_dict():
     ]
     with pytest.raises(ValueError, match="Unknown expectation"):
         Scenario.from_dict({"sessions": [{"turns": [], "expect": [{"weather": 1}]}]})
-    with pytest.raises(ValueError, match="Session 1 needs a 'turns' list"):
+    with pytest.raises(ValueError, match="Session 1 needs a 'turns' or 'transcript' list"):
         Scenario.from_dict({"sessions": [{"turns": "hello"}]})
     with pytest.raises(ValueError, match="needs a 'sessions' list"):
         Scenario.from_dict({})

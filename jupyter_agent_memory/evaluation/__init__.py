@@ -31,8 +31,25 @@ talks to any OpenAI-compatible endpoint (``pip install "jupyter-agent-memory[eva
 
 from __future__ import annotations
 
+from .expectations import (
+    ABSTAIN_PATTERNS,
+    Check,
+    Expectation,
+    ExpectationOutcome,
+    FactContains,
+    JournalContains,
+    ModelJudge,
+    PromptContains,
+    ReplyAbstains,
+    ReplyContains,
+    ReplyJudged,
+    ReplyMatches,
+    SessionState,
+    ToolCalled,
+)
 from .models import (
     ChatModel,
+    ModelResponseError,
     ModelTurn,
     OpenAIChatModel,
     Rule,
@@ -45,45 +62,70 @@ from .models import (
     remember,
     search,
 )
-from .results import EvaluationResult, SessionRecord, ToolCallRecord, TurnRecord, count_facts
-from .runner import EvaluationRunner, run_scenario
-from .scenario import (
-    Expectation,
-    ExpectationOutcome,
-    FactContains,
-    JournalContains,
-    PromptContains,
-    Scenario,
-    Session,
-    SessionState,
+from .progress import Progress
+from .records import (
+    ModelCallRecord,
+    RetrievalScore,
+    SearchRecord,
+    SessionRecord,
+    ToolCallRecord,
+    TurnRecord,
+    count_facts,
 )
+from .results import EvaluationResult
+from .retrieval import Evidence, bm25_rank, mrr, ndcg, recall_all, recall_any, session_recall
+from .runner import BASELINES, EvaluationRunner, SimulatedClock, run_scenario
+from .scenario import Scenario, Session, parse_date
 
 __all__ = [
+    "ABSTAIN_PATTERNS",
+    "BASELINES",
     "ChatModel",
+    "Check",
     "EvaluationResult",
     "EvaluationRunner",
+    "Evidence",
     "Expectation",
     "ExpectationOutcome",
     "FactContains",
     "JournalContains",
+    "ModelCallRecord",
+    "ModelJudge",
+    "ModelResponseError",
     "ModelTurn",
     "OpenAIChatModel",
+    "Progress",
     "PromptContains",
+    "ReplyAbstains",
+    "ReplyContains",
+    "ReplyJudged",
+    "ReplyMatches",
+    "RetrievalScore",
     "Rule",
     "Scenario",
     "ScriptContext",
     "ScriptedModel",
+    "SearchRecord",
     "Session",
     "SessionRecord",
     "SessionState",
+    "SimulatedClock",
     "ToolCall",
     "ToolCallRecord",
+    "ToolCalled",
     "TurnRecord",
+    "bm25_rank",
     "call_tool",
     "count_facts",
     "journal",
+    "mrr",
+    "ndcg",
+    "parse_date",
     "recall",
+    "recall_all",
+    "recall_any",
     "remember",
     "run_scenario",
     "search",
+    "session_recall",
 ]

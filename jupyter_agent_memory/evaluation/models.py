@@ -30,6 +30,7 @@ from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
     "ChatModel",
+    "ModelResponseError",
     "ModelTurn",
     "OpenAIChatModel",
     "Rule",
@@ -71,7 +72,14 @@ class ModelTurn:
     text: str | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: dict[str, int] | None = None
-    """Token usage reported by the API (e.g. ``prompt_tokens``), when there is any."""
+    """Token usage reported by the API (``prompt_tokens``, ``completion_tokens``), when there
+    is any; the runner estimates it otherwise."""
+    finish_reason: str = ""
+    """Why the model stopped (``stop``, ``tool_calls``, ``length``...), when it says."""
+
+
+class ModelResponseError(RuntimeError):
+    """The endpoint answered, but not with something a turn can be made of (no choices...)."""
 
 
 @runtime_checkable
@@ -278,7 +286,7 @@ class ScriptedModel:
             default=None,
         )
         if last_user is None:
-            return ModelTurn(text=self.default_reply)
+            return ModelTurn(text=self.default_reply, finish_reason="stop")
         user = str(messages[last_user].get("content") or "")
         since = messages[last_user + 1 :]
         system = next(
@@ -299,9 +307,10 @@ class ScriptedModel:
                     call.id = f"call_{len(self.calls) + 1}"
                     self.calls.append(call)
                     calls.append(call)
-                return ModelTurn(tool_calls=calls)
-            return ModelTurn(text=rule.reply(ctx) if callable(rule.reply) else ctx.fill(rule.reply))
-        return ModelTurn(text=self.default_reply)
+                return ModelTurn(tool_calls=calls, finish_reason="tool_calls")
+            text = rule.reply(ctx) if callable(rule.reply) else ctx.fill(rule.reply)
+            return ModelTurn(text=text, finish_reason="stop")
+        return ModelTurn(text=self.default_reply, finish_reason="stop")
 
 
 # ----------------------------------------------------------------------------- OpenAI model
@@ -347,19 +356,34 @@ class OpenAIChatModel:
         response = self.client.chat.completions.create(
             model=self.model, messages=messages, **kwargs
         )
-        message = response.choices[0].message
+        choices = getattr(response, "choices", None) or []
+        if not choices:
+            raise ModelResponseError(
+                f"{self.name}: the endpoint returned no choices (response id "
+                f"{getattr(response, 'id', None)!r})"
+            )
+        choice = choices[0]
+        message = choice.message
+        if message is None:
+            raise ModelResponseError(f"{self.name}: the endpoint's first choice has no message")
         calls = [
             ToolCall(call.function.name, call.function.arguments or "", call.id)
             for call in message.tool_calls or ()
             if getattr(call, "function", None) is not None
         ]
         usage = None
-        if response.usage is not None:
+        reported = getattr(response, "usage", None)
+        if reported is not None and reported.prompt_tokens is not None:
             usage = {
-                "prompt_tokens": response.usage.prompt_tokens,
-                "completion_tokens": response.usage.completion_tokens,
+                "prompt_tokens": int(reported.prompt_tokens),
+                "completion_tokens": int(reported.completion_tokens or 0),
             }
-        return ModelTurn(text=message.content, tool_calls=calls, usage=usage)
+        return ModelTurn(
+            text=message.content,
+            tool_calls=calls,
+            usage=usage,
+            finish_reason=str(choice.finish_reason or ""),
+        )
 
     def __repr__(self) -> str:
         return f"OpenAIChatModel(base_url={str(self.client.base_url)!r}, model={self.model!r})"

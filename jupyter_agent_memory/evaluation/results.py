@@ -1,143 +1,106 @@
 """What an evaluation run recorded, and ways to look at it.
 
 ``EvaluationResult`` holds one ``SessionRecord`` per session. View it as a plain-text table
-(``str(result)`` / ``result.table()``), a pandas DataFrame (``result.to_dataframe()``, needs
-pandas), a matplotlib figure of prompt size and fact count over sessions (``result.plot()``,
-needs matplotlib), or rich HTML in a notebook (just display the result).
+(``str(result)`` / ``result.table()``), pandas DataFrames (``to_dataframe()`` one row per
+session, ``tidy()`` one row per session and metric, ``retrieval_dataframe()``,
+``outcomes_dataframe()``; need pandas), a matplotlib figure (``plot()``), or rich HTML in a
+notebook (just display the result; every text written by the model or read from memory is
+escaped, never rendered as live HTML). ``save``/``load`` (and ``to_json``/``from_json``) keep a
+run on disk and load it back equal.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from .scenario import ExpectationOutcome
+from .expectations import ExpectationOutcome
+from .records import (
+    ModelCallRecord,
+    RetrievalScore,
+    SearchRecord,
+    SessionRecord,
+    ToolCallRecord,
+    TurnRecord,
+    count_facts,
+)
 
-__all__ = ["EvaluationResult", "SessionRecord", "ToolCallRecord", "TurnRecord", "count_facts"]
+__all__ = [
+    "EvaluationResult",
+    "ModelCallRecord",
+    "RetrievalScore",
+    "SearchRecord",
+    "SessionRecord",
+    "ToolCallRecord",
+    "TurnRecord",
+    "count_facts",
+]
 
 EVAL_INSTALL_HINT = 'pip install "jupyter-agent-memory[eval]"'
 
-_LIST_ITEM = ("- ", "* ", "+ ")
+FORMAT = "jupyter-agent-memory/evaluation-result"
+FORMAT_VERSION = 1
+
+NUMERIC_METRICS = (
+    "turns",
+    "tool_calls",
+    "tool_errors",
+    "prompt_chars",
+    "prompt_tokens",
+    "facts",
+    "facts_added",
+    "facts_removed",
+    "new_entries",
+    "searches",
+    "passed",
+    "failed",
+    "pass_rate",
+    "errors",
+    "input_tokens",
+    "output_tokens",
+    "model_calls",
+    "tool_rounds",
+    "latency_s",
+)
+"""The per-session numbers of ``tidy()`` (retrieval metrics come on top, per retriever)."""
 
 
-def count_facts(text: str) -> int:
-    """Count the facts in a FACT.md text.
+def import_pandas(what: str) -> Any:
+    """pandas, or an ImportError naming the extra that provides it."""
+    try:
+        import pandas
+    except ImportError as exc:
+        raise ImportError(f"{what} needs pandas: {EVAL_INSTALL_HINT}") from exc
+    return pandas
 
-    Markdown list items (``-``, ``*``, ``+`` or ``1.``) each count as one fact; a file without
-    any list item counts its non-empty lines that are not headings. A rough measure, meant for
-    watching how memory grows over sessions.
+
+def import_pyplot(what: str) -> Any:
+    """matplotlib.pyplot, or an ImportError naming the extra that provides it."""
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise ImportError(f"{what} needs matplotlib: {EVAL_INSTALL_HINT}") from exc
+    return plt
+
+
+def new_axes(plt: Any, ax: Any, size: tuple[float, float] = (7, 3.2)) -> tuple[Any, Any]:
+    """``(figure, axes)``: the given axes, or a new figure that pyplot forgets at once.
+
+    Importing pyplot registers the inline display in a notebook; closing the new figure keeps
+    it from being shown twice (or opened in a GUI window) while the returned figure still
+    displays and saves.
     """
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    items = [
-        line
-        for line in lines
-        if line.startswith(_LIST_ITEM) or (line.split(".", 1)[0].isdigit() and ". " in line)
-    ]
-    if items:
-        return len(items)
-    return sum(1 for line in lines if not line.startswith("#"))
-
-
-@dataclass
-class ToolCallRecord:
-    """One tool call made during a session and what it returned."""
-
-    name: str
-    arguments: dict[str, Any] | str
-    result: str
-    is_error: bool
-
-    def arguments_text(self) -> str:
-        """The arguments as compact JSON (raw text when the model sent unparsable text)."""
-        if isinstance(self.arguments, str):
-            return self.arguments
-        return json.dumps(self.arguments, ensure_ascii=False)
-
-
-@dataclass
-class TurnRecord:
-    """One user turn: the tool calls it caused and the final reply."""
-
-    user: str
-    reply: str
-    tool_calls: list[ToolCallRecord] = field(default_factory=list)
-    note: str = ""
-    """Set when the turn ended abnormally (e.g. too many tool rounds)."""
-
-
-@dataclass
-class SessionRecord:
-    """Everything recorded for one session."""
-
-    index: int
-    """1-based position in the scenario."""
-    name: str
-    system_prompt: str
-    """The exact system prompt the session started from."""
-    prompt_chars: int
-    prompt_tokens: int
-    """Approximate, as computed by the prompt builder."""
-    prompt_sections: list[tuple[str, int, int]]
-    """(name, chars, tokens) per prompt section."""
-    prompt_warnings: list[str]
-    bootstrap: bool
-    """Whether the prompt was in bootstrap mode."""
-    turns: list[TurnRecord]
-    facts_before: str
-    facts_after: str
-    facts_diff: str
-    """Unified diff of FACT.md over the session ('' when unchanged)."""
-    new_entries: list[dict[str, Any]]
-    """Journal entries added during the session, oldest first."""
-    next_prompt: str
-    """The system prompt built right after the session (what the next session sees)."""
-    outcomes: list[ExpectationOutcome]
-
-    @property
-    def tool_calls(self) -> list[ToolCallRecord]:
-        """Every tool call of the session, in order."""
-        return [call for turn in self.turns for call in turn.tool_calls]
-
-    @property
-    def fact_count(self) -> int:
-        """``count_facts`` of FACT.md after the session."""
-        return count_facts(self.facts_after)
-
-    @property
-    def passed(self) -> bool:
-        """Whether every expectation of the session held (``True`` when there are none)."""
-        return all(outcome.passed for outcome in self.outcomes)
-
-    def summary(self) -> dict[str, Any]:
-        """One row of the results table."""
-        added, removed = _diff_counts(self.facts_diff)
-        return {
-            "session": self.index,
-            "name": self.name,
-            "turns": len(self.turns),
-            "tool_calls": len(self.tool_calls),
-            "tool_errors": sum(1 for call in self.tool_calls if call.is_error),
-            "prompt_chars": self.prompt_chars,
-            "prompt_tokens": self.prompt_tokens,
-            "facts": self.fact_count,
-            "facts_added": added,
-            "facts_removed": removed,
-            "new_entries": len(self.new_entries),
-            "expectations": f"{sum(o.passed for o in self.outcomes)}/{len(self.outcomes)}",
-        }
-
-
-def _diff_counts(diff: str) -> tuple[int, int]:
-    added = removed = 0
-    for line in diff.splitlines():
-        if line.startswith("+") and not line.startswith("+++"):
-            added += 1
-        elif line.startswith("-") and not line.startswith("---"):
-            removed += 1
-    return added, removed
+    if ax is not None:
+        return ax.figure, ax
+    figure, axes = plt.subplots(figsize=size, layout="constrained")
+    plt.close(figure)
+    return figure, axes
 
 
 _COLUMNS = [
@@ -156,9 +119,9 @@ _COLUMNS = [
 ]
 
 
-def _format_table(rows: Sequence[dict[str, Any]]) -> str:
-    headers = [title for _, title in _COLUMNS]
-    cells = [[str(row[key]) for key, _ in _COLUMNS] for row in rows]
+def _format_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]]) -> str:
+    headers = [title for _, title in columns]
+    cells = [["" if row[key] is None else str(row[key]) for key, _ in columns] for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
 
     def line(values: Sequence[str]) -> str:
@@ -172,6 +135,10 @@ def _format_table(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def _number(value: Any) -> float:
+    return math.nan if value is None else float(value)
+
+
 @dataclass
 class EvaluationResult:
     """The outcome of running a scenario: one ``SessionRecord`` per session."""
@@ -180,11 +147,17 @@ class EvaluationResult:
     model: str
     agent_path: str
     sessions: list[SessionRecord]
+    labels: dict[str, Any] = field(default_factory=dict)
+    """The scenario's labels (e.g. a benchmark's question type)."""
+    stopped: bool = False
+    """True when ``on_error="stop"`` ended the run early."""
+    journal: list[dict[str, Any]] = field(default_factory=list)
+    """Every journal entry the run saw: ``{"id", "session", "entry"}`` (see ``retrieval``)."""
 
     @property
     def passed(self) -> bool:
-        """Whether every expectation of every session held."""
-        return all(session.passed for session in self.sessions)
+        """Whether every expectation of every session held and no error happened."""
+        return all(session.passed for session in self.sessions) and not self.errors
 
     @property
     def failures(self) -> list[tuple[int, ExpectationOutcome]]:
@@ -196,13 +169,25 @@ class EvaluationResult:
             if not outcome.passed
         ]
 
+    @property
+    def errors(self) -> list[tuple[int, str]]:
+        """``(session index, traceback text)`` for every error of the run."""
+        return [(s.index, text) for s in self.sessions for text in s.errors]
+
+    def entry(self, entry_id: str) -> dict[str, Any]:
+        """The journal entry with id ``entry_id`` (``KeyError`` when there is none)."""
+        for item in self.journal:
+            if item["id"] == entry_id:
+                return item["entry"]
+        raise KeyError(entry_id)
+
     def rows(self) -> list[dict[str, Any]]:
         """The summary rows (one dict per session), as used by the table and the DataFrame."""
         return [session.summary() for session in self.sessions]
 
     def table(self) -> str:
         """A plain-text table with one line per session."""
-        return _format_table(self.rows())
+        return _format_table(self.rows(), _COLUMNS)
 
     def expectations_text(self) -> str:
         """Every expectation outcome, one per line: ``[PASS]`` / ``[FAIL]`` with details."""
@@ -214,17 +199,28 @@ class EvaluationResult:
                 lines.append(f"[{mark}] session {session.index}: {outcome.description}{detail}")
         return "\n".join(lines)
 
-    def __str__(self) -> str:
+    def _headline(self) -> str:
         total = sum(len(session.outcomes) for session in self.sessions)
         failed = len(self.failures)
         head = (
             f"Scenario {self.scenario!r} with model {self.model}: {len(self.sessions)} sessions, "
             f"{total - failed}/{total} expectations passed"
         )
-        parts = [head, "", self.table()]
+        errors = len(self.errors)
+        if errors:
+            head += f", {errors} error{'' if errors == 1 else 's'}"
+        if self.stopped:
+            head += " (stopped at the first error)"
+        return head
+
+    def __str__(self) -> str:
+        parts = [self._headline(), "", self.table()]
         expectations = self.expectations_text()
         if expectations:
             parts += ["", expectations]
+        for index, text in self.errors:
+            last = text.strip().splitlines()[-1] if text.strip() else ""
+            parts.append(f"[ERROR] session {index}: {last}")
         return "\n".join(parts)
 
     def __repr__(self) -> str:
@@ -233,41 +229,138 @@ class EvaluationResult:
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(str(self))
 
+    # -- numbers ---------------------------------------------------------------------------
+
+    def metrics(self, session: SessionRecord) -> dict[str, float]:
+        """Every number of ``session``: ``NUMERIC_METRICS`` and ``<retriever>.<metric>``."""
+        row = session.summary()
+        values = {name: _number(row[name]) for name in NUMERIC_METRICS}
+        for score in session.retrieval:
+            for name, value in score.metrics().items():
+                values[f"{score.retriever}.{name}"] = _number(value)
+        return values
+
+    def tidy_rows(self) -> list[dict[str, Any]]:
+        """One dict per session and metric: labels, ``session``, ``name``, ``metric``, ``value``."""
+        rows = []
+        for session in self.sessions:
+            for metric, value in self.metrics(session).items():
+                rows.append(
+                    {
+                        **self.labels,
+                        "session": session.index,
+                        "name": session.name,
+                        "metric": metric,
+                        "value": value,
+                    }
+                )
+        return rows
+
+    def tidy(self) -> Any:
+        """``tidy_rows()`` as a pandas DataFrame (long format, for groupby and plots)."""
+        pandas = import_pandas("tidy()")
+        return pandas.DataFrame(self.tidy_rows())
+
     def to_dataframe(self) -> Any:
-        """The summary rows as a ``pandas.DataFrame`` indexed by session number."""
-        try:
-            import pandas
-        except ImportError as exc:
-            raise ImportError(f"to_dataframe() needs pandas: {EVAL_INSTALL_HINT}") from exc
-        return pandas.DataFrame(self.rows()).set_index("session")
+        """The summary rows as a ``pandas.DataFrame`` indexed by session number.
 
-    def plot(self) -> Any:
-        """A matplotlib figure: prompt tokens (bars) and fact count (line) per session.
-
-        The bars are the size of the prompt each session started from; the line is the number
-        of facts (``count_facts``) in FACT.md when the session ended.
+        Numeric columns include ``passed``, ``failed`` and ``pass_rate`` (NaN without
+        expectations), tokens (``input_tokens``, ``output_tokens``, ``tokens_estimated``),
+        ``model_calls``, ``tool_rounds``, ``latency_s``, ``finish_reason`` and ``errors``; the
+        scenario's labels are columns too.
         """
-        try:
-            import matplotlib.pyplot as plt
-            from matplotlib.ticker import MaxNLocator
-        except ImportError as exc:
-            raise ImportError(f"plot() needs matplotlib: {EVAL_INSTALL_HINT}") from exc
-        # pyplot is used only to create the figure: importing it is what registers the inline
-        # image display in a notebook. The figure is closed at once, so it is neither shown a
-        # second time when the cell ends nor opened in a GUI window; displaying or saving the
-        # returned Figure still works.
-        figure, axes = plt.subplots(figsize=(7, 3.2), layout="constrained")
-        plt.close(figure)
+        pandas = import_pandas("to_dataframe()")
+        frame = pandas.DataFrame(self.rows()).set_index("session")
+        for key, value in self.labels.items():
+            frame[key] = value
+        return frame
+
+    def retrieval_rows(self) -> list[dict[str, Any]]:
+        """One dict per session and retriever with every retrieval metric."""
+        rows = []
+        for session in self.sessions:
+            for score in session.retrieval:
+                rows.append(
+                    {
+                        **self.labels,
+                        "session": session.index,
+                        "name": session.name,
+                        "retriever": score.retriever,
+                        "gold": score.gold,
+                        "returned": score.returned,
+                        **score.metrics(),
+                    }
+                )
+        return rows
+
+    def retrieval_dataframe(self) -> Any:
+        """``retrieval_rows()`` as a DataFrame."""
+        pandas = import_pandas("retrieval_dataframe()")
+        return pandas.DataFrame(self.retrieval_rows())
+
+    def retrieval_summary(self) -> dict[str, dict[str, float]]:
+        """Mean of each retrieval metric per retriever over the sessions that have it
+        (``None`` values, where the journal held no gold entry, are left out)."""
+        sums: dict[str, dict[str, list[float]]] = {}
+        for row in self.retrieval_rows():
+            by_metric = sums.setdefault(row["retriever"], {})
+            for key, value in row.items():
+                if ("@" in key or key == "mrr") and value is not None:
+                    by_metric.setdefault(key, []).append(float(value))
+        return {
+            retriever: {key: sum(values) / len(values) for key, values in metrics.items()}
+            for retriever, metrics in sums.items()
+        }
+
+    def outcomes_dataframe(self) -> Any:
+        """One row per session and expectation: ``passed`` as 0/1, and the detail."""
+        pandas = import_pandas("outcomes_dataframe()")
+        rows = [
+            {
+                **self.labels,
+                "session": session.index,
+                "expectation": outcome.description,
+                "passed": int(outcome.passed),
+                "detail": outcome.detail,
+            }
+            for session in self.sessions
+            for outcome in session.outcomes
+        ]
+        return pandas.DataFrame(
+            rows, columns=[*self.labels, "session", "expectation", "passed", "detail"]
+        )
+
+    def plot(self, metric: str | None = None, *, ax: Any = None, title: str | None = None) -> Any:
+        """A matplotlib figure over sessions.
+
+        Without ``metric``: prompt tokens (bars, the prompt each session started from) and
+        fact count (line, FACT.md when the session ended). With ``metric`` (any name of
+        ``metrics()``, e.g. ``pass_rate``, ``input_tokens``, ``bm25.recall_any@5``): that
+        number per session as bars. ``ax`` draws into existing axes; ``title`` replaces the
+        default title.
+        """
+        plt = import_pyplot("plot()")
+        from matplotlib.ticker import MaxNLocator
+
+        figure, axes = new_axes(plt, ax)
         indexes = [session.index for session in self.sessions]
+        axes.set_xlabel("session")
+        axes.set_xticks(indexes)
+        if metric is not None:
+            values = [self.metrics(session).get(metric, math.nan) for session in self.sessions]
+            if all(math.isnan(value) for value in values):
+                raise ValueError(f"No session has the metric {metric!r}")
+            axes.bar(indexes, values, color="#6baed6")
+            axes.set_ylabel(metric)
+            axes.set_title(title if title is not None else f"{self.scenario}: {metric}")
+            return figure
         axes.bar(
             indexes,
             [session.prompt_tokens for session in self.sessions],
             color="#9ecae1",
             label="prompt tokens",
         )
-        axes.set_xlabel("session")
         axes.set_ylabel("prompt tokens (approx.)")
-        axes.set_xticks(indexes)
         facts_axes = axes.twinx()
         facts_axes.plot(
             indexes,
@@ -281,20 +374,75 @@ class EvaluationResult:
         facts_axes.yaxis.set_major_locator(MaxNLocator(integer=True))
         handles = axes.get_legend_handles_labels()
         more = facts_axes.get_legend_handles_labels()
-        figure.legend(
-            handles[0] + more[0], handles[1] + more[1], loc="outside lower center", ncols=2
+        axes.legend(handles[0] + more[0], handles[1] + more[1], loc="upper left", fontsize=8)
+        axes.set_title(
+            title if title is not None else f"{self.scenario}: prompt size and facts per session"
         )
-        axes.set_title(f"{self.scenario}: prompt size and facts per session")
         return figure
+
+    # -- JSON ------------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every recorded value as JSON-ready data (``from_dict`` loads it back equal)."""
+        return {
+            "format": FORMAT,
+            "version": FORMAT_VERSION,
+            "scenario": self.scenario,
+            "model": self.model,
+            "agent_path": self.agent_path,
+            "labels": self.labels,
+            "stopped": self.stopped,
+            "journal": self.journal,
+            "sessions": [session.to_dict() for session in self.sessions],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EvaluationResult:
+        """Load what ``to_dict`` produced; a different format raises ``ValueError``."""
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise ValueError(f"Not an evaluation result: expected format {FORMAT!r}")
+        if data.get("version") != FORMAT_VERSION:
+            raise ValueError(
+                f"Unsupported evaluation result version {data.get('version')!r} "
+                f"(this version reads {FORMAT_VERSION})"
+            )
+        return cls(
+            scenario=data["scenario"],
+            model=data["model"],
+            agent_path=data["agent_path"],
+            sessions=[SessionRecord.from_dict(s) for s in data["sessions"]],
+            labels=dict(data.get("labels") or {}),
+            stopped=bool(data.get("stopped")),
+            journal=list(data.get("journal") or []),
+        )
+
+    def to_json(self, indent: int | None = 1) -> str:
+        """The result as JSON text (non-ASCII kept)."""
+        return json.dumps(self.to_dict(), ensure_ascii=False, indent=indent)
+
+    @classmethod
+    def from_json(cls, text: str) -> EvaluationResult:
+        """Load a result from ``to_json`` text."""
+        return cls.from_dict(json.loads(text))
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write ``to_json()`` to ``path`` (UTF-8); returns the path."""
+        target = Path(path)
+        target.write_text(self.to_json(), encoding="utf-8")
+        return target
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> EvaluationResult:
+        """Read a result written by ``save``."""
+        return cls.from_json(Path(path).read_text(encoding="utf-8"))
+
+    # -- HTML ------------------------------------------------------------------------------
 
     def _repr_html_(self) -> str:
         esc = html.escape
-        total = sum(len(session.outcomes) for session in self.sessions)
-        failed = len(self.failures)
         out = [
             '<div class="jp-AgentMemory-evaluation">',
-            f"<p><b>Scenario {esc(self.scenario)}</b> with model <code>{esc(self.model)}</code>: "
-            f"{len(self.sessions)} sessions, {total - failed}/{total} expectations passed</p>",
+            f"<p>{esc(self._headline())}</p>",
             "<table><thead><tr>",
             *(f"<th>{esc(title)}</th>" for _, title in _COLUMNS),
             "</tr></thead><tbody>",
@@ -313,11 +461,17 @@ def _session_html(session: SessionRecord) -> str:
     esc = html.escape
     title = f"Session {session.index}" + (f": {session.name}" if session.name else "")
     status = "" if not session.outcomes else (" ✔" if session.passed else " ✘")
+    if session.errors:
+        status += " ⚠ error"
     out = [f"<details><summary><b>{esc(title)}</b>{status}</summary>"]
     sections = ", ".join(f"{name} {chars} chars" for name, chars, _ in session.prompt_sections)
+    cost = session.cost()
     out.append(
         f"<p>System prompt: {session.prompt_chars} chars, ~{session.prompt_tokens} tokens"
         f"{' (bootstrap mode)' if session.bootstrap else ''}. {esc(sections)}</p>"
+        f"<p>Model calls: {cost['model_calls']}, tool rounds: {cost['tool_rounds']}, "
+        f"tokens in/out: {cost['input_tokens']}/{cost['output_tokens']}"
+        f"{' (estimated)' if cost['tokens_estimated'] else ''}.</p>"
     )
     out.extend(f"<p><b>Warning:</b> {esc(warning)}</p>" for warning in session.prompt_warnings)
     out.append(
@@ -333,19 +487,47 @@ def _session_html(session: SessionRecord) -> str:
             for call in turn.tool_calls
         )
         reply = esc(turn.reply) + (f" <i>({esc(turn.note)})</i>" if turn.note else "")
+        if turn.assistant is not None:
+            reply += f"<br><i>transcript:</i> {esc(turn.assistant)}"
+        if turn.error:
+            reply += f"<pre style='white-space: pre-wrap'>{esc(turn.error)}</pre>"
         out.append(f"<tr><td>{esc(turn.user)}</td><td>{calls}</td><td>{reply}</td></tr>")
     out.append("</tbody></table>")
+    if session.error:
+        out.append(
+            f"<p><b>Error:</b></p><pre style='white-space: pre-wrap'>{esc(session.error)}</pre>"
+        )
     diff = session.facts_diff or "(FACT.md unchanged)"
     out.append(f"<p>FACT.md diff:</p><pre style='white-space: pre-wrap'>{esc(diff)}</pre>")
     if session.new_entries:
         out.append("<p>New journal entries:</p><ul>")
-        for entry in session.new_entries:
+        for entry_id, entry in zip(session.new_entry_ids, session.new_entries, strict=False):
             tags = ", ".join(str(tag) for tag in entry.get("tags") or [])
             out.append(
-                f"<li><code>{esc(str(entry.get('ts', '')))}</code> "
+                f"<li><code>{esc(entry_id)}</code> <code>{esc(str(entry.get('ts', '')))}</code> "
                 f"{esc(str(entry.get('text', '')))}{f' [{esc(tags)}]' if tags else ''}</li>"
             )
         out.append("</ul>")
+    if session.searches:
+        out.append("<p>Searches (entry ids, best first):</p><ul>")
+        for search in session.searches:
+            out.append(
+                f"<li>{esc(search.retriever)} <code>{esc(search.query)}</code> → "
+                f"{esc(', '.join(search.results) or '(nothing)')}</li>"
+            )
+        out.append("</ul>")
+    if session.retrieval:
+        out.append("<table><thead><tr><th>retriever</th>")
+        names = list(session.retrieval[0].metrics())
+        out.extend(f"<th>{esc(name)}</th>" for name in names)
+        out.append("</tr></thead><tbody>")
+        for score in session.retrieval:
+            cells = "".join(
+                f"<td>{'' if value is None else f'{value:.3g}'}</td>"
+                for value in score.metrics().values()
+            )
+            out.append(f"<tr><td>{esc(score.retriever)}</td>{cells}</tr>")
+        out.append("</tbody></table>")
     if session.outcomes:
         out.append("<ul>")
         for outcome in session.outcomes:

@@ -3,24 +3,131 @@
 from __future__ import annotations
 
 import difflib
+import json
 import os
-from collections.abc import Mapping
+import time
+import traceback
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import functions
 from .models import ChatModel, ModelTurn
-from .results import EvaluationResult, SessionRecord, ToolCallRecord, TurnRecord
-from .scenario import Scenario, SessionState
+from .progress import make_progress
+from .records import ModelCallRecord, SearchRecord, SessionRecord, ToolCallRecord, TurnRecord
+from .results import EvaluationResult
+from .retrieval import bm25_rank, score_ranking
+from .scenario import Scenario, Session, SessionState, session_names
 
 if TYPE_CHECKING:
     from .. import AgentMemory, Prompt
 
-__all__ = ["EvaluationRunner", "run_scenario"]
+__all__ = ["BASELINES", "EvaluationRunner", "SimulatedClock", "run_scenario"]
+
+BASELINES = ("tool", "bm25")
+"""The retrieval baselines scored next to the agent's own searches (see ``retrieval``)."""
 
 
-def _journal_count(memory: AgentMemory) -> int:
-    return sum(1 for _ in memory.entries())
+class SimulatedClock:
+    """A clock for ``AgentMemory(clock=...)`` that only moves when told, plus ``step`` per read.
+
+    Each reading returns the current time and then moves it ``step`` forward (default one
+    second), so journal entries written in one session keep distinct, ordered times. ``set``
+    jumps to a session's date.
+    """
+
+    def __init__(self, start: datetime, step: timedelta = timedelta(seconds=1)) -> None:
+        self.current = start if start.tzinfo else start.replace(tzinfo=timezone.utc)
+        self.step = step
+
+    def __call__(self) -> datetime:
+        moment = self.current
+        self.current = moment + self.step
+        return moment
+
+    def set(self, moment: datetime) -> None:
+        """Jump to ``moment`` (earlier or later)."""
+        self.current = moment
+
+    def peek(self) -> datetime:
+        """The time the next reading returns, without moving the clock."""
+        return self.current
+
+
+def _timestamp(moment: datetime) -> str:
+    from ..journal import format_timestamp
+
+    return format_timestamp(moment)
+
+
+def _estimate_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
+    from ..prompt import approx_tokens
+
+    return approx_tokens(json.dumps(list(messages), ensure_ascii=False))
+
+
+def _reply_tokens(turn: ModelTurn) -> int:
+    from ..prompt import approx_tokens
+
+    text = turn.text or ""
+    text += "".join(call.name + call.arguments_json() for call in turn.tool_calls)
+    return approx_tokens(text)
+
+
+def _parse_arguments(arguments: Any) -> dict[str, Any] | None:
+    if isinstance(arguments, dict):
+        return arguments
+    if isinstance(arguments, str):
+        try:
+            value = json.loads(arguments or "{}")
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) else None
+    return None
+
+
+def _entry_key(entry: Mapping[str, Any]) -> str:
+    return json.dumps(entry, sort_keys=True, ensure_ascii=False)
+
+
+class _Journal:
+    """Every journal entry the run has seen, with its id (``j1``...) and the session that
+    wrote it, so rankings can be expressed as ids and scored against evidence."""
+
+    def __init__(self, memory: AgentMemory) -> None:
+        self.memory = memory
+        self.ids: list[str] = []
+        self.entries: dict[str, tuple[dict[str, Any], str]] = {}
+        self.sync("")
+
+    def sync(self, origin: str) -> list[str]:
+        """Register entries added since the last sync as written by ``origin``; their ids."""
+        added = []
+        for position, entry in enumerate(self.memory.entries()):
+            if position < len(self.ids):
+                continue
+            entry_id = f"j{position + 1}"
+            self.ids.append(entry_id)
+            self.entries[entry_id] = (entry, origin)
+            added.append(entry_id)
+        return added
+
+    def snapshot(self) -> dict[str, tuple[dict[str, Any], str]]:
+        return dict(self.entries)
+
+    def ids_of(self, returned: Sequence[Mapping[str, Any]]) -> list[str]:
+        """Ids of entries a search returned (newest first): equal entries map to the newest
+        id not yet used in this ranking."""
+        by_key: dict[str, list[str]] = {}
+        for entry_id in self.ids:
+            by_key.setdefault(_entry_key(self.entries[entry_id][0]), []).append(entry_id)
+        ranking = []
+        for entry in returned:
+            candidates = by_key.get(_entry_key(entry))
+            if candidates:
+                ranking.append(candidates.pop())
+        return ranking
 
 
 class EvaluationRunner:
@@ -38,6 +145,17 @@ class EvaluationRunner:
     client). ``base_prompt`` stands in for the client's own base prompt when the workspace has no
     ``system.md``. ``config`` and ``has_user_instructions`` go to ``PromptBuilder.build``
     (``config={"bootstrap_completed": True}`` skips bootstrap mode).
+
+    Time: a scenario with dates (or a ``start``) runs on a ``SimulatedClock`` given to the
+    agent (``AgentMemory.clock``), moving ``clock_step`` per reading; with ``announce_date``
+    the system prompt of a dated run ends with the current date, as a chat client would say.
+
+    Retrieval: sessions with ``evidence`` get ``retrieval_k`` scores for the agent's searches
+    and for ``baselines`` (a subset of ``BASELINES``) on the journal as it stood at the start.
+
+    Errors: an exception in a turn (a network error, a timeout, a malformed response) is
+    recorded in the turn with its traceback; ``on_error="continue"`` goes on with the next
+    turn, ``"stop"`` ends the run there, keeping every record so far.
     """
 
     def __init__(
@@ -52,6 +170,11 @@ class EvaluationRunner:
         base_prompt: str | None = None,
         budget_tokens: int | None = None,
         max_tool_rounds: int = 8,
+        on_error: str = "continue",
+        retrieval_k: int = 5,
+        baselines: Sequence[str] = BASELINES,
+        clock_step: timedelta = timedelta(seconds=1),
+        announce_date: bool = True,
     ) -> None:
         from .. import AgentMemory, PromptBuilder
 
@@ -61,6 +184,12 @@ class EvaluationRunner:
             raise TypeError(f"model must have a complete(messages, tools) method, got {model!r}")
         if max_tool_rounds < 1:
             raise ValueError("max_tool_rounds must be at least 1")
+        _check_on_error(on_error)
+        if retrieval_k < 1:
+            raise ValueError("retrieval_k must be at least 1")
+        unknown = [name for name in baselines if name not in BASELINES]
+        if unknown:
+            raise ValueError(f"Unknown baselines {unknown}, expected some of {list(BASELINES)}")
         self.memory = memory
         self.model = model
         self.tool_name = tool_name
@@ -69,7 +198,15 @@ class EvaluationRunner:
         self.has_user_instructions = has_user_instructions
         self.base_prompt = base_prompt
         self.max_tool_rounds = max_tool_rounds
+        self.on_error = on_error
+        self.retrieval_k = retrieval_k
+        self.baselines = tuple(baselines)
+        self.clock_step = clock_step
+        self.announce_date = announce_date
         self.builder = PromptBuilder(tool_name=tool_name, budget_tokens=budget_tokens)
+        self._clock: SimulatedClock | None = None
+        self._journal: _Journal | None = None
+        self._searches: list[SearchRecord] = []
 
     # The model sees the memory tool under ``tool_name``; the engine knows it as ``memory``.
     def _tools(self) -> list[dict[str, Any]]:
@@ -79,16 +216,39 @@ class EvaluationRunner:
                 tool["function"]["name"] = self.tool_name
         return tools
 
-    def _call(self, name: str, arguments: Any) -> tuple[str, bool]:
-        """Run one model tool call; ``(text, is_error)``."""
+    def _call(self, name: str, arguments: Any, origin: str) -> tuple[str, bool]:
+        """Run one model tool call; ``(text, is_error)``. Searches are recorded."""
         if name == self.tool_name:
-            return functions.run_tool(self.memory, functions.MEMORY_TOOL_NAME, arguments)
+            text, is_error = functions.run_tool(self.memory, functions.MEMORY_TOOL_NAME, arguments)
+            if not is_error:
+                self._record_search(arguments, text, origin)
+            return text, is_error
         if name == functions.MEMORY_TOOL_NAME:
             # The memory tool was offered under another name; calling it ``memory`` is the
             # model's mistake, reported like any unknown tool.
             offered = [tool["function"]["name"] for tool in self._tools()]
             return functions.error_text(functions.unknown_tool_error(name, offered)), True
         return functions.run_tool(self.memory, name, arguments)
+
+    def _record_search(self, arguments: Any, text: str, origin: str) -> None:
+        parsed = _parse_arguments(arguments)
+        if parsed is None or parsed.get("action") != "search" or self._journal is None:
+            return
+        try:
+            returned = json.loads(text) if text.startswith("[") else []
+        except ValueError:
+            returned = []
+        self._journal.sync(origin)
+        ranking = self._journal.ids_of([e for e in returned if isinstance(e, dict)])
+        query = parsed.get("query")
+        self._searches.append(
+            SearchRecord(
+                "agent",
+                query if isinstance(query, str) else "",
+                ranking,
+                {key: value for key, value in parsed.items() if key != "action"},
+            )
+        )
 
     def build_prompt(self) -> Prompt:
         """Build the prompt a session would start from now."""
@@ -104,22 +264,81 @@ class EvaluationRunner:
                 has_user_instructions=self.has_user_instructions,
             )
 
-    def _system_text(self, prompt: Prompt) -> str:
+    def _system_text(self, prompt: Prompt, dated: bool = False) -> str:
+        text = prompt.text
         if prompt.base is None and self.base_prompt:
-            return f"{self.base_prompt.strip()}\n\n{prompt.text}"
-        return prompt.text
+            text = f"{self.base_prompt.strip()}\n\n{text}"
+        if dated and self.announce_date and self._clock is not None:
+            moment = self._clock.peek()
+            text += f"\n\nCurrent date: {moment:%Y-%m-%d %H:%M} UTC ({moment:%A})."
+        return text
+
+    def _now_text(self) -> str:
+        if self._clock is not None:
+            return _timestamp(self._clock.peek())
+        return _timestamp(datetime.now(timezone.utc))
+
+    def _complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], record: TurnRecord
+    ) -> ModelTurn:
+        started = time.perf_counter()
+        turn: ModelTurn = self.model.complete(messages, tools)
+        latency = time.perf_counter() - started
+        if not isinstance(turn, ModelTurn):
+            raise TypeError(f"model.complete must return a ModelTurn, got {turn!r}")
+        usage = turn.usage or {}
+        reported = isinstance(usage.get("prompt_tokens"), int)
+        record.model_calls.append(
+            ModelCallRecord(
+                input_tokens=usage["prompt_tokens"] if reported else _estimate_tokens(messages),
+                output_tokens=(
+                    int(usage.get("completion_tokens") or 0) if reported else _reply_tokens(turn)
+                ),
+                estimated=not reported,
+                latency_s=latency,
+                finish_reason=turn.finish_reason or "",
+            )
+        )
+        return turn
 
     def _run_turn(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], user: str
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        user: str,
+        origin: str,
+        fixed_reply: str | None = None,
     ) -> TurnRecord:
         messages.append({"role": "user", "content": user})
-        record = TurnRecord(user=user, reply="")
+        record = TurnRecord(user=user, reply="", assistant=fixed_reply, at=self._now_text())
+        try:
+            self._tool_loop(messages, tools, record, origin)
+        except Exception:
+            record.error = traceback.format_exc()
+        if fixed_reply is not None:
+            # The conversation goes on with the transcript's reply, so a fixed history stays
+            # fixed whatever the model said.
+            last = messages[-1]
+            if last.get("role") == "assistant" and not last.get("tool_calls"):
+                last["content"] = fixed_reply
+            else:
+                messages.append({"role": "assistant", "content": fixed_reply})
+        return record
+
+    def _tool_loop(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        record: TurnRecord,
+        origin: str,
+    ) -> None:
         for _ in range(self.max_tool_rounds):
-            turn: ModelTurn = self.model.complete(messages, tools)
+            turn = self._complete(messages, tools, record)
             if not turn.tool_calls:
                 record.reply = turn.text or ""
                 messages.append({"role": "assistant", "content": record.reply})
-                return record
+                return
+            record.tool_rounds += 1
             calls = []
             for number, call in enumerate(turn.tool_calls, 1):
                 call.id = call.id or f"call_{len(messages)}_{number}"
@@ -132,67 +351,195 @@ class EvaluationRunner:
                 )
             messages.append({"role": "assistant", "content": turn.text, "tool_calls": calls})
             for call in turn.tool_calls:
-                text, is_error = self._call(call.name, call.arguments)
+                text, is_error = self._call(call.name, call.arguments, origin)
                 record.tool_calls.append(ToolCallRecord(call.name, call.arguments, text, is_error))
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
         record.note = f"stopped after {self.max_tool_rounds} tool rounds without a reply"
-        return record
 
-    def run(self, scenario: Scenario) -> EvaluationResult:
-        """Run every session of ``scenario`` in order and return what happened.
+    def _conversation(self, session: Session) -> list[tuple[str | None, str | None]]:
+        """``(user, fixed reply)`` pairs; a transcript's leading assistant text has no user."""
+        if session.transcript is None:
+            return [(user, None) for user in session.turns]
+        pairs: list[tuple[str | None, str | None]] = []
+        for message in session.transcript:
+            if message["role"] == "user":
+                pairs.append((message["content"], None))
+            elif pairs:
+                user, reply = pairs[-1]
+                joined = message["content"] if reply is None else f"{reply}\n\n{message['content']}"
+                pairs[-1] = (user, joined)
+            else:
+                pairs.append((None, message["content"]))
+        return pairs
 
-        The agent folder is used as it is (run on a fresh folder for a clean experiment) and
-        keeps everything the model wrote. An exception raised by the model (a network error,
-        say) propagates and ends the run.
-        """
-        tools = self._tools()
-        records = []
-        prompt = self.build_prompt()
-        for index, session in enumerate(scenario.sessions, 1):
-            system = self._system_text(prompt)
-            facts_before = self.memory.facts
-            journal_before = _journal_count(self.memory)
+    def _baseline_searches(self, session: Session) -> list[SearchRecord]:
+        assert self._journal is not None
+        query = session.question
+        found = []
+        for name in self.baselines:
+            if name == "tool":
+                returned = list(self.memory.search(query=query, limit=self.retrieval_k))
+                ranking = self._journal.ids_of(returned)
+            else:
+                ids = list(self._journal.ids)
+                texts = [str(self._journal.entries[i][0].get("text", "")) for i in ids]
+                ranking = [ids[i] for i in bm25_rank(query, texts, limit=self.retrieval_k)]
+            found.append(SearchRecord(name, query, ranking, {"limit": self.retrieval_k}))
+        return found
+
+    def _run_session(
+        self, index: int, name: str, session: Session, dated: bool
+    ) -> tuple[SessionRecord, bool]:
+        """One session's record, and whether an error happened in it."""
+        assert self._journal is not None
+        if session.date is not None and self._clock is not None:
+            assert isinstance(session.date, datetime)
+            self._clock.set(session.date)
+        started_at = self._now_text()
+        started = time.perf_counter()
+        self._searches = []
+        record = SessionRecord(
+            index=index,
+            name=session.name,
+            system_prompt="",
+            prompt_chars=0,
+            prompt_tokens=0,
+            prompt_sections=[],
+            prompt_warnings=[],
+            bootstrap=False,
+            turns=[],
+            facts_before="",
+            facts_after="",
+            facts_diff="",
+            new_entries=[],
+            next_prompt="",
+            outcomes=[],
+            started=started_at,
+        )
+        failed = False
+        try:
+            self._journal.sync("")
+            gold_journal = self._journal.snapshot()
+            baselines = self._baseline_searches(session) if session.evidence else []
+            prompt = self.build_prompt()
+            system = self._system_text(prompt, dated)
+            record.system_prompt = system
+            record.prompt_chars = len(system)
+            record.prompt_tokens = _approx_tokens(system, prompt)
+            record.prompt_sections = [(s.name, s.chars, s.tokens) for s in prompt.sections]
+            record.prompt_warnings = list(prompt.warnings)
+            record.bootstrap = prompt.bootstrap
+            record.facts_before = self.memory.facts
+            tools = self._tools()
             messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
-            turns = [self._run_turn(messages, tools, user) for user in session.turns]
-            facts_after = self.memory.facts
-            new_entries = list(self.memory.entries())[journal_before:]
-            next_prompt = self.build_prompt()
-            state = SessionState(facts_after, new_entries, self._system_text(next_prompt))
-            diff = "".join(
+            for user, fixed in self._conversation(session):
+                if user is None:
+                    messages.append({"role": "assistant", "content": fixed or ""})
+                    continue
+                turn = self._run_turn(messages, tools, user, name, fixed)
+                record.turns.append(turn)
+                if turn.error:
+                    failed = True
+                    if self.on_error == "stop":
+                        break
+            record.facts_after = self.memory.facts
+            record.new_entry_ids = self._journal.sync(name)
+            record.new_entries = [self._journal.entries[i][0] for i in record.new_entry_ids]
+            record.facts_diff = "".join(
                 difflib.unified_diff(
-                    facts_before.splitlines(keepends=True),
-                    facts_after.splitlines(keepends=True),
+                    record.facts_before.splitlines(keepends=True),
+                    record.facts_after.splitlines(keepends=True),
                     "FACT.md (before)",
                     "FACT.md (after)",
                 )
             )
-            records.append(
-                SessionRecord(
-                    index=index,
-                    name=session.name,
-                    system_prompt=system,
-                    prompt_chars=len(system),
-                    prompt_tokens=_approx_tokens(system, prompt),
-                    prompt_sections=[(s.name, s.chars, s.tokens) for s in prompt.sections],
-                    prompt_warnings=list(prompt.warnings),
-                    bootstrap=prompt.bootstrap,
-                    turns=turns,
-                    facts_before=facts_before,
-                    facts_after=facts_after,
-                    facts_diff=diff,
-                    new_entries=new_entries,
-                    next_prompt=state.next_prompt,
-                    outcomes=[expectation.check(state) for expectation in session.expect],
-                )
-            )
-            prompt = next_prompt
-            tools = self._tools()
+            record.next_prompt = self._system_text(self.build_prompt())
+            record.searches = [*self._searches, *baselines]
+            if session.evidence is not None:
+                agent = [eid for s in self._searches for eid in s.results]
+                rankings = [("agent", agent)] + [(s.retriever, s.results) for s in baselines]
+                record.retrieval = [
+                    score_ranking(
+                        retriever, ranking, session.evidence, gold_journal, self.retrieval_k
+                    )
+                    for retriever, ranking in rankings
+                ]
+        except Exception:
+            record.error = traceback.format_exc()
+            failed = True
+        state = SessionState(
+            record.facts_after,
+            record.new_entries,
+            record.next_prompt,
+            record.turns,
+            [s for s in record.searches if s.retriever == "agent"],
+        )
+        record.outcomes = [expectation.check(state) for expectation in session.expect]
+        record.elapsed_s = time.perf_counter() - started
+        return record, failed
+
+    def run(
+        self, scenario: Scenario, *, on_error: str | None = None, progress: Any = None
+    ) -> EvaluationResult:
+        """Run every session of ``scenario`` in order and return what happened.
+
+        The agent folder is used as it is (run on a fresh folder for a clean experiment) and
+        keeps everything the model wrote. ``on_error`` overrides the runner's choice for this
+        run; ``progress`` is ``True`` for a one-line display, or a function
+        ``progress(done, total, text)``.
+        """
+        on_error = self.on_error if on_error is None else on_error
+        _check_on_error(on_error)
+        previous_on_error, self.on_error = self.on_error, on_error
+        previous_clock = self.memory.clock
+        if scenario.dated:
+            first = scenario.start or next(s.date for s in scenario.sessions if s.date)
+            assert isinstance(first, datetime)
+            self._clock = SimulatedClock(first, self.clock_step)
+            self.memory.clock = self._clock
+        names = session_names(scenario.sessions)
+        display = make_progress(progress, len(scenario.sessions), scenario.name, "sessions")
+        records: list[SessionRecord] = []
+        stopped = False
+        try:
+            self._journal = _Journal(self.memory)
+            for index, session in enumerate(scenario.sessions, 1):
+                if display is not None:
+                    display.update(index - 1, names[index - 1])
+                record, failed = self._run_session(index, names[index - 1], session, scenario.dated)
+                records.append(record)
+                if failed and on_error == "stop":
+                    stopped = True
+                    break
+            if display is not None:
+                display.update(len(records), "stopped on an error" if stopped else "done")
+                display.close()
+            journal = [
+                {
+                    "id": entry_id,
+                    "session": self._journal.entries[entry_id][1],
+                    "entry": self._journal.entries[entry_id][0],
+                }
+                for entry_id in self._journal.ids
+            ]
+        finally:
+            self.memory.clock = previous_clock
+            self._clock = None
+            self.on_error = previous_on_error
         return EvaluationResult(
             scenario=scenario.name,
             model=str(getattr(self.model, "name", type(self.model).__name__)),
             agent_path=str(self.memory.path),
             sessions=records,
+            labels=dict(scenario.labels),
+            stopped=stopped,
+            journal=journal,
         )
+
+
+def _check_on_error(on_error: str) -> None:
+    if on_error not in ("continue", "stop"):
+        raise ValueError(f"on_error must be 'continue' or 'stop', got {on_error!r}")
 
 
 def _approx_tokens(system: str, prompt: Prompt) -> int:
@@ -207,7 +554,9 @@ def run_scenario(
     memory: AgentMemory | str | os.PathLike[str],
     model: ChatModel,
     scenario: Scenario,
+    *,
+    progress: Any = None,
     **options: Any,
 ) -> EvaluationResult:
     """Shortcut for ``EvaluationRunner(memory, model, **options).run(scenario)``."""
-    return EvaluationRunner(memory, model, **options).run(scenario)
+    return EvaluationRunner(memory, model, **options).run(scenario, progress=progress)

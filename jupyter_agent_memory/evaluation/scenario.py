@@ -1,22 +1,43 @@
-"""Scenarios: sessions of user turns, and what should be true after each session.
+"""Scenarios: sessions of user turns (or fixed transcripts), dates, evidence and expectations.
 
-A ``Scenario`` is a list of ``Session`` objects. Each session is a conversation that starts from
-a fresh system prompt (so the only thing carried over from earlier sessions is what the agent
-wrote to its memory) and may carry expectations checked when the session ends:
+A ``Scenario`` is a list of ``Session`` objects run in order against one agent folder. Each
+session is a conversation that starts from a fresh system prompt (so the only thing carried
+over from earlier sessions is what the agent wrote to its memory). A session has:
 
-- ``FactContains(text)``: FACT.md contains ``text``;
-- ``JournalContains(text=..., tag=...)``: an entry added during this session matches;
-- ``PromptContains(text)``: the prompt the *next* session will start from contains ``text``.
+- ``turns``: user messages; the model answers each (running its tool loop), or
+- ``transcript``: a fixed conversation (``{"role": "user" | "assistant", "content"}`` dicts, as
+  in benchmark haystacks): the model handles every user turn (it may write memory), but the
+  recorded assistant turn, not the model's reply, continues the conversation;
+- ``date``: when the session happens (a ``datetime``, an ISO-8601 text or LongMemEval's
+  ``2023/05/20 (Sat) 02:21``). With dates the run uses a simulated clock: journal entries,
+  FACT.md history and ``since``/``until`` searches all follow it;
+- ``expect``: expectations checked when it ends (see ``expectations``);
+- ``evidence`` and ``query``: gold evidence for retrieval scoring (see ``retrieval``).
 
-Each takes ``present=False`` to assert the opposite. Text matching ignores case. Scenarios can
-also be written as plain data (JSON, YAML) and loaded with ``Scenario.from_dict``.
+Scenarios can also be written as plain data (JSON, YAML) and loaded with ``Scenario.from_dict``.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
+
+from .expectations import (
+    Expectation,
+    ExpectationOutcome,
+    FactContains,
+    JournalContains,
+    PromptContains,
+    ReplyAbstains,
+    ReplyContains,
+    ReplyMatches,
+    SessionState,
+    ToolCalled,
+)
+from .retrieval import Evidence
 
 __all__ = [
     "Expectation",
@@ -27,177 +48,135 @@ __all__ = [
     "Scenario",
     "Session",
     "SessionState",
+    "parse_date",
 ]
 
-
-@dataclass(frozen=True)
-class SessionState:
-    """What an expectation can look at once a session has ended."""
-
-    facts: str
-    """FACT.md after the session."""
-    new_entries: Sequence[Mapping[str, Any]]
-    """Journal entries added during the session, oldest first."""
-    next_prompt: str
-    """The system prompt the next session starts from."""
+_LONGMEMEVAL_DATE = re.compile(
+    r"^\s*(\d{4})/(\d{1,2})/(\d{1,2})(?:\s*\([A-Za-z]+\))?(?:\s+(\d{1,2}):(\d{2}))?\s*$"
+)
 
 
-@dataclass(frozen=True)
-class ExpectationOutcome:
-    """The result of checking one expectation after one session."""
+def parse_date(value: datetime | str) -> datetime:
+    """An aware UTC ``datetime`` from a ``datetime`` (naive means UTC), an ISO-8601 text, or
+    LongMemEval's ``YYYY/MM/DD (Day) HH:MM``. Anything else raises ``ValueError``."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    if not isinstance(value, str):
+        raise TypeError(f"a session date must be a datetime or a string, got {value!r}")
+    found = _LONGMEMEVAL_DATE.match(value)
+    if found:
+        year, month, day, hour, minute = found.groups()
+        try:
+            return datetime(
+                int(year),
+                int(month),
+                int(day),
+                int(hour or 0),
+                int(minute or 0),
+                tzinfo=timezone.utc,
+            )
+        except ValueError as exc:
+            raise ValueError(f"Invalid session date {value!r}: {exc}") from None
+    from ..journal import parse_time
 
-    description: str
-    passed: bool
-    detail: str = ""
-
-
-def _contains(haystack: str, needle: str) -> bool:
-    return needle.casefold() in haystack.casefold()
-
-
-class Expectation:
-    """Base class: something that should be true after a session.
-
-    Subclasses implement ``describe()`` and ``holds(state) -> (bool, detail)``; ``present=False``
-    inverts the check. Write your own by subclassing and passing instances in
-    ``Session.expect``.
-    """
-
-    present: bool = True
-
-    def describe(self) -> str:
-        """A short human description, e.g. ``FACT.md contains 'Ada'``."""
-        raise NotImplementedError
-
-    def holds(self, state: SessionState) -> tuple[bool, str]:
-        """Whether the positive form holds in ``state``, and a detail explaining why not."""
-        raise NotImplementedError
-
-    def check(self, state: SessionState) -> ExpectationOutcome:
-        """Check the expectation (honouring ``present``) and return its outcome."""
-        found, detail = self.holds(state)
-        passed = found if self.present else not found
-        if passed:
-            detail = ""
-        elif not self.present:
-            detail = "found, but it should be absent"
-        return ExpectationOutcome(self.describe(), passed, detail)
+    try:
+        return parse_time(value)
+    except ValueError:
+        raise ValueError(
+            f"Invalid session date {value!r}: expected ISO-8601 (2023-05-20T02:21) or "
+            "LongMemEval's 2023/05/20 (Sat) 02:21"
+        ) from None
 
 
-def _verb(present: bool, yes: str, no: str) -> str:
-    return yes if present else no
-
-
-@dataclass(frozen=True)
-class FactContains(Expectation):
-    """FACT.md, after the session, contains ``text`` (ignoring case)."""
-
-    text: str
-    present: bool = True
-
-    def describe(self) -> str:
-        """See ``Expectation.describe``."""
-        return f"FACT.md {_verb(self.present, 'contains', 'does not contain')} {self.text!r}"
-
-    def holds(self, state: SessionState) -> tuple[bool, str]:
-        """See ``Expectation.holds``."""
-        if _contains(state.facts, self.text):
-            return True, ""
-        return False, "FACT.md is empty" if not state.facts.strip() else "not in FACT.md"
-
-
-@dataclass(frozen=True)
-class JournalContains(Expectation):
-    """A journal entry added during the session has ``text`` in its text and/or ``tag``.
-
-    ``text`` is a case-insensitive substring; ``tag`` is compared ignoring case, exactly (the
-    journal search rules). At least one of them must be given.
-    """
-
-    text: str | None = None
-    tag: str | None = None
-    present: bool = True
-
-    def __post_init__(self) -> None:
-        if self.text is None and self.tag is None:
-            raise ValueError("JournalContains needs 'text', 'tag' or both")
-
-    def describe(self) -> str:
-        """See ``Expectation.describe``."""
-        parts = []
-        if self.text is not None:
-            parts.append(f"text {self.text!r}")
-        if self.tag is not None:
-            parts.append(f"tag {self.tag!r}")
-        verb = _verb(self.present, "a new journal entry with", "no new journal entry with")
-        return f"{verb} {' and '.join(parts)}"
-
-    def _matches(self, entry: Mapping[str, Any]) -> bool:
-        text = entry.get("text")
-        if self.text is not None and not (isinstance(text, str) and _contains(text, self.text)):
-            return False
-        if self.tag is None:
-            return True
-        tags = entry.get("tags")
-        wanted = self.tag.casefold()
-        return isinstance(tags, list) and any(
-            isinstance(tag, str) and tag.casefold() == wanted for tag in tags
-        )
-
-    def holds(self, state: SessionState) -> tuple[bool, str]:
-        """See ``Expectation.holds``."""
-        if any(self._matches(entry) for entry in state.new_entries):
-            return True, ""
-        count = len(state.new_entries)
-        return False, f"no match among {count} new entr{'y' if count == 1 else 'ies'}"
-
-
-@dataclass(frozen=True)
-class PromptContains(Expectation):
-    """The prompt the next session starts from contains ``text`` (ignoring case)."""
-
-    text: str
-    present: bool = True
-
-    def describe(self) -> str:
-        """See ``Expectation.describe``."""
-        verb = _verb(self.present, "contains", "does not contain")
-        return f"next prompt {verb} {self.text!r}"
-
-    def holds(self, state: SessionState) -> tuple[bool, str]:
-        """See ``Expectation.holds``."""
-        if _contains(state.next_prompt, self.text):
-            return True, ""
-        return False, "not in the next prompt"
+def _transcript(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
+    result = []
+    for number, message in enumerate(messages, 1):
+        if not isinstance(message, Mapping):
+            raise TypeError(f"Transcript message {number} must be a dict with role and content")
+        role, content = message.get("role"), message.get("content")
+        if role not in ("user", "assistant"):
+            raise ValueError(
+                f"Transcript message {number} has role {role!r}, expected 'user' or 'assistant'"
+            )
+        if not isinstance(content, str):
+            raise TypeError(f"Transcript message {number} content must be a string")
+        result.append({"role": role, "content": content})
+    if not any(message["role"] == "user" for message in result):
+        raise ValueError("A transcript needs at least one user message")
+    return result
 
 
 @dataclass
 class Session:
-    """One conversation: the user's turns, in order, and what should hold when it ends."""
+    """One conversation: user turns (or a fixed transcript), and what should hold when it ends.
 
-    turns: list[str]
+    ``turns`` and ``transcript`` are exclusive; with a transcript, ``turns`` lists its user
+    messages. ``evidence`` (an ``Evidence``) marks the journal entries that answer this
+    session's question, which is ``query`` (default: the last user turn).
+    """
+
+    turns: list[str] = field(default_factory=list)
     expect: list[Expectation] = field(default_factory=list)
     name: str = ""
+    transcript: list[dict[str, str]] | None = None
+    date: datetime | str | None = None
+    evidence: Evidence | None = None
+    query: str | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.turns, str):
             # A bare string would otherwise be iterated character by character.
             self.turns = [self.turns]
         self.turns = list(self.turns)
+        if self.transcript is not None:
+            if self.turns:
+                raise ValueError("A session takes 'turns' or a 'transcript', not both")
+            self.transcript = _transcript(self.transcript)
+            self.turns = [m["content"] for m in self.transcript if m["role"] == "user"]
         if not all(isinstance(turn, str) for turn in self.turns):
             raise TypeError("Session turns must be strings")
         self.expect = list(self.expect)
         for item in self.expect:
             if not isinstance(item, Expectation):
                 raise TypeError(f"Session expectations must be Expectation objects, got {item!r}")
+        if self.date is not None:
+            self.date = parse_date(self.date)
+        if self.evidence is not None and not isinstance(self.evidence, Evidence):
+            raise TypeError(f"Session evidence must be an Evidence object, got {self.evidence!r}")
+
+    @property
+    def question(self) -> str:
+        """What baselines search with: ``query``, else the last user turn (``''`` if none)."""
+        if self.query is not None:
+            return self.query
+        return self.turns[-1] if self.turns else ""
 
 
 def _expectation_from_dict(data: Mapping[str, Any]) -> Expectation:
     present = bool(data.get("present", True))
+    turn = data.get("turn", -1)
     if "fact" in data:
         return FactContains(str(data["fact"]), present=present)
     if "prompt" in data:
         return PromptContains(str(data["prompt"]), present=present)
+    if "reply" in data:
+        return ReplyContains(str(data["reply"]), turn=turn, present=present)
+    if "reply_matches" in data:
+        return ReplyMatches(str(data["reply_matches"]), turn=turn, present=present)
+    if "abstains" in data:
+        return ReplyAbstains(turn=turn, present=present and bool(data["abstains"]))
+    if "tool" in data or "action" in data:
+        arguments = data.get("arguments") or {}
+        if not isinstance(arguments, Mapping):
+            raise ValueError(f"Expectation {dict(data)!r}: 'arguments' must be an object")
+        ok = data.get("ok")
+        return ToolCalled(
+            name=None if data.get("tool") is None else str(data["tool"]),
+            action=None if data.get("action") is None else str(data["action"]),
+            arguments=dict(arguments),
+            ok=None if ok is None else bool(ok),
+            present=present,
+        )
     if "journal" in data or "tag" in data:
         text = data.get("journal")
         tag = data.get("tag")
@@ -206,46 +185,109 @@ def _expectation_from_dict(data: Mapping[str, Any]) -> Expectation:
         )
     raise ValueError(
         f"Unknown expectation {dict(data)!r}: expected a 'fact', 'journal' (with optional "
-        "'tag'), 'tag' or 'prompt' key"
+        "'tag'), 'tag', 'prompt', 'reply', 'reply_matches', 'abstains' or 'tool'/'action' key"
     )
+
+
+def _evidence_from_dict(data: Any, index: int) -> Evidence:
+    if not isinstance(data, Mapping):
+        raise ValueError(f"Session {index}: 'evidence' must be an object")
+    unknown = set(data) - {"entries", "texts", "sessions"}
+    if unknown:
+        raise ValueError(f"Session {index}: unknown evidence keys {sorted(unknown)}")
+    return Evidence(**{key: tuple(value) for key, value in data.items()})
 
 
 @dataclass
 class Scenario:
-    """A named list of sessions, run in order against one agent folder."""
+    """A named list of sessions, run in order against one agent folder.
+
+    ``labels`` are free-form columns carried into every results table (a benchmark's
+    question type, say); ``start`` is when the simulated clock starts for sessions that come
+    before the first dated one.
+    """
 
     sessions: list[Session]
     name: str = "scenario"
+    labels: dict[str, Any] = field(default_factory=dict)
+    start: datetime | str | None = None
 
     def __post_init__(self) -> None:
         self.sessions = list(self.sessions)
         for session in self.sessions:
             if not isinstance(session, Session):
                 raise TypeError(f"Scenario sessions must be Session objects, got {session!r}")
+        self.labels = dict(self.labels)
+        if self.start is not None:
+            self.start = parse_date(self.start)
+
+    @property
+    def dated(self) -> bool:
+        """Whether the scenario runs on a simulated clock (a start or a session date)."""
+        return self.start is not None or any(s.date is not None for s in self.sessions)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Scenario:
         """Build a scenario from plain data, e.g. parsed JSON or YAML::
 
-        {"name": "onboarding",
+        {"name": "onboarding", "labels": {"kind": "demo"}, "start": "2026-01-05T09:00",
          "sessions": [
-           {"name": "intro", "turns": ["Hi, I'm Ada."],
+           {"name": "intro", "turns": ["Hi, I'm Ada."], "date": "2026-01-05T09:00",
             "expect": [{"fact": "Ada"}, {"journal": "met", "tag": "intro"},
-                       {"prompt": "Ada"}, {"fact": "password", "present": false}]}]}
+                       {"prompt": "Ada"}, {"fact": "password", "present": false},
+                       {"reply": "Ada"}, {"reply_matches": "nice to meet"},
+                       {"tool": "memory", "action": "update"}]},
+           {"name": "chat", "transcript": [{"role": "user", "content": "I renewed my passport."},
+                                           {"role": "assistant", "content": "Great!"}]},
+           {"name": "question", "turns": ["When did I renew my passport?"],
+            "evidence": {"sessions": ["chat"]},
+            "expect": [{"reply": "passport"}, {"abstains": true, "present": false}]}]}
+
+        Session keys: ``turns`` or ``transcript`` (required), ``name``, ``date``, ``query``,
+        ``evidence`` (``entries``, ``texts``, ``sessions``), ``expect``. Expectation keys:
+        ``fact``, ``journal`` and/or ``tag``, ``prompt``, ``reply``, ``reply_matches``,
+        ``abstains``, ``tool``/``action`` (with ``arguments``, ``ok``); each may add
+        ``present: false``, reply checks ``turn`` (an index, or null for any turn). Judges are
+        objects, so ``ReplyJudged`` is added in code.
         """
         sessions_data = data.get("sessions")
         if not isinstance(sessions_data, list):
             raise ValueError("A scenario needs a 'sessions' list")
         sessions = []
         for index, item in enumerate(sessions_data, 1):
-            if not isinstance(item, Mapping) or not isinstance(item.get("turns"), list):
-                raise ValueError(f"Session {index} needs a 'turns' list")
+            if not isinstance(item, Mapping):
+                raise ValueError(f"Session {index} must be an object")
+            has_turns = isinstance(item.get("turns"), list)
+            has_transcript = isinstance(item.get("transcript"), list)
+            if not (has_turns or has_transcript):
+                raise ValueError(f"Session {index} needs a 'turns' or 'transcript' list")
             expect: Iterable[Mapping[str, Any]] = item.get("expect") or []
-            sessions.append(
-                Session(
-                    turns=[str(turn) for turn in item["turns"]],
-                    expect=[_expectation_from_dict(e) for e in expect],
-                    name=str(item.get("name") or ""),
+            evidence = item.get("evidence")
+            try:
+                sessions.append(
+                    Session(
+                        turns=[str(turn) for turn in item["turns"]] if has_turns else [],
+                        transcript=item["transcript"] if has_transcript else None,
+                        expect=[_expectation_from_dict(e) for e in expect],
+                        name=str(item.get("name") or ""),
+                        date=item.get("date"),
+                        evidence=None if evidence is None else _evidence_from_dict(evidence, index),
+                        query=None if item.get("query") is None else str(item["query"]),
+                    )
                 )
-            )
-        return cls(sessions=sessions, name=str(data.get("name") or "scenario"))
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"Session {index}: {exc}") from None
+        labels = data.get("labels") or {}
+        if not isinstance(labels, Mapping):
+            raise ValueError("A scenario's 'labels' must be an object")
+        return cls(
+            sessions=sessions,
+            name=str(data.get("name") or "scenario"),
+            labels=dict(labels),
+            start=data.get("start"),
+        )
+
+
+def session_names(sessions: Sequence[Session]) -> list[str]:
+    """Each session's name, or ``session <n>`` when it has none (1-based)."""
+    return [session.name or f"session {n}" for n, session in enumerate(sessions, 1)]

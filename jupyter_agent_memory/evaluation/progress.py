@@ -1,0 +1,87 @@
+"""A one-line progress display for long runs: updated in place in a notebook or a terminal."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any, TextIO
+
+__all__ = ["Progress", "make_progress"]
+
+
+def _in_notebook() -> bool:
+    shell = sys.modules.get("IPython")
+    if shell is None:
+        return False
+    ipython = shell.get_ipython()
+    return ipython is not None and hasattr(ipython, "kernel")
+
+
+class Progress:
+    """Shows ``<label>: <done>/<total> <unit> · <text>`` and updates it in place.
+
+    In a notebook it is one output updated through an IPython display handle; elsewhere it
+    rewrites one line of ``stream`` (standard error by default) and ends it on ``close``.
+    """
+
+    def __init__(self, total: int, label: str, unit: str, stream: TextIO | None = None) -> None:
+        self.total = total
+        self.label = label
+        self.unit = unit
+        self.stream = stream
+        self._handle: Any = None
+        self._width = 0
+        if stream is None and _in_notebook():
+            from IPython.display import display
+
+            self._handle = display(self._line(0, "starting"), display_id=True)
+
+    def _line(self, done: int, text: str) -> str:
+        return f"{self.label}: {done}/{self.total} {self.unit}" + (f" · {text}" if text else "")
+
+    def update(self, done: int, text: str = "") -> None:
+        """Show that ``done`` of ``total`` are finished; ``text`` says what is going on."""
+        line = self._line(done, text)
+        if self._handle is not None:
+            self._handle.update(line)
+            return
+        stream = self.stream or sys.stderr
+        stream.write("\r" + line.ljust(self._width))
+        stream.flush()
+        self._width = len(line)
+
+    def close(self) -> None:
+        """End the line (terminal only; the notebook output stays as it is)."""
+        if self._handle is None and self._width:
+            stream = self.stream or sys.stderr
+            stream.write("\n")
+            stream.flush()
+
+
+ProgressHook = Callable[[int, int, str], None]
+
+
+def make_progress(progress: Any, total: int, label: str, unit: str) -> Progress | None:
+    """``progress`` as a ``Progress``: ``True`` makes one, a ``Progress`` is used as is, a
+    function ``progress(done, total, text)`` is wrapped, ``None``/``False`` means none."""
+    if progress is None or progress is False:
+        return None
+    if progress is True:
+        return Progress(total, label, unit)
+    if isinstance(progress, Progress):
+        return progress
+    if callable(progress):
+        return _HookProgress(progress, total)
+    raise TypeError(f"progress must be True, a Progress or a function, got {progress!r}")
+
+
+class _HookProgress(Progress):
+    def __init__(self, hook: ProgressHook, total: int) -> None:
+        self.hook = hook
+        self.total = total
+
+    def update(self, done: int, text: str = "") -> None:
+        self.hook(done, self.total, text)
+
+    def close(self) -> None:
+        pass

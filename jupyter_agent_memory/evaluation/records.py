@@ -1,0 +1,306 @@
+"""What a run records: per model call, tool call, search, turn and session.
+
+Every record is a plain dataclass of JSON-friendly values, so a whole run exports to JSON and
+loads back equal (``EvaluationResult.to_json`` / ``from_json``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from .expectations import ExpectationOutcome
+
+__all__ = [
+    "ModelCallRecord",
+    "RetrievalScore",
+    "SearchRecord",
+    "SessionRecord",
+    "ToolCallRecord",
+    "TurnRecord",
+    "count_facts",
+]
+
+_LIST_ITEM = ("- ", "* ", "+ ")
+
+
+def fact_lines(text: str) -> list[str]:
+    """The lines of a FACT.md text that ``count_facts`` counts as facts, in file order."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    items = [
+        line
+        for line in lines
+        if line.strip().startswith(_LIST_ITEM)
+        or (line.strip().split(".", 1)[0].isdigit() and ". " in line)
+    ]
+    if items:
+        return items
+    return [line for line in lines if not line.strip().startswith("#")]
+
+
+def count_facts(text: str) -> int:
+    """Count the facts in a FACT.md text.
+
+    Markdown list items (``-``, ``*``, ``+`` or ``1.``) each count as one fact; a file without
+    any list item counts its non-empty lines that are not headings. A rough measure, meant for
+    watching how memory grows over sessions.
+    """
+    return len(fact_lines(text))
+
+
+@dataclass
+class ToolCallRecord:
+    """One tool call made during a session and what it returned."""
+
+    name: str
+    arguments: dict[str, Any] | str
+    result: str
+    is_error: bool
+
+    def arguments_text(self) -> str:
+        """The arguments as compact JSON (raw text when the model sent unparsable text)."""
+        if isinstance(self.arguments, str):
+            return self.arguments
+        return json.dumps(self.arguments, ensure_ascii=False)
+
+
+@dataclass
+class ModelCallRecord:
+    """One call of the model's ``complete``."""
+
+    input_tokens: int
+    """Prompt tokens: the model's reported usage, else an estimate (4 characters a token)."""
+    output_tokens: int
+    """Completion tokens, reported or estimated the same way."""
+    estimated: bool
+    """True when the model reported no usage and the counts are estimates."""
+    latency_s: float
+    """Wall-clock seconds the call took."""
+    finish_reason: str = ""
+    """As reported (``stop``, ``tool_calls``, ``length``...); ``''`` when unknown."""
+
+
+@dataclass
+class TurnRecord:
+    """One user turn: the tool calls it caused and the final reply."""
+
+    user: str
+    reply: str
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    note: str = ""
+    """Set when the turn ended abnormally (e.g. too many tool rounds)."""
+    error: str = ""
+    """The traceback text when the model (or the runner) raised during this turn."""
+    assistant: str | None = None
+    """For a fixed transcript: the recorded assistant reply that continued the conversation
+    (the model's own reply is ``reply``)."""
+    model_calls: list[ModelCallRecord] = field(default_factory=list)
+    tool_rounds: int = 0
+    """Rounds in which the model asked for tools."""
+    at: str = ""
+    """The (possibly simulated) time the turn started, as a journal timestamp."""
+
+
+@dataclass
+class SearchRecord:
+    """One ranking of journal entries: a search the agent made, or a baseline's."""
+
+    retriever: str
+    """``agent`` for the agent's own searches, else the baseline's name (``tool``, ``bm25``)."""
+    query: str
+    results: list[str]
+    """Ids of the entries returned, best (for the tool: newest) first; see ``entry_ids``."""
+    arguments: dict[str, Any] = field(default_factory=dict)
+    """The full search arguments (tag, limit, since, until...)."""
+
+
+@dataclass
+class RetrievalScore:
+    """Retrieval metrics of one retriever in one session, against the session's evidence."""
+
+    retriever: str
+    k: int
+    recall_any: float | None
+    """1 when any gold entry is in the top k (``None`` when the journal holds no gold entry)."""
+    recall_all: float | None
+    """1 when every gold entry is in the top k."""
+    ndcg: float | None
+    """NDCG@k with LongMemEval's discount (the first rank undiscounted)."""
+    mrr: float | None
+    """Reciprocal rank of the first gold entry (0 when none was returned)."""
+    session_recall: float | None
+    """Share of the gold sessions that some top-k entry came from (``None`` without gold
+    sessions)."""
+    gold: int = 0
+    """How many gold entries the journal held."""
+    returned: int = 0
+    """How many entries the retriever returned."""
+
+    def metrics(self) -> dict[str, float | None]:
+        """``{"recall_any@5": ..., ...}`` as used in the tidy tables."""
+        k = self.k
+        return {
+            f"recall_any@{k}": self.recall_any,
+            f"recall_all@{k}": self.recall_all,
+            f"ndcg@{k}": self.ndcg,
+            "mrr": self.mrr,
+            f"session_recall@{k}": self.session_recall,
+        }
+
+
+@dataclass
+class SessionRecord:
+    """Everything recorded for one session."""
+
+    index: int
+    """1-based position in the scenario."""
+    name: str
+    system_prompt: str
+    """The exact system prompt the session started from."""
+    prompt_chars: int
+    prompt_tokens: int
+    """Approximate, as computed by the prompt builder."""
+    prompt_sections: list[tuple[str, int, int]]
+    """(name, chars, tokens) per prompt section."""
+    prompt_warnings: list[str]
+    bootstrap: bool
+    """Whether the prompt was in bootstrap mode."""
+    turns: list[TurnRecord]
+    facts_before: str
+    facts_after: str
+    facts_diff: str
+    """Unified diff of FACT.md over the session ('' when unchanged)."""
+    new_entries: list[dict[str, Any]]
+    """Journal entries added during the session, oldest first."""
+    next_prompt: str
+    """The system prompt built right after the session (what the next session sees)."""
+    outcomes: list[ExpectationOutcome]
+    started: str = ""
+    """The (possibly simulated) time the session started, as a journal timestamp."""
+    new_entry_ids: list[str] = field(default_factory=list)
+    """Ids of ``new_entries`` (see ``EvaluationResult.entry_ids``)."""
+    searches: list[SearchRecord] = field(default_factory=list)
+    """The agent's searches, then the baselines' rankings (sessions with evidence only)."""
+    retrieval: list[RetrievalScore] = field(default_factory=list)
+    """Retrieval scores per retriever (sessions with evidence only)."""
+    error: str = ""
+    """Traceback text of an error that ended this session early ('' when none)."""
+    elapsed_s: float = 0.0
+    """Wall-clock seconds the whole session took."""
+
+    @property
+    def tool_calls(self) -> list[ToolCallRecord]:
+        """Every tool call of the session, in order."""
+        return [call for turn in self.turns for call in turn.tool_calls]
+
+    @property
+    def model_calls(self) -> list[ModelCallRecord]:
+        """Every model call of the session, in order."""
+        return [call for turn in self.turns for call in turn.model_calls]
+
+    @property
+    def fact_count(self) -> int:
+        """``count_facts`` of FACT.md after the session."""
+        return count_facts(self.facts_after)
+
+    @property
+    def passed(self) -> bool:
+        """Whether every expectation of the session held (``True`` when there are none)."""
+        return all(outcome.passed for outcome in self.outcomes)
+
+    @property
+    def errors(self) -> list[str]:
+        """Every error text of the session: its turns', then the session's own."""
+        found = [turn.error for turn in self.turns if turn.error]
+        return [*found, self.error] if self.error else found
+
+    def cost(self) -> dict[str, Any]:
+        """Tokens, model calls, tool rounds, latency and the last finish reason."""
+        calls = self.model_calls
+        return {
+            "input_tokens": sum(call.input_tokens for call in calls),
+            "output_tokens": sum(call.output_tokens for call in calls),
+            "tokens_estimated": any(call.estimated for call in calls),
+            "model_calls": len(calls),
+            "tool_rounds": sum(turn.tool_rounds for turn in self.turns),
+            "latency_s": round(sum(call.latency_s for call in calls), 6),
+            "finish_reason": calls[-1].finish_reason if calls else "",
+        }
+
+    def summary(self) -> dict[str, Any]:
+        """One row of the results table (numeric pass/fail counts included)."""
+        added, removed = _diff_counts(self.facts_diff)
+        passed = sum(outcome.passed for outcome in self.outcomes)
+        total = len(self.outcomes)
+        return {
+            "session": self.index,
+            "name": self.name,
+            "started": self.started,
+            "turns": len(self.turns),
+            "tool_calls": len(self.tool_calls),
+            "tool_errors": sum(1 for call in self.tool_calls if call.is_error),
+            "prompt_chars": self.prompt_chars,
+            "prompt_tokens": self.prompt_tokens,
+            "facts": self.fact_count,
+            "facts_added": added,
+            "facts_removed": removed,
+            "new_entries": len(self.new_entries),
+            "searches": sum(1 for s in self.searches if s.retriever == "agent"),
+            "expectations": f"{passed}/{total}",
+            "passed": passed,
+            "failed": total - passed,
+            "pass_rate": passed / total if total else None,
+            "errors": len(self.errors),
+            **self.cost(),
+        }
+
+    # -- JSON ------------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of every field."""
+        return _to_plain(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SessionRecord:
+        """The inverse of ``to_dict``."""
+        values = dict(data)
+        values["prompt_sections"] = [tuple(item) for item in values.get("prompt_sections", [])]
+        values["turns"] = [_turn_from_dict(turn) for turn in values.get("turns", [])]
+        values["outcomes"] = [ExpectationOutcome(**o) for o in values.get("outcomes", [])]
+        values["searches"] = [SearchRecord(**s) for s in values.get("searches", [])]
+        values["retrieval"] = [RetrievalScore(**r) for r in values.get("retrieval", [])]
+        return cls(**_known(cls, values))
+
+
+def _known(cls: type, values: dict[str, Any]) -> dict[str, Any]:
+    """Only the keys ``cls`` has: an export from a newer version still loads."""
+    names = {f.name for f in fields(cls)}
+    return {key: value for key, value in values.items() if key in names}
+
+
+def _turn_from_dict(data: dict[str, Any]) -> TurnRecord:
+    values = dict(data)
+    values["tool_calls"] = [ToolCallRecord(**c) for c in values.get("tool_calls", [])]
+    values["model_calls"] = [ModelCallRecord(**c) for c in values.get("model_calls", [])]
+    return TurnRecord(**_known(TurnRecord, values))
+
+
+def _to_plain(value: Any) -> Any:
+    if hasattr(value, "__dataclass_fields__"):
+        return {f.name: _to_plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [_to_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): _to_plain(item) for key, item in value.items()}
+    return value
+
+
+def _diff_counts(diff: str) -> tuple[int, int]:
+    added = removed = 0
+    for line in diff.splitlines():
+        if line.startswith("+") and not line.startswith("+++"):
+            added += 1
+        elif line.startswith("-") and not line.startswith("---"):
+            removed += 1
+    return added, removed

@@ -1,0 +1,268 @@
+"""Retrieval measured: gold evidence, ranking metrics, and baselines on the same journal.
+
+Entry ids
+---------
+The runner names every journal entry by its position in the journal, oldest first: ``j1``,
+``j2``... (entries already there before the run included), and remembers which session wrote
+each one. A ranking is a list of such ids, best first.
+
+Gold evidence
+-------------
+``Evidence(entries=..., texts=..., sessions=...)`` on a session says which entries answer it:
+an entry is gold when its id is listed, when its text contains one of ``texts`` (ignoring
+case), or when it was written during (or is tagged with the name of) one of ``sessions``.
+
+Metrics (the formulas of LongMemEval's ``evaluate_retrieval``)
+---------------------------------------------------------------
+With ``top`` the first ``k`` ids of a ranking and ``gold`` the gold ids:
+
+- ``recall_any@k`` = 1 if any gold id is in ``top`` else 0;
+- ``recall_all@k`` = 1 if every gold id is in ``top`` else 0;
+- ``ndcg@k`` = DCG(top) / DCG(ideal), where DCG(r) = r1 + sum over i = 2..k of r_i / log2(i)
+  (LongMemEval's discount: ranks 1 and 2 both count fully) and the ideal ranking puts every
+  gold id of the corpus first;
+- ``mrr`` = 1 / rank of the first gold id (0 when none is returned);
+- ``session_recall@k`` = the share of gold sessions that at least one entry in ``top`` came from.
+
+Baselines
+---------
+For a session with evidence the runner also ranks the journal as it stood when the session
+started, with the session's question (``Session.query``, default: its last user turn):
+
+- ``tool``: the memory tool's own search (a case-insensitive substring of the entry text,
+  newest first), exactly what the agent would get by searching the whole question;
+- ``bm25``: Okapi BM25 over the entry texts (see ``bm25_rank``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .records import RetrievalScore
+
+__all__ = [
+    "Evidence",
+    "bm25_rank",
+    "dcg",
+    "mrr",
+    "ndcg",
+    "recall_all",
+    "recall_any",
+    "score_ranking",
+    "session_recall",
+    "tokenize",
+]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Which journal entries hold the answer to a session's question (see the module doc)."""
+
+    entries: tuple[str, ...] = ()
+    """Entry ids (``j1``...)."""
+    texts: tuple[str, ...] = ()
+    """Substrings of gold entry texts (ignoring case)."""
+    sessions: tuple[str, ...] = ()
+    """Names of the sessions whose entries are gold (written then, or tagged with the name)."""
+
+    def __post_init__(self) -> None:
+        for name in ("entries", "texts", "sessions"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                value = (value,)
+            value = tuple(value)
+            if not all(isinstance(item, str) for item in value):
+                raise TypeError(f"Evidence {name} must be strings")
+            object.__setattr__(self, name, value)
+        if not (self.entries or self.texts or self.sessions):
+            raise ValueError("Evidence needs entries, texts or sessions")
+
+    def is_gold(self, entry_id: str, entry: Mapping[str, Any], origin: str) -> bool:
+        """Whether the entry ``entry_id`` (written during session ``origin``) is gold."""
+        if entry_id in self.entries:
+            return True
+        text = entry.get("text")
+        if isinstance(text, str) and any(t.casefold() in text.casefold() for t in self.texts):
+            return True
+        return bool(self.sessions) and bool(set(self.sessions) & _entry_sessions(entry, origin))
+
+    def to_dict(self) -> dict[str, list[str]]:
+        """A JSON-ready dict (``Evidence(**data)`` loads it back)."""
+        return {
+            "entries": list(self.entries),
+            "texts": list(self.texts),
+            "sessions": list(self.sessions),
+        }
+
+
+def _entry_sessions(entry: Mapping[str, Any], origin: str) -> set[str]:
+    tags = entry.get("tags")
+    found = {tag for tag in tags if isinstance(tag, str)} if isinstance(tags, list) else set()
+    if origin:
+        found.add(origin)
+    return found
+
+
+# ------------------------------------------------------------------------------- metrics
+
+
+def recall_any(ranking: Sequence[str], gold: Iterable[str], k: int) -> float:
+    """1.0 if any gold id is among the first ``k`` of ``ranking``, else 0.0."""
+    top = set(ranking[:k])
+    return float(any(item in top for item in gold))
+
+
+def recall_all(ranking: Sequence[str], gold: Iterable[str], k: int) -> float:
+    """1.0 if every gold id is among the first ``k`` of ``ranking``, else 0.0."""
+    top = set(ranking[:k])
+    return float(all(item in top for item in gold))
+
+
+def dcg(relevances: Sequence[float], k: int) -> float:
+    """LongMemEval's DCG@k: ``r1 + sum(r_i / log2(i) for i in 2..k)``."""
+    values = list(relevances)[:k]
+    if not values:
+        return 0.0
+    return values[0] + sum(value / math.log2(rank) for rank, value in enumerate(values[1:], 2))
+
+
+def ndcg(
+    ranking: Sequence[str], gold: Iterable[str], k: int, corpus_gold: int | None = None
+) -> float:
+    """NDCG@k of ``ranking``; the ideal ranking has ``corpus_gold`` gold ids first (default:
+    the number of gold ids). 0.0 when there is no gold id at all."""
+    wanted = set(gold)
+    ideal_count = len(wanted) if corpus_gold is None else corpus_gold
+    ideal = dcg([1.0] * ideal_count, k)
+    if ideal == 0:
+        return 0.0
+    return dcg([1.0 if item in wanted else 0.0 for item in ranking], k) / ideal
+
+
+def mrr(ranking: Sequence[str], gold: Iterable[str]) -> float:
+    """1 / (1-based rank of the first gold id in ``ranking``); 0.0 when there is none."""
+    wanted = set(gold)
+    for rank, item in enumerate(ranking, 1):
+        if item in wanted:
+            return 1.0 / rank
+    return 0.0
+
+
+def session_recall(ranked_sessions: Sequence[Iterable[str]], gold: Iterable[str], k: int) -> float:
+    """Share of ``gold`` sessions among the sessions of the first ``k`` ranked entries.
+
+    ``ranked_sessions[i]`` is the set of sessions entry ``i`` belongs to.
+    """
+    wanted = set(gold)
+    if not wanted:
+        return 0.0
+    seen: set[str] = set()
+    for sessions in ranked_sessions[:k]:
+        seen.update(sessions)
+    return len(wanted & seen) / len(wanted)
+
+
+def score_ranking(
+    retriever: str,
+    ranking: Sequence[str],
+    evidence: Evidence,
+    journal: Mapping[str, tuple[Mapping[str, Any], str]],
+    k: int,
+) -> RetrievalScore:
+    """Score one ranking against ``evidence``.
+
+    ``journal`` maps every entry id to ``(entry, origin session name)``; gold entries are found
+    in it, so an entry that exists but was never returned still counts as missed.
+    """
+    gold = [eid for eid, (entry, origin) in journal.items() if evidence.is_gold(eid, entry, origin)]
+    ranking = list(dict.fromkeys(ranking))  # a repeated entry counts once, at its best rank
+    if gold:
+        scores: dict[str, float | None] = {
+            "recall_any": recall_any(ranking, gold, k),
+            "recall_all": recall_all(ranking, gold, k),
+            "ndcg": ndcg(ranking, gold, k),
+            "mrr": mrr(ranking, gold),
+        }
+    else:
+        scores = dict.fromkeys(("recall_any", "recall_all", "ndcg", "mrr"))
+    session_score = None
+    if evidence.sessions:
+        ranked_sessions = [
+            _entry_sessions(journal[eid][0], journal[eid][1]) if eid in journal else set()
+            for eid in ranking
+        ]
+        session_score = session_recall(ranked_sessions, evidence.sessions, k)
+    return RetrievalScore(
+        retriever=retriever,
+        k=k,
+        session_recall=session_score,
+        gold=len(gold),
+        returned=len(ranking),
+        **scores,
+    )
+
+
+# ---------------------------------------------------------------------------------- BM25
+
+_WORD = re.compile(r"\w+")
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased word tokens (``\\w+`` after ``casefold``)."""
+    return _WORD.findall(text.casefold())
+
+
+@dataclass
+class _Index:
+    docs: list[Counter[str]] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)
+
+
+def bm25_rank(
+    query: str,
+    documents: Sequence[str],
+    *,
+    k1: float = 1.5,
+    b: float = 0.75,
+    limit: int | None = None,
+) -> list[int]:
+    """Indexes of ``documents`` ranked by Okapi BM25 for ``query``, best first.
+
+    score(D, Q) = sum over distinct query terms t of
+    IDF(t) * f(t, D) * (k1 + 1) / (f(t, D) + k1 * (1 - b + b * |D| / avgdl)),
+    with IDF(t) = ln(1 + (N - n(t) + 0.5) / (n(t) + 0.5)) (never negative), f(t, D) the count
+    of t in D, |D| its length in tokens, avgdl the mean length, N the number of documents and
+    n(t) how many contain t. Documents scoring 0 (no query term) are left out; ties go to the
+    later document (the newer journal entry), as the tool's own search orders.
+    """
+    index = _Index()
+    for text in documents:
+        tokens = tokenize(text)
+        index.docs.append(Counter(tokens))
+        index.lengths.append(len(tokens))
+    count = len(index.docs)
+    if not count:
+        return []
+    average = sum(index.lengths) / count or 1.0
+    terms = list(dict.fromkeys(tokenize(query)))
+    frequency = {term: sum(1 for doc in index.docs if term in doc) for term in terms}
+    scored = []
+    for position, (doc, length) in enumerate(zip(index.docs, index.lengths, strict=True)):
+        score = 0.0
+        for term in terms:
+            tf = doc.get(term, 0)
+            if not tf:
+                continue
+            n = frequency[term]
+            idf = math.log(1 + (count - n + 0.5) / (n + 0.5))
+            score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / average))
+        if score > 0:
+            scored.append((score, position))
+    scored.sort(key=lambda item: (-item[0], -item[1]))
+    ranked = [position for _, position in scored]
+    return ranked if limit is None else ranked[:limit]
