@@ -767,3 +767,15 @@ async def test_lone_surrogates_are_refused_naming_the_field(call, mem: AgentMemo
         400, {"message": "'content' is not valid Unicode text: lone surrogate U+DC00 at position 1"}
     )
     assert list(mem.entries()) == [] and mem.facts == ""
+
+
+async def test_search_returns_badly_written_lines_with_replacement_characters(
+    call, mem: AgentMemory
+) -> None:
+    (mem.path / "memory" / "JOURNAL.jsonl").write_bytes(
+        b'{"ts":"2026-01-01T00:00:00.000Z","tags":[],"text":"half \\ud83d emoji"}\n'
+        b'{"ts":"2026-01-01T00:00:01.000Z","tags":[],"text":"bad \xff byte"}\n'
+    )
+    status, body = await call("GET", "agents", "demo", "journal")
+    assert status == 200
+    assert [e["text"] for e in body["entries"]] == ["bad \ufffd byte", "half \ufffd emoji"]
