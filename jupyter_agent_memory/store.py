@@ -35,6 +35,7 @@ from .errors import (
     UnsafePathError,
     VersionNotFoundError,
 )
+from .journal_append import JournalAppender
 from .paths import DEFAULT_LOCK_TIMEOUT, Folder, describe, resolve_target, sha256_hex
 
 SOUL = "SOUL.md"
@@ -531,35 +532,43 @@ class AgentMemory:
         """Add one journal entry; returns it as stored: ``{"ts", "tags", "text"}``.
 
         The line is written in one ``write`` under the lock; when the file does not end in a
-        newline (a torn write), the entry starts on a new line.
+        newline (a torn write), the entry starts on a new line. It returns once the line is
+        durable (``fsync``, unless ``fsync_appends`` is off); on any failure the journal is
+        left exactly as it was (see :mod:`~jupyter_agent_memory.journal_append`). Text or
+        tags with a lone surrogate, and text over ``max_bytes``, are refused (-32602).
         """
         if not isinstance(text, str) or not text:
             raise MemoryToolError("'text' is required for append action", INVALID_PARAMS)
+        encode_text(text, "text", self.max_bytes)
         if isinstance(tags, str):
             tags = [tags]
-        entry = {
-            "ts": journal.format_timestamp(self.now()),
-            "tags": [t for t in tags if isinstance(t, str)],
-            "text": text,
-        }
+        kept = [t for t in tags if isinstance(t, str)]
+        for tag in kept:
+            encode_text(tag, "tags")
+        if kept:
+            encode_text(json.dumps(kept, ensure_ascii=False), "tags", self.max_bytes)
+        entry = {"ts": journal.format_timestamp(self.now()), "tags": kept, "text": text}
         line = journal.encode_line(entry)
-        with self._folders(create_memory=True) as (_agent, mem):
-            assert mem is not None
-            with mem.locked(LOCK, self.lock_timeout):
-                name = mem.lookup(JOURNAL) or JOURNAL
-                fd = mem.open_file(name, os.O_RDWR | os.O_APPEND | os.O_CREAT)
-                try:
-                    size = os.fstat(fd).st_size
-                    if size and os.pread(fd, 1, size - 1) != b"\n":
-                        line = b"\n" + line
-                    view = memoryview(line)
-                    while view:
-                        view = view[os.write(fd, view) :]
-                    if self.fsync_appends:
-                        os.fsync(fd)
-                finally:
-                    os.close(fd)
+        appender = self._journal_appender()
+        appender.fsync = self.fsync_appends
+        appender.lock_timeout = self.lock_timeout
+        appender.append(line)
         return entry
+
+    def _journal_appender(self) -> JournalAppender:
+        """The appender of this agent (kept, with its open folders, between appends)."""
+        appender = self.__dict__.get("_appender")
+        if appender is None:
+            appender = JournalAppender(
+                self.path,
+                memory_dir=MEMORY_DIR,
+                journal=JOURNAL,
+                lock=LOCK,
+                lock_timeout=self.lock_timeout,
+                fsync=self.fsync_appends,
+            )
+            appender = self.__dict__.setdefault("_appender", appender)
+        return appender
 
     @contextlib.contextmanager
     def _journal_file(self) -> Iterator[Any]:

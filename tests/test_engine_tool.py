@@ -526,12 +526,15 @@ def test_append_to_file_ending_in_newline_adds_no_blank_line(mem: AgentMemory) -
     )
 
 
-def test_lone_surrogate_in_append_round_trips(mem: AgentMemory) -> None:
-    # JSON lets a model send "\ud800"; UTF-8 cannot carry it, so the line holds an escape.
+def test_lone_surrogate_in_append_is_a_clear_tool_error(mem: AgentMemory) -> None:
+    # JSON lets a model send "\ud800"; no wire format could carry it back, so it is refused.
     args = json.loads('{"action": "append", "text": "half \\ud83d pair"}')
-    mem.call_tool(args)
-    assert journal_path(mem).read_bytes().endswith(b'"text":"half \\ud83d pair"}\n')
-    assert [e["text"] for e in mem.search(query="HALF")] == ["half \ud83d pair"]
+    error = tool_error(mem, args)
+    assert (error.code, error.message) == (
+        -32602,
+        "'text' is not valid Unicode text: lone surrogate U+D83D at position 5",
+    )
+    assert not journal_path(mem).exists()
 
 
 def test_lone_surrogate_in_update_is_a_clear_tool_error(mem: AgentMemory) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import random
+import re
 import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -22,7 +23,7 @@ from unittest import mock
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from jupyter_agent_memory import journal
+from jupyter_agent_memory import journal, journal_plans
 
 # Characters chosen to hit every special case: ASCII case, the two non-ASCII characters that
 # lower-case to ASCII, the context-dependent Greek sigma, characters JSON escapes, astral ones.
@@ -272,7 +273,7 @@ def _plan_from(needle: journal._Needle, rng: random.Random) -> list[list[Any]]:
     """A random plan for ``needle``: lower mode, or an anchor offset with a random method
     (memchr loop or regex) per case variant; maybe the regex for lower mode too."""
     if rng.random() < 0.3:
-        needle._lowered_regex = journal.re.compile(journal.re.escape(needle.needle))
+        needle._lowered_regex = re.compile(re.escape(needle.needle))
     if rng.random() < 0.25:
         return []
     offset = rng.randrange(len(needle.needle))
@@ -322,8 +323,8 @@ def test_search_equals_reference(
     with ExitStack() as stack:
         stack.enter_context(mock.patch.object(journal, "_FIRST_BLOCK", first_block))
         stack.enter_context(mock.patch.object(journal, "_MAX_BLOCK", max(max_block, first_block)))
-        stack.enter_context(mock.patch.object(journal, "_BACKSLASH_RARITY", backslash_rarity))
-        stack.enter_context(mock.patch.object(journal, "_MIN_BUDGET", min_budget))
+        stack.enter_context(mock.patch.object(journal_plans, "_BACKSLASH_RARITY", backslash_rarity))
+        stack.enter_context(mock.patch.object(journal_plans, "_MIN_BUDGET", min_budget))
         stack.enter_context(mock.patch.object(journal._Needle, "_choose_plan", plan))
         f = io.BytesIO(data) if in_memory else stack.enter_context(_real_file(data))
         got = journal.search(f, **args)
@@ -493,9 +494,9 @@ def test_search_equals_reference_soak() -> None:
             stack.enter_context(mock.patch.object(journal, "_FIRST_BLOCK", rng.randint(1, 40)))
             stack.enter_context(mock.patch.object(journal, "_MAX_BLOCK", rng.randint(40, 200)))
             stack.enter_context(
-                mock.patch.object(journal, "_BACKSLASH_RARITY", rng.choice([700, 1, 10**9]))
+                mock.patch.object(journal_plans, "_BACKSLASH_RARITY", rng.choice([700, 1, 10**9]))
             )
-            stack.enter_context(mock.patch.object(journal, "_MIN_BUDGET", rng.choice([16, 0])))
+            stack.enter_context(mock.patch.object(journal_plans, "_MIN_BUDGET", rng.choice([16, 0])))
             stack.enter_context(
                 mock.patch.object(
                     journal._Needle,
