@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     prompt.add_argument("--workspace", metavar="DIR", help="session workspace (default: cwd)")
     prompt.add_argument("--tool-name", default=None, help="how the model sees the memory tool")
 
-    commands.add_parser("mcp", parents=[common], help="serve the memory over MCP (stdio)")
+    _add_mcp_parser(commands, common)
     commands.add_parser("agents", parents=[common], help="list the agents under the root")
     commands.add_parser(
         "demo",
@@ -187,16 +187,108 @@ def _prompt(args: argparse.Namespace) -> int:
     return 0
 
 
+MCP_TOKEN_ENV = "JUPYTER_AGENT_MEMORY_MCP_TOKEN"
+
+
+def _add_mcp_parser(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    mcp = commands.add_parser(
+        "mcp",
+        parents=[common],
+        help="serve the memory over MCP (stdio, or Streamable HTTP)",
+        description=(
+            "Serve an existing agent over the Model Context Protocol: the memory tool, "
+            "resources for SOUL.md, USER.md, FACT.md, the journal and the session prompt, and "
+            "instructions that carry the session context. One line on stderr names the folder."
+        ),
+    )
+    mcp.add_argument(
+        "--transport",
+        choices=["stdio", "streamable-http"],
+        default="stdio",
+        help="stdio (default) or streamable-http",
+    )
+    mcp.add_argument("--host", default="127.0.0.1", help="HTTP: address to bind (127.0.0.1)")
+    mcp.add_argument("--port", type=int, default=8765, help="HTTP: port (8765; 0 picks one)")
+    mcp.add_argument(
+        "--token",
+        default=None,
+        help=f"HTTP: require 'Authorization: Bearer TOKEN' (or set ${MCP_TOKEN_ENV})",
+    )
+    mcp.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="HTTP: also accept this Origin, e.g. http://example.test:3000 (repeatable)",
+    )
+    mcp.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="HTTP: also accept this Host header, e.g. mybox:8765 or mybox:* (repeatable)",
+    )
+    mcp.add_argument(
+        "--read-tool",
+        action="store_true",
+        help="also offer memory_read (FACT.md and the latest journal entries), for clients "
+        "that neither show instructions nor attach resources",
+    )
+    mcp.add_argument(
+        "--workspace", metavar="DIR", help="session workspace for system.md (default: cwd)"
+    )
+    mcp.add_argument(
+        "--tool-name",
+        default=None,
+        help="how the model sees the memory tool in the prompt (mcp__agent-memory__memory)",
+    )
+    mcp.add_argument(
+        "--budget-tokens", type=int, default=None, help="warn when the memory exceeds N tokens"
+    )
+
+
 def _mcp(args: argparse.Namespace) -> int:
+    import os
+
+    # Refuse a missing agent (naming the resolved folder) before the slow MCP import.
     memory = _open(args)
+    if args.transport == "streamable-http" and not 0 <= args.port <= 65535:
+        raise MemoryToolError(f"--port must be between 0 and 65535, got {args.port}")
+    workspace = args.workspace
+    if workspace is not None and not os.path.isdir(workspace):
+        raise MemoryToolError(f"--workspace {workspace}: no such folder")
+    problem = None
     try:
-        from .mcp_server import require_mcp, serve_stdio
+        memory.ensure_layout()  # sweeps crash leftovers; never creates the agent folder itself
+    except MemoryToolError as exc:
+        # A refused folder (memory/ is a symlink, say) still gets a server, so the model sees
+        # the engine's refusal on every call instead of a connection that just closes.
+        problem = str(exc)
+    try:
+        from .mcp_server import MemoryService, require_mcp, serve_http, serve_stdio
 
         require_mcp()
     except ImportError as exc:  # the [mcp] extra is missing
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 1
-    serve_stdio(memory)
+    from .prompt import DEFAULT_TOOL_NAME, PromptBuilder
+
+    builder = PromptBuilder(
+        tool_name=args.tool_name or DEFAULT_TOOL_NAME, budget_tokens=args.budget_tokens
+    )
+    service = MemoryService(memory, builder, workspace=workspace, read_tool=args.read_tool)
+    if args.transport == "stdio":
+        serve_stdio(service, problem)
+    else:
+        serve_http(
+            service,
+            host=args.host,
+            port=args.port,
+            token=args.token or os.environ.get(MCP_TOKEN_ENV) or None,
+            allowed_hosts=tuple(args.allow_host),
+            allowed_origins=tuple(args.allow_origin),
+            problem=problem,
+        )
     return 0
 
 

@@ -1,21 +1,27 @@
 """MCP server: an agent folder as the memory of any Model Context Protocol client.
 
-Run it with ``jupyter-agent-memory mcp --agent TARGET`` (stdio transport). The server is named
-``agent-memory`` and offers:
+Run it with ``jupyter-agent-memory mcp --agent TARGET`` (stdio), or with ``--transport
+streamable-http --port N`` (Streamable HTTP on 127.0.0.1). The server is named
+``agent-memory`` and offers (see :mod:`.mcp_memory` for the content):
 
-- ``memory`` -- exactly the engine's tool (``MEMORY_TOOL``: same description, same JSON schema,
-  same result texts);
-- ``product_info`` -- only when the agent was provisioned from a template that ships a product
-  manifest (design section 6).
+- ``instructions``: the session context the prompt builder makes for the agent (bootstrap
+  block when due, ``## Memories`` with SOUL.md, USER.md and FACT.md), built fresh for every
+  session that connects;
+- tools ``memory`` (exactly the engine's tool) and ``product_info`` when the agent's template
+  ships a product manifest -- the reference's list -- plus ``memory_read`` with
+  ``--read-tool``; every tool has a title and annotations;
+- resources SOUL.md, USER.md, FACT.md (with its sha256), the latest journal entries and the
+  session system prompt, with ``notifications/resources/updated`` for subscribers and
+  ``notifications/tools/list_changed`` when ``product_info`` appears;
+- a prompt, ``new-session``, whose message is a new session's system prompt.
 
-Arguments go to the engine unchanged; this layer adds no validation of its own. Every failure is
-an ``isError`` tool result whose text is ``Error: MCP error <code>: <message>`` (the formatting
-shared with ``functions.dispatch``); an unexpected exception becomes code ``-32603`` with its
-message. Nothing but protocol is written to stdout: logs go to stderr.
+Tool arguments go to the engine unchanged; this layer adds no validation of its own. Every
+failure is an ``isError`` tool result whose text is ``Error: MCP error <code>: <message>``; an
+unknown tool is ``-32601`` ``Unknown tool: <name>``. Nothing but protocol is written to stdout;
+one start-up line and logs go to stderr.
 
-Clients that prefix tool names with the server name (Claude Code, Cherry Studio style agents)
-see the tool as ``mcp__agent-memory__memory``; build prompts for them with the default
-``PromptBuilder()`` tool name.
+Both protocol eras of the SDK are served: handshake-era clients (``initialize``, every released
+host) get notifications on their connection, 2026-era clients on ``subscriptions/listen``.
 
 The ``mcp`` package (``pip install "jupyter-agent-memory[mcp]"``) is imported only inside the
 functions below: importing it costs well over a second.
@@ -23,21 +29,34 @@ functions below: importing it costs well over a second.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from . import functions
+from .mcp_memory import PROMPT_NAME, MemoryService
 
 if TYPE_CHECKING:
     from mcp.server import Server
 
     from . import AgentMemory
 
-__all__ = ["SERVER_NAME", "build_server", "require_mcp", "serve_stdio"]
+__all__ = [
+    "POLL_SECONDS",
+    "SERVER_NAME",
+    "MemoryService",
+    "build_server",
+    "require_mcp",
+    "serve_http",
+    "serve_stdio",
+    "startup_line",
+]
 
 SERVER_NAME = "agent-memory"
 INSTALL_HINT = 'pip install "jupyter-agent-memory[mcp]"'
+# How often the agent folder is checked for changes while the server runs (see _watch).
+POLL_SECONDS = 0.5
 
 log = logging.getLogger(__name__)
 
@@ -45,9 +64,9 @@ log = logging.getLogger(__name__)
 def require_mcp() -> None:
     """Check that the MCP SDK can be imported; raise one actionable ``ImportError`` if not.
 
-    The message names ``pip install "jupyter-agent-memory[mcp]"``. ``build_server`` and
-    ``serve_stdio`` call it first; a command line can call it before serving to report the
-    missing extra without a traceback.
+    The message names ``pip install "jupyter-agent-memory[mcp]"``. ``build_server`` and the
+    ``serve_*`` functions call it first; a command line can call it before serving to report
+    the missing extra without a traceback.
     """
     try:
         import mcp.server  # noqa: F401
@@ -57,70 +76,329 @@ def require_mcp() -> None:
         ) from exc
 
 
-def build_server(mem: AgentMemory) -> Server:
-    """Build the ``agent-memory`` MCP server object for ``mem`` without running it.
+def _service(memory_or_service: AgentMemory | MemoryService) -> MemoryService:
+    if isinstance(memory_or_service, MemoryService):
+        return memory_or_service
+    return MemoryService(memory_or_service)
 
-    The result is a low-level ``mcp.server.Server``: run it on any transport, or connect to it
-    in-process with ``mcp.Client(build_server(mem))`` (fast tests). The tool list is computed on
-    every ``tools/list`` request, so ``product_info`` appears as soon as the agent has a
-    manifest. Raises ``ImportError`` naming the install command when ``mcp`` is missing.
+
+def build_server(
+    memory: AgentMemory | MemoryService, *, poll_seconds: float = POLL_SECONDS
+) -> Server:
+    """Build the ``agent-memory`` MCP server for an agent without running it.
+
+    ``memory`` is an ``AgentMemory`` (default settings) or a :class:`MemoryService` (prompt
+    tool name, budget, workspace, read tool). The result is a low-level ``mcp.server.Server``:
+    run it on any transport, or connect to it in-process with ``mcp.Client(build_server(mem))``.
+    While it runs, the agent folder is checked every ``poll_seconds`` for changes to notify.
+    Raises ``ImportError`` naming the install command when ``mcp`` is missing.
     """
     require_mcp()
+    import anyio
     import anyio.to_thread
     from mcp import types
     from mcp.server import Server
+    from mcp.server.lowlevel.server import NotificationOptions
+    from mcp.server.subscriptions import (
+        InMemorySubscriptionBus,
+        ListenHandler,
+        ResourceUpdated,
+        ToolsListChanged,
+    )
+    from mcp.shared.exceptions import MCPError
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
     from .__about__ import __version__
 
+    service = _service(memory)
+    bus = InMemorySubscriptionBus()
+    # Handshake-era connections that finished initialising, and the resource URIs each one
+    # subscribed to. A connection removes itself when it closes (its exit stack).
+    connections: dict[Any, Any] = {}
+    subscriptions: dict[Any, set[str]] = {}
+
+    async def off_loop(function: Any, *args: Any) -> Any:
+        # File I/O and the journal lock never run on the event loop.
+        return await anyio.to_thread.run_sync(function, *args)
+
+    def remember(ctx: Any) -> Any:
+        """The connection of a handshake-era request (None for a 2026-era one)."""
+        if ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            return None
+        # The SDK gives handlers a fresh session object per request; the connection behind it
+        # is what lives as long as the client (pinned: mcp>=2.3,<3).
+        connection = getattr(ctx.session, "_connection", None)
+        if connection is None or connection in connections:
+            return connection
+        connections[connection] = ctx.session
+
+        def forget() -> None:
+            connections.pop(connection, None)
+            subscriptions.pop(connection, None)
+
+        connection.exit_stack.callback(forget)
+        return connection
+
+    async def track(ctx: Any, call_next: Any) -> Any:
+        result = await call_next(ctx)
+        if ctx.method != "initialize":  # the protocol version is negotiated by then
+            remember(ctx)
+        return result
+
     def tool_object(spec: dict[str, Any]) -> types.Tool:
+        notes = spec["annotations"]
         return types.Tool(
-            name=spec["name"], description=spec["description"], input_schema=spec["input_schema"]
+            name=spec["name"],
+            title=spec["title"],
+            description=spec["description"],
+            input_schema=spec["input_schema"],
+            output_schema=spec.get("output_schema"),
+            annotations=types.ToolAnnotations(
+                title=notes["title"],
+                read_only_hint=notes["readOnlyHint"],
+                destructive_hint=notes["destructiveHint"],
+                idempotent_hint=notes["idempotentHint"],
+                open_world_hint=notes["openWorldHint"],
+            ),
         )
 
     async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        specs = await anyio.to_thread.run_sync(functions.available_tools, mem)
+        specs = await off_loop(service.tools)
         return types.ListToolsResult(tools=[tool_object(spec) for spec in specs])
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        # A call without arguments is the same as an empty object; anything else goes to the
-        # engine as the client sent it. File I/O and the journal lock run off the event loop.
-        arguments = params.arguments if params.arguments is not None else {}
-        text, is_error = await anyio.to_thread.run_sync(
-            functions.run_tool, mem, params.name, arguments
-        )
+        text, is_error, structured = await off_loop(service.call, params.name, params.arguments)
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=text)], is_error=is_error
+            content=[types.TextContent(type="text", text=text)],
+            structured_content=structured,
+            is_error=is_error,
         )
 
-    return Server(
+    async def on_list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    uri=spec.uri,
+                    name=spec.name,
+                    title=spec.title,
+                    description=spec.description,
+                    mime_type=spec.mime_type,
+                )
+                for spec in service.resources()
+            ]
+        )
+
+    async def on_read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> Any:
+        from .errors import MemoryToolError
+
+        try:
+            resource = await off_loop(service.read, str(params.uri))
+        except MemoryToolError as exc:
+            raise MCPError(code=exc.code, message=exc.message) from None
+        return types.ReadResourceResult(
+            contents=[
+                types.TextResourceContents(
+                    uri=resource.uri,
+                    mime_type=resource.mime_type,
+                    text=resource.text,
+                    meta=resource.meta,
+                )
+            ]
+        )
+
+    async def on_subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        connection = remember(ctx)
+        if connection is not None:
+            subscriptions.setdefault(connection, set()).add(str(params.uri))
+        return types.EmptyResult()
+
+    async def on_unsubscribe(ctx: Any, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        connection = remember(ctx)
+        if connection is not None:
+            subscriptions.get(connection, set()).discard(str(params.uri))
+        return types.EmptyResult()
+
+    async def on_list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
+        return types.ListPromptsResult(
+            prompts=[
+                types.Prompt(
+                    name=PROMPT_NAME,
+                    title="New session with this agent's memory",
+                    description=(
+                        "The system prompt a new session starts with: the agent's memory "
+                        "(SOUL.md, USER.md, FACT.md) and how to keep it up to date."
+                    ),
+                )
+            ]
+        )
+
+    async def on_get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> Any:
+        from .errors import MemoryToolError
+
+        if params.name != PROMPT_NAME:
+            raise MCPError(code=-32602, message=f"Unknown prompt: {params.name}")
+        try:
+            prompt = await off_loop(service.prompt)
+        except MemoryToolError as exc:
+            raise MCPError(code=exc.code, message=exc.message) from None
+        return types.GetPromptResult(
+            description="System prompt for a new session with this agent",
+            messages=[
+                types.PromptMessage(
+                    role="user", content=types.TextContent(type="text", text=prompt.text)
+                )
+            ],
+        )
+
+    async def notify(changes: Any) -> None:
+        for uri in changes.resources:
+            await bus.publish(ResourceUpdated(uri=uri))
+        if changes.tools:
+            await bus.publish(ToolsListChanged())
+        for connection, session in list(connections.items()):
+            # Notifications are best effort: the SDK drops them for a closed connection.
+            for uri in changes.resources:
+                if uri in subscriptions.get(connection, ()):
+                    await session.send_resource_updated(uri)
+            if changes.tools:
+                await session.send_tool_list_changed()
+
+    async def watch() -> None:
+        # A timer, not a busy loop: every poll_seconds one AgentMemory.file_stats() call (an
+        # lstat per entry of the agent folder and memory/, nothing read), compared by the
+        # engine's stat keys (paths.file_key, as the prompt cache). Files are read only when
+        # a client asks for them.
+        before = await off_loop(service.snapshot)
+        tools = await off_loop(service.tool_names)
+        while True:
+            await anyio.sleep(poll_seconds)
+            after = await off_loop(service.snapshot)
+            changes = service.changes(before, after)
+            before = after
+            if changes.tools:
+                now = await off_loop(service.tool_names)
+                changed_tools, tools = now != tools, now
+                changes = type(changes)(changes.resources, changed_tools)
+            if changes:
+                await notify(changes)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(server: Any) -> AsyncIterator[dict[str, Any]]:
+        # Entered once per run: per process on stdio, once for all HTTP sessions.
+        async with anyio.create_task_group() as group:
+            group.start_soon(watch)
+            try:
+                yield {}
+            finally:
+                group.cancel_scope.cancel()
+
+    class MemoryServer(Server):
+        # The session context is built when a client initialises, not when the server
+        # starts: an HTTP server outlives many sessions, and each must see the memory as it
+        # is then. The base class stores `instructions` in __init__; the setter ignores it.
+        @property
+        def instructions(self) -> str:  # type: ignore[override]
+            return service.instructions()
+
+        @instructions.setter
+        def instructions(self, value: str | None) -> None:
+            pass
+
+        def create_initialization_options(
+            self, notification_options: Any = None, *args: Any, **kw: Any
+        ) -> Any:
+            options = notification_options or NotificationOptions(tools_changed=True)
+            return super().create_initialization_options(options, *args, **kw)
+
+    server = MemoryServer(
         SERVER_NAME,
         version=__version__,
-        instructions=(
-            "Long-term memory for this agent: FACT.md for durable knowledge (the memory tool's "
-            "update action) and an append-only journal (append and search)."
-        ),
+        title="Agent memory",
+        lifespan=lifespan,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
+        on_list_resources=on_list_resources,
+        on_read_resource=on_read_resource,
+        on_subscribe_resource=on_subscribe,
+        on_unsubscribe_resource=on_unsubscribe,
+        on_subscriptions_listen=ListenHandler(bus),
+        on_list_prompts=on_list_prompts,
+        on_get_prompt=on_get_prompt,
     )
+    server.middleware.append(track)
+    return server
 
 
-def serve_stdio(mem: AgentMemory) -> None:
-    """Serve ``mem`` over stdio until the client closes the connection.
+def startup_line(service: MemoryService, transport: str, problem: str | None = None) -> str:
+    """The one line the server writes to stderr on start: folder, transport, tools."""
+    line = (
+        f"{SERVER_NAME}: serving agent folder {service.memory.path} over {transport}; "
+        f"tools: {', '.join(service.tool_names())}"
+    )
+    if problem:
+        line += f"; every call will report: {problem}"
+    return line
 
-    Blocks. Only protocol messages go to stdout; log records go to stderr. Raises
-    ``ImportError`` naming ``pip install "jupyter-agent-memory[mcp]"`` when ``mcp`` is missing.
-    """
-    server = build_server(mem)
-    import anyio
-    from mcp.server.stdio import stdio_server
 
+def _quiet_stdout_logging() -> None:
     if not logging.getLogger().handlers:
         # stdout carries the protocol, so make sure nothing logs there by default.
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    log.info("serving agent folder %s over stdio", mem.path)
+
+
+def serve_stdio(memory: AgentMemory | MemoryService, problem: str | None = None) -> None:
+    """Serve the agent over stdio until the client closes the connection.
+
+    Blocks. Only protocol messages go to stdout; the start-up line (``problem``, when given,
+    is the engine's refusal every call will report) and logs go to stderr. Raises
+    ``ImportError`` naming ``pip install "jupyter-agent-memory[mcp]"`` when ``mcp`` is missing.
+    """
+    service = _service(memory)
+    server = build_server(service)
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    _quiet_stdout_logging()
+    print(startup_line(service, "stdio", problem), file=sys.stderr, flush=True)
 
     async def main() -> None:
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
     anyio.run(main)
+
+
+def serve_http(
+    memory: AgentMemory | MemoryService,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    token: str | None = None,
+    allowed_hosts: tuple[str, ...] = (),
+    allowed_origins: tuple[str, ...] = (),
+    problem: str | None = None,
+) -> None:
+    """Serve the agent over Streamable HTTP at ``http://HOST:PORT/mcp`` until interrupted.
+
+    Binds ``host`` (127.0.0.1 by default; port 0 picks a free one, named in the start-up
+    line). Requests whose ``Host`` or ``Origin`` header is not this server's (or listed in
+    ``allowed_hosts`` / ``allowed_origins``) are refused (DNS rebinding); with ``token`` every
+    request needs ``Authorization: Bearer <token>``. All clients share one engine and its
+    locks.
+    """
+    service = _service(memory)
+    server = build_server(service)
+    from .mcp_http import run_http
+
+    _quiet_stdout_logging()
+    run_http(
+        server,
+        host=host,
+        port=port,
+        token=token,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
+        announce=lambda url: print(
+            startup_line(service, f"streamable-http at {url}", problem), file=sys.stderr, flush=True
+        ),
+    )

@@ -89,6 +89,14 @@ async def exercise_plain_agent(session, agent: Path) -> None:
     assert [tool.name for tool in tools] == ["memory"]
     assert tools[0].description == MEMORY_TOOL["description"]
     assert tools[0].input_schema == MEMORY_TOOL["input_schema"]
+    assert tools[0].title == "Agent memory"
+    notes = tools[0].annotations
+    assert (notes.read_only_hint, notes.destructive_hint, notes.idempotent_hint) == (
+        False,
+        True,
+        False,
+    )
+    assert notes.open_world_hint is False
 
     # Bad arguments are reported before any file is touched.
     for args, expected in ERROR_CASES:
@@ -102,7 +110,7 @@ async def exercise_plain_agent(session, agent: Path) -> None:
     for name in ("shell", "product_info"):
         result = await session.call_tool(name, {"source": "manifest"})
         assert result.is_error
-        assert text_of(result) == f'Error: MCP error -32602: Unknown tool "{name}", expected memory'
+        assert text_of(result) == f"Error: MCP error -32601: Unknown tool: {name}"
 
     result = await session.call_tool("memory", {"action": "search"})
     assert (result.is_error, text_of(result)) == (False, "No journal entries found.")
@@ -192,6 +200,9 @@ def test_stdio_product_info_sections_for_the_guide_template(tmp_path):
     async def body(session):
         tools = {tool.name: tool for tool in (await session.list_tools()).tools}
         assert list(tools) == ["memory", "product_info"]
+        assert tools["product_info"].title == "Product information"
+        assert tools["product_info"].annotations.read_only_hint is True
+        assert tools["product_info"].annotations.destructive_hint is False
         assert tools["product_info"].input_schema == PRODUCT_INFO_TOOL["input_schema"]
         assert tools["product_info"].description == PRODUCT_INFO_TOOL["description"]
         for args in [{"source": "manifest"}, {"source": "manifest", "section": "all"}] + [
@@ -219,6 +230,7 @@ def test_stdio_product_info_sections_for_the_guide_template(tmp_path):
 
 
 def test_stdio_agent_id_resolves_under_the_root(tmp_path):
+    AgentMemory.open("notebook-helper", root=tmp_path / "root")
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "jupyter_agent_memory", "mcp", "--agent", "notebook-helper"],
@@ -237,6 +249,7 @@ def test_stdio_agent_id_resolves_under_the_root(tmp_path):
 def test_stdout_carries_only_protocol_messages(tmp_path):
     """Raw JSON-RPC over the child's pipes: every stdout line is a protocol message."""
     agent = tmp_path / "agent"
+    AgentMemory.open(agent)
     messages = [
         {
             "jsonrpc": "2.0",
