@@ -130,3 +130,19 @@ class EmptyEditError(MemoryToolError, ValueError):
             "cleared by accident; write at least one line)",
             INVALID_PARAMS,
         )
+
+
+class MemoryIOError(MemoryToolError, OSError):
+    """The filesystem failed an engine operation (disk full, permission denied, ...).
+
+    Public engine methods raise only the :class:`MemoryToolError` family; an I/O failure is
+    wrapped in this class, which is also an :class:`OSError` carrying the original ``errno``
+    and ``filename``, so ``except OSError`` keeps working. Code -32603.
+    """
+
+    def __init__(self, error: OSError) -> None:
+        where = f" ({error.filename})" if error.filename else ""
+        super().__init__(f"{error.strerror or error}{where}", INTERNAL_ERROR)
+        self.errno = error.errno
+        self.strerror = error.strerror
+        self.filename = error.filename

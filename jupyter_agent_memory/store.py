@@ -14,6 +14,7 @@ descriptor. Nothing inside the agent folder is ever reached through a symlink.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -22,7 +23,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from . import journal
 from .errors import (
@@ -31,6 +32,7 @@ from .errors import (
     ContentTooLargeError,
     EmptyEditError,
     MemoryConflictError,
+    MemoryIOError,
     MemoryToolError,
     UnsafePathError,
     VersionNotFoundError,
@@ -57,6 +59,28 @@ _TEMP_NAME = re.compile(r"^\.(?P<target>.+)\.[0-9a-f]{16}\.tmp$")
 _HISTORY_NAME = re.compile(r"^(\d{8}T\d{6}\.\d{6}Z)-([0-9a-f]{12})(?:-\d+)?\.md$")
 _HEX = re.compile(r"^[0-9a-fA-F]+$")
 EMPTY_SHA256 = sha256_hex(b"")
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def engine_boundary(method: F) -> F:
+    """Let only the :class:`MemoryToolError` family out of a public engine method.
+
+    An ``OSError`` becomes :class:`~jupyter_agent_memory.errors.MemoryIOError` (still an
+    ``OSError``), so every surface catches exactly one family and maps it the same way.
+    """
+
+    @functools.wraps(method)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except MemoryToolError:
+            raise
+        except OSError as exc:
+            raise MemoryIOError(exc) from exc
+
+    return guarded  # type: ignore[return-value]
 
 
 class CorruptJournalWarning(UserWarning):
@@ -107,6 +131,7 @@ class AgentMemory:
         return os.path.lexists(self.path)
 
     @classmethod
+    @engine_boundary
     def open(
         cls,
         target: str | os.PathLike[str] | None = None,
@@ -128,6 +153,7 @@ class AgentMemory:
         return memory
 
     @classmethod
+    @engine_boundary
     def open_id(
         cls,
         agent_id: str,
@@ -160,6 +186,7 @@ class AgentMemory:
 
     # -- layout ----------------------------------------------------------------------------
 
+    @engine_boundary
     def ensure_layout(self) -> None:
         """Create the folder, ``memory/`` and empty SOUL.md/USER.md; sweep crash leftovers.
 
@@ -202,6 +229,7 @@ class AgentMemory:
         if mem is not None and not mem.same_as(mem.path):
             raise UnsafePathError(f"Refusing to write: {mem.path} was replaced while writing")
 
+    @engine_boundary
     def check_folder(self) -> None:
         """Raise unless the agent folder is valid for memory actions.
 
@@ -243,20 +271,24 @@ class AgentMemory:
             return b""
 
     @property
+    @engine_boundary
     def facts(self) -> str:
         """Current FACT.md text (``''`` when missing)."""
         return _decode(self._read_fact_bytes())
 
     @property
+    @engine_boundary
     def soul(self) -> str:
         """Current SOUL.md text (``''`` when missing)."""
         return _decode(self._read_agent_file(SOUL))
 
     @property
+    @engine_boundary
     def user(self) -> str:
         """Current USER.md text (``''`` when missing)."""
         return _decode(self._read_agent_file(USER))
 
+    @engine_boundary
     def read_facts(self) -> tuple[str, str]:
         """FACT.md text and the sha256 of those very bytes, from one read.
 
@@ -266,31 +298,37 @@ class AgentMemory:
         data = self._read_fact_bytes()
         return _decode(data), sha256_hex(data)
 
+    @engine_boundary
     def read_soul(self) -> tuple[str, str]:
         """SOUL.md text and the sha256 of those very bytes, from one read."""
         data = self._read_agent_file(SOUL)
         return _decode(data), sha256_hex(data)
 
+    @engine_boundary
     def read_user(self) -> tuple[str, str]:
         """USER.md text and the sha256 of those very bytes, from one read."""
         data = self._read_agent_file(USER)
         return _decode(data), sha256_hex(data)
 
     @property
+    @engine_boundary
     def facts_sha256(self) -> str:
         """sha256 of FACT.md as on disk (of ``b''`` when missing): the CAS token for editors."""
         return sha256_hex(self._read_fact_bytes())
 
     @property
+    @engine_boundary
     def soul_sha256(self) -> str:
         """sha256 of SOUL.md as on disk (of ``b''`` when missing)."""
         return sha256_hex(self._read_agent_file(SOUL))
 
     @property
+    @engine_boundary
     def user_sha256(self) -> str:
         """sha256 of USER.md as on disk (of ``b''`` when missing)."""
         return sha256_hex(self._read_agent_file(USER))
 
+    @engine_boundary
     def file_stats(self) -> dict[str, os.stat_result]:
         """``lstat`` of every entry of the agent folder and of ``memory/``, nothing read.
 
@@ -319,6 +357,7 @@ class AgentMemory:
 
     # -- FACT.md ---------------------------------------------------------------------------
 
+    @engine_boundary
     def update_facts(self, text: str, expected_sha256: str | None = None) -> str:
         """Atomically replace FACT.md with ``text``; returns the new version's sha256.
 
@@ -408,6 +447,7 @@ class AgentMemory:
         except FileNotFoundError:
             return []
 
+    @engine_boundary
     def history(self) -> list[dict[str, Any]]:
         """Previous FACT.md versions, newest first: ``{"ts", "sha256", "size"}`` each."""
         return [
@@ -415,6 +455,7 @@ class AgentMemory:
             for _name, ts, content in self._versions()
         ]
 
+    @engine_boundary
     def history_version(self, sha: str) -> tuple[str, str]:
         """``(full sha256, text)`` of the stored FACT.md version named by ``sha``.
 
@@ -425,10 +466,12 @@ class AgentMemory:
         digest, content = self._find_version(sha)
         return digest, _decode(content)
 
+    @engine_boundary
     def history_text(self, sha: str) -> str:
         """Text of the stored FACT.md version named by a full sha256 or unique prefix (>= 7)."""
         return self.history_version(sha)[1]
 
+    @engine_boundary
     def restore(self, sha: str) -> str:
         """Make a stored FACT.md version current again (a normal update); returns its sha256."""
         return self.update_facts(self.history_version(sha)[1])
@@ -457,10 +500,12 @@ class AgentMemory:
 
     # -- SOUL.md / USER.md -----------------------------------------------------------------
 
+    @engine_boundary
     def write_soul(self, text: str, expected_sha256: str | None = None) -> str:
         """Atomically replace SOUL.md (optionally compare-and-swap); returns its sha256."""
         return self._write_agent_file(SOUL, text, expected_sha256)
 
+    @engine_boundary
     def write_user(self, text: str, expected_sha256: str | None = None) -> str:
         """Atomically replace USER.md (optionally compare-and-swap); returns its sha256."""
         return self._write_agent_file(USER, text, expected_sha256)
@@ -476,6 +521,7 @@ class AgentMemory:
                 agent.write_atomic(name, data, lambda: self._recheck(agent, mem))
         return sha256_hex(data)
 
+    @engine_boundary
     def replace_if_stock(self, canonical: str, data: bytes, stock_sha256: Iterable[str]) -> bool:
         """Write ``data`` to SOUL.md/USER.md when it is missing, empty, or a known stock file.
 
@@ -495,6 +541,7 @@ class AgentMemory:
                 agent.write_atomic(name, data, lambda: self._recheck(agent, mem))
                 return True
 
+    @engine_boundary
     def add_memory_file_if_missing(self, canonical: str, data: bytes) -> bool:
         """Create ``memory/<canonical>`` with ``data`` unless any case variant exists."""
         with self._folders(create_memory=True) as (agent, mem):
@@ -507,6 +554,7 @@ class AgentMemory:
                 mem.write_atomic(canonical, data, lambda: self._recheck(agent, mem))
                 return True
 
+    @engine_boundary
     def write_template_record(self, record: dict[str, Any]) -> None:
         """Write ``.template.json`` (which template this agent came from)."""
         data = (json.dumps(record, indent=2, ensure_ascii=False) + "\n").encode()
@@ -515,6 +563,7 @@ class AgentMemory:
             with mem.locked(LOCK, self.lock_timeout):
                 agent.write_atomic(TEMPLATE_RECORD, data, lambda: self._recheck(agent, mem))
 
+    @engine_boundary
     def template_info(self) -> dict[str, Any] | None:
         """Contents of ``.template.json``, or None when the agent has no template record."""
         raw = self._read_agent_file(TEMPLATE_RECORD)
@@ -543,10 +592,9 @@ class AgentMemory:
         if isinstance(tags, str):
             tags = [tags]
         kept = [t for t in tags if isinstance(t, str)]
-        for tag in kept:
-            encode_text(tag, "tags")
-        if kept:
-            encode_text(json.dumps(kept, ensure_ascii=False), "tags", self.max_bytes)
+        tags_size = sum(len(encode_text(tag, "tags")) for tag in kept)
+        if tags_size > self.max_bytes:
+            raise ContentTooLargeError("tags", tags_size, self.max_bytes)
         entry = {"ts": journal.format_timestamp(self.now()), "tags": kept, "text": text}
         line = journal.encode_line(entry)
         appender = self._journal_appender()
