@@ -210,10 +210,13 @@ def _engine_error(exc: MemoryToolError | OSError) -> ApiError:
         return ApiError(413, exc.message)
     if isinstance(exc, LockTimeoutError):
         return ApiError(503, exc.message)
-    if isinstance(exc, MemoryToolError):
-        return ApiError(400 if exc.code == INVALID_PARAMS else 500, exc.message)
-    where = f" ({exc.filename})" if exc.filename else ""
-    return ApiError(_OS_STATUS.get(exc.errno or 0, 500), f"{exc.strerror or exc}{where}")
+    if isinstance(exc, OSError):  # MemoryIOError from the engine, or a stray OSError
+        if isinstance(exc, MemoryToolError):
+            message = exc.message
+        else:
+            message = f"{exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else "")
+        return ApiError(_OS_STATUS.get(exc.errno or 0, 500), message)
+    return ApiError(400 if exc.code == INVALID_PARAMS else 500, exc.message)
 
 
 class _AgentGate:
