@@ -199,7 +199,23 @@ class MemoryService:
             return f"Agent memory is unavailable: {exc.message}"
         for warning in prompt.warnings:
             log.warning("%s", warning)
-        return prompt.context
+        problem = self.problem()
+        if problem is None:
+            return prompt.context
+        # The builder leaves out what it may not read; say why, or the model would think
+        # it simply remembers nothing.
+        return (
+            f"{prompt.context}\n\nThe memory folder cannot be used right now: {problem} "
+            "Every memory tool call reports this until the folder is fixed."
+        )
+
+    def problem(self) -> str | None:
+        """The engine's refusal of the agent folder (a symlinked ``memory/``...), or None."""
+        try:
+            self.memory.file_stats()
+        except MemoryToolError as exc:
+            return exc.message
+        return None
 
     # -- tools -------------------------------------------------------------------------------
 

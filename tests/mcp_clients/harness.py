@@ -1,0 +1,195 @@
+"""Helpers shared by the MCP tests: isolated server processes and the outside (node) clients.
+
+Servers always bind 127.0.0.1, every wait is bounded, and every process a helper starts is
+stopped by the helper that started it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+CLIENTS = Path(__file__).resolve().parent
+TIMEOUT = 60
+TS = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z"
+START_LINE = re.compile(
+    r"agent-memory: serving agent folder (?P<path>.+) over (?P<transport>stdio|streamable-http"
+    r" at (?P<url>http://\S+)); tools: (?P<tools>[\w, ]+)(?P<rest>.*)"
+)
+
+
+def child_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The environment of a server process: explicit, isolated from the user's folders."""
+    return {
+        "PATH": os.environ.get("PATH", ""),
+        "PYTHONPATH": str(REPO),
+        "JUPYTER_AGENT_MEMORY_ROOT": str(tmp_path / "root"),
+        "JUPYTER_DATA_DIR": str(tmp_path / "jupyter-data"),
+        "JUPYTER_CONFIG_DIR": str(tmp_path / "jupyter-config"),
+        "IPYTHONDIR": str(tmp_path / "ipython"),
+        "HOME": str(tmp_path / "home"),
+        "PYTHONIOENCODING": "utf-8",
+        **extra,
+    }
+
+
+def server_command(agent: Path | str, *options: str) -> list[str]:
+    """The command line an MCP host would run for ``agent``."""
+    return [sys.executable, "-m", "jupyter_agent_memory", "mcp", "--agent", str(agent), *options]
+
+
+def text_of(result: Any) -> str:
+    """The single text block of a Python-client tool result."""
+    assert len(result.content) == 1
+    assert result.content[0].type == "text"
+    return result.content[0].text
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Stop a process this module started: SIGTERM, then SIGKILL after a bounded wait."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=15)
+
+
+@contextlib.contextmanager
+def http_server(
+    agent: Path, tmp_path: Path, *options: str, env: dict[str, str] | None = None
+) -> Iterator[dict[str, str]]:
+    """Run ``mcp --transport streamable-http --port 0`` and yield its start-up line's parts.
+
+    The server picks a free port and names it in the start-up line on stderr, which is read
+    here (bounded by ``TIMEOUT``); the rest of stderr is drained in a thread so the server
+    never blocks on a full pipe. Yields ``{"url", "path", "tools", "line", "stderr"}``, where
+    ``stderr`` is a list that fills as the server logs.
+    """
+    cmd = server_command(agent, "--transport", "streamable-http", "--port", "0", *options)
+    proc = subprocess.Popen(
+        cmd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env or child_env(tmp_path),
+        cwd=tmp_path,
+    )
+    lines: list[str] = []
+    found: dict[str, str] = {}
+    ready = threading.Event()
+
+    def drain() -> None:
+        for line in proc.stderr:
+            lines.append(line)
+            match = START_LINE.match(line.strip())
+            if match and not found:
+                found.update(match.groupdict(), line=line.strip())
+                ready.set()
+        ready.set()
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        assert ready.wait(TIMEOUT), "the HTTP server did not start in time"
+        assert found, f"no start-up line; stderr: {''.join(lines)!r}"
+        found_with_log: dict[str, Any] = {**found, "stderr": lines}
+        yield found_with_log
+    finally:
+        stop(proc)
+        reader.join(timeout=15)
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+# ------------------------------------------------------------------------ node clients
+
+
+def node_clients() -> Path:
+    """``tests/mcp_clients`` with its pinned packages installed (``npm ci`` when missing).
+
+    The lockfile pins the MCP Inspector and the TypeScript SDK; ``npm ci`` installs exactly
+    those versions. A file lock keeps two test processes from installing at once.
+    """
+    modules = CLIENTS / "node_modules"
+    marker = modules / ".package-lock.json"
+    if marker.exists() and marker.stat().st_mtime >= (CLIENTS / "package-lock.json").stat().st_mtime:
+        return CLIENTS
+    npm = shutil.which("npm")
+    assert npm, "npm is needed for the outside-client tests (Node 20 or later)"
+    with open(CLIENTS / ".install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not marker.exists() or marker.stat().st_mtime < (CLIENTS / "package-lock.json").stat().st_mtime:
+            subprocess.run(
+                [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+                cwd=CLIENTS,
+                check=True,
+                timeout=600,
+                stdout=subprocess.DEVNULL,
+            )
+    return CLIENTS
+
+
+def inspector(tmp_path: Path, target: list[str], *args: str, env: dict[str, str] | None = None) -> Any:
+    """Run the MCP Inspector CLI once and return its JSON output.
+
+    ``target`` is a server command line (stdio) or ``[url]`` (HTTP). For stdio the server
+    gets the variables of ``env`` through the Inspector's ``-e`` flags, which is how a user
+    passes them.
+    """
+    clients = node_clients()
+    cmd = [str(clients / "node_modules" / ".bin" / "mcp-inspector"), "--cli"]
+    if len(target) > 1:
+        for key, value in (env or child_env(tmp_path)).items():
+            cmd += ["-e", f"{key}={value}"]
+    cmd += [*target, *args]
+    started = time.monotonic()
+    out = subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        cwd=tmp_path,
+        env={
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(tmp_path / "home"),
+            "MCP_CATALOG_PATH": str(tmp_path / "inspector-catalog.json"),
+        },
+    )
+    assert out.returncode == 0, (cmd, out.returncode, out.stdout, out.stderr)
+    assert time.monotonic() - started < TIMEOUT
+    return json.loads(out.stdout)
+
+
+def sdk_client(plan: dict[str, Any], tmp_path: Path) -> list[Any]:
+    """Run ``sdk_client.mjs`` (the TypeScript SDK's client) on ``plan``; its step results."""
+    clients = node_clients()
+    node = shutil.which("node")
+    assert node, "node is needed for the outside-client tests"
+    out = subprocess.run(
+        [node, str(clients / "sdk_client.mjs")],
+        input=json.dumps(plan),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT * 2,
+        cwd=tmp_path,
+        env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path / "home")},
+    )
+    assert out.returncode == 0, (out.returncode, out.stdout, out.stderr)
+    report = json.loads(out.stdout)
+    return report
