@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from . import journal
+from .bootstrap import STATE_FILE
+from .bootstrap import note_append as note_bootstrap_append
 from .errors import (
     INVALID_PARAMS,
     AgentNotFoundError,
@@ -37,8 +39,9 @@ from .errors import (
     UnsafePathError,
     VersionNotFoundError,
 )
+from .folder import DEFAULT_LOCK_TIMEOUT, Folder, describe, sha256_hex
 from .journal_append import JournalAppender
-from .paths import DEFAULT_LOCK_TIMEOUT, Folder, describe, resolve_target, sha256_hex
+from .paths import resolve_target
 
 SOUL = "SOUL.md"
 USER = "USER.md"
@@ -601,6 +604,7 @@ class AgentMemory:
         appender.fsync = self.fsync_appends
         appender.lock_timeout = self.lock_timeout
         appender.append(line)
+        note_bootstrap_append(self, entry)  # a `bootstrap`-tagged entry completes bootstrap
         return entry
 
     def _journal_appender(self) -> JournalAppender:
@@ -801,7 +805,7 @@ def _history_ts(stamp: str) -> str:
 
 
 # The files each folder's atomic writes target (compared ignoring case, as lookups are).
-_AGENT_FILES = frozenset(n.casefold() for n in (SOUL, USER, TEMPLATE_RECORD))
+_AGENT_FILES = frozenset(n.casefold() for n in (SOUL, USER, TEMPLATE_RECORD, STATE_FILE))
 _MEMORY_FILES = frozenset(n.casefold() for n in (FACT,))
 
 

@@ -227,9 +227,9 @@ def test_a_directory_fsync_failure_is_reported_unless_unsupported(
 ) -> None:
     import stat
 
-    from jupyter_agent_memory import paths
+    from jupyter_agent_memory import folder
 
-    real = paths._full_fsync
+    real = folder._full_fsync
     failure = {"errno": errno.EIO}
 
     def flaky(fd: int) -> None:
@@ -237,7 +237,7 @@ def test_a_directory_fsync_failure_is_reported_unless_unsupported(
             raise OSError(failure["errno"], os.strerror(failure["errno"]))
         real(fd)
 
-    monkeypatch.setattr(paths, "_full_fsync", flaky)
+    monkeypatch.setattr(folder, "_full_fsync", flaky)
     failure["errno"] = errno.EINVAL  # "this filesystem cannot fsync a directory"
     mem.update_facts("- one\n")
     assert mem.facts == "- one\n"
