@@ -128,13 +128,19 @@ def node_clients() -> Path:
     """
     modules = CLIENTS / "node_modules"
     marker = modules / ".package-lock.json"
-    if marker.exists() and marker.stat().st_mtime >= (CLIENTS / "package-lock.json").stat().st_mtime:
+    if (
+        marker.exists()
+        and marker.stat().st_mtime >= (CLIENTS / "package-lock.json").stat().st_mtime
+    ):
         return CLIENTS
     npm = shutil.which("npm")
     assert npm, "npm is needed for the outside-client tests (Node 20 or later)"
     with open(CLIENTS / ".install.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not marker.exists() or marker.stat().st_mtime < (CLIENTS / "package-lock.json").stat().st_mtime:
+        if (
+            not marker.exists()
+            or marker.stat().st_mtime < (CLIENTS / "package-lock.json").stat().st_mtime
+        ):
             subprocess.run(
                 [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
                 cwd=CLIENTS,
@@ -145,7 +151,9 @@ def node_clients() -> Path:
     return CLIENTS
 
 
-def inspector(tmp_path: Path, target: list[str], *args: str, env: dict[str, str] | None = None) -> Any:
+def inspector(
+    tmp_path: Path, target: list[str], *args: str, env: dict[str, str] | None = None
+) -> Any:
     """Run the MCP Inspector CLI once and return its JSON output.
 
     ``target`` is a server command line (stdio) or ``[url]`` (HTTP). For stdio the server
