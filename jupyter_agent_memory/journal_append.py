@@ -19,13 +19,15 @@ retry never stores it twice.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import threading
 import weakref
+from collections.abc import Iterator
 from pathlib import Path
 
 from .errors import UnsafePathError
-from .paths import Folder, _full_fsync
+from .paths import Folder, _full_fsync, _lock
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -43,6 +45,10 @@ def _close_handles(handles: list[object]) -> None:
             else:
                 os.close(handle)  # type: ignore[arg-type]
     handles.clear()
+
+
+def _same(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
 class JournalAppender:
@@ -73,6 +79,8 @@ class JournalAppender:
         self._mem: Folder | None = None
         self._name = ""
         self._fd = -1
+        self._lock_fd = -1
+        self._paths: tuple[str, str] = ("", "")
         # Everything open, for the finalizer: descriptors must not outlive the AgentMemory.
         self._handles: list[object] = []
         self._finalizer = weakref.finalize(self, _close_handles, self._handles)
@@ -85,20 +93,26 @@ class JournalAppender:
     def _drop(self) -> None:
         _close_handles(self._handles)
         self._agent = self._mem = None
-        self._fd = -1
+        self._fd = self._lock_fd = -1
 
     # -- handles ---------------------------------------------------------------------------
 
     def _still_valid(self) -> bool:
+        """Whether every kept handle is still what its path names (8 stat calls)."""
         agent, mem, fd = self._agent, self._mem, self._fd
         if agent is None or mem is None or fd < 0:
             return False
-        if not agent.same_as(self.path) or not mem.same_as(mem.path):
-            return False
-        named = mem.lstat(self._name)
-        mine = os.fstat(fd)
-        if named is None or (named.st_dev, named.st_ino) != (mine.st_dev, mine.st_ino):
-            return False
+        for path, held in zip(self._paths, (agent.fd, mem.fd), strict=True):
+            try:
+                named = os.lstat(path)
+            except OSError:
+                return False
+            if not _same(named, os.fstat(held)):
+                return False
+        for name, held in ((self._name, fd), (self.lock, self._lock_fd)):
+            named = mem.lstat(name)
+            if named is None or not _same(named, os.fstat(held)):
+                return False
         # A file with the exact name now wins over the case variant we hold.
         return self._name == self.journal or mem.lstat(self.journal) is None
 
@@ -123,20 +137,32 @@ class JournalAppender:
         self._handles.append(fd)
         if created:
             mem.fsync()  # the new directory entry must be as durable as the line
+        lock_fd = mem.open_file(self.lock, os.O_RDWR | os.O_CREAT)
+        self._handles.append(lock_fd)
         self._agent, self._mem, self._name, self._fd = agent, mem, name, fd
+        self._lock_fd = lock_fd
+        self._paths = (os.fspath(self.path), os.fspath(mem.path))
 
-    def _checked_fd(self) -> tuple[Folder, int]:
-        """The journal's folder and descriptor, reopened when anything was swapped."""
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """The store's lock (``memory/.lock``), on the descriptor kept open for it."""
+        assert self._mem is not None
+        _lock(self._lock_fd, self.lock_timeout, self._mem.display(self.lock))
+        try:
+            yield
+        finally:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+
+    def _checked_fd(self) -> int:
+        """The journal's descriptor, everything reopened when anything was swapped."""
         if not self._still_valid():
             self._open()
-        assert self._mem is not None
-        return self._mem, self._fd
+        return self._fd
 
     def _refuse_links(self, st: os.stat_result) -> None:
         if st.st_nlink > 1:
             assert self._mem is not None
             path = self._mem.display(self._name)
-            self._drop()
             raise UnsafePathError(
                 f"Refusing to use {path}: it has {st.st_nlink} hard links; memory files "
                 "must not share their data with another file"
@@ -147,8 +173,8 @@ class JournalAppender:
     def append(self, line: bytes) -> None:
         """Append ``line`` (one complete line ending in ``\\n``); return once it is durable."""
         with self._mutex:
-            mem, fd = self._checked_fd()
-            with mem.locked(self.lock, self.lock_timeout):
+            fd = self._checked_fd()
+            with self._locked():
                 st = os.fstat(fd)
                 self._refuse_links(st)
                 start = st.st_size
@@ -185,8 +211,10 @@ class JournalAppender:
         """Remove a line whose flush failed: truncate it away, or blank it when not last."""
         # Best effort: the flush error is what the caller must see, not a second one.
         with contextlib.suppress(Exception), self._mutex:
-            mem, _shared = self._checked_fd()
-            with mem.locked(self.lock, self.lock_timeout):
+            self._checked_fd()
+            mem = self._mem
+            assert mem is not None
+            with self._locked():
                 size = os.fstat(fd).st_size
                 if size == end:
                     os.ftruncate(fd, start)

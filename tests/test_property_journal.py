@@ -46,10 +46,11 @@ TEXT_ALPHABET = list("aAbBkKiIzZs ") + [
     "\x00",
     "\U0001f642",
     "'",
+    "\ufffd",  # what invalid bytes and escaped lone surrogates read as
 ]
 # Mostly ASCII, with every character JSON may escape: the needles most likely to be hidden.
 PLANT_ALPHABET = list('aAkKiIsS"\\/\n\t\x00 ') + ["\u212a", "\u0130", "\u00e9", "\u03a3"]
-TAG_ALPHABET = list("xXkK") + ["\u212a", "\u0130", "\u00e9", "\u00c9", '"', "\\"]
+TAG_ALPHABET = list("xXkK") + ["\u212a", "\u0130", "\u00e9", "\u00c9", '"', "\\", "\ufffd"]
 
 BASE = datetime(2026, 1, 1, tzinfo=timezone.utc)
 TIMES = [BASE + timedelta(minutes=7 * i) for i in range(6)]
@@ -194,14 +195,27 @@ def lines(draw: st.DrawFn, plant: str = "", plant_tag: str = "") -> bytes:
         return (
             b'{"ts":"'
             + journal.format_timestamp(first).encode()
-            + b'","text":"dup","ts":'
+            + b'","text":"dup",'
+            + draw(st.sampled_from([b'"ts"', b'"t\\u0073"', b'"\\u0074s"', b'"\\u0074\\u0073"']))
+            + b":"
             + json.dumps(last).encode()
             + b',"tags":["x"]}'
         )
     if kind == 8:
         return draw(
             st.sampled_from(
-                [b"", b"   ", b"[1,2]", b'"text"', b"null", b"{", b"\xff\xfe{}", b'{"text":"\xe9"}']
+                [
+                b"",
+                b"   ",
+                b"[1,2]",
+                b'"text"',
+                b"null",
+                b"{",
+                b"\xff\xfe{}",
+                b'{"text":"\xe9"}',
+                b'{"ts":"2026-01-01T00:00:00.000Z","tags":["\xffx"],"text":"a\xc3\xff\\ud800"}',
+                b'{"text":"\\udfffK\\u212a","tags":["\\ud83dx"]}',
+            ]
             )
         )
     return draw(st.binary(max_size=20)).replace(b"\n", b"")
@@ -457,7 +471,9 @@ def _random_line(rng: random.Random, plant: str, plant_tag: str) -> bytes:
         line = journal.encode_line(entry)[:-1]
         return (
             line[:-1]
-            + b',"ts":'
+            + b","
+            + rng.choice([b'"ts"', b'"t\\u0073"', b'"\\u0074\\u0073"'])
+            + b":"
             + json.dumps(
                 rng.choice([None, "x", journal.format_timestamp(rng.choice(TIMES_MS))])
             ).encode()
@@ -496,7 +512,9 @@ def test_search_equals_reference_soak() -> None:
             stack.enter_context(
                 mock.patch.object(journal_plans, "_BACKSLASH_RARITY", rng.choice([700, 1, 10**9]))
             )
-            stack.enter_context(mock.patch.object(journal_plans, "_MIN_BUDGET", rng.choice([16, 0])))
+            stack.enter_context(
+                mock.patch.object(journal_plans, "_MIN_BUDGET", rng.choice([16, 0]))
+            )
             stack.enter_context(
                 mock.patch.object(
                     journal._Needle,
