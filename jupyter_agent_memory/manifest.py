@@ -11,42 +11,47 @@ import ast
 from pathlib import Path
 from typing import Any
 
-MANIFEST_VERSION = "1"
+#: The product manifest format of the reference (``schemaVersion`` 1, versioned by
+#: ``package.version``), which ``product_info`` requires of every manifest.
+SCHEMA_VERSION = 1
 _MAGIC_DECORATORS = {"line_magic": "line", "cell_magic": "cell", "line_cell_magic": "line/cell"}
 
 
 def package_manifest() -> dict[str, Any]:
-    """``{"version", "sections"}`` describing the installed jupyter-agent-memory."""
+    """The installed jupyter-agent-memory as a product manifest in the reference's format.
+
+    ``{"schemaVersion": 1, "package": {"name", "version", ...}, "files", "tools", "magics",
+    "cli", "rest"}``: ``package.version`` is the installed version, so ``product_info``'s
+    ``manifestVersion`` can be compared with its ``runtimeVersion``.
+    """
     from .__about__ import __version__
 
     return {
-        "version": MANIFEST_VERSION,
-        "sections": {
-            "package": {
-                "name": "jupyter-agent-memory",
-                "version": _installed_version() or __version__,
-                "import": "jupyter_agent_memory",
-                "extras": {
-                    "mcp": 'MCP server (pip install "jupyter-agent-memory[mcp]")',
-                    "eval": "model adapters for the evaluation harness",
-                    "test": "everything the test suite needs",
-                },
+        "schemaVersion": SCHEMA_VERSION,
+        "package": {
+            "name": "jupyter-agent-memory",
+            "version": _installed_version() or __version__,
+            "import": "jupyter_agent_memory",
+            "extras": {
+                "mcp": 'MCP server (pip install "jupyter-agent-memory[mcp]")',
+                "eval": "model adapters for the evaluation harness",
+                "test": "everything the test suite needs",
             },
-            "files": {
-                "SOUL.md": "who the agent is; edited directly",
-                "USER.md": "who the user is; edited directly",
-                "memory/FACT.md": "durable knowledge; rewritten whole by memory action update",
-                "memory/JOURNAL.jsonl": "dated events; memory actions append and search; "
-                "never loaded into the prompt",
-            },
-            "tools": {
-                "memory": "actions update, append, search",
-                "product_info": "this manifest, read fresh on every call",
-            },
-            "magics": magics(),
-            "cli": cli_commands(),
-            "rest": rest_routes(),
         },
+        "files": {
+            "SOUL.md": "who the agent is; edited directly",
+            "USER.md": "who the user is; edited directly",
+            "memory/FACT.md": "durable knowledge; rewritten whole by memory action update",
+            "memory/JOURNAL.jsonl": "dated events; memory actions append and search; "
+            "never loaded into the prompt",
+        },
+        "tools": {
+            "memory": "actions update, append, search",
+            "product_info": "this manifest, read fresh on every call",
+        },
+        "magics": magics(),
+        "cli": cli_commands(),
+        "rest": rest_routes(),
     }
 
 

@@ -163,7 +163,7 @@ def test_memories_section_explains_the_files(agent: AgentMemory, workspace: Path
         assert path.is_absolute()
         assert f"`{path}`" in intro, path
     assert f"`{TOOL}`" in intro
-    for needed in ("WHO you are", "WHO the user is", "WHAT you know", "WHEN things happened",
+    for needed in ("HOW you present yourself", "WHO the user is", "WHAT you know", "WHEN things happened",
                    "exclusive scope", "action `update`", "`append`", "`search`",
                    "never loaded", "will this still matter in 6 months"):
         assert needed in intro, needed
@@ -291,7 +291,9 @@ REAL_51 = "# My soul\n> a quote\n" + "x" * 51 + "\n"
         (REAL_51, None, False, False),
         ("   \n" + "y" * 50 + "   \n\n", None, False, True),
         ("# " + "h" * 200 + "\n> " + "q" * 200 + "\n", None, False, True),
-        (" # indented heading text is real content, not a heading", None, False, False),
+        # reference: prompt.ts trims SOUL.md before blanking heading lines, so an indented
+        # heading is still a heading.
+        (" # indented heading text is not real content once trimmed", None, False, True),
         ("#" * 100, None, False, True),
         ("z" * 25 + "\n" + "z" * 25, None, False, False),
     ],
@@ -354,6 +356,7 @@ def test_unchanged_build_returns_the_cached_prompt_without_reading(
 ) -> None:
     (workspace / "system.md").write_text("Base.")
     builder = PromptBuilder()
+    builder.build(agent, workspace=workspace)  # system.md was not expected: this one arms it
     first = builder.build(agent, workspace=workspace)
 
     def no_reads(*args: object, **kwargs: object) -> None:

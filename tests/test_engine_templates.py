@@ -308,38 +308,57 @@ def guide(mem: AgentMemory) -> AgentMemory:
 SECTIONS = ["package", "files", "tools", "magics", "cli", "rest"]
 
 
+def call(mem: AgentMemory, **args: Any) -> Any:
+    return json.loads(product_info(mem, args))
+
+
 def test_product_info_lists_sections(guide: AgentMemory) -> None:
-    result = json.loads(product_info(guide, {"source": "manifest"}))
-    assert result == {
-        "runtimeVersion": jupyter_agent_memory.__version__,
-        "manifestVersion": "1",
-        "sections": SECTIONS,
-    }
-    assert json.loads(product_info(guide, {})) == result
-    assert json.loads(product_info(guide, {"source": "manifest", "section": ""})) == result
+    # reference: the assistant server's productInfo (compact JSON, manifestVersion is
+    # package.version, sections are the top-level keys but schemaVersion)
+    text = product_info(guide, {"source": "manifest"})
+    assert text == json.dumps(
+        {
+            "runtimeVersion": jupyter_agent_memory.__version__,
+            "manifestVersion": version("jupyter-agent-memory"),
+            "sections": SECTIONS,
+        },
+        separators=(",", ":"),
+    )
 
 
 def test_product_info_one_section_and_all(guide: AgentMemory) -> None:
-    package = json.loads(product_info(guide, {"source": "manifest", "section": "package"}))
-    assert package["name"] == "jupyter-agent-memory"
-    assert package["version"] == version("jupyter-agent-memory")
-    everything = json.loads(product_info(guide, {"source": "manifest", "section": "all"}))
-    assert everything["runtimeVersion"] == jupyter_agent_memory.__version__
-    assert list(everything["sections"]) == SECTIONS
-    assert everything["sections"]["package"] == package
+    head = {
+        "runtimeVersion": jupyter_agent_memory.__version__,
+        "manifestVersion": version("jupyter-agent-memory"),
+    }
+    package = call(guide, source="manifest", section="package")
+    assert list(package) == ["runtimeVersion", "manifestVersion", "section", "data"]
+    assert package["section"] == "package"
+    assert package["data"]["name"] == "jupyter-agent-memory"
+    assert package["data"]["version"] == version("jupyter-agent-memory")
+    everything = call(guide, source="manifest", section="all")
+    assert list(everything) == ["runtimeVersion", "manifestVersion", "section", "manifest"]
+    assert {k: everything[k] for k in head} == head
+    assert everything["section"] == "all"
+    assert list(everything["manifest"]) == ["schemaVersion", *SECTIONS]
+    assert everything["manifest"]["package"] == package["data"]
     text = product_info(guide, {"source": "manifest", "section": "files"})
-    assert text == json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    assert text == json.dumps(json.loads(text), separators=(",", ":"), ensure_ascii=False)
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ({"source": "manifest", "section": "nope"},
-         'Unknown section "nope", expected one of: ' + ", ".join([*SECTIONS, "all"])),
-        ({"source": "web"}, 'Unknown source "web", expected manifest'),
+        ({"source": "manifest", "section": "nope"}, "Unknown product manifest section: nope"),
+        ({"source": "web"}, "Unknown product_info source: web"),
+        ({}, "Unknown product_info source: undefined"),
+        ({"source": None}, "Unknown product_info source: null"),
+        ({"source": "manifest", "section": ""}, "'section' must be a non-empty string"),
+        ({"source": "manifest", "section": 3}, "'section' must be a non-empty string"),
+        ({"source": "manifest", "path": "/etc"}, "Unsupported product_info argument: path"),
     ],
 )
-def test_product_info_errors(guide: AgentMemory, args: dict[str, str], message: str) -> None:
+def test_product_info_errors(guide: AgentMemory, args: dict[str, Any], message: str) -> None:
     with pytest.raises(MemoryToolError) as info:
         product_info(guide, args)
     assert (info.value.code, info.value.message) == (-32602, message)
@@ -351,22 +370,18 @@ def test_product_info_unavailable(mem: AgentMemory, template: str | None) -> Non
         provision(template, mem)
     with pytest.raises(MemoryToolError) as info:
         product_info(mem, {"source": "manifest"})
-    assert info.value.code == -32602
-    assert info.value.message == (
-        f"product_info is not available: {mem.path} was not provisioned from a template "
-        "with a product manifest"
-    )
+    assert (info.value.code, info.value.message) == (-32603, "Product manifest is unavailable")
 
 
 def test_custom_manifest_is_read_fresh_on_every_call(tmp_path: Path) -> None:
-    manifest = {"version": "7", "sections": {"api": {"v": 1}}}
+    manifest = {"schemaVersion": 1, "package": {"version": "7"}, "api": {"v": 1}}
     template = make_template(tmp_path / "tpl", manifest=manifest)
     mem = AgentMemory.open(tmp_path / "agent")
     provision(template, mem)
-    assert json.loads(product_info(mem, {"source": "manifest", "section": "api"})) == {"v": 1}
-    manifest["sections"]["api"] = {"v": 2}
+    assert call(mem, source="manifest", section="api")["data"] == {"v": 1}
+    manifest["api"] = {"v": 2}
     (template / "product-manifest.json").write_text(json.dumps(manifest))
-    assert json.loads(product_info(mem, {"source": "manifest", "section": "api"})) == {"v": 2}
+    assert call(mem, source="manifest", section="api")["data"] == {"v": 2}
     assert "product-manifest.json" not in os.listdir(mem.path)
     assert "v" not in mem.facts
 
@@ -379,7 +394,7 @@ def test_guide_manifest_matches_what_exists(guide: AgentMemory) -> None:
     from jupyter_agent_memory.magics import AgentMemoryMagics
     from jupyter_agent_memory.server import ROUTES
 
-    sections = json.loads(product_info(guide, {"source": "manifest", "section": "all"}))["sections"]
+    sections = call(guide, source="manifest", section="all")["manifest"]
     assert sections["package"]["version"] == version("jupyter-agent-memory")
 
     magics = sections["magics"]
@@ -417,5 +432,5 @@ def test_provisioning_copies_a_template_without_a_memory_folder(tmp_path: Path) 
     shutil.rmtree(template)
     # The template is gone: the agent still works, product_info says it is unavailable.
     mem = AgentMemory.open(tmp_path / "agent")
-    with pytest.raises(MemoryToolError, match="product_info is not available"):
+    with pytest.raises(MemoryToolError, match="^Product manifest is unavailable$"):
         product_info(mem, {"source": "manifest"})

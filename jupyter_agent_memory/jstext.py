@@ -1,0 +1,84 @@
+"""JavaScript's string and JSON rules, where the reference's behaviour depends on them.
+
+The reference runtime is written in TypeScript, so some of its observable results follow
+JavaScript rather than Python: which characters ``String.prototype.trim`` removes, what a
+line is to a multiline regular expression, that ``.length`` counts UTF-16 code units, how
+``String(value)`` spells a value, and the key order and escapes of ``JSON.stringify``. The
+engine uses these helpers wherever a result must match the reference exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+# ECMAScript WhiteSpace and LineTerminator code points: what trim() removes. Python's
+# str.strip() differs (it also strips U+001C-U+001F and U+0085, and keeps U+FEFF).
+JS_WHITESPACE = (
+    "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+# What ends a line for ^, $ and . in a JavaScript regular expression.
+JS_LINE_TERMINATORS = "\n\r\u2028\u2029"
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_ARRAY_INDEX = re.compile(r"^(?:0|[1-9][0-9]*)$")
+_MAX_ARRAY_INDEX = 2**32 - 2
+
+
+def js_trim(text: str) -> str:
+    """``text.trim()`` as JavaScript does it."""
+    return text.strip(JS_WHITESPACE)
+
+
+def utf16_length(text: str) -> int:
+    """``text.length`` in JavaScript: UTF-16 code units (an emoji counts 2)."""
+    return len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
+
+
+def js_string(value: Any, missing: bool = False) -> str:
+    """``String(value)`` for a JSON value; ``missing`` spells an absent one (``undefined``)."""
+    if missing:
+        return "undefined"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    if isinstance(value, (int, float, str)):
+        return str(value)
+    if isinstance(value, list):
+        return ",".join("" if item is None else js_string(item) for item in value)
+    return "[object Object]"
+
+
+def js_ordered(value: Any) -> Any:
+    """``value`` with every object's keys in JavaScript's order.
+
+    ``Object.keys`` and ``JSON.stringify`` list integer-like keys first, ascending, then the
+    other keys in insertion order. Integral floats become ints (``1.0`` is ``1`` in JSON text
+    written by JavaScript).
+    """
+    if isinstance(value, dict):
+        indexes = sorted(
+            (k for k in value if _ARRAY_INDEX.match(k) and int(k) <= _MAX_ARRAY_INDEX), key=int
+        )
+        others = [k for k in value if k not in set(indexes)]
+        return {k: js_ordered(value[k]) for k in [*indexes, *others]}
+    if isinstance(value, list):
+        return [js_ordered(item) for item in value]
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return int(value)
+    return value
+
+
+def js_json(value: Any) -> str:
+    """``JSON.stringify(value)``: compact, non-ASCII kept, lone surrogates escaped.
+
+    Escaping lone surrogates (as JavaScript's well-formed ``JSON.stringify`` does) keeps the
+    text encodable in UTF-8, so no wire format ever chokes on it.
+    """
+    text = json.dumps(js_ordered(value), ensure_ascii=False, separators=(",", ":"))
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
