@@ -31,6 +31,7 @@ talks to any OpenAI-compatible endpoint (``pip install "jupyter-agent-memory[eva
 
 from __future__ import annotations
 
+from .ablation import FactAblation, leave_one_fact_out, run_scores
 from .expectations import (
     ABSTAIN_PATTERNS,
     Check,
@@ -47,6 +48,13 @@ from .expectations import (
     SessionState,
     ToolCalled,
 )
+from .longmemeval import (
+    SAMPLE_PATH,
+    load_longmemeval,
+    load_longmemeval_sample,
+    longmemeval_scenario,
+)
+from .matrix import MatrixResult, MatrixRun, run_matrix
 from .models import (
     ChatModel,
     ModelResponseError,
@@ -62,6 +70,7 @@ from .models import (
     remember,
     search,
 )
+from .policies import FactsPolicy, JournalPolicy
 from .progress import Progress
 from .records import (
     ModelCallRecord,
@@ -87,8 +96,13 @@ __all__ = [
     "Evidence",
     "Expectation",
     "ExpectationOutcome",
+    "FactAblation",
     "FactContains",
+    "FactsPolicy",
     "JournalContains",
+    "JournalPolicy",
+    "MatrixResult",
+    "MatrixRun",
     "ModelCallRecord",
     "ModelJudge",
     "ModelResponseError",
@@ -102,6 +116,7 @@ __all__ = [
     "ReplyMatches",
     "RetrievalScore",
     "Rule",
+    "SAMPLE_PATH",
     "Scenario",
     "ScriptContext",
     "ScriptedModel",
@@ -118,6 +133,10 @@ __all__ = [
     "call_tool",
     "count_facts",
     "journal",
+    "leave_one_fact_out",
+    "load_longmemeval",
+    "load_longmemeval_sample",
+    "longmemeval_scenario",
     "mrr",
     "ndcg",
     "parse_date",
@@ -125,7 +144,9 @@ __all__ = [
     "recall_all",
     "recall_any",
     "remember",
+    "run_matrix",
     "run_scenario",
+    "run_scores",
     "search",
     "session_recall",
 ]

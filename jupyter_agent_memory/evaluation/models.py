@@ -39,6 +39,7 @@ __all__ = [
     "ToolCall",
     "call_tool",
     "journal",
+    "known_facts",
     "recall",
     "remember",
     "search",
@@ -98,6 +99,32 @@ class ChatModel(Protocol):
 _FACTS_BLOCK = re.compile(r"<facts>\n(.*?)\n</facts>", re.DOTALL)
 
 
+def known_facts(system: str, messages: Sequence[Mapping[str, Any]]) -> str:
+    """FACT.md as a model in this conversation knows it.
+
+    The content of its latest ``update`` call in ``messages``, else the ``<facts>`` block of
+    the system prompt, else ``''``. A model never reads the file directly: it writes the
+    complete new FACT.md from what it has seen.
+    """
+    for message in reversed(messages):
+        for call in message.get("tool_calls") or ():
+            function = call.get("function", {})
+            if not function.get("name", "").endswith("memory"):
+                continue
+            try:
+                arguments = json.loads(function.get("arguments") or "{}")
+            except json.JSONDecodeError:
+                continue
+            if (
+                isinstance(arguments, dict)
+                and arguments.get("action") == "update"
+                and isinstance(arguments.get("content"), str)
+            ):
+                return arguments["content"]
+    found = _FACTS_BLOCK.search(system)
+    return found.group(1) if found else ""
+
+
 @dataclass
 class ScriptContext:
     """What a scripted rule sees when it builds tool calls or its reply."""
@@ -115,29 +142,8 @@ class ScriptContext:
 
     @property
     def facts(self) -> str:
-        """FACT.md as this model knows it.
-
-        The content of its latest ``update`` call in this conversation, else the ``<facts>``
-        block of the system prompt, else ``''``. A model never reads the file directly: it
-        writes the complete new FACT.md from what it has seen, and so does this one.
-        """
-        for message in reversed(self.messages):
-            for call in message.get("tool_calls") or ():
-                function = call.get("function", {})
-                if not function.get("name", "").endswith("memory"):
-                    continue
-                try:
-                    arguments = json.loads(function.get("arguments") or "{}")
-                except json.JSONDecodeError:
-                    continue
-                if (
-                    isinstance(arguments, dict)
-                    and arguments.get("action") == "update"
-                    and isinstance(arguments.get("content"), str)
-                ):
-                    return arguments["content"]
-        found = _FACTS_BLOCK.search(self.system)
-        return found.group(1) if found else ""
+        """FACT.md as this model knows it (see ``known_facts``)."""
+        return known_facts(self.system, self.messages)
 
     def fill(self, template: str) -> str:
         """Fill ``template`` with ``str.format``: ``{0}`` is the whole match, ``{1}``... its
@@ -254,7 +260,7 @@ class Rule:
         return self._compiled.search(text)
 
 
-def _offered_name(logical: str, tools: list[dict[str, Any]]) -> str:
+def offered_name(logical: str, tools: list[dict[str, Any]]) -> str:
     """The offered tool name for a logical one (``memory`` may be offered with a prefix)."""
     names = [tool.get("function", tool).get("name", "") for tool in tools]
     if logical in names:
@@ -303,7 +309,7 @@ class ScriptedModel:
                 calls = []
                 for spec in rule.calls:
                     call = spec(ctx)
-                    call.name = _offered_name(call.name, tools)
+                    call.name = offered_name(call.name, tools)
                     call.id = f"call_{len(self.calls) + 1}"
                     self.calls.append(call)
                     calls.append(call)

@@ -1,0 +1,147 @@
+"""Leave-one-fact-out: which FACT.md lines help a scenario, and which hurt.
+
+``leave_one_fact_out(agent, model, scenario)`` runs ``scenario`` on a copy of the agent folder
+as it is (the baseline), then once per fact line (``count_facts``' lines) on a fresh copy whose
+FACT.md lacks that line. The original folder is never written. Each row of the report gives
+the line, the scores without it and the change against the baseline: a negative
+``pass_rate_delta`` means the line helped, a positive one that it hurt. With a deterministic
+model (``ScriptedModel``, the ``policies``) the report is exactly reproducible.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .matrix import instantiate
+from .records import fact_lines
+from .results import EvaluationResult, import_pandas
+from .scenario import Scenario
+
+__all__ = ["FactAblation", "leave_one_fact_out", "run_scores"]
+
+
+def run_scores(result: EvaluationResult) -> dict[str, float]:
+    """A run's headline numbers: expectations ``passed``/``total``, ``pass_rate`` (NaN
+    without expectations) and the mean of each retrieval metric per retriever."""
+    total = sum(len(session.outcomes) for session in result.sessions)
+    passed = total - len(result.failures)
+    scores: dict[str, float] = {
+        "passed": float(passed),
+        "total": float(total),
+        "pass_rate": passed / total if total else math.nan,
+    }
+    for retriever, metrics in result.retrieval_summary().items():
+        for name, value in metrics.items():
+            scores[f"{retriever}.{name}"] = value
+    return scores
+
+
+@dataclass
+class FactAblation:
+    """The baseline run, one run per removed line, and the per-line report."""
+
+    lines: list[str]
+    """The fact lines, in FACT.md order."""
+    baseline: EvaluationResult
+    runs: list[EvaluationResult]
+    """``runs[i]`` ran without ``lines[i]``."""
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Per line: ``line`` number (1-based among facts), ``fact``, every score without it,
+        and ``<score>_delta`` = that score minus the baseline's."""
+        base = run_scores(self.baseline)
+        rows = []
+        for number, (line, run) in enumerate(zip(self.lines, self.runs, strict=True), 1):
+            scores = run_scores(run)
+            row: dict[str, Any] = {"line": number, "fact": line}
+            for key, value in scores.items():
+                row[key] = value
+                row[f"{key}_delta"] = value - base.get(key, math.nan)
+            rows.append(row)
+        return rows
+
+    def to_dataframe(self) -> Any:
+        """``rows()`` as a DataFrame indexed by line number."""
+        pandas = import_pandas("to_dataframe()")
+        return pandas.DataFrame(self.rows()).set_index("line")
+
+    def __str__(self) -> str:
+        base = run_scores(self.baseline)
+        out = [
+            f"Leave-one-fact-out on {self.baseline.scenario!r}: {len(self.lines)} fact lines; "
+            f"baseline {int(base['passed'])}/{int(base['total'])} expectations passed"
+        ]
+        for row in self.rows():
+            delta = row["passed_delta"]
+            effect = "helps" if delta < 0 else "hurts" if delta > 0 else "no effect"
+            out.append(
+                f"  {row['line']:>2}. {row['fact']}  ->  without it {int(row['passed'])}/"
+                f"{int(row['total'])} ({delta:+.0f}: {effect})"
+            )
+        return "\n".join(out)
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
+
+
+def _copy_agent(source: Path, target: Path) -> Path:
+    if source.is_symlink() or not source.is_dir():
+        raise ValueError(f"leave_one_fact_out needs a real agent folder, got {source}")
+    # Links inside are copied as links (never followed), so nothing outside leaks in.
+    shutil.copytree(source, target, symlinks=True)
+    return target
+
+
+def leave_one_fact_out(
+    agent: Any,
+    model: Any,
+    scenario: Scenario,
+    *,
+    workdir: str | os.PathLike[str] | None = None,
+    **runner_options: Any,
+) -> FactAblation:
+    """Replay ``scenario`` without each FACT.md line of ``agent`` in turn (see the module doc).
+
+    ``agent`` is an ``AgentMemory`` or a folder path; ``model`` a model object or a function
+    ``seed -> model`` (called with 0 for every replay, so each starts fresh). Copies go under
+    ``workdir`` (default: a new temporary folder). ``runner_options`` go to
+    ``EvaluationRunner``.
+    """
+    from .. import AgentMemory
+    from .runner import EvaluationRunner
+
+    source = Path(agent.path if isinstance(agent, AgentMemory) else agent)
+    original = AgentMemory.open(source, create=False)
+    text = original.facts
+    lines = fact_lines(text)
+    base = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="agent-lofo-"))
+    base.mkdir(parents=True, exist_ok=True)
+
+    def replay(folder: Path, facts: str | None) -> EvaluationResult:
+        memory = AgentMemory.open(_copy_agent(source, folder))
+        if facts is not None:
+            memory.update_facts(facts)
+        return EvaluationRunner(memory, instantiate(model, 0), **runner_options).run(scenario)
+
+    baseline = replay(base / "baseline", None)
+    # ``fact_lines`` keeps lines of ``text.splitlines()`` in order, so matching greedily finds
+    # each fact's own position even when two facts read the same.
+    bare, full = text.splitlines(), text.splitlines(keepends=True)
+    positions: list[int] = []
+    for index, line in enumerate(bare):
+        if len(positions) < len(lines) and line == lines[len(positions)]:
+            positions.append(index)
+    runs = []
+    for number, position in enumerate(positions, 1):
+        kept = "".join(raw for index, raw in enumerate(full) if index != position)
+        runs.append(replay(base / f"without-{number:03d}", kept))
+    return FactAblation(lines, baseline, runs)

@@ -1,0 +1,158 @@
+"""Two small memory policies written as deterministic, offline models.
+
+They are baselines to compare real models against, and they make the tutorials and tests
+reproducible. Both handle any conversation: a user turn ending in ``?`` is a question, any
+other turn a statement.
+
+``FactsPolicy`` ("keep facts")
+    Writes every first-person statement to FACT.md as a list item (dated when the session
+    announces the date), never uses the journal, and answers a question with the FACT.md line
+    sharing most keywords with it; on a tie it trusts the *oldest* line, so a fact that was
+    later updated keeps winning until it is removed. Says it does not know when no line
+    shares a keyword.
+``JournalPolicy`` ("log everything")
+    Appends every statement to the journal and answers a question by searching the journal
+    once per keyword (the tool's search is a substring match), replying with the date and
+    text of the entry matching most keywords, the newest on a tie.
+
+Neither ever sees what the assistant said, which is one of the things the LongMemEval sample
+tests.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .models import ModelTurn, ToolCall, known_facts, offered_name
+
+__all__ = ["FactsPolicy", "JournalPolicy", "keywords"]
+
+_STOPWORD_TEXT = """a about after again all am an and any are as at be been before being
+    but by can could
+    did do does doing for from had has have having he her here hers him his how i if in into
+    is it its just me more most my no nor not now of on once only or other our out over own
+    same she should so some such than that the their them then there these they this those to
+    too under until up very was we were what when where which while who whom why will with
+    would you your yours"""
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+_WORD = re.compile(r"[A-Za-z0-9']+")
+_FIRST_PERSON = re.compile(r"\b(?:I|my|me|I'm|I've)\b")
+_DATE_LINE = re.compile(r"^Current date: (\d{4}-\d{2}-\d{2})", re.MULTILINE)
+
+ABSTAIN_REPLY = "I don't know: you never told me about that."
+
+
+def keywords(text: str) -> list[str]:
+    """The lower-cased words of ``text`` worth searching for (3+ letters, no stopwords)."""
+    words = [word.lower().strip("'") for word in _WORD.findall(text)]
+    return list(dict.fromkeys(w for w in words if len(w) >= 3 and w not in STOPWORDS))
+
+
+def _hits(words: Sequence[str], text: str) -> int:
+    lowered = text.lower()
+    return sum(1 for word in words if word in lowered)
+
+
+def _conversation(messages: Sequence[Mapping[str, Any]]) -> tuple[str, str, list[Any], bool]:
+    """``(user turn, system prompt, tool results since that turn, whether tools were called)``."""
+    last = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=None)
+    system = next((str(m.get("content") or "") for m in messages if m.get("role") == "system"), "")
+    if last is None:
+        return "", system, [], False
+    since = messages[last + 1 :]
+    results = [m.get("content") for m in since if m.get("role") == "tool"]
+    return (
+        str(messages[last].get("content") or ""),
+        system,
+        results,
+        any(m.get("tool_calls") for m in since),
+    )
+
+
+class FactsPolicy:
+    """Keep first-person statements as facts; answer from FACT.md (see the module doc)."""
+
+    def __init__(self, name: str = "facts") -> None:
+        self.name = name
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelTurn:
+        """Answer the last user turn (see the module docstring)."""
+        user, system, _results, called = _conversation(messages)
+        if user.rstrip().endswith("?"):
+            return ModelTurn(
+                text=self._answer(user, known_facts(system, messages)), finish_reason="stop"
+            )
+        if called or not _FIRST_PERSON.search(user):
+            return ModelTurn(text="Noted.", finish_reason="stop")
+        facts = known_facts(system, messages).rstrip("\n")
+        date = _DATE_LINE.search(system)
+        line = f"- ({date.group(1)}) {user.strip()}" if date else f"- {user.strip()}"
+        content = f"{facts}\n{line}\n" if facts.strip() else f"{line}\n"
+        call = ToolCall(offered_name("memory", tools), {"action": "update", "content": content})
+        return ModelTurn(tool_calls=[call], finish_reason="tool_calls")
+
+    @staticmethod
+    def _answer(question: str, facts: str) -> str:
+        words = keywords(question)
+        best, best_hits = None, 0
+        for line in facts.splitlines():
+            hits = _hits(words, line)
+            if hits > best_hits:  # strictly more: the oldest line wins a tie
+                best, best_hits = line, hits
+        if best is None:
+            return ABSTAIN_REPLY
+        return f"From my notes: {best.lstrip('-* ').strip()}"
+
+
+class JournalPolicy:
+    """Log every statement; answer by keyword searches of the journal (see the module doc)."""
+
+    def __init__(self, name: str = "journal", limit: int = 5) -> None:
+        self.name = name
+        self.limit = limit
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelTurn:
+        """Answer the last user turn (see the module docstring)."""
+        user, _system, results, called = _conversation(messages)
+        tool = offered_name("memory", tools)
+        question = user.rstrip().endswith("?")
+        if not called:
+            if question:
+                words = keywords(user)
+                if not words:
+                    return ModelTurn(text=ABSTAIN_REPLY, finish_reason="stop")
+                calls = [
+                    ToolCall(tool, {"action": "search", "query": word, "limit": self.limit})
+                    for word in words
+                ]
+                return ModelTurn(tool_calls=calls, finish_reason="tool_calls")
+            call = ToolCall(tool, {"action": "append", "text": user.strip(), "tags": ["chat"]})
+            return ModelTurn(tool_calls=[call], finish_reason="tool_calls")
+        if not question:
+            return ModelTurn(text="Noted.", finish_reason="stop")
+        return ModelTurn(text=self._answer(user, results), finish_reason="stop")
+
+    @staticmethod
+    def _answer(question: str, results: Sequence[Any]) -> str:
+        words = keywords(question)
+        found: dict[str, dict[str, Any]] = {}
+        for text in results:
+            try:
+                entries = json.loads(text) if isinstance(text, str) else []
+            except ValueError:
+                continue
+            for entry in entries if isinstance(entries, list) else []:
+                if isinstance(entry, dict) and isinstance(entry.get("text"), str):
+                    found[json.dumps(entry, sort_keys=True)] = entry
+        best, best_key = None, None
+        for entry in found.values():
+            key = (_hits(words, entry["text"]), str(entry.get("ts", "")))
+            if best_key is None or key > best_key:  # more hits, then the newest
+                best, best_key = entry, key
+        if best is None:
+            return ABSTAIN_REPLY
+        return f"On {str(best.get('ts', ''))[:10]}: {best['text']}"
