@@ -17,12 +17,13 @@ This module deliberately imports nothing from ipywidgets, so the magics can use 
 from __future__ import annotations
 
 import difflib
+import functools
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .render import escape_html, markdown_html
+from .render import escape_html, markdown_html, no_math_block
 
 __all__ = [
     "AgentSummary",
@@ -54,6 +55,16 @@ def format_size(n_bytes: int) -> str:
 
 
 _esc = escape_html
+
+
+def _no_math(method: Callable[[Any], str]) -> Callable[[Any], str]:
+    """Make a ``_repr_html_`` return its HTML inside a block MathJax does not typeset."""
+
+    @functools.wraps(method)
+    def wrapper(self: Any) -> str:
+        return no_math_block(method(self))
+
+    return wrapper
 
 
 def _indent_continuation(text: str, width: int) -> str:
@@ -156,6 +167,7 @@ class JournalResult(list):
             )
         return "; ".join(parts)
 
+    @_no_math
     def _repr_html_(self) -> str:
         if not self:
             return f"<p><em>{_esc(self.empty_message)}</em>{self._skipped_html()}</p>"
@@ -233,6 +245,7 @@ class HistoryView(list):
 
     empty_message = "No earlier FACT.md versions yet."
 
+    @_no_math
     def _repr_html_(self) -> str:
         if not self:
             return f"<p><em>{_esc(self.empty_message)}</em></p>"
@@ -326,6 +339,7 @@ class DiffView:
             return self.no_changes
         return f"+{self.added} -{self.removed} lines"
 
+    @_no_math
     def _repr_html_(self) -> str:
         if not self.changed:
             return f"<p><em>{_esc(self.no_changes)}</em></p>"
@@ -438,6 +452,7 @@ class PromptView:
         source = getattr(section, "source", None)
         return "" if source is None else str(source)
 
+    @_no_math
     def _repr_html_(self) -> str:
         parts = [f"<p><strong>{_esc(self.title)}</strong> — {_esc(self.summary())}</p>"]
         for warning in self.warnings:
@@ -526,6 +541,7 @@ class AgentSummary:
             rows.append(("template", self.template))
         return rows
 
+    @_no_math
     def _repr_html_(self) -> str:
         body = "".join(
             f"<tr><th style='text-align:left'>{_esc(k)}</th><td><code>{_esc(v)}</code></td></tr>"

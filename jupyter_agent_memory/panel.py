@@ -39,7 +39,7 @@ from .display import (
     short_sha,
 )
 from .errors import MemoryConflictError, MemoryToolError
-from .render import escape_html
+from .render import NO_MATH_CLASS, escape_html
 from .store import AgentMemory
 
 __all__ = ["MemoryPanel", "is_live", "memory_fingerprint", "refresh_live_panels"]
@@ -84,7 +84,8 @@ def memory_fingerprint(mem: AgentMemory) -> tuple[Any, ...]:
 def _message(text: str, kind: str = "info") -> str:
     """Status line HTML; ``text`` is escaped (it may quote untrusted content)."""
     colours = {"info": "inherit", "ok": "#1a7f37", "error": "#cf222e", "warning": "#9a6700"}
-    return f'<span style="color:{colours[kind]}">{escape_html(text)}</span>'
+    return (f'<span class="{NO_MATH_CLASS}" style="color:{colours[kind]}">'
+            f"{escape_html(text)}</span>")
 
 
 def _textarea(placeholder: str, height: str = "220px") -> widgets.Textarea:

@@ -21,12 +21,12 @@ import functools
 import html
 from typing import Any
 
-__all__ = ["MARKDOWN_CLASS", "escape_html", "markdown_html"]
+__all__ = ["NO_MATH_CLASS", "escape_html", "markdown_html", "no_math_block"]
 
-#: Class of the element that wraps rendered Markdown. ``mathjax_ignore`` / ``tex2jax_ignore``
-#: stop the notebook's MathJax from typesetting ``$...$`` in memory text (TeX's ``\href``
-#: could otherwise produce a link with any scheme after sanitising).
-MARKDOWN_CLASS = "jp-AgentMemory-markdown mathjax_ignore tex2jax_ignore"
+#: Classes that stop a notebook's MathJax from typesetting ``$...$`` inside an element.
+#: JupyterLab typesets the text of every HTML output, and TeX's ``\href{javascript:...}``
+#: would turn escaped memory text back into a live link.
+NO_MATH_CLASS = "mathjax_ignore tex2jax_ignore"
 
 # What Markdown can produce, and nothing else. No <img>: see _image_as_link.
 _TAGS = frozenset({
@@ -47,6 +47,12 @@ _URL_SCHEMES = frozenset({"http", "https", "mailto"})
 def escape_html(value: object) -> str:
     """``str(value)`` with ``& < > " '`` escaped: safe as element text and inside attributes."""
     return html.escape(str(value), quote=True)
+
+
+def no_math_block(fragment: str, css_class: str = "") -> str:
+    """Wrap an HTML fragment in a ``<div>`` that MathJax leaves alone (see NO_MATH_CLASS)."""
+    classes = f"{css_class} {NO_MATH_CLASS}".strip()
+    return f'<div class="{classes}">{fragment}</div>'
 
 
 def _image_as_link(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
@@ -90,10 +96,9 @@ def _sanitise(fragment: str) -> str:
 
 
 def markdown_html(text: str) -> str:
-    """Markdown ``text`` as a sanitised HTML fragment wrapped in ``<div class=MARKDOWN_CLASS>``.
+    """Markdown ``text`` as sanitised HTML in a ``jp-AgentMemory-markdown`` no-math block.
 
     Raw HTML in ``text`` appears as visible, escaped text; no element, attribute or URL that
-    can run script or load a resource survives.
+    can run script or load a resource survives, and no TeX is typeset.
     """
-    body = _sanitise(_markdown().render(text))
-    return f'<div class="{MARKDOWN_CLASS}">{body}</div>'
+    return no_math_block(_sanitise(_markdown().render(text)), "jp-AgentMemory-markdown")

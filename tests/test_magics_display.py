@@ -76,7 +76,9 @@ def test_journal_result_html_escapes_everything() -> None:
     # Odd values written by other tools still render.
     odd = JournalResult([{"ts": 1, "tags": "not-a-list", "text": None}])
     assert "not-a-list" in odd._repr_html_()
-    assert JournalResult(empty_message="No <x>.")._repr_html_() == "<p><em>No &lt;x&gt;.</em></p>"
+    assert JournalResult(empty_message="No <x>.")._repr_html_() == (
+        '<div class="mathjax_ignore tex2jax_ignore"><p><em>No &lt;x&gt;.</em></p></div>'
+    )
 
 
 def test_history_view() -> None:
@@ -249,6 +251,8 @@ def test_journal_table_escapes_payloads_in_every_field(
     for payload in PAYLOADS.values():
         assert payload in text
     assert PAYLOADS["img"] in data["text/plain"] and PAYLOADS["script"] in data["text/plain"]
+    # Escaped TeX must not be typeset back into a link by the notebook's MathJax.
+    assert data["text/html"].startswith('<div class="mathjax_ignore tex2jax_ignore">')
 
 
 def test_prompt_views_escape_memory(shell: InteractiveShell, hostile: AgentMemory) -> None:

@@ -39,11 +39,15 @@ export interface IFactsSavedResponse {
   previous_sha256: string;
 }
 
-/** One journal entry as stored (extra keys written by other tools are kept). */
+/**
+ * One journal entry as stored. Entries this package writes have a string `ts`, a list of
+ * string `tags` and a string `text`, but any JSON object on a journal line is an entry (other
+ * tools write other shapes and extra keys), so nothing about its values is assumed.
+ */
 export interface IJournalEntry {
-  ts: string;
-  tags: string[];
-  text: string;
+  ts?: unknown;
+  tags?: unknown;
+  text?: unknown;
   [key: string]: unknown;
 }
 
@@ -166,11 +170,15 @@ export class AgentMemoryClient {
     return this.request<IFactsResponse>('GET', ['agents', agent, 'facts']);
   }
 
-  /** Save FACT.md; rejects with `ConflictError` when it changed since `expectedSha256`. */
+  /**
+   * Save FACT.md only if it is still the version whose sha256 is `expectedSha256`; rejects
+   * with `ConflictError` when it changed. There is no unconditional save: an editor always
+   * knows which version it showed.
+   */
   saveFacts(
     agent: string,
     content: string,
-    expectedSha256: string | null
+    expectedSha256: string
   ): Promise<IFactsSavedResponse> {
     return this.request<IFactsSavedResponse>(
       'PUT',

@@ -13,7 +13,6 @@ import { Widget } from '@lumino/widgets';
 import {
   AgentMemoryClient,
   ConflictError,
-  IJournalEntry,
   IPromptResponse
 } from './api';
 
@@ -63,6 +62,58 @@ function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+/**
+ * Longest part of one journal value shown before a "Show all" button: a single huge entry
+ * must not make the sidebar lay out megabytes of text on every search.
+ */
+export const MAX_SHOWN_CHARS = 2000;
+
+/** Keys every entry written by this package has; others are shown as extra fields. */
+const ENTRY_KEYS = ['ts', 'tags', 'text'];
+
+/** Any JSON value as text: strings as they are, anything else as compact JSON. */
+function asText(value: unknown): string {
+  if (typeof value === 'string') {
+    return value;
+  }
+  if (value === undefined) {
+    return '';
+  }
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+/** True for a JSON object (not null, not an array). */
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * An element showing `text` as text (never as HTML), cut at `MAX_SHOWN_CHARS` with a button
+ * that shows the rest.
+ */
+function longText(tag: 'div' | 'span', className: string, text: string): HTMLElement {
+  const node = el(tag, className);
+  if (text.length <= MAX_SHOWN_CHARS) {
+    node.textContent = text;
+    return node;
+  }
+  const shown = el('span', '', text.slice(0, MAX_SHOWN_CHARS) + '…');
+  const more = button(
+    `Show all (${text.length.toLocaleString('en-US')} characters)`,
+    'jp-AgentMemory-showAll',
+    () => {
+      shown.textContent = text;
+      more.remove();
+    }
+  );
+  node.append(shown, more);
+  return node;
+}
+
 /** The sidebar widget. */
 export class AgentMemoryPanel extends Widget {
   constructor(client: AgentMemoryClient = new AgentMemoryClient()) {
@@ -82,6 +133,7 @@ export class AgentMemoryPanel extends Widget {
     this.picker.addEventListener('change', () => {
       this.agent = this.picker.value;
       this.setStatus('');
+      this.showAgent();
       void this.refreshAgent();
     });
     pickerLabel.appendChild(this.picker);
@@ -113,6 +165,7 @@ export class AgentMemoryPanel extends Widget {
     );
     this.saveButton.hidden = true;
     this.cancelButton.hidden = true;
+    this.editButton.disabled = true; // until FACT.md and its hash have loaded
     factsButtons.append(this.editButton, this.saveButton, this.cancelButton);
     facts.body.append(
       this.factsPath,
@@ -194,6 +247,7 @@ export class AgentMemoryPanel extends Widget {
       if (!this.agent) {
         this.agent = listing.default_agent;
       }
+      this.showAgent();
       if (!agents.includes(this.agent)) {
         // Every surface starts on the default agent; create it like the others do.
         await this.client.createAgent(this.agent);
@@ -262,6 +316,26 @@ export class AgentMemoryPanel extends Widget {
     this.picker.value = this.agent;
   }
 
+  /**
+   * When the agent to show is not the one on screen, clear everything shown for the previous
+   * one first, so a load that fails can never leave another agent's memory on screen (or its
+   * FACT.md hash behind for Save).
+   */
+  private showAgent(): void {
+    if (this.agent === this.shownAgent) {
+      return;
+    }
+    this.shownAgent = this.agent;
+    this.clearFacts();
+    this.journalList.replaceChildren();
+    this.setJournalNote('');
+    this.promptSummary.textContent = '';
+    this.promptSummary.classList.remove('jp-mod-error');
+    this.promptSections.replaceChildren();
+    this.promptWarnings.replaceChildren();
+    this.promptText.textContent = '';
+  }
+
   private async refreshAgent(): Promise<void> {
     await Promise.all([this.loadFacts(), this.search(), this.loadPrompt()]);
   }
@@ -294,10 +368,29 @@ export class AgentMemoryPanel extends Widget {
         return;
       }
       this.factsSha = facts.sha256;
+      this.editButton.disabled = false;
       this.setFactsNote(note ?? (facts.content ? '' : 'FACT.md is empty.'));
     } catch (error) {
-      this.setFactsNote(describe(error), true);
+      if (agent !== this.agent) {
+        return;
+      }
+      if (!this.editing) {
+        // What is on screen may no longer be on disk: show nothing, and offer no Edit
+        // (a save needs the hash of a version we showed).
+        this.clearFacts();
+      }
+      this.setFactsNote(`Could not load FACT.md: ${describe(error)}`, true);
     }
+  }
+
+  /** Show no FACT.md and forget its hash; Edit waits for the next successful load. */
+  private clearFacts(): void {
+    this.factsSha = null;
+    this.factsPath.textContent = '';
+    this.factsView.textContent = '';
+    this.factsView.classList.remove('jp-mod-empty');
+    this.editButton.disabled = true;
+    this.setFactsNote('');
   }
 
   private setFactsNote(text: string, isError = false): void {
@@ -306,6 +399,9 @@ export class AgentMemoryPanel extends Widget {
   }
 
   private startEditing(): void {
+    if (this.factsSha === null) {
+      return; // nothing loaded, so nothing to compare a save with
+    }
     this.editing = true;
     this.factsEditor.value = this.factsView.textContent ?? '';
     this.factsEditor.hidden = false;
@@ -333,8 +429,17 @@ export class AgentMemoryPanel extends Widget {
   private async save(): Promise<void> {
     const agent = this.agent;
     const content = this.factsEditor.value;
+    const expected = this.factsSha;
+    if (expected === null) {
+      // Never an unconditional write: it could replace a version nobody has seen.
+      this.setFactsNote(
+        'Not saved: the FACT.md this edit started from is unknown. Copy your text, Cancel and try again.',
+        true
+      );
+      return;
+    }
     try {
-      const saved = await this.client.saveFacts(agent, content, this.factsSha);
+      const saved = await this.client.saveFacts(agent, content, expected);
       this.factsSha = saved.sha256;
       this.stopEditing('Saved.');
       void this.loadPrompt();
@@ -393,6 +498,9 @@ export class AgentMemoryPanel extends Widget {
       if (agent !== this.agent) {
         return;
       }
+      if (!Array.isArray(result.entries)) {
+        throw new Error('The server sent no list of journal entries.');
+      }
       this.journalList.replaceChildren(
         ...result.entries.map(entry => this.renderEntry(entry))
       );
@@ -406,25 +514,61 @@ export class AgentMemoryPanel extends Widget {
       }
       this.setJournalNote(note);
     } catch (error) {
+      if (agent !== this.agent) {
+        return;
+      }
+      // Entries still on screen would not match this search (or this agent).
+      this.journalList.replaceChildren();
       this.setJournalNote(describe(error), true);
     }
   }
 
-  private renderEntry(entry: IJournalEntry): HTMLLIElement {
+  /**
+   * One entry, whatever JSON object it is: values that are not strings show as JSON, tags
+   * that are not a list show as one value, extra keys show as fields, long values are cut.
+   * Everything is set as text, never as HTML.
+   */
+  private renderEntry(raw: unknown): HTMLLIElement {
+    const entry: Record<string, unknown> = isObject(raw) ? raw : { text: raw };
     const item = el('li', 'jp-AgentMemory-entry');
     const meta = el('div', 'jp-AgentMemory-entryMeta');
-    meta.appendChild(el('span', 'jp-AgentMemory-entryTs', entry.ts));
-    for (const tag of entry.tags ?? []) {
-      const chip = el('button', 'jp-AgentMemory-entryTag', tag);
+    meta.appendChild(longText('span', 'jp-AgentMemory-entryTs', asText(entry.ts)));
+    const tags = Array.isArray(entry.tags)
+      ? entry.tags
+      : entry.tags === undefined || entry.tags === null
+        ? []
+        : [entry.tags];
+    for (const tag of tags) {
+      if (typeof tag !== 'string') {
+        // Not a tag a search could match: shown, not clickable.
+        meta.appendChild(
+          longText('span', 'jp-AgentMemory-entryTag jp-mod-odd', asText(tag))
+        );
+        continue;
+      }
+      const label =
+        tag.length > MAX_SHOWN_CHARS ? tag.slice(0, MAX_SHOWN_CHARS) + '…' : tag;
+      const chip = el('button', 'jp-AgentMemory-entryTag', label);
       chip.type = 'button';
-      chip.title = `Show entries tagged "${tag}"`;
+      chip.title = `Show entries tagged "${label}"`;
       chip.addEventListener('click', () => {
         this.tagInput.value = tag;
         void this.search();
       });
       meta.appendChild(chip);
     }
-    item.append(meta, el('div', 'jp-AgentMemory-entryText', entry.text));
+    item.append(meta, longText('div', 'jp-AgentMemory-entryText', asText(entry.text)));
+    for (const [key, value] of Object.entries(entry)) {
+      if (ENTRY_KEYS.includes(key)) {
+        continue;
+      }
+      const extra = el('div', 'jp-AgentMemory-entryExtra');
+      extra.append(
+        longText('span', 'jp-AgentMemory-entryExtraKey', key),
+        longText('span', 'jp-AgentMemory-entryExtraValue', asText(value))
+      );
+      item.appendChild(extra);
+    }
     return item;
   }
 
@@ -499,6 +643,8 @@ export class AgentMemoryPanel extends Widget {
 
   private readonly client: AgentMemoryClient;
   private agent = '';
+  /** The agent whose memory is on screen (cleared before another one is shown). */
+  private shownAgent = '';
   private editing = false;
   private factsSha: string | null = null;
   private readonly picker: HTMLSelectElement;

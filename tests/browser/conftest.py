@@ -62,9 +62,10 @@ class Lab:
     workspace: Path
     log: Path
 
-    def lab_url(self) -> str:
-        """The URL that opens a fresh JupyterLab layout, token included."""
-        return f"{self.url}lab?reset&token={self.token}"
+    def lab_url(self, path: str = "") -> str:
+        """The URL that opens a fresh JupyterLab layout (on ``path`` if given), token included."""
+        where = f"lab/tree/{path}" if path else "lab"
+        return f"{self.url}{where}?reset&token={self.token}"
 
 
 @pytest.fixture(scope="session")
@@ -101,6 +102,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         f"--IdentityProvider.token={token}",
         f"--ServerApp.root_dir={workspace}",
         "--LabApp.expose_app_in_browser=True",
+        "--JupyterNotebookApp.expose_app_in_browser=True",
         "--ServerApp.allow_unauthenticated_access=False",
     ]  # fmt: skip
     with log.open("wb") as out:
@@ -152,16 +154,60 @@ def agents_root(lab: Lab) -> Path:
     return lab.agents_root
 
 
+@dataclass
+class Watch:
+    """What a page did that a test may need to rule out: dialogs, requests, script errors."""
+
+    dialogs: list[str]
+    requests: list[str]
+    errors: list[str]
+
+
+_WATCHES: dict[int, Watch] = {}
+
+
 @pytest.fixture
-def page(browser, lab: Lab, agents_root: Path):
+def new_page(browser):
+    """A factory of fresh pages (1400x900) whose dialogs, requests and errors are recorded.
+
+    Dialogs are dismissed, so a payload that calls ``alert`` cannot block the test.
+    """
+    contexts = []
+
+    def make():
+        context = browser.new_context(viewport={"width": 1400, "height": 900})
+        contexts.append(context)
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        watch = Watch(dialogs=[], requests=[], errors=[])
+        _WATCHES[id(page)] = watch
+
+        def on_dialog(dialog) -> None:
+            watch.dialogs.append(f"{dialog.type}: {dialog.message}")
+            dialog.dismiss()
+
+        page.on("dialog", on_dialog)
+        context.on("request", lambda request: watch.requests.append(request.url))
+        page.on("pageerror", lambda error: watch.errors.append(f"{error}\n{error.stack}"))
+        return page
+
+    yield make
+    for context in contexts:
+        context.close()
+
+
+def watch_of(page) -> Watch:
+    """The :class:`Watch` of a page made by :func:`new_page` (or :func:`page`)."""
+    return _WATCHES[id(page)]
+
+
+@pytest.fixture
+def page(new_page, lab: Lab, agents_root: Path):
     """A fresh browser page with JupyterLab loaded (reset layout) and started."""
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(20_000)
+    page = new_page()
     page.goto(lab.lab_url())
     page.wait_for_function("() => window.jupyterapp !== undefined")
     page.evaluate(
         "async () => { await window.jupyterapp.started; await window.jupyterapp.restored; }"
     )
-    yield page
-    context.close()
+    return page
