@@ -61,7 +61,7 @@ _CLOSING_TAG = re.compile(r"<(\s*)/(\s*(?:soul|user|facts)\s*)>", re.IGNORECASE)
 # str.splitlines ends them, so a lone CR or U+2028 cannot hide one either.
 _LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 _OWN_HEADING = re.compile(
-    f"(?:\\A|(?<=[{_LINE_BREAKS}]))([ \\t]{{0,3}})(?=#{{1,6}}[ \\t]*"
+    f"(?:\\A|(?<=[{_LINE_BREAKS}]))([ \\t]{{0,3}})(?=#{{1,6}}[ \\t]+"
     f"(?:memories|bootstrap mode|agent knowledge)[ \\t#]*(?:[{_LINE_BREAKS}]|\\Z))",
     re.IGNORECASE,
 )
