@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import signal
 import socket
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -144,7 +146,13 @@ def run_http(
     )
     config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
     announce(f"http://{_url_host(host)}:{bound_port}{MCP_PATH}")
+    # uvicorn shuts down gracefully on SIGTERM, then raises the signal again for the handler
+    # that was there before; this one makes that second delivery a normal exit (status 0).
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: None) if main_thread else None
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
         sock.close()

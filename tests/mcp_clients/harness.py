@@ -72,13 +72,13 @@ def stop(proc: subprocess.Popen) -> None:
 @contextlib.contextmanager
 def http_server(
     agent: Path, tmp_path: Path, *options: str, env: dict[str, str] | None = None
-) -> Iterator[dict[str, str]]:
+) -> Iterator[dict[str, Any]]:
     """Run ``mcp --transport streamable-http --port 0`` and yield its start-up line's parts.
 
     The server picks a free port and names it in the start-up line on stderr, which is read
     here (bounded by ``TIMEOUT``); the rest of stderr is drained in a thread so the server
-    never blocks on a full pipe. Yields ``{"url", "path", "tools", "line", "stderr"}``, where
-    ``stderr`` is a list that fills as the server logs.
+    never blocks on a full pipe. Yields ``{"url", "path", "tools", "line", "stderr",
+    "process"}``, where ``stderr`` is a list that fills as the server logs.
     """
     cmd = server_command(agent, "--transport", "streamable-http", "--port", "0", *options)
     proc = subprocess.Popen(
@@ -108,8 +108,7 @@ def http_server(
     try:
         assert ready.wait(TIMEOUT), "the HTTP server did not start in time"
         assert found, f"no start-up line; stderr: {''.join(lines)!r}"
-        found_with_log: dict[str, Any] = {**found, "stderr": lines}
-        yield found_with_log
+        yield {**found, "stderr": lines, "process": proc}
     finally:
         stop(proc)
         reader.join(timeout=15)
