@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
-from . import journal
+from . import history, journal
 from .bootstrap import STATE_FILE
 from .bootstrap import note_append as note_bootstrap_append
 from .errors import (
@@ -37,9 +37,9 @@ from .errors import (
     MemoryIOError,
     MemoryToolError,
     UnsafePathError,
-    VersionNotFoundError,
 )
 from .folder import DEFAULT_LOCK_TIMEOUT, Folder, describe, sha256_hex
+from .history import DEFAULT_HISTORY_LIMIT, HISTORY_DIR
 from .journal_append import JournalAppender
 from .paths import resolve_target
 
@@ -48,19 +48,15 @@ USER = "USER.md"
 MEMORY_DIR = "memory"
 FACT = "FACT.md"
 JOURNAL = "JOURNAL.jsonl"
-HISTORY_DIR = ".history"
 LOCK = ".lock"
 TEMPLATE_RECORD = ".template.json"
 
-DEFAULT_HISTORY_LIMIT = 100
 # One limit for FACT.md, SOUL.md, USER.md and each journal entry, whatever surface sends it:
 # memory goes into every prompt, so a runaway write must fail loudly instead of silently
 # filling the context window.
 DEFAULT_MAX_BYTES = 1024 * 1024
 # Temp files are named by Folder.write_atomic: "." + target name + "." + 16 hex + ".tmp".
 _TEMP_NAME = re.compile(r"^\.(?P<target>.+)\.[0-9a-f]{16}\.tmp$")
-_HISTORY_NAME = re.compile(r"^(\d{8}T\d{6}\.\d{6}Z)-([0-9a-f]{12})(?:-\d+)?\.md$")
-_HEX = re.compile(r"^[0-9a-fA-F]+$")
 EMPTY_SHA256 = sha256_hex(b"")
 
 
@@ -84,6 +80,26 @@ def engine_boundary(method: F) -> F:
             raise MemoryIOError(exc) from exc
 
     return guarded  # type: ignore[return-value]
+
+
+class WriteResult(str):
+    """What a write stored: its sha256 (the value itself, a ``str`` as before), plus
+    ``previous_sha256`` (the bytes it replaced, read under the same lock) and ``path`` (the
+    file as named on disk: an existing ``fact.md`` keeps its casing)."""
+
+    previous_sha256: str
+    path: Path
+
+    def __new__(cls, sha256: str, previous_sha256: str, path: Path) -> WriteResult:
+        result = super().__new__(cls, sha256)
+        result.previous_sha256 = previous_sha256
+        result.path = path
+        return result
+
+    @property
+    def sha256(self) -> str:
+        """The new content's sha256 (the same as ``str(self)``)."""
+        return str(self)
 
 
 class CorruptJournalWarning(UserWarning):
@@ -255,6 +271,26 @@ class AgentMemory:
         except FileNotFoundError:
             return
 
+    @engine_boundary
+    def file_path(self, canonical: str) -> Path:
+        """Where ``SOUL.md``, ``USER.md``, ``FACT.md`` or ``JOURNAL.jsonl`` is on disk.
+
+        Names are matched ignoring case (an existing ``fact.md`` keeps its casing); a file
+        that does not exist yet gets its canonical name. Nothing is created.
+        """
+        inside_memory = canonical in (FACT, JOURNAL)
+        if canonical not in (SOUL, USER, FACT, JOURNAL):
+            raise MemoryToolError(f"Not a memory file: {canonical!r}", INVALID_PARAMS)
+        try:
+            with self._folders() as (agent, mem):
+                if not inside_memory:
+                    return agent.display(agent.lookup(canonical) or canonical)
+                if mem is None:
+                    return self.path / MEMORY_DIR / canonical
+                return mem.display(mem.lookup(canonical) or canonical)
+        except FileNotFoundError:
+            return self.path / (f"{MEMORY_DIR}/{canonical}" if inside_memory else canonical)
+
     # -- reading ---------------------------------------------------------------------------
 
     def _read_agent_file(self, canonical: str) -> bytes:
@@ -361,8 +397,11 @@ class AgentMemory:
     # -- FACT.md ---------------------------------------------------------------------------
 
     @engine_boundary
-    def update_facts(self, text: str, expected_sha256: str | None = None) -> str:
+    def update_facts(self, text: str, expected_sha256: str | None = None) -> WriteResult:
         """Atomically replace FACT.md with ``text``; returns the new version's sha256.
+
+        The result is a :class:`WriteResult`: a ``str`` holding the sha256 that also carries
+        the replaced version's hash and the file's real path.
 
         With ``expected_sha256`` the write is compare-and-swap: when FACT.md no longer has
         that hash, :class:`MemoryConflictError` is raised and nothing is written. The previous
@@ -382,71 +421,31 @@ class AgentMemory:
                     # The old version is safe on disk before FACT.md is replaced, and removed
                     # again when the replacement fails, so a failed update leaves no trace.
                     new_folder = mem.lookup(HISTORY_DIR) is None
+                    recheck = lambda: self._recheck(agent, mem)  # noqa: E731
                     try:
-                        with mem.subfolder(HISTORY_DIR, create=True) as history:
-                            kept = self._keep_version(agent, mem, history, current)
+                        with mem.subfolder(HISTORY_DIR, create=True) as versions:
+                            kept = history.keep(versions, current, self.now(), recheck)
                             try:
-                                mem.write_atomic(name, data, lambda: self._recheck(agent, mem))
+                                mem.write_atomic(name, data, recheck)
                             except BaseException:
-                                if kept is not None:
-                                    with contextlib.suppress(OSError):
-                                        os.unlink(kept, dir_fd=history.fd)
+                                history.discard(versions, kept)
                                 raise
-                            self._prune_history(history)
+                            history.prune(versions, self.history_limit)
                     except BaseException:
                         if new_folder:
                             with contextlib.suppress(OSError):
                                 os.rmdir(HISTORY_DIR, dir_fd=mem.fd)
                         raise
-        return sha256_hex(data)
+        return WriteResult(sha256_hex(data), sha256_hex(current), mem.display(name))
 
-    def _keep_version(
-        self, agent: Folder, mem: Folder, history: Folder, content: bytes
-    ) -> str | None:
-        """Store ``content`` as a history version; the new file's name, or None if it was there.
-
-        The newest version already holding ``content`` (left by a crash between keeping it
-        and replacing FACT.md, or by a hand edit back to it) is not stored twice.
-        """
-        short = sha256_hex(content)[:12]
-        names = set(history.names())
-        newest = max((n for n in names if _HISTORY_NAME.match(n)), default=None)
-        if (
-            newest is not None
-            and _HISTORY_NAME.match(newest).group(2) == short
-            and history.read_bytes(newest) == content
-        ):
-            return None
-        stamp = self.now().astimezone(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
-        base = f"{stamp}-{short}"
-        name, counter = f"{base}.md", 1
-        while name in names:
-            name, counter = f"{base}-{counter}.md", counter + 1
-        history.write_atomic(name, content, lambda: self._recheck(agent, mem))
-        return name
-
-    def _prune_history(self, history: Folder) -> None:
-        versions = sorted(n for n in history.names() if _HISTORY_NAME.match(n))
-        for old in versions[: max(0, len(versions) - self.history_limit)]:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(old, dir_fd=history.fd)
-
-    def _versions(self) -> list[tuple[str, str, bytes]]:
-        """(name, ts, content) of stored versions, newest first."""
+    def _versions(self) -> list[history.Version]:
+        """Stored FACT.md versions, newest first."""
         try:
             with self._folders() as (_agent, mem):
                 if mem is None or mem.lookup(HISTORY_DIR) is None:
                     return []
-                with mem.subfolder(HISTORY_DIR) as history:
-                    found = []
-                    for name in sorted(history.names(), reverse=True):
-                        match = _HISTORY_NAME.match(name)
-                        if match is None:
-                            continue
-                        content = history.read_bytes(name)
-                        if content is not None:
-                            found.append((name, _history_ts(match.group(1)), content))
-                    return found
+                with mem.subfolder(HISTORY_DIR) as folder:
+                    return history.versions(folder)
         except FileNotFoundError:
             return []
 
@@ -454,8 +453,8 @@ class AgentMemory:
     def history(self) -> list[dict[str, Any]]:
         """Previous FACT.md versions, newest first: ``{"ts", "sha256", "size"}`` each."""
         return [
-            {"ts": ts, "sha256": sha256_hex(content), "size": len(content)}
-            for _name, ts, content in self._versions()
+            {"ts": v.ts, "sha256": sha256_hex(v.content), "size": len(v.content)}
+            for v in self._versions()
         ]
 
     @engine_boundary
@@ -466,7 +465,7 @@ class AgentMemory:
         ambiguous id raises :class:`MemoryToolError`; one that matches nothing raises
         :class:`~jupyter_agent_memory.errors.VersionNotFoundError`.
         """
-        digest, content = self._find_version(sha)
+        digest, content = history.find(self._versions(), sha)
         return digest, _decode(content)
 
     @engine_boundary
@@ -475,54 +474,35 @@ class AgentMemory:
         return self.history_version(sha)[1]
 
     @engine_boundary
-    def restore(self, sha: str) -> str:
+    def restore(self, sha: str) -> WriteResult:
         """Make a stored FACT.md version current again (a normal update); returns its sha256."""
         return self.update_facts(self.history_version(sha)[1])
-
-    def _find_version(self, sha: str) -> tuple[str, bytes]:
-        if not isinstance(sha, str) or len(sha) < 7 or not _HEX.fullmatch(sha):
-            raise MemoryToolError(
-                f'Invalid version "{sha}": give a sha256 or a prefix of at least 7 hex digits',
-                INVALID_PARAMS,
-            )
-        prefix = sha.lower()
-        matches = {}
-        for _name, _ts, content in self._versions():
-            digest = sha256_hex(content)
-            if digest.startswith(prefix):
-                matches[digest] = content
-        if not matches:
-            raise VersionNotFoundError(f'No FACT.md version matches "{sha}"')
-        if len(matches) > 1:
-            raise MemoryToolError(
-                f'Version "{sha}" is ambiguous: it matches {len(matches)} versions; '
-                "give more digits",
-                INVALID_PARAMS,
-            )
-        return next(iter(matches.items()))
 
     # -- SOUL.md / USER.md -----------------------------------------------------------------
 
     @engine_boundary
-    def write_soul(self, text: str, expected_sha256: str | None = None) -> str:
+    def write_soul(self, text: str, expected_sha256: str | None = None) -> WriteResult:
         """Atomically replace SOUL.md (optionally compare-and-swap); returns its sha256."""
         return self._write_agent_file(SOUL, text, expected_sha256)
 
     @engine_boundary
-    def write_user(self, text: str, expected_sha256: str | None = None) -> str:
+    def write_user(self, text: str, expected_sha256: str | None = None) -> WriteResult:
         """Atomically replace USER.md (optionally compare-and-swap); returns its sha256."""
         return self._write_agent_file(USER, text, expected_sha256)
 
-    def _write_agent_file(self, canonical: str, text: str, expected: str | None) -> str:
+    def _write_agent_file(
+        self, canonical: str, text: str, expected: str | None
+    ) -> WriteResult:
         data = encode_text(text, "content", self.max_bytes)
         with self._folders(create_memory=True) as (agent, mem):
             assert mem is not None
             with mem.locked(LOCK, self.lock_timeout):
                 name = agent.lookup(canonical) or canonical
                 agent.require_replaceable(name)
-                _check_expected(agent.display(name), expected, agent.read_bytes(name) or b"")
+                current = agent.read_bytes(name) or b""
+                _check_expected(agent.display(name), expected, current)
                 agent.write_atomic(name, data, lambda: self._recheck(agent, mem))
-        return sha256_hex(data)
+        return WriteResult(sha256_hex(data), sha256_hex(current), agent.display(name))
 
     @engine_boundary
     def replace_if_stock(self, canonical: str, data: bytes, stock_sha256: Iterable[str]) -> bool:
@@ -799,11 +779,6 @@ def _decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def _history_ts(stamp: str) -> str:
-    parsed = datetime.strptime(stamp, "%Y%m%dT%H%M%S.%fZ").replace(tzinfo=timezone.utc)
-    return parsed.isoformat(timespec="microseconds").replace("+00:00", "Z")
-
-
 # The files each folder's atomic writes target (compared ignoring case, as lookups are).
 _AGENT_FILES = frozenset(n.casefold() for n in (SOUL, USER, TEMPLATE_RECORD, STATE_FILE))
 _MEMORY_FILES = frozenset(n.casefold() for n in (FACT,))
@@ -822,7 +797,7 @@ def _sweep_temp_files(folder: Folder, targets: frozenset[str] | None) -> None:
             continue
         target = match.group("target")
         ours = (
-            _HISTORY_NAME.match(target) is not None
+            history.VERSION_NAME.match(target) is not None
             if targets is None
             else target.casefold() in targets
         )

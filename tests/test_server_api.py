@@ -779,3 +779,16 @@ async def test_search_returns_badly_written_lines_with_replacement_characters(
     status, body = await call("GET", "agents", "demo", "journal")
     assert status == 200
     assert [e["text"] for e in body["entries"]] == ["bad \ufffd byte", "half \ufffd emoji"]
+
+
+async def test_facts_report_the_real_file_name(call, mem: AgentMemory) -> None:
+    (mem.path / "memory" / "fact.md").write_text("- lower\n")
+    status, body = await call("GET", "agents", "demo", "facts")
+    assert (status, body["path"], body["content"]) == (
+        200, str(mem.path / "memory" / "fact.md"), "- lower\n"
+    )
+    status, body = await call(
+        "PUT", "agents", "demo", "facts", body={"content": "- new\n", "expected_sha256": None}
+    )
+    assert (status, body["previous_sha256"]) == (200, sha("- lower\n"))
+    assert (mem.path / "memory" / "fact.md").read_text() == "- new\n"

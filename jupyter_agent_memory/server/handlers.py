@@ -431,7 +431,7 @@ class FactsHandler(AgentMemoryHandler):
             content, sha = mem.read_facts()
             return {
                 "agent": agent_id,
-                "path": str(mem.path / "memory" / "FACT.md"),
+                "path": str(mem.file_path("FACT.md")),
                 "content": content,
                 "sha256": sha,
             }
@@ -455,12 +455,11 @@ class FactsHandler(AgentMemoryHandler):
             mem = self.open_agent(agent_id)
             # People edit here (the sidebar): an empty buffer is refused, as in every editor.
             check_edit_body(content) if isinstance(content, str) else None
-            previous = mem.facts_sha256
-            new_sha = mem.update_facts(content, expected_sha256=expected)
+            written = mem.update_facts(content, expected_sha256=expected)
             return {
                 "agent": agent_id,
-                "sha256": new_sha,
-                "previous_sha256": expected or previous,
+                "sha256": written.sha256,
+                "previous_sha256": written.previous_sha256,
             }
 
         self.reply(await self.run(work, agent_id))
