@@ -5,6 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# "ci" (the default) runs the property suites in full; "dev" is the quick lane's few examples:
+#   pytest -m "not slow" --hypothesis-profile=dev
+settings.register_profile("ci", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev", max_examples=10, deadline=None)
+settings.load_profile("ci")
 
 # jp_fetch and friends for the REST API tests (tests/test_server_*.py). tests/browser overrides
 # this plugin's autouse fixtures, which would otherwise hold an asyncio loop per test.

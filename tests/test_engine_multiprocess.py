@@ -10,9 +10,12 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from processes import spawn
 
 from jupyter_agent_memory import AgentMemory
+
+pytestmark = pytest.mark.slow
 
 BIG = 70 * 1024  # more than the 64 KiB a pipe or a single small write would carry
 

@@ -20,6 +20,8 @@ import pytest
 
 from jupyter_agent_memory import AgentMemory
 
+pytestmark = pytest.mark.slow
+
 _libc = ctypes.CDLL(None, use_errno=True)
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2

@@ -17,9 +17,12 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from processes import spawn
 
 from jupyter_agent_memory import AgentMemory
+
+pytestmark = pytest.mark.slow
 
 UPDATER = """
     import hashlib, sys

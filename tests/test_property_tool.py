@@ -14,11 +14,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from jupyter_agent_memory import AgentMemory, MemoryToolError, journal
 from jupyter_agent_memory.store import normalize_limit
+
+pytestmark = pytest.mark.slow
 
 # Any JSON value (and Python's variants of them), strings with lone surrogates included.
 ANY_TEXT = st.text(st.characters(blacklist_categories=()), max_size=12)
