@@ -42,6 +42,7 @@ from .folder import DEFAULT_LOCK_TIMEOUT, Folder, describe, sha256_hex
 from .history import DEFAULT_HISTORY_LIMIT, HISTORY_DIR
 from .journal_append import JournalAppender
 from .paths import resolve_target
+from .tool import call_tool, coerce_time, normalize_limit
 
 SOUL = "SOUL.md"
 USER = "USER.md"
@@ -127,6 +128,7 @@ class AgentMemory:
         clock: Callable[[], datetime] | None = None,
         max_bytes: int = DEFAULT_MAX_BYTES,
         lock_timeout: float | None = DEFAULT_LOCK_TIMEOUT,
+        journal_index: bool | None = None,
     ) -> None:
         self.path = Path(path)
         self.agent_id = agent_id
@@ -137,6 +139,9 @@ class AgentMemory:
         self.clock = clock
         self.max_bytes = max(1, int(max_bytes))
         self.lock_timeout = lock_timeout
+        # The journal's derived search index (journal_index): True on, False off (no cache
+        # file at all), None by size; $JUPYTER_AGENT_MEMORY_INDEX decides when None.
+        self.journal_index = journal_index
 
     def now(self) -> datetime:
         """The current time as this agent sees it (UTC): ``clock()`` when one was given."""
@@ -635,7 +640,12 @@ class AgentMemory:
             if handle is None:
                 return None
             result = journal.search(
-                handle, query=query or "", tag=tag or "", limit=normalize_limit(limit), **window
+                handle,
+                query=query or "",
+                tag=tag or "",
+                limit=normalize_limit(limit),
+                index=self._journal_index_opener(),
+                **window,
             )
         if result.skipped:
             warnings.warn(
@@ -645,6 +655,27 @@ class AgentMemory:
                 stacklevel=3,
             )
         return result
+
+    def _journal_index_opener(self) -> journal.IndexOpener | None:
+        """How a search opens the journal's derived index (None: the index is off)."""
+        from .journal_index import index_setting
+
+        setting = index_setting(self.journal_index)
+        if setting is False:
+            return None
+        journal_path = self.path / MEMORY_DIR / JOURNAL
+
+        def open_index(read: Callable[[int, int], bytes], st: os.stat_result) -> Any:
+            from . import journal_index
+
+            full_text = setting is True or st.st_size >= journal_index.FTS_MIN_BYTES
+            if not full_text and st.st_size < journal_index.MAP_MIN_BYTES:
+                return None
+            return journal_index.JournalIndex.open(
+                journal_path, self.path, read, st, full_text=full_text
+            )
+
+        return open_index
 
     def search(
         self,
@@ -691,46 +722,7 @@ class AgentMemory:
 
     def call_tool(self, args: dict[str, Any]) -> str:
         """Run the ``memory`` tool with ``args``; returns its exact result text."""
-        from .tool import call_tool
-
         return call_tool(self, args)
-
-
-def normalize_limit(value: object) -> int:
-    """The tool's lenient ``limit`` rule: ints, integral floats and int strings, at least 1.
-
-    Anything else means 20. ``3.0`` is an integer in JSON Schema, so it means 3.
-    """
-    if isinstance(value, bool):
-        return 20
-    if isinstance(value, int):
-        return max(1, value)
-    if isinstance(value, float):
-        return max(1, int(value)) if value.is_integer() else 20
-    if isinstance(value, str):
-        try:
-            return max(1, int(value.strip()))
-        except ValueError:
-            return 20
-    return 20
-
-
-def coerce_time(value: datetime | str | None, field: str) -> datetime | None:
-    """Parse a time-window bound (datetime or ISO-8601 text; no zone means UTC)."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
-    if isinstance(value, str):
-        try:
-            return journal.parse_time(value)
-        except ValueError:
-            pass
-    raise MemoryToolError(
-        f"Invalid '{field}': expected an ISO-8601 date or time, "
-        f"got {json.dumps(value, default=str)}",
-        INVALID_PARAMS,
-    )
 
 
 def _check_expected(path: Path, expected: str | None, current: bytes) -> None:

@@ -8,10 +8,11 @@ the same texts and errors wherever it runs.
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from . import journal
 from .errors import INVALID_PARAMS, MemoryToolError
-from .store import coerce_time, normalize_limit
 
 if TYPE_CHECKING:
     from .store import AgentMemory
@@ -74,6 +75,9 @@ MEMORY_TOOL: dict[str, Any] = {
         "required": ["action"],
     },
 }
+
+#: What ``limit`` means when it is missing or not an integer.
+DEFAULT_LIMIT = 20
 
 UPDATED = "Memory updated."
 NO_JOURNAL = "No journal entries found."
@@ -142,3 +146,40 @@ def _guard_io(function: Any, *args: Any) -> Any:
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""
         raise MemoryToolError(f"{exc.strerror or exc}{where}", -32603) from exc
+
+
+def normalize_limit(value: object) -> int:
+    """The tool's lenient ``limit`` rule: ints, integral floats and int strings, at least 1.
+
+    Anything else means ``DEFAULT_LIMIT`` (20). ``3.0`` is an integer in JSON Schema, so it means 3.
+    """
+    if isinstance(value, bool):
+        return DEFAULT_LIMIT
+    if isinstance(value, int):
+        return max(1, value)
+    if isinstance(value, float):
+        return max(1, int(value)) if value.is_integer() else 20
+    if isinstance(value, str):
+        try:
+            return max(1, int(value.strip()))
+        except ValueError:
+            return DEFAULT_LIMIT
+    return DEFAULT_LIMIT
+
+
+def coerce_time(value: datetime | str | None, field: str) -> datetime | None:
+    """Parse a time-window bound (datetime or ISO-8601 text; no zone means UTC)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    if isinstance(value, str):
+        try:
+            return journal.parse_time(value)
+        except ValueError:
+            pass
+    raise MemoryToolError(
+        f"Invalid '{field}': expected an ISO-8601 date or time, "
+        f"got {json.dumps(value, default=str)}",
+        INVALID_PARAMS,
+    )
