@@ -11,6 +11,7 @@ import json
 import re
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -19,8 +20,10 @@ from jupyter_agent_memory import AgentMemory
 from jupyter_agent_memory.evaluation import (
     FactContains,
     JournalContains,
+    ModelResponseError,
     OpenAIChatModel,
     PromptContains,
+    ReplyContains,
     Scenario,
     Session,
     run_scenario,
@@ -74,6 +77,15 @@ def answer(request: dict) -> dict:
     return completion({"role": "assistant", "content": "Hello!"}, "stop")
 
 
+MAX_REQUESTS = 100  # the fake server refuses more, so a runaway loop cannot spin forever
+SLOW_SECONDS = 1.5  # how long a "slow" answer takes: more than the client's timeout below
+
+
+def last_user(body: dict) -> str:
+    users = [m for m in body.get("messages", []) if m.get("role") == "user"]
+    return str(users[-1].get("content") or "") if users else ""
+
+
 class Handler(BaseHTTPRequestHandler):
     def do_POST(self):  # noqa: N802 - the http.server API
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -83,10 +95,25 @@ class Handler(BaseHTTPRequestHandler):
         if self.path != "/v1/chat/completions":
             self.send_error(404)
             return
-        if body.get("model") == "missing-model":
+        user = last_user(body)
+        last_role = body["messages"][-1]["role"] if body.get("messages") else ""
+        if len(self.server.requests) > MAX_REQUESTS:
+            payload = json.dumps({"error": {"message": "too many requests", "type": "limit"}})
+            status = 503
+        elif body.get("model") == "missing-model":
             payload = json.dumps({"error": {"message": "model not found", "type": "invalid"}})
             status = 404
+        elif user == "fail please" and last_role == "user":
+            payload = json.dumps({"error": {"message": "upstream exploded", "type": "server"}})
+            status = 500
+        elif user == "no choices":
+            reply = completion({"role": "assistant", "content": "x"}, "stop")
+            reply["choices"] = []
+            payload = json.dumps(reply)
+            status = 200
         else:
+            if user == "be slow":
+                time.sleep(SLOW_SECONDS)
             payload = json.dumps(answer(body))
             status = 200
         data = payload.encode()
@@ -214,3 +241,65 @@ def test_missing_openai_package_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "openai", None)
     with pytest.raises(ImportError, match=re.escape('pip install "jupyter-agent-memory[eval]"')):
         OpenAIChatModel("http://127.0.0.1:9/v1", API_KEY, "m")
+
+
+def test_usage_and_finish_reasons_are_recorded_per_call(server, tmp_path):
+    model = OpenAIChatModel(base_url(server), API_KEY, "local-model")
+    scenario = Scenario([Session(["Hi, my name is Ada", "Who am I?"])])
+    result = run_scenario(tmp_path / "agent", model, scenario, config={"bootstrap_completed": True})
+    calls = result.sessions[0].model_calls
+    assert [(c.input_tokens, c.output_tokens, c.estimated) for c in calls] == [(120, 7, False)] * 3
+    assert [c.finish_reason for c in calls] == ["tool_calls", "stop", "stop"]
+    assert all(c.latency_s > 0 for c in calls)
+    cost = result.sessions[0].cost()
+    assert (cost["input_tokens"], cost["output_tokens"], cost["model_calls"]) == (360, 21, 3)
+    assert (cost["tool_rounds"], cost["tokens_estimated"], cost["finish_reason"]) == (
+        1,
+        False,
+        "stop",
+    )
+    frame = result.to_dataframe()
+    assert frame.loc[1, "input_tokens"] == 360 and frame.loc[1, "model_calls"] == 3
+
+
+def test_empty_choices_is_a_clear_error(server):
+    model = OpenAIChatModel(base_url(server), API_KEY, "local-model", max_retries=0)
+    with pytest.raises(ModelResponseError, match="openai:local-model: the endpoint returned no"):
+        model.complete([{"role": "user", "content": "no choices"}], [])
+
+
+def test_api_errors_timeouts_and_bad_responses_do_not_lose_the_run(server, tmp_path):
+    mem = AgentMemory.open(tmp_path / "agent")
+    model = OpenAIChatModel(base_url(server), API_KEY, "local-model", timeout=0.4, max_retries=0)
+    scenario = Scenario(
+        [
+            Session(["Hi, my name is Ada"], expect=[FactContains("Ada")]),
+            Session(
+                ["fail please", "no choices", "be slow", "Who am I?"],
+                expect=[ReplyContains("You are Ada.")],
+            ),
+            Session(["Who am I?"], expect=[ReplyContains("Ada")]),
+        ]
+    )
+    started = time.monotonic()
+    result = run_scenario(mem, model, scenario, config={"bootstrap_completed": True})
+    assert time.monotonic() - started < 10
+    assert not result.stopped and len(result.sessions) == 3
+    failing = result.sessions[1].turns
+    assert "openai.InternalServerError: Error code: 500" in failing[0].error
+    assert "upstream exploded" in failing[0].error
+    assert "ModelResponseError: openai:local-model: the endpoint returned no choices" in (
+        failing[1].error
+    )
+    assert "openai.APITimeoutError: Request timed out." in failing[2].error
+    assert [t.reply for t in failing] == ["", "", "", "You are Ada."]
+    assert result.sessions[1].passed and result.sessions[2].passed
+    assert [index for index, _ in result.errors] == [2, 2, 2]
+    # Sessions before the errors are kept, and so is what they wrote.
+    assert result.sessions[0].facts_after == "- Name: Ada\n" == mem.facts
+
+    stopped = run_scenario(
+        tmp_path / "other", model, scenario, config={"bootstrap_completed": True}, on_error="stop"
+    )
+    assert stopped.stopped and [len(s.turns) for s in stopped.sessions] == [1, 1]
+    assert stopped.sessions[0].facts_after == "- Name: Ada\n"
