@@ -141,6 +141,7 @@ def test_reads_need_no_write_access(agents_root: Path) -> None:
             f"""
             import os, sys
             # Import first: the interpreter's own files may be private to this user.
+            import sqlite3  # the optional search index's module, imported on first search
             from jupyter_agent_memory import AgentMemory, journal, tool
             if os.geteuid() == 0:
                 os.setgid(65534); os.setuid(65534)
