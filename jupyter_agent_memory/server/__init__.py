@@ -13,43 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-#: URL prefix (below the server's base URL) of every route.
-API_PREFIX = "/agent-memory/api"
-
-#: ``(methods, path pattern, description)`` for every route, in registration order. Path
-#: patterns use ``{id}`` for an agent id and ``{sha}`` for a FACT.md version (sha256 or prefix).
-ROUTES: list[tuple[tuple[str, ...], str, str]] = [
-    (
-        ("GET", "POST"),
-        f"{API_PREFIX}/agents",
-        "List agents and templates; create an agent, optionally provisioned from a template.",
-    ),
-    (
-        ("GET", "PUT"),
-        f"{API_PREFIX}/agents/{{id}}/facts",
-        "Read FACT.md with its sha256; replace it with compare-and-swap (409 on conflict).",
-    ),
-    (
-        ("GET", "POST"),
-        f"{API_PREFIX}/agents/{{id}}/journal",
-        "Search the journal (query, tag, limit, since, until), newest first; append an entry.",
-    ),
-    (
-        ("GET",),
-        f"{API_PREFIX}/agents/{{id}}/prompt",
-        "Build the system prompt the agent would get, with per-section sizes.",
-    ),
-    (
-        ("GET",),
-        f"{API_PREFIX}/agents/{{id}}/history",
-        "List previous FACT.md versions, newest first.",
-    ),
-    (
-        ("GET",),
-        f"{API_PREFIX}/agents/{{id}}/history/{{sha}}",
-        "Read one previous FACT.md version by sha256 or unique prefix.",
-    ),
-]
+from .routes import API_PREFIX, ROUTES
 
 
 def _jupyter_server_extension_points() -> list[dict[str, str]]:

@@ -46,8 +46,8 @@ from ..errors import (
     LockTimeoutError,
 )
 from ..store import check_edit_body
-from . import API_PREFIX
 from .config import AgentMemoryServer
+from .routes import API_PREFIX
 
 T = TypeVar("T")
 
