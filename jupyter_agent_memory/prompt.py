@@ -175,6 +175,7 @@ class PromptBuilder:
         self._prompts: dict[tuple[Any, ...], Prompt] = {}
         self._workspaces: dict[Any, str] = {}
         self._watched: dict[tuple[Any, ...], Watch] = {}
+        self._templates: dict[Path, tuple[Any, ...]] = {}
 
     # -- public API ------------------------------------------------------------------------
 
@@ -293,15 +294,44 @@ class PromptBuilder:
         (or whose template is gone or invalid) gets the defaults. Every surface (CLI, magics,
         panel, REST, MCP) builds prompts this way.
         """
-        from .templates import template_for
-
-        definition = template_for(agent)
+        definition = self._session_template(agent)
         return self.build(
             agent,
             workspace=workspace,
             config=definition.configuration if definition else None,
             has_user_instructions=bool(definition and definition.instructions),
         )
+
+    def _session_template(self, agent: AgentMemory) -> Any:
+        """The agent's template, re-read only when its record or its ``agent.json`` changed.
+
+        An unchanged session build then costs two ``lstat`` calls more than :meth:`build`
+        instead of reading and validating two JSON files.
+        """
+        cached = self._templates.get(agent.path)
+        if cached is not None:
+            record_path, record_key, spec_path, spec_key, definition = cached
+            if _lstat_key(record_path) == record_key and _lstat_key(spec_path) == spec_key:
+                return definition
+        from .store import TEMPLATE_RECORD
+        from .templates import AGENT_JSON, template_for
+
+        record_path = os.path.join(agent.path, TEMPLATE_RECORD)
+        record_key = _lstat_key(record_path)
+        if record_key is None:
+            self._templates.pop(agent.path, None)
+            return None  # never provisioned: no template
+        definition = template_for(agent)
+        if definition is None:
+            self._templates.pop(agent.path, None)  # gone or invalid: look again next time
+            return None
+        spec_path = os.path.join(definition.folder, AGENT_JSON)
+        if len(self._templates) >= _MAX_WATCHES:
+            self._templates.clear()
+        self._templates[agent.path] = (
+            record_path, record_key, spec_path, _lstat_key(spec_path), definition
+        )
+        return definition
 
     def build_facts_section(self, agent: AgentMemory | str | os.PathLike[str]) -> str | None:
         """``## Agent Knowledge`` with FACT.md, or None when FACT.md is missing or empty."""
@@ -336,6 +366,7 @@ class PromptBuilder:
         self._prompts.clear()
         self._close_watches()
         self._workspaces.clear()
+        self._templates.clear()
 
     def _close_watches(self) -> None:
         for watch in self._watched.values():
@@ -626,6 +657,13 @@ def _check_budget(value: Any) -> int | None:
             f"'budget_tokens' must be a positive integer, got {value!r}", INVALID_PARAMS
         )
     return value
+
+
+def _lstat_key(path: str) -> tuple[int, int, int, int] | None:
+    try:
+        return file_key(os.lstat(path))
+    except OSError:
+        return None
 
 
 def _agent_folder(agent: AgentMemory | str | os.PathLike[str]) -> Path:
