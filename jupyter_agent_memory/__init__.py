@@ -19,13 +19,36 @@ use, so loading the extension stays cheap.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .__about__ import __version__
+
+if TYPE_CHECKING:
+    # What type checkers and IDEs see; at run time the same names load on first use
+    # (``__getattr__`` below). tests/test_public_api.py keeps the two lists identical.
+    from .errors import (
+        AgentNotFoundError,
+        ContentTooLargeError,
+        InvalidAgentIdError,
+        LockTimeoutError,
+        MemoryConflictError,
+        MemoryIOError,
+        MemoryToolError,
+        TemplateError,
+        UnsafePathError,
+        VersionNotFoundError,
+    )
+    from .panel import MemoryPanel
+    from .paths import default_agent_id, default_root, list_agents, validate_agent_id
+    from .prompt import Prompt, PromptBudgetWarning, PromptBuilder
+    from .store import AgentMemory, CorruptJournalWarning, WriteResult
+    from .templates import list_templates, product_info, provision
+    from .tool import MEMORY_TOOL, call_tool
 
 _EXPORTS = {
     "AgentMemory": ".store",
     "CorruptJournalWarning": ".store",
+    "WriteResult": ".store",
     "PromptBuilder": ".prompt",
     "Prompt": ".prompt",
     "PromptBudgetWarning": ".prompt",
@@ -34,6 +57,9 @@ _EXPORTS = {
     "UnsafePathError": ".errors",
     "InvalidAgentIdError": ".errors",
     "AgentNotFoundError": ".errors",
+    "ContentTooLargeError": ".errors",
+    "LockTimeoutError": ".errors",
+    "MemoryIOError": ".errors",
     "VersionNotFoundError": ".errors",
     "TemplateError": ".errors",
     "MEMORY_TOOL": ".tool",
@@ -48,7 +74,35 @@ _EXPORTS = {
     "MemoryPanel": ".panel",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+__all__ = [
+    "__version__",
+    "AgentMemory",
+    "CorruptJournalWarning",
+    "WriteResult",
+    "PromptBuilder",
+    "Prompt",
+    "PromptBudgetWarning",
+    "MemoryToolError",
+    "MemoryConflictError",
+    "UnsafePathError",
+    "InvalidAgentIdError",
+    "AgentNotFoundError",
+    "ContentTooLargeError",
+    "LockTimeoutError",
+    "MemoryIOError",
+    "VersionNotFoundError",
+    "TemplateError",
+    "MEMORY_TOOL",
+    "call_tool",
+    "provision",
+    "product_info",
+    "list_templates",
+    "list_agents",
+    "validate_agent_id",
+    "default_root",
+    "default_agent_id",
+    "MemoryPanel",
+]
 
 
 def __getattr__(name: str) -> Any:
