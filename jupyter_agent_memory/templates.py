@@ -93,9 +93,15 @@ class TemplateDefinition:
 
     @property
     def manifest_path(self) -> Path | None:
-        """The template's ``product-manifest.json``, or None when it has none."""
+        """The template's ``product-manifest.json``, or None when it has none.
+
+        Only a regular file counts (a link or a pipe would be refused when read anyway).
+        """
         path = self.folder / MANIFEST
-        return path if path.is_file() else None
+        try:
+            return path if stat.S_ISREG(os.lstat(path).st_mode) else None
+        except OSError:
+            return None
 
 
 # -- reading template files --------------------------------------------------------------------
