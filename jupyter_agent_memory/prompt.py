@@ -204,7 +204,7 @@ class PromptBuilder:
                 else self.budget_tokens
             )
         else:
-            config, completed, budget = {}, None, self.budget_tokens
+            completed, budget = None, self.budget_tokens
         folder = agent.path if isinstance(agent, AgentMemory) else _agent_folder(agent)
         space = self._workspaces.get(workspace) if workspace else os.getcwd()
         if space is None:
