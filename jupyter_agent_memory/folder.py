@@ -327,7 +327,7 @@ def _full_fsync(fd: int) -> None:
 
 def _unsafe_or_raise(
     exc: OSError, path: Path, lstat: Callable[[], os.stat_result], wanted: str
-) -> OSError:
+) -> OSError | UnsafePathError:
     """Turn an open() failure caused by a link or wrong type into UnsafePathError."""
     if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK, errno.ENXIO, errno.EISDIR):
         return exc

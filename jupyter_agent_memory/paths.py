@@ -120,8 +120,9 @@ def resolve_target(
             )
         parent = Path(os.path.realpath(raw.parent))
         return parent / raw.name, None, parent
-    folder, base = resolve_agent_id(target, root)
-    return folder, target, base
+    agent_id = os.fspath(target)  # looks_like_path ruled out a PathLike
+    folder, base = resolve_agent_id(agent_id, root)
+    return folder, agent_id, base
 
 
 def resolve_agent_id(

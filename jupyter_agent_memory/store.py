@@ -268,7 +268,7 @@ class AgentMemory:
                 for canonical in (SOUL, USER):
                     name = agent.lookup(canonical, names)
                     st = agent.lstat(name) if name is not None else None
-                    if st is not None and not stat.S_ISREG(st.st_mode):
+                    if name is not None and st is not None and not stat.S_ISREG(st.st_mode):
                         raise UnsafePathError(
                             f"Refusing to use the agent folder {self.path}: "
                             f"{agent.display(name)} is {describe(st)}, not a regular file"
