@@ -258,7 +258,8 @@ class MatrixResult:
         axes.set_xlabel(by)
         axes.set_ylabel(f"mean {metric}")
         if hue:
-            axes.legend(title=hue, fontsize=8)
+            # Beside the bars, so it never hides one.
+            axes.legend(title=hue, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
         axes.set_title(title if title is not None else f"{metric} by {by}")
         return figure
 

@@ -200,12 +200,12 @@ class EvaluationResult:
         return "\n".join(lines)
 
     def _headline(self) -> str:
+        return f"Scenario {self.scenario!r} with model {self.model}: {self._counts()}"
+
+    def _counts(self) -> str:
         total = sum(len(session.outcomes) for session in self.sessions)
         failed = len(self.failures)
-        head = (
-            f"Scenario {self.scenario!r} with model {self.model}: {len(self.sessions)} sessions, "
-            f"{total - failed}/{total} expectations passed"
-        )
+        head = f"{len(self.sessions)} sessions, {total - failed}/{total} expectations passed"
         errors = len(self.errors)
         if errors:
             head += f", {errors} error{'' if errors == 1 else 's'}"
@@ -374,7 +374,12 @@ class EvaluationResult:
         facts_axes.yaxis.set_major_locator(MaxNLocator(integer=True))
         handles = axes.get_legend_handles_labels()
         more = facts_axes.get_legend_handles_labels()
-        axes.legend(handles[0] + more[0], handles[1] + more[1], loc="upper left", fontsize=8)
+        if ax is None:
+            figure.legend(
+                handles[0] + more[0], handles[1] + more[1], loc="outside lower center", ncols=2
+            )
+        else:  # someone else's figure: keep the legend inside these axes
+            axes.legend(handles[0] + more[0], handles[1] + more[1], loc="best", fontsize=8)
         axes.set_title(
             title if title is not None else f"{self.scenario}: prompt size and facts per session"
         )
@@ -442,7 +447,8 @@ class EvaluationResult:
         esc = html.escape
         out = [
             '<div class="jp-AgentMemory-evaluation">',
-            f"<p>{esc(self._headline())}</p>",
+            f"<p><b>Scenario {esc(self.scenario)}</b> with model <code>{esc(self.model)}</code>: "
+            f"{esc(self._counts())}</p>",
             "<table><thead><tr>",
             *(f"<th>{esc(title)}</th>" for _, title in _COLUMNS),
             "</tr></thead><tbody>",
