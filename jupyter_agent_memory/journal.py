@@ -169,22 +169,23 @@ def _reader(f: BinaryIO) -> Callable[[int, int], bytes]:
     return read
 
 
-def _backward_blocks(f: BinaryIO) -> Iterator[tuple[bytes, int]]:
-    """The file as ``(buf, lo)`` pairs, last part of the file first, where ``buf[lo:]`` is a run
-    of whole lines and ``buf[:lo]`` the tail of a line that the next pair holds whole.
+def _backward_blocks(
+    read: Callable[[int, int], bytes], floor: int, end: int
+) -> Iterator[tuple[bytes, int]]:
+    """``[floor, end)`` of the file as ``(buf, lo)`` pairs, last part first, where ``buf[lo:]``
+    is a run of whole lines and ``buf[:lo]`` the tail of a line that the next pair holds whole.
 
-    Reads only up to the size the file had when the search began, so concurrent appends do not
-    shift the blocks. Blocks grow from 64 KiB to 1 MiB; a longer line is read whole.
+    ``floor`` is a line start. Reads only up to ``end`` (the size the file had when the search
+    began), so concurrent appends do not shift the blocks. Blocks grow from 64 KiB to 1 MiB; a
+    longer line is read whole.
     """
-    read = _reader(f)
-    end = f.seek(0, os.SEEK_END)
     step = _FIRST_BLOCK
-    while end > 0:
-        start = max(0, end - step)
+    while end > floor:
+        start = max(floor, end - step)
         buf = read(start, end - start)
         if not buf:  # the file shrank under us: nothing more to read
             return
-        if start == 0:
+        if start == floor:
             yield buf, 0
             return
         lo = buf.find(b"\n") + 1
@@ -196,7 +197,23 @@ def _backward_blocks(f: BinaryIO) -> Iterator[tuple[bytes, int]]:
             step *= 2  # no whole line in this read: a long line, read more at once
 
 
+def _line_at(read: Callable[[int, int], bytes], offset: int, end: int) -> bytes:
+    """The line starting at ``offset`` (without its newline), reading no further than ``end``."""
+    size = 4096
+    while True:
+        buf = read(offset, min(size, end - offset))
+        stop = buf.find(b"\n")
+        if stop >= 0:
+            return buf[:stop]
+        if len(buf) >= end - offset or not buf:
+            return buf
+        size *= 4
+
+
 # -- public search -----------------------------------------------------------------------------
+
+# An index opener: given ``read`` and the journal's ``fstat``, the index or None.
+IndexOpener = Callable[[Callable[[int, int], bytes], os.stat_result], Any]
 
 
 def search(
@@ -207,14 +224,84 @@ def search(
     limit: int = 20,
     since: datetime | None = None,
     until: datetime | None = None,
+    index: IndexOpener | None = None,
 ) -> SearchResult:
     """The last ``limit`` entries matching every filter, newest first.
 
     Reads ``f`` backwards in blocks and stops at the ``limit``-th match; results are identical
     to :func:`reference_search`. See the module docstring for matching rules and counters.
+    With ``index`` (see :mod:`~jupyter_agent_memory.journal_index`), time windows read only
+    the parts of the file they overlap and substring queries only the lines the trigram index
+    names; any trouble with the index means a plain search instead.
     """
     matcher = Matcher(query, tag, since, until)
     limit = max(1, int(limit))
+    read = _reader(f)
+    size = f.seek(0, os.SEEK_END)
+    if index is not None:
+        try:
+            planned = _indexed_plan(f, read, size, matcher, index)
+        except _index_errors():
+            planned = None
+        if planned is not None:
+            ranges, candidates, end = planned
+            try:
+                return _run(read, matcher, limit, ranges, candidates, end)
+            except _index_errors():
+                pass  # a plain search below, from the start
+    return _run(read, matcher, limit, [(0, size)], None, size)
+
+
+def _index_errors() -> tuple[type[BaseException], ...]:
+    """What a failing index raises (only evaluated when something was raised: sqlite3 is
+    imported only by searches that use an index)."""
+    import sqlite3
+
+    return (OSError, sqlite3.Error)
+
+
+def _indexed_plan(
+    f: BinaryIO,
+    read: Callable[[int, int], bytes],
+    size: int,
+    matcher: Matcher,
+    opener: IndexOpener,
+) -> tuple[list[tuple[int, int]], Iterator[int] | None, int] | None:
+    """``(ranges to scan newest first, candidate line offsets, end of the indexed part)`` for
+    a search the index can narrow, or None for a plain search."""
+    from . import journal_index
+
+    window = _window(matcher)
+    text_query = matcher.query if journal_index.fts_usable(matcher.query) else ""
+    if window is None and not text_query:
+        return None
+    try:
+        st = os.fstat(f.fileno())
+    except (AttributeError, OSError, ValueError):
+        return None
+    if st.st_size != size:
+        st = os.stat_result((*st[:6], size, *st[7:]))
+    index = opener(read, st)
+    if index is None:
+        return None
+    if text_query and index.full_text:
+        end = index.update_texts()
+        return [(end, size)], index.text_candidates(text_query), end
+    if window is None or size < journal_index.MAP_MIN_BYTES:
+        return None
+    end = index.update_map()
+    return [(end, size), *index.window_ranges(window.low, window.high)], None, end
+
+
+def _run(
+    read: Callable[[int, int], bytes],
+    matcher: Matcher,
+    limit: int,
+    ranges: list[tuple[int, int]],
+    candidates: Iterator[int] | None,
+    end: int,
+) -> SearchResult:
+    """Scan ``ranges`` (newest first), then decode ``candidates`` (offsets, newest first)."""
     needles = []
     if matcher.query:
         needles.append(_Needle(matcher.query, quoted=False))
@@ -222,25 +309,41 @@ def search(
         needles.append(_Needle(matcher.tag, quoted=True))
     primary = needles[0] if needles else None
     secondary = needles[1] if len(needles) > 1 else None
-
     window = _window(matcher)
 
     result = SearchResult()
-    for buf, lo in _backward_blocks(f):
-        lines = primary.candidates(buf, lo) if primary else _reversed_lines(buf[lo:])
-        for _start, line in lines:
-            if secondary is not None and not secondary.may_match(line):
-                continue
-            if window is not None and window.rejects(line):
-                continue
-            result.scanned += 1
-            entry = _decode(line)
-            if entry is _CORRUPT:
-                result.skipped += 1
-            elif entry is not None and matcher.matches(entry):
-                result.append(entry)
-                if len(result) >= limit:
-                    return result
+    for floor, top in ranges:
+        for buf, lo in _backward_blocks(read, floor, top):
+            trimmed = None
+            if primary is not None:
+                lines = primary.candidates(buf, lo)
+            elif window is not None and (trimmed := window.trim(buf[lo:])) is not None:
+                lines = ((0, line) for line in trimmed)
+            else:
+                lines = _reversed_lines(buf[lo:])
+            for _start, line in lines:
+                if secondary is not None and not secondary.may_match(line):
+                    continue
+                if trimmed is None and window is not None and window.rejects(line):
+                    continue
+                result.scanned += 1
+                entry = _decode(line)
+                if entry is _CORRUPT:
+                    result.skipped += 1
+                elif entry is not None and matcher.matches(entry):
+                    result.append(entry)
+                    if len(result) >= limit:
+                        return result
+    for offset in candidates or ():
+        line = _line_at(read, offset, end)
+        result.scanned += 1
+        entry = _decode(line)
+        if entry is _CORRUPT:
+            result.skipped += 1
+        elif entry is not None and matcher.matches(entry):
+            result.append(entry)
+            if len(result) >= limit:
+                return result
     return result
 
 

@@ -10,6 +10,7 @@ windows) and :func:`strip_skeleton` (needles that also occur in keys and timesta
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import re
 from collections.abc import Iterator
@@ -367,6 +368,21 @@ _TS_PREFIX = b'{"ts":"'
 # Every spelling of the key "ts" in JSON: each letter raw or as a \u escape (4 digits, no hex
 # letters, so case does not matter).
 _TS_KEY = re.compile(rb'"(?:t|\\u0074)(?:s|\\u0073)"')
+# The start of a line in our own layout, capturing its canonical timestamp.
+# (After a newline: a literal prefix the regex engine finds fast; ``^`` with MULTILINE is
+# several times slower.)
+TS_LINE = re.compile(
+    rb'\n\{"ts":"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z)"'
+)
+
+
+def layout_keys(block: bytes, lines: int) -> list[bytes] | None:
+    """The timestamps of the ``lines`` lines of ``block`` when every one of them is a line
+    :meth:`_Window.rejects` may judge (our layout, no second ``ts`` key), else None."""
+    if lines == 0 or block.count(b'"ts"') != lines or b"\\u007" in block:
+        return None
+    keys = TS_LINE.findall(b"\n" + block)
+    return keys if len(keys) == lines else None
 
 
 class _Window:
@@ -407,6 +423,30 @@ class _Window:
                 self.high is not None and key > self.high
             )
         return False
+
+
+    def trim(self, block: bytes) -> list[bytes] | None:
+        """The lines of ``block`` (whole lines) that :meth:`rejects` lets through, last line
+        first, found by bisection when every line is in our layout and in time order; None
+        when it is not (then each line has to be judged on its own)."""
+        lines = block.split(b"\n")
+        if block.endswith(b"\n"):
+            lines.pop()
+        keys = layout_keys(block, len(lines))
+        if keys is None:
+            return None
+        first, last = keys[0], keys[-1]
+        if (self.low is not None and last < self.low) or (
+            self.high is not None and first > self.high
+        ):
+            if keys == sorted(keys):
+                return []  # the whole block lies outside the window
+            return None
+        if keys != sorted(keys):
+            return None
+        lo = bisect.bisect_left(keys, self.low) if self.low is not None else 0
+        hi = bisect.bisect_right(keys, self.high) if self.high is not None else len(keys)
+        return lines[lo:hi][::-1]
 
 
 def _window(matcher: Matcher) -> _Window | None:
