@@ -10,6 +10,8 @@
 // A step that fails records {"error": {"code", "message"}} and the plan goes on, so error
 // cases are compared like any other result. Every wait is bounded.
 
+import { writeFileSync } from "node:fs";
+
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -117,6 +119,10 @@ async function run(client, step, notifications, onNotification) {
       return await client.subscribeResource({ uri: step.uri });
     case "unsubscribe":
       return await client.unsubscribeResource({ uri: step.uri });
+    case "touch":
+      // Tell the test driving this client that a point in the plan was reached.
+      writeFileSync(step.path, "");
+      return null;
     case "sleep":
       await sleep(step.ms);
       return null;
@@ -132,7 +138,13 @@ async function run(client, step, notifications, onNotification) {
       while (!matches()) {
         const left = deadline - Date.now();
         if (left <= 0) throw new Error(`no ${step.method} notification within the timeout`);
-        await Promise.race([new Promise((resolve) => onNotification(() => resolve(null))), sleep(left)]);
+        // A timer that is cleared once a notification arrives, so none outlives the plan.
+        let timer;
+        await new Promise((resolve) => {
+          timer = setTimeout(resolve, left);
+          onNotification(() => resolve(null));
+        });
+        clearTimeout(timer);
       }
       return matches();
     }
