@@ -638,3 +638,70 @@ def test_facts_expectation_still_works_with_new_records(tmp_path):
     state = SessionState(result.sessions[1].facts_after, [], "")
     assert FactContains("Bea").check(state).passed
     assert not FactContains("Ada").check(state).passed
+
+
+def test_scenario_from_dict_with_transcripts_dates_evidence_and_reply_checks(tmp_path):
+    from jupyter_agent_memory.evaluation import Evidence
+
+    scenario = Scenario.from_dict(
+        {
+            "name": "data",
+            "labels": {"kind": "demo"},
+            "start": "2026-01-05T09:00",
+            "sessions": [
+                {
+                    "name": "chat",
+                    "date": "2026/01/06 (Tue) 10:00",
+                    "transcript": [
+                        {"role": "user", "content": "note: renewed my passport"},
+                        {"role": "assistant", "content": "Great!"},
+                    ],
+                },
+                {
+                    "name": "question",
+                    "turns": ["When did I renew my passport?"],
+                    "query": "passport",
+                    "evidence": {"sessions": ["chat"], "texts": ["passport"]},
+                    "expect": [
+                        {"reply": "passport"},
+                        {"reply_matches": "renewed", "turn": None},
+                        {"abstains": True, "present": False},
+                        {"tool": "memory", "action": "search", "arguments": {"query": "passport"}},
+                    ],
+                },
+            ],
+        }
+    )
+    chat, question = scenario.sessions
+    assert scenario.labels == {"kind": "demo"}
+    assert scenario.start == datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc)
+    assert chat.turns == ["note: renewed my passport"]
+    assert chat.date == datetime(2026, 1, 6, 10, 0, tzinfo=timezone.utc)
+    assert question.evidence == Evidence(texts=("passport",), sessions=("chat",))
+    assert question.question == "passport"
+    assert question.expect == [
+        ReplyContains("passport"),
+        ReplyMatches("renewed", turn=None),
+        ReplyAbstains(present=False),
+        ToolCalled("memory", "search", {"query": "passport"}),
+    ]
+    model = ScriptedModel(
+        [
+            Rule(r"^note: (.*)", calls=[journal("{1}")], reply="ok"),
+            Rule(r"passport\?", calls=[search(query="passport")], reply="{result}"),
+        ]
+    )
+    result = run_scenario(tmp_path / "agent", model, scenario, config=DONE)
+    assert result.passed, str(result)
+    assert result.labels == {"kind": "demo"}
+    assert result.sessions[1].retrieval[0].recall_all == 1.0
+    for bad, message in [
+        ({"sessions": [{"turns": ["x"], "evidence": {"ids": ["j1"]}}]}, "unknown evidence keys"),
+        ({"sessions": [{"turns": ["x"], "evidence": {}}]}, "needs entries, texts or sessions"),
+        ({"sessions": [{"turns": ["x"], "date": "soon"}]}, "Session 1: Invalid session date"),
+        ({"sessions": [{"turns": ["x"], "expect": [{"tool": "m", "arguments": 3}]}]}, "must be"),
+        ({"sessions": [], "labels": []}, "'labels' must be an object"),
+        ({"sessions": ["x"]}, "Session 1 must be an object"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            Scenario.from_dict(bad)

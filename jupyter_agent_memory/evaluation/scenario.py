@@ -189,12 +189,12 @@ def _expectation_from_dict(data: Mapping[str, Any]) -> Expectation:
     )
 
 
-def _evidence_from_dict(data: Any, index: int) -> Evidence:
+def _evidence_from_dict(data: Any) -> Evidence:
     if not isinstance(data, Mapping):
-        raise ValueError(f"Session {index}: 'evidence' must be an object")
+        raise ValueError("'evidence' must be an object")
     unknown = set(data) - {"entries", "texts", "sessions"}
     if unknown:
-        raise ValueError(f"Session {index}: unknown evidence keys {sorted(unknown)}")
+        raise ValueError(f"unknown evidence keys {sorted(unknown)}")
     return Evidence(**{key: tuple(value) for key, value in data.items()})
 
 
@@ -271,13 +271,14 @@ class Scenario:
                         expect=[_expectation_from_dict(e) for e in expect],
                         name=str(item.get("name") or ""),
                         date=item.get("date"),
-                        evidence=None if evidence is None else _evidence_from_dict(evidence, index),
+                        evidence=None if evidence is None else _evidence_from_dict(evidence),
                         query=None if item.get("query") is None else str(item["query"]),
                     )
                 )
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"Session {index}: {exc}") from None
-        labels = data.get("labels") or {}
+        labels = data.get("labels")
+        labels = {} if labels is None else labels
         if not isinstance(labels, Mapping):
             raise ValueError("A scenario's 'labels' must be an object")
         return cls(
