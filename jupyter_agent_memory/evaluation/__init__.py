@@ -1,13 +1,14 @@
 """Evaluate memory behaviour: replay multi-session scenarios and see what the agent learned.
 
-A scenario is a list of sessions; each session is a list of user turns plus optional
-expectations. The runner starts every session from a prompt freshly built by the
-``PromptBuilder`` (so only what was written to memory carries over), runs a tool loop with a
-model, and records per session the system prompt, every tool call and its result, the FACT.md
-diff, the new journal entries, the prompt size and the expectation outcomes::
+A scenario is a list of sessions; each session is a list of user turns (or a fixed transcript
+with a date) plus optional expectations and gold evidence. The runner starts every session from
+a prompt freshly built by the ``PromptBuilder`` (so only what was written to memory carries
+over), runs a tool loop with a model, and records per session the system prompt, every reply,
+tool call and result, the FACT.md diff, the new journal entries, the searches and what they
+returned, tokens, model calls, latency, errors and the expectation outcomes::
 
     from jupyter_agent_memory.evaluation import (
-        FactContains, PromptContains, Rule, Scenario, ScriptedModel, Session, recall, remember,
+        FactContains, ReplyContains, Rule, Scenario, ScriptedModel, Session, recall, remember,
         run_scenario)
 
     model = ScriptedModel([
@@ -17,16 +18,24 @@ diff, the new journal entries, the prompt size and the expectation outcomes::
                                              "I don't know yet.")),
     ])
     scenario = Scenario([
-        Session(["Hi, my name is Ada."], expect=[FactContains("Ada"), PromptContains("Ada")]),
-        Session(["What's my name?"]),
+        Session(["Hi, my name is Ada."], expect=[FactContains("Ada")], date="2026-01-05"),
+        Session(["What's my name?"], expect=[ReplyContains("Ada")], date="2026-02-01"),
     ])
     result = run_scenario("./eval-agent", model, scenario)
     result            # a table in a terminal, rich HTML in a notebook
     result.plot()     # prompt size and fact count over sessions (matplotlib)
+    result.save("run.json")
+
+A researcher's path: ``load_longmemeval(path)`` (or ``load_longmemeval_sample()``) gives
+benchmark items as scenarios; ``run_matrix(models, scenarios, seeds=...)`` runs each on a fresh
+agent folder and returns one tidy table (``to_dataframe()``) with answers, retrieval scores
+(``retrieval``: recall@k, NDCG, MRR, evidence-session recall, next to the tool's search and
+BM25), tokens and errors; ``leave_one_fact_out`` shows which FACT.md lines help or hurt.
 
 Models implement ``complete(messages, tools) -> ModelTurn`` (see ``models``):
-``ScriptedModel`` is deterministic and offline; ``OpenAIChatModel(base_url, api_key, model)``
-talks to any OpenAI-compatible endpoint (``pip install "jupyter-agent-memory[eval]"``).
+``ScriptedModel`` and the two ``policies`` are deterministic and offline;
+``OpenAIChatModel(base_url, api_key, model)`` talks to any OpenAI-compatible endpoint
+(``pip install "jupyter-agent-memory[eval]"``).
 """
 
 from __future__ import annotations
