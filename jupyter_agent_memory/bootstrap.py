@@ -21,11 +21,11 @@ import warnings
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .errors import MemoryToolError
+from .errors import MemoryConflictError, MemoryToolError
 from .jstext import JS_LINE_TERMINATORS, js_trim, utf16_length
+from .paths import sha256_hex
 
 if TYPE_CHECKING:
-    from .paths import Folder
     from .store import AgentMemory
 
 BOOTSTRAP_TAG = "bootstrap"
@@ -138,29 +138,24 @@ def set_bootstrap_completed(memory: AgentMemory, completed: bool | None) -> None
 
 
 def _record(memory: AgentMemory, completed: bool | None, ts: Any) -> None:
-    """Write the state file atomically, under the agent's lock, through folder descriptors."""
-    from .store import LOCK
-
-    with memory._folders(create_memory=True) as (agent, mem):  # noqa: SLF001 - engine-internal
-        assert mem is not None
-        with mem.locked(LOCK, getattr(memory, "lock_timeout", None)):
-            _write_state(memory, agent, mem, completed, ts)
-
-
-def _write_state(
-    memory: AgentMemory, agent: Folder, mem: Folder, completed: bool | None, ts: Any
-) -> None:
-    name = agent.lookup(STATE_FILE) or STATE_FILE
-    agent.require_replaceable(name)
-    state = parse_state(agent.read_bytes(agent.lookup(STATE_FILE)))
-    if state.get("bootstrap_completed") is completed:
-        return
-    state.pop("bootstrap_completed_at", None)
-    if completed is None:
-        state.pop("bootstrap_completed", None)
-    else:
-        state["bootstrap_completed"] = completed
-        if completed:
-            state["bootstrap_completed_at"] = ts
-    data = (json.dumps(state, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-    agent.write_atomic(name, data, lambda: memory._recheck(agent, mem))  # noqa: SLF001
+    """Write the state file through the store: atomic, under the agent's lock, and
+    compare-and-swap against what was read, so a concurrent writer is never overwritten."""
+    for _attempt in range(8):
+        raw = memory._read_agent_file(STATE_FILE)  # noqa: SLF001 - the store's own reader
+        state = parse_state(raw)
+        if state.get("bootstrap_completed") is completed:
+            return
+        state.pop("bootstrap_completed_at", None)
+        if completed is None:
+            state.pop("bootstrap_completed", None)
+        else:
+            state["bootstrap_completed"] = completed
+            if completed:
+                state["bootstrap_completed_at"] = ts
+        text = json.dumps(state, indent=2, ensure_ascii=False) + "\n"
+        try:
+            memory._write_agent_file(STATE_FILE, text, sha256_hex(raw))  # noqa: SLF001
+            return
+        except MemoryConflictError:
+            continue  # another writer got there first: read again
+    raise MemoryToolError(f"{memory.path / STATE_FILE} kept changing; bootstrap state not written")

@@ -92,30 +92,91 @@ def magics() -> list[dict[str, str]]:
 
 
 def cli_commands() -> list[dict[str, str]]:
-    """Sub-commands of ``jupyter-agent-memory`` with their help text."""
-    import argparse
+    """Sub-commands of ``jupyter-agent-memory`` with their help text, in registration order.
 
-    from .cli import build_parser
-
-    parser = build_parser()
-    commands = []
-    for action in parser._actions:  # argparse keeps sub-parsers only here
-        if isinstance(action, argparse._SubParsersAction):
-            helps = {a.dest: a.help or "" for a in action._choices_actions}
-            for name in action.choices:
-                commands.append(
-                    {"command": f"jupyter-agent-memory {name}", "summary": helps.get(name, "")}
-                )
+    Read from ``cli.py``'s source (the engine never imports a surface): the sub-commands are
+    the ``add_parser`` calls on the collection ``build_parser`` creates first, followed into
+    the module's helper functions it hands that collection to.
+    """
+    try:
+        tree = ast.parse(Path(__file__).with_name("cli.py").read_text(encoding="utf-8"))
+    except (OSError, SyntaxError):
+        return []
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    build = functions.get("build_parser")
+    if build is None:
+        return []
+    root = next(
+        (
+            node.targets[0].id
+            for node in _in_order(build)
+            if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and _method(node.value) == "add_subparsers"
+            and isinstance(node.targets[0], ast.Name)
+        ),
+        None,
+    )
+    commands: list[dict[str, str]] = []
+    if root is not None:
+        _collect_commands(build, root, functions, commands, depth=0)
     return commands
 
 
+def _in_order(node: ast.AST) -> list[ast.AST]:
+    """Every node below ``node``, in source order."""
+    found = [n for n in ast.walk(node) if hasattr(n, "lineno")]
+    return sorted(found, key=lambda n: (n.lineno, n.col_offset))
+
+
+def _method(call: ast.Call) -> str | None:
+    return call.func.attr if isinstance(call.func, ast.Attribute) else None
+
+
+def _collect_commands(
+    function: ast.FunctionDef,
+    collection: str,
+    functions: dict[str, ast.FunctionDef],
+    commands: list[dict[str, str]],
+    depth: int,
+) -> None:
+    for node in _in_order(function):
+        if not isinstance(node, ast.Call):
+            continue
+        receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
+        if (
+            _method(node) == "add_parser"
+            and isinstance(receiver, ast.Name)
+            and receiver.id == collection
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
+            helps = [k.value for k in node.keywords if k.arg == "help"]
+            summary = helps[0].value if helps and isinstance(helps[0], ast.Constant) else ""
+            commands.append(
+                {"command": f"jupyter-agent-memory {node.args[0].value}", "summary": summary}
+            )
+        elif isinstance(node.func, ast.Name) and node.func.id in functions and depth < 4:
+            helper = functions[node.func.id]
+            params = [a.arg for a in helper.args.args]
+            for position, argument in enumerate(node.args[: len(params)]):
+                if isinstance(argument, ast.Name) and argument.id == collection:
+                    _collect_commands(helper, params[position], functions, commands, depth + 1)
+
+
 def rest_routes() -> list[dict[str, str]]:
-    """The REST API routes served by the jupyter_server extension."""
+    """The REST API routes served by the jupyter_server extension.
+
+    ``server/routes.py`` is plain data (no tornado, no jupyter_server) kept for documentation
+    and this manifest; it is run as a file so the engine never imports the server package.
+    """
+    import runpy
+
     try:
-        from .server import ROUTES
-    except ImportError:
+        routes = runpy.run_path(str(Path(__file__).parent / "server" / "routes.py"))["ROUTES"]
+    except (OSError, KeyError, SyntaxError):
         return []
     return [
         {"methods": "/".join(methods), "path": path, "summary": summary}
-        for methods, path, summary in ROUTES
+        for methods, path, summary in routes
     ]
