@@ -23,19 +23,43 @@ PROG = "jupyter-agent-memory"
 DEMO_FACT = "- The user tried jupyter-agent-memory with its built-in demo."
 
 
+EPILOG = """\
+examples:
+  {prog} demo                              try the learning loop on its own 'demo' agent
+  {prog} init --agent research --template assistant
+  {prog} fact --agent research             print FACT.md
+  {prog} fact --set notes.md               replace FACT.md (keeps the old version)
+  {prog} journal append "Met Ana" -t meeting
+  {prog} journal search ana -n 5           newest first; --json for scripts
+  {prog} prompt --budget 2000              the next session's system prompt
+  {prog} mcp --agent research              serve one agent to an MCP client
+
+templates: {templates}
+agents root: {root}
+  set by $JUPYTER_AGENT_MEMORY_ROOT (else <jupyter data dir>/agent-memory)
+default agent: $JUPYTER_AGENT_MEMORY_AGENT, else 'default'
+Options such as --agent and --json go before or after the sub-command.
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the command line."""
     from .__about__ import __version__
 
     agent_help = "agent id under the agents root, or a folder path (default: the default agent)"
+    json_help = "print JSON for scripts instead of text for people"
     common = argparse.ArgumentParser(add_help=False)
-    # SUPPRESS lets `--agent` given before the sub-command survive the sub-parser's defaults.
+    # SUPPRESS lets options given before the sub-command survive the sub-parser's defaults.
     common.add_argument("--agent", metavar="TARGET", default=argparse.SUPPRESS, help=agent_help)
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help=json_help)
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Long-term memory for LLM agents, as plain files you can see.",
+        epilog=_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--agent", metavar="TARGET", default=None, help=agent_help)
+    parser.add_argument("--json", action="store_true", default=False, help=json_help)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
@@ -53,7 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--history", action="store_true", help="list previous FACT.md versions")
     group.add_argument("--restore", metavar="SHA", help="restore a previous FACT.md version")
 
-    journal = commands.add_parser("journal", help="append to or search the journal")
+    journal = commands.add_parser(
+        "journal", parents=[common], help="append to or search the journal"
+    )
     verbs = journal.add_subparsers(dest="verb", metavar="VERB")
     verbs.required = True
     append = verbs.add_parser("append", parents=[common], help="add a journal entry")
@@ -71,19 +97,40 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--until", default=None, help="ISO-8601 end of the time window")
 
     prompt = commands.add_parser(
-        "prompt", parents=[common], help="print the system prompt the next session gets"
+        "prompt",
+        parents=[common],
+        help="print the system prompt the next session gets (sizes on stderr)",
     )
     prompt.add_argument("--workspace", metavar="DIR", help="session workspace (default: cwd)")
     prompt.add_argument("--tool-name", default=None, help="how the model sees the memory tool")
+    prompt.add_argument(
+        "--budget",
+        type=int,
+        default=None,
+        metavar="TOKENS",
+        help="warn when the memory exceeds TOKENS (overrides the template's budget)",
+    )
 
     _add_mcp_parser(commands, common)
     commands.add_parser("agents", parents=[common], help="list the agents under the root")
     commands.add_parser(
         "demo",
         parents=[common],
-        help="provision the guide agent, learn a fact, and print the next session's prompt",
+        help="show the learning loop on the guide template, in its own 'demo' agent",
     )
     return parser
+
+
+def _epilog() -> str:
+    from .paths import default_root
+    from .templates import list_templates
+
+    try:
+        root = str(default_root())
+    except Exception as exc:  # --help must work even where the root cannot be resolved
+        root = f"(cannot be resolved: {exc})"
+    templates = ", ".join(str(name) for name in list_templates()) or "none"
+    return EPILOG.format(prog=PROG, templates=templates, root=root)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -127,6 +174,7 @@ def _init(args: argparse.Namespace) -> int:
 
 def _fact(args: argparse.Namespace) -> int:
     memory = _open(args)
+    as_json = getattr(args, "json", False)
     if args.set is not None:
         from .store import check_edit_body
 
@@ -134,6 +182,9 @@ def _fact(args: argparse.Namespace) -> int:
         print(memory.call_tool({"action": "update", "content": content}))
     elif args.history:
         versions = memory.history()
+        if as_json:
+            _print_json(versions)
+            return 0
         if not versions:
             print("No previous FACT.md versions.")
         for version in versions:
@@ -142,8 +193,22 @@ def _fact(args: argparse.Namespace) -> int:
         sha = memory.restore(args.restore)
         print(f"Restored FACT.md version {sha[:12]}.")
     else:
-        sys.stdout.write(memory.facts)
+        text, sha = memory.read_facts()
+        path = memory.file_path("FACT.md")
+        if as_json:
+            _print_json({"path": str(path), "content": text, "sha256": sha})
+        elif text:
+            sys.stdout.write(text)
+        else:
+            # stderr, so `fact > backup.md` still writes exactly the file's (empty) content
+            print(f"FACT.md is empty ({path}).", file=sys.stderr)
     return 0
+
+
+def _print_json(value: object) -> None:
+    import json
+
+    print(json.dumps(value, indent=2, ensure_ascii=False))
 
 
 def _read_text(source: str) -> str:
@@ -166,13 +231,31 @@ def _read_text(source: str) -> str:
 
 def _journal(args: argparse.Namespace) -> int:
     memory = _open(args)
+    as_json = getattr(args, "json", False)
     if args.verb == "append":
         call = {"action": "append", "text": args.text, "tags": args.tag}
-    else:
-        call = {"action": "search", "query": args.query, "tag": args.tag, "limit": args.limit}
-        call.update({k: getattr(args, k) for k in ("since", "until") if getattr(args, k)})
-    print(memory.call_tool(call))
+        print(memory.call_tool(call))
+        return 0
+    call = {"action": "search", "query": args.query, "tag": args.tag, "limit": args.limit}
+    call.update({k: getattr(args, k) for k in ("since", "until") if getattr(args, k)})
+    text = memory.call_tool(call)
+    if as_json or not text.startswith("["):
+        # JSON for scripts is the tool's own text; "No ... found." reads the same for both.
+        print(text)
+        return 0
+    import json
+
+    for entry in json.loads(text):
+        print(format_entry(entry))
     return 0
+
+
+def format_entry(entry: dict[str, object]) -> str:
+    """One journal entry as a compact line for people: time, tags, text (indented lines)."""
+    tags = entry.get("tags")
+    shown = " ".join(f"#{t}" for t in tags if isinstance(t, str)) if isinstance(tags, list) else ""
+    body = str(entry.get("text", "")).replace("\n", "\n" + " " * 27)
+    return f"{entry.get('ts', '?'):<25}  {shown + '  ' if shown else ''}{body}"
 
 
 def _prompt(args: argparse.Namespace) -> int:
@@ -181,9 +264,38 @@ def _prompt(args: argparse.Namespace) -> int:
     from .prompt import DEFAULT_TOOL_NAME, PromptBuilder
 
     workspace = require_workspace(args.workspace) if args.workspace else None
-    builder = PromptBuilder(tool_name=args.tool_name or DEFAULT_TOOL_NAME)
-    prompt = builder.build_session(memory, workspace)
+    builder = PromptBuilder(
+        tool_name=args.tool_name or DEFAULT_TOOL_NAME, budget_tokens=args.budget
+    )
+    import warnings
+
+    from .prompt import PromptBudgetWarning
+
+    with warnings.catch_warnings():
+        # Reported below as one plain line, not as a Python warning with a source location.
+        warnings.simplefilter("ignore", PromptBudgetWarning)
+        prompt = builder.build_session(memory, workspace)
+    sizes = {
+        "tokens": prompt.tokens,
+        "memory_tokens": prompt.memory_tokens,
+        "budget_tokens": prompt.budget_tokens,
+        "warnings": list(prompt.warnings),
+        "sections": [
+            {"name": s.name, "source": None if s.source is None else str(s.source),
+             "chars": s.chars, "tokens": s.tokens}
+            for s in prompt.sections
+        ],
+    }
+    if getattr(args, "json", False):
+        _print_json({"text": prompt.text, **sizes})
+        return 0
     print(prompt.text)
+    # Sizes go to stderr so the prompt on stdout stays exactly what a session gets.
+    by_section = ", ".join(f"{s.name} {s.tokens}" for s in prompt.sections)
+    budget = f"; budget {prompt.budget_tokens}" if prompt.budget_tokens else ""
+    print(f"About {prompt.tokens} tokens ({by_section}){budget}.", file=sys.stderr)
+    for warning in prompt.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 
@@ -297,15 +409,25 @@ def _agents(args: argparse.Namespace) -> int:
 
     root = default_root()
     agents = list_agents(root)
+    if getattr(args, "json", False):
+        _print_json({"root": str(root), "agents": agents})
+        return 0
     print(f"Agents under {root}:" if agents else f"No agents under {root} yet.")
     for agent_id in agents:
         print(f"  {agent_id}")
     return 0
 
 
+DEMO_AGENT = "demo"
+DEMO_ENTRY = "Ran the jupyter-agent-memory demo."
+
+
 def _demo(args: argparse.Namespace) -> int:
+    """The learning loop once, on its own agent: never the default agent or any other."""
     from .templates import provision
 
+    if args.agent is None:
+        args.agent = DEMO_AGENT
     memory = _open(args, create=True)
     definition = provision("guide", memory)
     rule = "-" * 72
@@ -318,10 +440,12 @@ def _demo(args: argparse.Namespace) -> int:
         print(f'  memory(action="update")  -> {result}')
     else:
         print('  memory(action="update")  -> (FACT.md already holds the demo fact)')
-    result = memory.call_tool(
-        {"action": "append", "text": "Ran the jupyter-agent-memory demo.", "tags": ["demo"]}
-    )
-    print(f'  memory(action="append")  -> {result}\n')
+    # Idempotent: a second run finds its entry instead of logging the same event again.
+    if memory.search(query=DEMO_ENTRY, tag="demo", limit=1):
+        print('  memory(action="append")  -> (the journal already records the demo)\n')
+    else:
+        result = memory.call_tool({"action": "append", "text": DEMO_ENTRY, "tags": ["demo"]})
+        print(f'  memory(action="append")  -> {result}\n')
     from .prompt import PromptBuilder
 
     prompt = PromptBuilder().build_session(memory)
@@ -330,9 +454,28 @@ def _demo(args: argparse.Namespace) -> int:
     print(prompt.text)
     print(rule)
     sizes = ", ".join(f"{s.name} {s.tokens}" for s in prompt.sections)
-    print(f"About {prompt.tokens} tokens (by section: {sizes}).")
-    print(f"Search the journal: {PROG} journal search demo")
+    print(f"About {prompt.tokens} tokens (by section: {sizes}).\n")
+    target = memory.agent_id or str(memory.path)
+    script = _script_path()
+    print("Next:")
+    print(f"  1. jupyter lab: the Agent Memory sidebar (left) shows the agent '{target}'.")
+    print(f"  2. In a notebook: %load_ext jupyter_agent_memory, then %agent_memory {target}")
+    print(
+        "  3. An MCP client: "
+        f'{{"command": "{script}", "args": ["mcp", "--agent", "{target}"]}}'
+    )
     return 0
+
+
+def _script_path() -> str:
+    """The absolute path of this command, as GUI apps (which have no PATH) need it."""
+    import os
+    import shutil
+
+    beside = os.path.join(os.path.dirname(sys.executable), PROG)
+    if os.path.exists(beside):
+        return beside
+    return shutil.which(PROG) or PROG
 
 
 _COMMANDS = {

@@ -86,10 +86,17 @@ def test_init_unknown_template_writes_nothing(
 
 
 def test_fact_shows_facts_exactly(agents_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    AgentMemory.open("f")  # only init creates agents
-    assert run(capsys, "fact", "--agent", "f") == (0, "", "")
-    AgentMemory.open("f").update_facts("- one\n- two")
+    mem = AgentMemory.open("f")  # only init creates agents
+    fact = mem.path / "memory" / "FACT.md"
+    # stdout stays the exact (empty) file, so `fact > backup.md` is a faithful copy.
+    assert run(capsys, "fact", "--agent", "f") == (0, "", f"FACT.md is empty ({fact}).\n")
+    mem.update_facts("- one\n- two")
     assert run(capsys, "fact", "--agent", "f") == (0, "- one\n- two", "")
+    code, out, err = run(capsys, "fact", "--json", "--agent", "f")
+    assert (code, err) == (0, "")
+    assert json.loads(out) == {"path": str(fact), "content": "- one\n- two", "sha256": sha(
+        "- one\n- two"
+    )}
 
 
 def test_fact_set_from_a_file(agents_root: Path, tmp_path: Path,
@@ -194,16 +201,25 @@ def test_journal_append_and_search(agents_root: Path, capsys: pytest.CaptureFixt
     ]
     assert out == f"Journal entry added at {entries[0]['ts']}.\n"
 
-    code, out, err = run(capsys, "journal", "search", "--agent", "j")
+    code, out, err = run(capsys, "journal", "search", "--json", "--agent", "j")
     assert (code, err) == (0, "")
+    # --json prints exactly the memory tool's text.
     assert out == json.dumps(entries[::-1], indent=2, ensure_ascii=False) + "\n"
-    assert json.loads(run(capsys, "journal", "search", "FIRST", "--agent", "j")[1]) == [entries[0]]
-    assert json.loads(run(capsys, "journal", "search", "-t", "b", "--agent", "j")[1]) == [
+    assert out == AgentMemory.open("j").call_tool({"action": "search"}) + "\n"
+    assert json.loads(run(capsys, "--json", "journal", "search", "FIRST", "--agent", "j")[1]) == [
         entries[0]
     ]
-    assert json.loads(run(capsys, "journal", "search", "-n", "1", "--agent", "j")[1]) == [
+    assert json.loads(run(capsys, "journal", "--json", "search", "-t", "b", "--agent", "j")[1]) == [
+        entries[0]
+    ]
+    assert json.loads(run(capsys, "journal", "search", "-n", "1", "--json", "--agent", "j")[1]) == [
         entries[1]
     ]
+    # People get one compact line per entry, newest first.
+    assert run(capsys, "journal", "search", "--agent", "j") == (0, (
+        f"{entries[1]['ts']}   second entry\n"
+        f"{entries[0]['ts']}   #a #B  first entry\n"
+    ), "")
     assert run(capsys, "journal", "search", "zzz", "--agent", "j") == (
         0, "No matching journal entries found.\n", ""
     )
@@ -215,9 +231,11 @@ def test_journal_search_time_window(agents_root: Path, capsys: pytest.CaptureFix
         '{"ts":"2026-01-01T10:00:00.000Z","tags":[],"text":"ten"}\n'
         '{"ts":"2026-01-01T12:00:00.000Z","tags":[],"text":"noon"}\n'
     )
-    out = run(capsys, "journal", "search", "--agent", "w", "--since", "2026-01-01T11:00+00:00")[1]
+    out = run(capsys, "journal", "search", "--json", "--agent", "w", "--since",
+              "2026-01-01T11:00+00:00")[1]
     assert [e["text"] for e in json.loads(out)] == ["noon"]
-    out = run(capsys, "journal", "search", "--agent", "w", "--until", "2026-01-01T10:00:00")[1]
+    out = run(capsys, "journal", "search", "--json", "--agent", "w", "--until",
+              "2026-01-01T10:00:00")[1]
     assert [e["text"] for e in json.loads(out)] == ["ten"]
     assert run(capsys, "journal", "search", "--agent", "w", "--since", "later") == (
         1, "", ERROR + "Invalid 'since': expected an ISO-8601 date or time, got \"later\"\n"
@@ -252,7 +270,9 @@ def test_prompt_prints_the_next_session_prompt(
     mem.update_facts("- cli fact\n")
     code, out, err = run(capsys, "prompt", "--agent", "p", "--workspace", str(workspace))
     expected = PromptBuilder().build(mem, workspace=workspace)
-    assert (code, out, err) == (0, expected.text + "\n", "")
+    assert (code, out) == (0, expected.text + "\n")
+    sizes = ", ".join(f"{s.name} {s.tokens}" for s in expected.sections)
+    assert err == f"About {expected.tokens} tokens ({sizes}).\n"
     assert out.startswith("Base prompt.\n\n## Bootstrap Mode\n")
     code, out, _ = run(capsys, "prompt", "--agent", "p", "--workspace", str(workspace),
                        "--tool-name", "memory")
@@ -264,7 +284,8 @@ def test_prompt_uses_the_template_settings(
 ) -> None:
     run(capsys, "init", "--agent", "g", "--template", "guide")
     code, out, err = run(capsys, "prompt", "--agent", "g", "--workspace", str(tmp_path))
-    assert (code, err) == (0, "")
+    assert code == 0
+    assert err.startswith("About ") and err.endswith("; budget 4000.\n")
     # The guide's instructions define its role and its SOUL is real: no bootstrap block.
     assert "## Bootstrap Mode" not in out
     assert "<soul>\n# Soul\n\nI am Mnemo" in out
@@ -291,7 +312,9 @@ def test_mcp_serves_the_selected_agent(
     AgentMemory.open("m")  # only init creates agents
     served: list[AgentMemory] = []
     fake = types.ModuleType("jupyter_agent_memory.mcp_server")
-    fake.serve_stdio = served.append  # type: ignore[attr-defined]
+    fake.MemoryService = lambda memory, builder, **_: memory  # type: ignore[attr-defined]
+    fake.serve_stdio = lambda service, problem: served.append(service)  # type: ignore[attr-defined]
+    fake.serve_http = lambda *a, **k: pytest.fail("stdio is the default")  # type: ignore[attr-defined]
     fake.require_mcp = lambda: None  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "jupyter_agent_memory.mcp_server", fake)
     assert run(capsys, "mcp", "--agent", "m") == (0, "", "")
@@ -309,7 +332,9 @@ def test_mcp_without_the_extra_is_a_clear_error(
 
     fake = types.ModuleType("jupyter_agent_memory.mcp_server")
     fake.require_mcp = require_mcp  # type: ignore[attr-defined]
-    fake.serve_stdio = lambda memory: pytest.fail("must not serve")  # type: ignore[attr-defined]
+    fake.MemoryService = lambda *a, **k: pytest.fail("must not serve")  # type: ignore[attr-defined]
+    fake.serve_stdio = lambda *a: pytest.fail("must not serve")  # type: ignore[attr-defined]
+    fake.serve_http = lambda *a, **k: pytest.fail("must not serve")  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "jupyter_agent_memory.mcp_server", fake)
     assert run(capsys, "mcp") == (1, "", ERROR + hint + "\n")
 
@@ -321,24 +346,90 @@ def test_agents_lists_the_root(agents_root: Path, capsys: pytest.CaptureFixture[
     assert run(capsys, "agents") == (0, f"Agents under {agents_root}:\n  alpha\n  zeta\n", "")
 
 
-def test_demo_shows_the_learning_loop(
+def test_demo_runs_on_its_own_agent_and_is_idempotent(
     agents_root: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, out, err = run(capsys, "demo")
     assert (code, err) == (0, "")
-    mem = AgentMemory.open("default")
+    mem = AgentMemory.open("demo", create=False)
+    assert not (agents_root / "default").exists()  # the user's default agent is left alone
     assert out.startswith(f"Agent 'Memory Guide' at {mem.path}\n\n")
     assert '  memory(action="update")  -> Memory updated.\n' in out
     assert re.search(r'  memory\(action="append"\)  -> Journal entry added at \S+Z\.\n', out)
     assert DEMO_FACT in mem.facts
     assert f"<facts>\n{mem.facts.strip()}\n</facts>" in out
-    assert out.endswith("Search the journal: jupyter-agent-memory journal search demo\n")
-    # Run again: the fact is not duplicated, the journal gets a second entry.
+    script = Path(sys.executable).parent / "jupyter-agent-memory"
+    assert out.endswith(
+        "Next:\n"
+        "  1. jupyter lab: the Agent Memory sidebar (left) shows the agent 'demo'.\n"
+        "  2. In a notebook: %load_ext jupyter_agent_memory, then %agent_memory demo\n"
+        f'  3. An MCP client: {{"command": "{script}", "args": ["mcp", "--agent", "demo"]}}\n'
+    )
+    before = (mem.path / "memory" / "JOURNAL.jsonl").read_bytes(), mem.facts
+    # Run again: nothing is written twice.
     code, out, _ = run(capsys, "demo")
     assert code == 0
     assert "(FACT.md already holds the demo fact)" in out
-    assert mem.facts.count(DEMO_FACT) == 1
-    assert [e["text"] for e in mem.search(tag="demo")] == ["Ran the jupyter-agent-memory demo."] * 2
+    assert "(the journal already records the demo)" in out
+    assert ((mem.path / "memory" / "JOURNAL.jsonl").read_bytes(), mem.facts) == before
+    assert list_agent_ids(agents_root) == ["demo"]
+
+
+def list_agent_ids(root: Path) -> list[str]:
+    return sorted(p.name for p in root.iterdir())
+
+
+def test_demo_on_a_named_agent(agents_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "demo", "--agent", "trial")[0] == 0
+    assert list_agent_ids(agents_root) == ["trial"]
+
+
+def test_help_shows_examples_templates_environment_and_root(
+    agents_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert "examples:\n  jupyter-agent-memory demo " in out
+    assert "templates: assistant, guide\n" in out
+    assert f"agents root: {agents_root}\n" in out
+    assert "$JUPYTER_AGENT_MEMORY_ROOT" in out and "$JUPYTER_AGENT_MEMORY_AGENT" in out
+
+
+def test_options_go_before_or_after_the_sub_command(
+    agents_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    AgentMemory.open("x")
+    for argv in (
+        ["journal", "--agent", "x", "append", "one"],
+        ["--agent", "x", "journal", "append", "two"],
+        ["journal", "append", "three", "--agent", "x"],
+    ):
+        code, out, err = run(capsys, *argv)
+        assert (code, err) == (0, ""), argv
+    assert [e["text"] for e in AgentMemory.open("x").entries()] == ["one", "two", "three"]
+    for argv in (["--json", "agents"], ["agents", "--json"]):
+        code, out, _ = run(capsys, *argv)
+        assert json.loads(out) == {"root": str(agents_root), "agents": ["x"]}
+
+
+def test_prompt_reports_the_budget_and_warns_over_it(
+    agents_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    recwarn: pytest.WarningsRecorder,
+) -> None:
+    AgentMemory.open().update_facts("- a fact that takes some tokens\n" * 20)
+    code, out, err = run(capsys, "prompt", "--budget", "10", "--workspace", str(tmp_path))
+    assert code == 0
+    lines = err.splitlines()
+    assert lines[0].startswith("About ") and lines[0].endswith("; budget 10.")
+    assert len(lines) >= 2 and all(line.startswith("warning: ") for line in lines[1:])
+    code, out, err = run(capsys, "prompt", "--json", "--budget", "10", "--workspace", str(tmp_path))
+    data = json.loads(out)
+    assert (code, err, data["budget_tokens"]) == (0, "", 10)
+    assert data["warnings"] and data["text"].endswith("</facts>")
+    assert [s["name"] for s in data["sections"]][-1] == "facts"
+    assert [w.message for w in recwarn] == []  # one plain line, not a Python warning too
 
 
 def test_version_and_missing_command(capsys: pytest.CaptureFixture[str]) -> None:
@@ -375,7 +466,7 @@ def test_console_script_and_module_run_for_real(agents_root: Path) -> None:
     assert ADDED.match(done.stdout)
     done = subprocess.run(
         [sys.executable, "-m", "jupyter_agent_memory", "journal", "search", "-t", "CLI",
-         "--agent", "r"],
+         "--agent", "r", "--json"],
         env=env, capture_output=True, text=True, timeout=60,
     )
     assert (done.returncode, done.stderr) == (0, "")
