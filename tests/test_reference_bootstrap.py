@@ -239,3 +239,33 @@ def test_the_plain_variant_discovers_the_role(mem: AgentMemory, workspace: Path)
         "Write your role definition, name, personality, tone, principles and boundaries",
     ):
         assert needed in plain, needed
+
+
+def test_a_state_write_left_by_a_crash_is_swept(mem: AgentMemory) -> None:
+    leftover = mem.path / f".{STATE_FILE}.0123456789abcdef.tmp"
+    leftover.write_text('{"bootstrap_completed": tr')
+    AgentMemory.open(mem.path)
+    assert not leftover.exists()
+
+
+def test_concurrent_bootstrap_appends_record_one_consistent_state(mem: AgentMemory) -> None:
+    import threading
+
+    errors: list[BaseException] = []
+
+    def append(index: int) -> None:
+        try:
+            AgentMemory.open(mem.path).append(f"setup {index}", tags=["bootstrap"])
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=append, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert errors == []
+    state = json.loads((mem.path / STATE_FILE).read_text())
+    assert state["bootstrap_completed"] is True
+    assert state["bootstrap_completed_at"] in {e["ts"] for e in mem.search(tag="bootstrap")}
+    assert len(mem.search(tag="bootstrap")) == 8
