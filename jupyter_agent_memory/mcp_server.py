@@ -326,6 +326,39 @@ def build_server(
         on_get_prompt=on_get_prompt,
     )
     server.middleware.append(track)
+
+    # Requests the stdio reader could not hand to the SDK (see mcp_stdio) get their answer
+    # here, under the id the client is waiting on.
+    from .mcp_stdio import PARKED_METHOD, ParkedRequests
+
+    class ParkedParams(types.RequestParams):
+        token: int
+
+    parked = ParkedRequests()
+
+    async def on_parked(ctx: Any, params: ParkedParams) -> Any:
+        request = parked.take(params.token) or {}
+        body = request.get("params") if isinstance(request.get("params"), dict) else {}
+        if request.get("method") == "tools/call" and isinstance(body.get("name"), str):
+            arguments = body.get("arguments")
+            if arguments is None or isinstance(arguments, dict):
+                text, is_error, structured = await off_loop(service.call, body["name"], arguments)
+                result = types.CallToolResult(
+                    content=[types.TextContent(type="text", text=text)],
+                    structured_content=structured,
+                    is_error=is_error,
+                ).model_dump(by_alias=True, mode="json", exclude_none=True)
+                # Shaped by hand (the SDK only shapes its own methods): a tools/call answer.
+                result.pop("resultType", None)
+                return result
+        raise MCPError(
+            code=-32602,
+            message="Invalid request: its text holds an unpaired surrogate, which is not "
+            "valid Unicode",
+        )
+
+    server.add_request_handler(PARKED_METHOD, ParkedParams, on_parked)
+    server.parked_requests = parked  # type: ignore[attr-defined]
     return server
 
 
@@ -361,8 +394,12 @@ def serve_stdio(memory: AgentMemory | MemoryService, problem: str | None = None)
     _quiet_stdout_logging()
     print(startup_line(service, "stdio", problem), file=sys.stderr, flush=True)
 
+    from .mcp_stdio import surrogate_safe_stdin
+
+    stdin = surrogate_safe_stdin(server.parked_requests)  # type: ignore[attr-defined]
+
     async def main() -> None:
-        async with stdio_server() as (read_stream, write_stream):
+        async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
     anyio.run(main)
