@@ -121,6 +121,9 @@ _REEXPORTED = (
 # microseconds; later blocks grow so a full scan makes few, large reads.
 _FIRST_BLOCK = 64 * 1024
 _MAX_BLOCK = 1024 * 1024
+# Candidate lines named by the full-text index that a search decodes one by one before it
+# scans the rest of the file instead (each costs a read; a scan reads in big blocks).
+_CANDIDATE_BUDGET = 4096
 
 
 class SearchResult(list):
@@ -312,7 +315,19 @@ def _run(
     window = _window(matcher)
 
     result = SearchResult()
-    for floor, top in ranges:
+
+    def take(line: bytes) -> bool:
+        """Decode and match one line; True once ``limit`` matches are in."""
+        result.scanned += 1
+        entry = _decode(line)
+        if entry is _CORRUPT:
+            result.skipped += 1
+        elif entry is not None and matcher.matches(entry):
+            result.append(entry)
+            return len(result) >= limit
+        return False
+
+    def scan(floor: int, top: int) -> bool:
         for buf, lo in _backward_blocks(read, floor, top):
             trimmed = None
             if primary is not None:
@@ -326,24 +341,29 @@ def _run(
                     continue
                 if trimmed is None and window is not None and window.rejects(line):
                     continue
-                result.scanned += 1
-                entry = _decode(line)
-                if entry is _CORRUPT:
-                    result.skipped += 1
-                elif entry is not None and matcher.matches(entry):
-                    result.append(entry)
-                    if len(result) >= limit:
-                        return result
+                if take(line):
+                    return True
+        return False
+
+    for floor, top in ranges:
+        if scan(floor, top):
+            return result
+    budget = _CANDIDATE_BUDGET
     for offset in candidates or ():
+        budget -= 1
+        if budget < 0:
+            # Too many candidates for a few matches (a common query with a rare tag, say):
+            # scanning the rest is cheaper. Every line from ``offset`` up was already seen or
+            # proven not to match, so the scan starts below it.
+            scan(0, offset + len(_line_at(read, offset, end)) + 1)
+            return result
         line = _line_at(read, offset, end)
-        result.scanned += 1
-        entry = _decode(line)
-        if entry is _CORRUPT:
-            result.skipped += 1
-        elif entry is not None and matcher.matches(entry):
-            result.append(entry)
-            if len(result) >= limit:
-                return result
+        if secondary is not None and not secondary.may_match(line):
+            continue
+        if window is not None and window.rejects(line):
+            continue
+        if take(line):
+            return result
     return result
 
 

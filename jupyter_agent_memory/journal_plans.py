@@ -99,6 +99,10 @@ class _Needle:
         # variant of the anchor byte (regex None: memchr loop).
         self.plan: list[list[Any]] | None = None
         self._sample = b""
+        self.quoted = quoted
+        # Text mode (see strip_skeleton): for a query whose bytes also occur in the keys,
+        # timestamps or tags of most lines, look for it only where each line's text begins.
+        self.text_only = False
         if self.ascii:
             self.needle = self.text.encode("ascii")
             self.simple = frozenset(b for b, ch in _SIMPLE_ESCAPES.items() if ch in self.chars)
@@ -183,7 +187,16 @@ class _Needle:
         return re.compile(pattern)
 
     def _choose_plan(self, sample: bytes) -> list[list[Any]]:
-        """The cheapest exact way to find the needle, judged on ``sample``; [] = lower mode."""
+        """The cheapest exact way to find the needle, judged on ``sample``; [] = lower mode
+        (or text mode, when :attr:`text_only` is set)."""
+        if not self.quoted:
+            lowered = sample.lower()
+            everywhere = lowered.count(self.needle)
+            if everywhere * 4 > sample.count(b"\n"):
+                in_texts = strip_skeleton(lowered).count(self.needle)
+                if everywhere > 2 * in_texts:
+                    self.text_only = True
+                    return []
         size = max(len(sample), 1)
         best_cost = _COST_LOWER_PER_BYTE * size
         best: list[list[Any]] = []
@@ -252,6 +265,9 @@ class _Needle:
             # Chosen on the second block only, so a search that ends early never pays for it.
             self.plan = self._choose_plan(self._sample)
             self._sample = b""
+        if self.text_only:
+            yield from self._candidates_text_only(buf, lo)
+            return
         spans: Any
         if self.plan:
             spans = self._anchor_spans(buf, lo)
@@ -274,16 +290,31 @@ class _Needle:
         for start, end in spans:
             yield start, buf[start:end]
 
+    def _candidates_text_only(self, buf: bytes, lo: int) -> Iterator[tuple[int, bytes]]:
+        """Text mode: the needle searched in the block with each line's skeleton removed, plus
+        the lines the escape and special-character scan names (both by line number)."""
+        block = buf[lo:]
+        stripped = strip_skeleton(block.lower())
+        numbers = _line_numbers(stripped, _find_all_plain(stripped, self.needle, 0), b"\n")
+        extra = self._extra_hits(buf, lo)
+        if extra:
+            extra.sort()
+            numbers |= _line_numbers(block, [hit - lo for hit in extra], b"\n")
+        if numbers:
+            yield from _numbered_lines(block, numbers)
+
     def _candidates_unicode(self, buf: bytes, lo: int) -> Iterator[tuple[int, bytes]]:
-        """The same for a non-ASCII needle: lower-case the decoded block (``str.lower``)."""
+        """The same for a non-ASCII needle: lower-case the decoded block (``str.lower``) and
+        find the needle in it; every line holding a backslash is a candidate too."""
         block = buf[lo:]
         # Undecodable bytes become U+FFFD exactly as the decoder reads them; the decoded block
-        # has exactly the same newlines (a newline byte never belongs to a multi-byte sequence).
-        lowered = block.decode("utf-8", "replace").lower().split("\n")
-        text = self.text
-        for start, line, low in _reversed_lines(block, lowered):
-            if text in low or b"\\" in line:
-                yield start, line
+        # has exactly the same newlines (a newline byte never belongs to a multi-byte sequence,
+        # and lowering neither makes nor removes one), so line numbers agree.
+        lowered = block.decode("utf-8", "replace").lower()
+        numbers = _line_numbers(lowered, _find_all_str(lowered, self.text), "\n")
+        numbers |= _line_numbers(block, _find_all_plain(block, b"\\", 0), b"\n")
+        if numbers:
+            yield from _numbered_lines(block, numbers)
 
     def may_match(self, line: bytes) -> bool:
         """The same test for one line (used for the second of two filters)."""
@@ -307,6 +338,56 @@ def _find_all(buf: bytes, pattern: bytes, lo: int) -> list[int]:
     if hit >= 0:
         hits.extend(m.start() for m in re.compile(re.escape(pattern)).finditer(buf, hit))
     return hits
+
+
+# The start of a line our own writer wrote, up to where the text value begins, lower-cased
+# (see strip_skeleton).
+_SKELETON = re.compile(rb'\n\{"ts":"[^"\\\n]*","tags":\[[^\]\\\n]*\],"text":"')
+
+
+def strip_skeleton(lowered: bytes) -> bytes:
+    """``lowered`` (a run of whole lines, lower-cased) with the start of each line in our own
+    layout removed, from ``{"ts":`` up to where the ``text`` value begins; line ``k`` of the
+    result is what is left of line ``k``.
+
+    Why no match is lost. The removed part is ``{"ts":"`` + a string without quotes or
+    backslashes + ``","tags":[`` + bytes without ``]`` or backslashes + ``],"text":"``. Inside
+    a JSON string a quote is always escaped, so on a valid line this is the object's first
+    two members, a flat array, and the key of a third member, and nothing of the value of the
+    last ``text`` key (the one JSON keeps) lies in it: that value starts where the removed
+    part ends, or later. A line that is not valid JSON never matches anyway.
+    """
+    return _SKELETON.sub(b"\n", b"\n" + lowered)[1:]
+
+
+def _find_all_str(text: str, pattern: str) -> list[int]:
+    """Offsets of ``pattern`` in ``text``."""
+    hits = []
+    hit = text.find(pattern)
+    while hit >= 0:
+        hits.append(hit)
+        hit = text.find(pattern, hit + 1)
+    return hits
+
+
+def _line_numbers(buf: Any, hits: list[int], newline: Any) -> set[int]:
+    """The (0-based) numbers of the lines of ``buf`` holding the ascending offsets ``hits``."""
+    numbers = set()
+    line = 0
+    prev = 0
+    for hit in hits:
+        line += buf.count(newline, prev, hit)
+        prev = hit
+        numbers.add(line)
+    return numbers
+
+
+def _numbered_lines(block: bytes, numbers: set[int]) -> Iterator[tuple[int, bytes]]:
+    """``(0, line)`` for the lines of ``block`` with those numbers, last line first."""
+    lines = block.split(b"\n")
+    for number in sorted(numbers, reverse=True):
+        if number < len(lines):
+            yield 0, lines[number]
 
 
 def _find_all_plain(buf: bytes, pattern: bytes, lo: int) -> list[int]:

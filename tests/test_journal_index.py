@@ -110,6 +110,9 @@ def _small(stack: ExitStack, rng: random.Random) -> None:
     stack.enter_context(mock.patch.object(journal_index, "_READ_BLOCK", rng.randint(64, 4096)))
     stack.enter_context(mock.patch.object(journal, "_FIRST_BLOCK", rng.randint(16, 300)))
     stack.enter_context(mock.patch.object(journal, "_MAX_BLOCK", rng.randint(300, 2000)))
+    stack.enter_context(
+        mock.patch.object(journal, "_CANDIDATE_BUDGET", rng.choice([0, 1, 3, 4096]))
+    )
 
 
 @pytest.mark.filterwarnings("ignore::jupyter_agent_memory.store.CorruptJournalWarning")

@@ -284,10 +284,13 @@ def plans(draw: st.DrawFn) -> Any:
 
 
 def _plan_from(needle: journal._Needle, rng: random.Random) -> list[list[Any]]:
-    """A random plan for ``needle``: lower mode, or an anchor offset with a random method
-    (memchr loop or regex) per case variant; maybe the regex for lower mode too."""
+    """A random plan for ``needle``: text mode, lower mode, or an anchor offset with a random
+    method (memchr loop or regex) per case variant; maybe the regex for lower mode too."""
     if rng.random() < 0.3:
         needle._lowered_regex = re.compile(re.escape(needle.needle))
+    if not needle.quoted and rng.random() < 0.25:
+        needle.text_only = True  # text mode: looks only where each line's text begins
+        return []
     if rng.random() < 0.25:
         return []
     offset = rng.randrange(len(needle.needle))
