@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from decimal import Decimal
 from typing import Any
 
 # ECMAScript WhiteSpace and LineTerminator code points: what trim() removes. Python's
@@ -45,10 +46,10 @@ def js_string(value: Any, missing: bool = False) -> str:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
-        return str(int(value))
-    if isinstance(value, (int, float, str)):
-        return str(value)
+    if isinstance(value, (int, float)):
+        return js_number(value)
+    if isinstance(value, str):
+        return value
     if isinstance(value, list):
         return ",".join("" if item is None else js_string(item) for item in value)
     return "[object Object]"
@@ -58,27 +59,67 @@ def js_ordered(value: Any) -> Any:
     """``value`` with every object's keys in JavaScript's order.
 
     ``Object.keys`` and ``JSON.stringify`` list integer-like keys first, ascending, then the
-    other keys in insertion order. Integral floats become ints (``1.0`` is ``1`` in JSON text
-    written by JavaScript).
+    other keys in insertion order.
     """
     if isinstance(value, dict):
         indexes = sorted(
             (k for k in value if _ARRAY_INDEX.match(k) and int(k) <= _MAX_ARRAY_INDEX), key=int
         )
-        others = [k for k in value if k not in set(indexes)]
+        chosen = set(indexes)
+        others = [k for k in value if k not in chosen]
         return {k: js_ordered(value[k]) for k in [*indexes, *others]}
     if isinstance(value, list):
         return [js_ordered(item) for item in value]
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
-        return int(value)
     return value
 
 
+def js_number(value: int | float) -> str:
+    """A JSON number as JavaScript writes it (``Number.prototype.toString``).
+
+    JavaScript numbers are doubles: ``1.0`` is ``1``, ``1e21`` is ``1e+21``, ``1e-7`` is
+    ``1e-7``, and an integer beyond 2**53 comes out rounded, as ``JSON.parse`` left it.
+    """
+    number = float(value)
+    if number != number or number in (float("inf"), float("-inf")):
+        return "null"
+    if number == 0:
+        return "0"
+    sign, digits, exponent = Decimal(repr(number)).normalize().as_tuple()
+    text = "".join(map(str, digits))
+    size, point = len(text), len(text) + int(exponent)
+    if size <= point <= 21:
+        body = text + "0" * (point - size)
+    elif 0 < point <= 21:
+        body = f"{text[:point]}.{text[point:]}"
+    elif -6 < point <= 0:
+        body = "0." + "0" * -point + text
+    else:
+        power = point - 1
+        mantissa = text if size == 1 else f"{text[0]}.{text[1:]}"
+        body = f"{mantissa}e{'+' if power >= 0 else '-'}{abs(power)}"
+    return ("-" if sign else "") + body
+
+
 def js_json(value: Any) -> str:
-    """``JSON.stringify(value)``: compact, non-ASCII kept, lone surrogates escaped.
+    """``JSON.stringify(value)``: compact, keys in JavaScript's order, numbers spelled as
+    JavaScript spells them, non-ASCII kept and lone surrogates escaped.
 
     Escaping lone surrogates (as JavaScript's well-formed ``JSON.stringify`` does) keeps the
     text encodable in UTF-8, so no wire format ever chokes on it.
     """
-    text = json.dumps(js_ordered(value), ensure_ascii=False, separators=(",", ":"))
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", _stringify(js_ordered(value)))
+
+
+def _stringify(value: Any) -> str:
+    if value is None or value is True or value is False:
+        return json.dumps(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, (int, float)):
+        return js_number(value)
+    if isinstance(value, dict):
+        items = (f"{_stringify(str(k))}:{_stringify(v)}" for k, v in value.items())
+        return "{" + ",".join(items) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_stringify(item) for item in value) + "]"
+    raise TypeError(f"{type(value).__name__} is not a JSON value")

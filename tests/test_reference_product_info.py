@@ -73,16 +73,18 @@ def test_javascript_key_order_and_number_spelling(agent: AgentMemory, template: 
     write_manifest(
         template,
         '{"schemaVersion": 1.0, "package": {"version": "1"}, "b": {"z": 1, "10": 2, "2": 3},'
-        ' "7": 2.0, "a": 1.5, "nested": {"01": 0, "1": 0}}',
+        ' "7": 2.0, "a": 1.5, "nested": {"01": 0, "1": 0},'
+        ' "numbers": [12345678901234567890, 1e-7, 1e21, 1e20, -0.0, 0.000001]}',
     )
     # Object.keys: integer-like keys first, ascending; "01" is not integer-like.
     assert json.loads(product_info(agent, {"source": "manifest"}))["sections"] == [
-        "7", "package", "b", "a", "nested"
+        "7", "package", "b", "a", "nested", "numbers"
     ]
     text = product_info(agent, {"source": "manifest", "section": "all"})
     assert text.endswith(
         '"manifest":{"7":2,"schemaVersion":1,"package":{"version":"1"},'
-        '"b":{"2":3,"10":2,"z":1},"a":1.5,"nested":{"1":0,"01":0}}}'
+        '"b":{"2":3,"10":2,"z":1},"a":1.5,"nested":{"1":0,"01":0},'
+        '"numbers":[12345678901234567000,1e-7,1e+21,100000000000000000000,0,0.000001]}}'
     )
 
 
