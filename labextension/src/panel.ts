@@ -93,7 +93,8 @@ function isObject(value: unknown): value is Record<string, unknown> {
 
 /**
  * An element showing `text` as text (never as HTML), cut at `MAX_SHOWN_CHARS` with a button
- * that shows the rest.
+ * that shows all of it in a read-only text box. A text box, because laying out a megabyte of
+ * wrapped inline text in the sidebar's flex layout takes Chromium minutes.
  */
 function longText(tag: 'div' | 'span', className: string, text: string): HTMLElement {
   const node = el(tag, className);
@@ -106,8 +107,11 @@ function longText(tag: 'div' | 'span', className: string, text: string): HTMLEle
     `Show all (${text.length.toLocaleString('en-US')} characters)`,
     'jp-AgentMemory-showAll',
     () => {
-      shown.textContent = text;
-      more.remove();
+      const all = el('textarea', 'jp-mod-styled jp-AgentMemory-fullText');
+      all.readOnly = true;
+      all.rows = 8;
+      all.value = text;
+      node.replaceChildren(all);
     }
   );
   node.append(shown, more);
@@ -533,13 +537,15 @@ export class AgentMemoryPanel extends Widget {
     const item = el('li', 'jp-AgentMemory-entry');
     const meta = el('div', 'jp-AgentMemory-entryMeta');
     meta.appendChild(longText('span', 'jp-AgentMemory-entryTs', asText(entry.ts)));
-    const tags = Array.isArray(entry.tags)
-      ? entry.tags
+    // The engine's rule: only string items of a `tags` list are tags a search can match.
+    const searchable = Array.isArray(entry.tags);
+    const tags = searchable
+      ? (entry.tags as unknown[])
       : entry.tags === undefined || entry.tags === null
         ? []
         : [entry.tags];
     for (const tag of tags) {
-      if (typeof tag !== 'string') {
+      if (!searchable || typeof tag !== 'string') {
         // Not a tag a search could match: shown, not clickable.
         meta.appendChild(
           longText('span', 'jp-AgentMemory-entryTag jp-mod-odd', asText(tag))
