@@ -19,6 +19,7 @@ assembled prompt by the keys of everything it used, so an unchanged build costs 
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -385,8 +386,15 @@ class PromptBuilder:
         self._listings[folder.path] = listing
         return listing
 
-    def _load(self, folder: Folder, names: list[str], canonical: str) -> _Loaded:
-        """One file of an open folder, read through the descriptor (links never followed)."""
+    def _load(
+        self, folder: Folder, names: list[str], canonical: str, shared_ok: bool = False
+    ) -> _Loaded:
+        """One file of an open folder, read through the descriptor (links never followed).
+
+        A file with other hard links is refused like a symlink (it may be data from outside
+        the folder), except with ``shared_ok``: the workspace's ``system.md`` belongs to the
+        user, and the reference reads a hard-linked one too.
+        """
         name = match_name(names, canonical)
         if name is None:
             return _Loaded(folder.display(canonical), _MISSING, None)
@@ -400,14 +408,17 @@ class PromptBuilder:
         key = file_key(st)
         if not stat.S_ISREG(st.st_mode):
             return _Loaded(path, ("not-regular", st.st_mode), None)
-        if st.st_nlink > 1:
+        if st.st_nlink > 1 and not shared_ok:
             # A second name for data that may live anywhere: refused like a link, but held
             # so that the link going away is noticed.
             return _Loaded(path, ("hard-linked", key), None, held=True)
         cached = self._files.get(path)
         if cached is None or cached[0] != key:
             try:
-                fd = folder.open_file(name, os.O_RDONLY)
+                if shared_ok:
+                    fd = _open_shared(folder, name)
+                else:
+                    fd = folder.open_file(name, os.O_RDONLY)
                 try:
                     key = file_key(os.fstat(fd))
                     with os.fdopen(fd, "rb", closefd=False) as stream:
@@ -456,7 +467,7 @@ class PromptBuilder:
             return None  # no such folder: the client keeps its own base prompt
         with space:
             listing_key, names = self._names(space)
-            loaded = self._load(space, names, SYSTEM_FILE)
+            loaded = self._load(space, names, SYSTEM_FILE, shared_ok=True)
         if loaded.key == _MISSING:
             return None
         if loaded.key[0] == "unreadable":
@@ -474,8 +485,6 @@ class PromptBuilder:
                 kind = describe(os.lstat(loaded.path))
             except OSError:
                 kind = "gone"
-            if loaded.key[0] == "hard-linked":
-                kind = "a file with several hard links"
             raise UnsafePathError(
                 f"Refusing to read {loaded.path}: it is {kind}, not a regular file"
             )
@@ -657,6 +666,29 @@ def _check_budget(value: Any) -> int | None:
             f"'budget_tokens' must be a positive integer, got {value!r}", INVALID_PARAMS
         )
     return value
+
+
+def _open_shared(folder: Folder, name: str) -> int:
+    """Open a regular file of ``folder`` for reading: no link followed, a FIFO refused at once,
+    hard links allowed."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    try:
+        fd = os.open(name, flags, dir_fd=folder.fd)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK):
+            raise UnsafePathError(
+                f"Refusing to read {folder.display(name)}: it is a symbolic link, "
+                "not a regular file"
+            ) from None
+        raise
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise UnsafePathError(
+            f"Refusing to read {folder.display(name)}: it is {describe(st)}, not a regular file"
+        )
+    os.set_blocking(fd, True)
+    return fd
 
 
 def _lstat_key(path: str) -> tuple[int, int, int, int] | None:

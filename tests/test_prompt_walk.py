@@ -175,3 +175,22 @@ def test_a_symlinked_workspace_is_resolved_once_and_its_system_md_read(
     prompt = PromptBuilder().build(agent, workspace=link)
     assert prompt.base == "Base from the real folder."
     assert f"(`{workspace}`)" in prompt.context
+
+
+def test_a_hard_linked_system_md_is_the_users_and_is_read(
+    agent: AgentMemory, workspace: Path, tmp_path: Path
+) -> None:
+    # reference: prompt.ts reads a hard-linked system.md (only agent files are refused)
+    shared = tmp_path / "shared-system.md"
+    shared.write_text("Shared base.")
+    os.link(shared, workspace / "system.md")
+    assert PromptBuilder().build(agent, workspace=workspace).base == "Shared base."
+
+
+def test_a_symlinked_system_md_is_refused(
+    agent: AgentMemory, workspace: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "real.md").write_text("Base.")
+    (workspace / "system.md").symlink_to(tmp_path / "real.md")
+    with pytest.raises(UnsafePathError, match="it is a symbolic link, not a regular file"):
+        PromptBuilder().build(agent, workspace=workspace)
