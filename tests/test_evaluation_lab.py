@@ -705,3 +705,30 @@ def test_scenario_from_dict_with_transcripts_dates_evidence_and_reply_checks(tmp
     ]:
         with pytest.raises(ValueError, match=message):
             Scenario.from_dict(bad)
+
+
+def test_prompts_follow_the_agents_template_unless_config_is_given(tmp_path):
+    from jupyter_agent_memory import PromptBuilder, provision
+
+    template = tmp_path / "template"
+    (template / "memory").mkdir(parents=True)
+    (template / "agent.json").write_text(
+        json.dumps({"name": "strict", "configuration": {"bootstrap_completed": False}})
+    )
+    (template / "SOUL.md").write_text("I am Quill, a patient and precise research assistant.\n")
+    (template / "USER.md").write_text("")
+    (template / "memory" / "FACT.md").write_text("")
+    mem = AgentMemory.open(tmp_path / "agent")
+    provision(template, mem)
+    model = ScriptedModel([])
+    result = run_scenario(mem, model, Scenario([Session(["hi"])]), workspace=tmp_path)
+    # The template says bootstrap is not done, so the session prompt is in bootstrap mode,
+    # although SOUL.md alone would say otherwise.
+    assert result.sessions[0].bootstrap is True
+    expected = PromptBuilder(tool_name="memory").build_session(mem, workspace=tmp_path)
+    assert result.sessions[0].system_prompt == expected.text
+    assert PromptBuilder(tool_name="memory").build(mem, workspace=tmp_path).bootstrap is False
+    explicit = run_scenario(
+        mem, model, Scenario([Session(["hi"])]), workspace=tmp_path, config=DONE
+    )
+    assert explicit.sessions[0].bootstrap is False

@@ -144,7 +144,9 @@ class EvaluationRunner:
     list (``memory`` for plain function calling; ``mcp__agent-memory__memory`` to mimic an MCP
     client). ``base_prompt`` stands in for the client's own base prompt when the workspace has no
     ``system.md``. ``config`` and ``has_user_instructions`` go to ``PromptBuilder.build``
-    (``config={"bootstrap_completed": True}`` skips bootstrap mode).
+    (``config={"bootstrap_completed": True}`` skips bootstrap mode); without them the prompt is
+    built as every surface builds it (``PromptBuilder.build_session``: the configuration and
+    instructions of the template the agent was provisioned from).
 
     Time: a scenario with dates (or a ``start``) runs on a ``SimulatedClock`` given to the
     agent (``AgentMemory.clock``), moving ``clock_step`` per reading; with ``announce_date``
@@ -257,6 +259,9 @@ class EvaluationRunner:
         with warnings.catch_warnings():
             # Budget overruns are recorded per session; no need to also warn every build.
             warnings.simplefilter("ignore")
+            if self.config is None and not self.has_user_instructions:
+                # As every surface does: the agent's template supplies its settings.
+                return self.builder.build_session(self.memory, workspace=self.workspace)
             return self.builder.build(
                 self.memory,
                 workspace=self.workspace,
