@@ -20,7 +20,8 @@ failure is an ``isError`` tool result whose text is ``Error: MCP error <code>: <
 unknown tool is ``-32601`` ``Unknown tool: <name>``. Nothing but protocol is written to stdout;
 one start-up line and logs go to stderr.
 
-Both protocol eras of the SDK are served: handshake-era clients (``initialize``, every released
+Over stdio, a request whose JSON holds an unpaired surrogate is answered too (the SDK's reader
+would drop it; see :mod:`.mcp_stdio`). Both protocol eras of the SDK are served: handshake-era clients (``initialize``, every released
 host) get notifications on their connection, 2026-era clients on ``subscriptions/listen``.
 
 The ``mcp`` package (``pip install "jupyter-agent-memory[mcp]"``) is imported only inside the
@@ -256,12 +257,16 @@ def build_server(
         if changes.tools:
             await bus.publish(ToolsListChanged())
         for connection, session in list(connections.items()):
-            # Notifications are best effort: the SDK drops them for a closed connection.
-            for uri in changes.resources:
-                if uri in subscriptions.get(connection, ()):
-                    await session.send_resource_updated(uri)
-            if changes.tools:
-                await session.send_tool_list_changed()
+            try:
+                for uri in changes.resources:
+                    if uri in subscriptions.get(connection, ()):
+                        await session.send_resource_updated(uri)
+                if changes.tools:
+                    await session.send_tool_list_changed()
+            except Exception:  # a client that went away mid-send: notifications are advisory
+                log.debug("dropped a notification for a closed connection", exc_info=True)
+                connections.pop(connection, None)
+                subscriptions.pop(connection, None)
 
     async def watch() -> None:
         # A timer, not a busy loop: every poll_seconds one AgentMemory.file_stats() call (an
@@ -272,15 +277,18 @@ def build_server(
         tools = await off_loop(service.tool_names)
         while True:
             await anyio.sleep(poll_seconds)
-            after = await off_loop(service.snapshot)
-            changes = service.changes(before, after)
-            before = after
-            if changes.tools:
-                now = await off_loop(service.tool_names)
-                changed_tools, tools = now != tools, now
-                changes = type(changes)(changes.resources, changed_tools)
-            if changes:
-                await notify(changes)
+            try:
+                after = await off_loop(service.snapshot)
+                changes = service.changes(before, after)
+                before = after
+                if changes.tools:
+                    now = await off_loop(service.tool_names)
+                    changed_tools, tools = now != tools, now
+                    changes = type(changes)(changes.resources, changed_tools)
+                if changes:
+                    await notify(changes)
+            except Exception:  # the watcher must outlive any one bad poll
+                log.warning("checking the agent folder for changes failed", exc_info=True)
 
     @contextlib.asynccontextmanager
     async def lifespan(server: Any) -> AsyncIterator[dict[str, Any]]:
