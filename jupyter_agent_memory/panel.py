@@ -203,6 +203,7 @@ class MemoryPanel(widgets.VBox):
         self._fingerprint: tuple[Any, ...] | None = None
         self.last_results: JournalResult = JournalResult()
         self.last_prompt: PromptView | None = None
+        self._rendered_facts: str | None = None
 
         label = mem.agent_id if mem.agent_id is not None else mem.path.name
         self.title = widgets.HTML(
@@ -386,6 +387,11 @@ class MemoryPanel(widgets.VBox):
 
     def _render_facts(self, text: str) -> None:
         # Sanitised text/html plus the raw text/plain; never text/markdown (see render.py).
+        # A refresh runs after every cell that touched memory; a large FACT.md that did not
+        # change is not converted again.
+        if text == self._rendered_facts:
+            return
+        self._rendered_facts = text
         self.facts_rendered.outputs = ()
         self.facts_rendered.append_display_data(FactsView(text, path=self.mem.path))
 

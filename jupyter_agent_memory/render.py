@@ -24,8 +24,8 @@ from typing import Any
 __all__ = ["NO_MATH_CLASS", "escape_html", "markdown_html", "no_math_block"]
 
 #: Classes that stop a notebook's MathJax from typesetting ``$...$`` inside an element.
-#: JupyterLab typesets the text of every HTML output, and TeX's ``\href{javascript:...}``
-#: would turn escaped memory text back into a live link.
+#: JupyterLab typesets the text of every HTML output: memory text between dollar signs would
+#: be replaced by typeset math (no longer reading as written) and its TeX macros run.
 NO_MATH_CLASS = "mathjax_ignore tex2jax_ignore"
 
 # What Markdown can produce, and nothing else. No <img>: see _image_as_link.

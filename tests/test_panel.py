@@ -378,3 +378,23 @@ def test_hostile_memory_is_never_live_html(mem: AgentMemory, tmp_path: Path) -> 
             assert "onerror=\\\"alert('img')" in assert_inert(panel.journal_status.value)
         finally:
             panel.close()
+
+
+def test_rendered_facts_are_converted_only_when_they_change(
+    panel: MemoryPanel, mem: AgentMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jupyter_agent_memory import display
+
+    calls: list[str] = []
+    real = display.markdown_html
+    monkeypatch.setattr(display, "markdown_html", lambda text: calls.append(text) or real(text))
+    mem.update_facts("- one\n")
+    panel.refresh()
+    mem.append("journal only")  # changes the files, not FACT.md
+    assert panel.refresh_if_changed() is True
+    panel.refresh()
+    assert calls == ["- one\n"]
+    mem.update_facts("- two\n")
+    panel.refresh()
+    assert calls == ["- one\n", "- two\n"]
+    assert "<li>two</li>" in panel.facts_rendered.outputs[0]["data"]["text/html"]

@@ -218,3 +218,14 @@ def test_save_never_writes_without_the_hash_it_showed(page: Page, agents_root: P
     assert writes == [{"content": "- edited in the sidebar\n", "expected_sha256": shown}]
     assert mem.facts == "- edited in the sidebar\n"
     assert outside.read_text() == "- outside\n"
+
+
+def test_sidebar_source_sets_no_html() -> None:
+    """Memory text reaches the DOM only as text: no HTML-parsing sink exists in the sidebar."""
+    source = Path(__file__).resolve().parents[2] / "labextension" / "src"
+    files = sorted(source.glob("*.ts"))
+    assert [f.name for f in files] == ["api.ts", "index.ts", "panel.ts"]
+    sinks = ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write",
+             "createContextualFragment", "DOMParser", "srcdoc", "dangerouslySetInnerHTML")
+    found = [(f.name, sink) for f in files for sink in sinks if sink in f.read_text("utf-8")]
+    assert found == []
