@@ -20,6 +20,7 @@ assembled prompt by the keys of everything it used, so an unchanged build costs 
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import re
 import stat
@@ -95,12 +96,26 @@ def approx_tokens(text: str) -> int:
 
 @dataclass(frozen=True)
 class Section:
-    """One part of a built prompt, for display and budgets."""
+    """One part of a built prompt, for display, budgets and session receipts.
+
+    ``text`` is the section exactly as it stands in the prompt (sections are joined by a
+    blank line, in order). For a section loaded from a file, ``content`` is that file's text
+    as read for this build and ``sha256`` the hash of its UTF-8 bytes: the file's version.
+    """
 
     name: str
     source: Path | None
     chars: int
     tokens: int
+    text: str = field(default="", repr=False, compare=False)
+    content: str | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def sha256(self) -> str | None:
+        """The version of the source file this section was built from (None: builder text)."""
+        if self.content is None:
+            return None
+        return hashlib.sha256(self.content.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -508,7 +523,7 @@ class PromptBuilder:
         sections: list[Section] = []
         parts: list[str] = []
         if system is not None:
-            sections.append(_section("system", system.path, system.text or ""))
+            sections.append(_section("system", system.path, system.text or "", system.raw))
         if bootstrap:
             block = self._bootstrap_block(folder, has_user_instructions)
             parts.append(block)
@@ -520,7 +535,7 @@ class PromptBuilder:
             if loaded.text:
                 block = f"<{name}>\n{guard_block_text(loaded.text)}\n</{name}>"
                 memory_parts.append(block)
-                sections.append(_section(name, loaded.path, block))
+                sections.append(_section(name, loaded.path, block, loaded.raw))
         parts.append("\n\n".join(memory_parts))
         context = "\n\n".join(parts)
         notes: tuple[str, ...] = ()
@@ -752,5 +767,14 @@ def _is_real_dir(path: Path) -> bool:
         return False
 
 
-def _section(name: str, source: Path | None, text: str) -> Section:
-    return Section(name=name, source=source, chars=len(text), tokens=approx_tokens(text))
+def _section(
+    name: str, source: Path | None, text: str, content: str | None = None
+) -> Section:
+    return Section(
+        name=name,
+        source=source,
+        chars=len(text),
+        tokens=approx_tokens(text),
+        text=text,
+        content=content,
+    )
