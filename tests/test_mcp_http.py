@@ -11,7 +11,7 @@ import signal
 import anyio
 import httpx2
 import pytest
-from mcp import ClientSession
+from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp_clients.harness import TIMEOUT, TS, child_env, http_server, text_of
 from test_mcp_server import exercise_plain_agent
@@ -182,3 +182,19 @@ def test_the_bearer_token_is_required(tmp_path, how):
 
         anyio.run(over_http, url, body, {"Authorization": f"Bearer {token}"})
     assert "authorised" in (agent / "memory" / "JOURNAL.jsonl").read_text()
+
+
+def test_http_serves_2026_clients_too(tmp_path):
+    agent = tmp_path / "agent"
+    AgentMemory.open(agent).update_facts("- The user is Ada.\n")
+    with http_server(agent, tmp_path) as server:
+
+        async def main():
+            with anyio.fail_after(TIMEOUT):
+                async with Client(streamable_http_client(server["url"]), mode="auto") as client:
+                    assert client.protocol_version == "2026-07-28"
+                    assert "<facts>\n- The user is Ada.\n</facts>" in client.instructions
+                    result = await client.call_tool("memory", {"action": "search"})
+                    assert text_of(result) == "No journal entries found."
+
+        anyio.run(main)

@@ -185,3 +185,25 @@ def test_nothing_is_announced_while_nothing_changes(tmp_path, mode):
         assert [m for m in inbox.received if m[0] != "notifications/message"] == []
 
     anyio.run(main)
+
+
+def test_2026_client_over_stdio_gets_instructions_and_listen_events(tmp_path):
+    agent = tmp_path / "agent"
+    mem = AgentMemory.open(agent)
+    mem.update_facts("- The user is Ada.\n")
+    outside = AgentMemory.open(agent)
+
+    async def main():
+        with anyio.fail_after(TIMEOUT):
+            async with Client(stdio_client(stdio_params(agent, tmp_path)), mode="auto") as client:
+                assert client.protocol_version == "2026-07-28"
+                assert "<facts>\n- The user is Ada.\n</facts>" in client.instructions
+                async with client.listen(resource_subscriptions=[FACT_URI]) as events:
+                    outside.update_facts("- The user is Ada Lovelace.\n")
+                    async for event in events:
+                        assert event == ResourceUpdated(uri=FACT_URI)
+                        break
+                (content,) = (await client.read_resource(FACT_URI, cache_mode="refresh")).contents
+                assert content.text == "- The user is Ada Lovelace.\n"
+
+    anyio.run(main)
