@@ -18,11 +18,18 @@ import hmac
 import ipaddress
 import signal
 import socket
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["BearerTokenGuard", "build_http_app", "run_http", "security_settings"]
+__all__ = [
+    "BearerTokenGuard",
+    "build_http_app",
+    "exposure_warning",
+    "run_http",
+    "security_settings",
+]
 
 MCP_PATH = "/mcp"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
@@ -65,6 +72,18 @@ def security_settings(
     origins = [f"http://{name}:*" for name in names] + list(allowed_origins)
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
+
+
+def exposure_warning(host: str, token: str | None) -> str | None:
+    """A warning for the start-up output when ``host`` is reachable from other machines
+    and no token is required; None otherwise."""
+    if _is_loopback(host) or token:
+        return None
+    return (
+        f"agent-memory: warning: {host} is reachable from other machines and no bearer token "
+        "is set; anyone who can reach this port can read and change this agent's memory "
+        "(set --token or $JUPYTER_AGENT_MEMORY_MCP_TOKEN)"
     )
 
 
@@ -146,6 +165,9 @@ def run_http(
     )
     config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
     announce(f"http://{_url_host(host)}:{bound_port}{MCP_PATH}")
+    warning = exposure_warning(host, token)
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     # uvicorn shuts down gracefully on SIGTERM, then raises the signal again for the handler
     # that was there before; this one makes that second delivery a normal exit (status 0).
     main_thread = threading.current_thread() is threading.main_thread()

@@ -198,3 +198,24 @@ def test_http_serves_2026_clients_too(tmp_path):
                     assert text_of(result) == "No journal entries found."
 
         anyio.run(main)
+
+
+def test_guards_for_other_addresses():
+    from jupyter_agent_memory.mcp_http import exposure_warning, security_settings
+
+    loopback = security_settings("127.0.0.1")
+    assert loopback.allowed_hosts == ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+    assert loopback.allowed_origins == [
+        "http://127.0.0.1:*",
+        "http://localhost:*",
+        "http://[::1]:*",
+    ]
+    wide = security_settings("0.0.0.0", ["mybox:8765"], ["http://app.example:3000"])
+    assert wide.allowed_hosts == ["0.0.0.0:*", "mybox:8765"]
+    assert wide.allowed_origins == ["http://0.0.0.0:*", "http://app.example:3000"]
+    assert security_settings("::1").allowed_hosts[-1] == "[::1]:*"
+    assert exposure_warning("127.0.0.1", None) is None
+    assert exposure_warning("localhost", None) is None
+    assert exposure_warning("0.0.0.0", "secret") is None
+    warning = exposure_warning("0.0.0.0", None)
+    assert warning is not None and "no bearer token" in warning
