@@ -22,6 +22,7 @@ This is the only module of the package that imports ipywidgets.
 from __future__ import annotations
 
 import logging
+import warnings
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -514,9 +515,14 @@ class MemoryPanel(widgets.VBox):
             return None
 
         def build() -> PromptView:
-            from .magics import build_session_prompt
+            from .prompt import PromptBudgetWarning
 
-            return PromptView.from_prompt(build_session_prompt(self.builder, self.mem, workspace))
+            # Built as a session would be (the engine's build_session), like %memprompt; the
+            # budget warning is shown in the view, so it is not also sent to stderr.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", PromptBudgetWarning)
+                prompt = self.builder.build_session(self.mem, workspace)
+            return PromptView.from_prompt(prompt)
         self.prompt_status.value = ""
         view = self._guard(self.prompt_status, build)
         if view is not None:
