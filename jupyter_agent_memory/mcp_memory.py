@@ -197,8 +197,7 @@ class MemoryService:
             prompt = self.prompt()
         except MemoryToolError as exc:
             return f"Agent memory is unavailable: {exc.message}"
-        for warning in prompt.warnings:
-            log.warning("%s", warning)
+        # Budget warnings were issued by the builder (PromptBudgetWarning, on stderr).
         problem = self.problem()
         if problem is None:
             return prompt.context
