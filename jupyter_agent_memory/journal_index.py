@@ -123,7 +123,8 @@ def _connect(path: Path) -> tuple[sqlite3.Connection, list[object]]:
     except sqlite3.DatabaseError:
         conn.close()
         raise
-    record: list[object] = [os.getpid(), inode, conn, False]
+    # [pid, inode, connection, tables created, journal version last found valid]
+    record: list[object] = [os.getpid(), inode, conn, False, None]
     _connections.by_path[key] = record
     return conn, record
 
@@ -133,10 +134,15 @@ _locations: dict[tuple[str, str, str], Path | None] = {}
 
 
 def _location(journal: Path, agent: Path, root: Path | None) -> Path | None:
-    configured = os.fspath(root if root is not None else cache_dir())
-    key = (os.fspath(journal), os.fspath(agent), configured)
+    settings = (
+        os.fspath(root) if root is not None else "",
+        os.environ.get(CACHE_ENV, ""),
+        os.environ.get("XDG_CACHE_HOME", ""),
+    )
+    key = (os.fspath(journal), os.fspath(agent), "\0".join(settings))
     if key in _locations:
         return _locations[key]
+    configured = os.fspath(root if root is not None else cache_dir())
     base = Path(os.path.realpath(configured))
     real_agent = Path(os.path.realpath(agent))
     db: Path | None = None
@@ -172,6 +178,7 @@ class JournalIndex:
         self.db = db
         self.read = read
         self.size = st.st_size
+        self.mtime = st.st_mtime_ns
         self.identity = f"{st.st_dev}:{st.st_ino}"
         self.conn, self._record = _connect(db)
         self.state: dict[str, object] = {}
@@ -246,12 +253,18 @@ class JournalIndex:
         state = self.state
         if state.get("schema") != _SCHEMA or state.get("identity") != self.identity:
             return False
+        # The fingerprints were checked for this very file version already (same size and
+        # modification time, and the same ends indexed): no need to read them again.
+        seen = (self.identity, self.size, self.mtime, state.get("map_end"), state.get("fts_end"))
+        if self._record[4] == seen:
+            return True
         for part in ("map", "fts"):
             end = int(state.get(f"{part}_end", 0))  # type: ignore[arg-type]
             if end > self.size:
                 return False
             if end and state.get(f"{part}_print") != self._fingerprint(end):
                 return False
+        self._record[4] = seen
         return True
 
     def _reset(self) -> None:
@@ -425,12 +438,14 @@ class JournalIndex:
         cursor = self.conn.execute(
             "SELECT rowid FROM texts WHERE texts MATCH ? ORDER BY rowid DESC", (phrase,)
         )
+        batch = 24  # most searches stop at the limit (20): ask for little at first
         while True:
-            rows = cursor.fetchmany(256)
+            rows = cursor.fetchmany(batch)
             if not rows:
                 return
             for (offset,) in rows:
                 yield offset
+            batch = min(batch * 4, 4096)
 
 
 def fts_usable(needle: str) -> bool:
