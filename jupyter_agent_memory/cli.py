@@ -352,10 +352,15 @@ def _add_mcp_parser(commands: argparse._SubParsersAction, common: argparse.Argum
     mcp.add_argument(
         "--tool-name",
         default=None,
+        metavar="NAME",
         help="how the model sees the memory tool in the prompt (mcp__agent-memory__memory)",
     )
     mcp.add_argument(
-        "--budget-tokens", type=int, default=None, help="warn when the memory exceeds N tokens"
+        "--budget-tokens",
+        type=int,
+        default=None,
+        metavar="N",
+        help="warn when the memory exceeds N tokens",
     )
 
 
