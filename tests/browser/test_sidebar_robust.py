@@ -15,6 +15,7 @@ from typing import Any
 from conftest import watch_of
 from hostile import PAYLOADS
 from playwright.sync_api import Page, expect
+from test_hostile import screenshot_dir, set_theme
 
 from jupyter_agent_memory import AgentMemory
 
@@ -79,7 +80,7 @@ SHOWN_TEXTS = [
 ]
 
 
-def test_sidebar_renders_any_json_entry(page: Page, agents_root: Path) -> None:
+def test_sidebar_renders_any_json_entry(page: Page, agents_root: Path, tmp_path: Path) -> None:
     mem = AgentMemory.open_id("default", agents_root)
     mem.append("written by the engine", tags=["normal"])
     write_lines(mem, ODD_ENTRIES)
@@ -119,6 +120,11 @@ def test_sidebar_renders_any_json_entry(page: Page, agents_root: Path) -> None:
         [PAYLOADS["details"]]
     )
     assert page.evaluate(LIVE_PAYLOADS) == []
+    for theme, label in (("JupyterLab Dark", "dark"), ("JupyterLab Light", "light")):
+        set_theme(page, theme)
+        entry(9).scroll_into_view_if_needed()
+        shot = screenshot_dir(tmp_path) / f"sidebar-odd-{label}.png"
+        page.screenshot(path=str(shot))
     # The huge entry is cut until asked for.
     big = entry(12).locator(".jp-AgentMemory-entryText")
     big.get_by_role("button", name=f"Show all ({HUGE:,} characters)").click()
