@@ -28,7 +28,7 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import bootstrap as _bootstrap
 from .bootstrap import BOOTSTRAP_TAG, SOUL_STUB_CHARS, STATE_FILE
@@ -37,6 +37,9 @@ from .jstext import js_trim
 from .paths import Folder, describe, file_key, match_name
 from .store import FACT, JOURNAL, MEMORY_DIR, SOUL, USER, AgentMemory
 from .watch import Plan, Watch
+
+if TYPE_CHECKING:
+    from .sessions import SessionStart
 
 __all__ = [
     "BOOTSTRAP_TAG",
@@ -348,6 +351,27 @@ class PromptBuilder:
             record_path, record_key, spec_path, _lstat_key(spec_path), definition
         )
         return definition
+
+    def start_session(
+        self,
+        agent: AgentMemory,
+        workspace: str | os.PathLike[str] | None = None,
+        *,
+        client: Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> SessionStart:
+        """Build the prompt a new session really starts with, and put it on record.
+
+        Like :meth:`build_session`, plus one receipt in the agent's sessions log naming every
+        section's source file and version, with the prompt text stored once (see
+        :mod:`~jupyter_agent_memory.sessions`). ``client`` is ``{"name", "version"}`` when
+        known. Previews call :meth:`build_session`: only real session starts are recorded.
+        """
+        from .sessions import SessionStart, record
+
+        prompt = self.build_session(agent, workspace)
+        receipt = record(agent, prompt, session_id=session_id, client=dict(client or {}))
+        return SessionStart(prompt, receipt)
 
     def build_facts_section(self, agent: AgentMemory | str | os.PathLike[str]) -> str | None:
         """``## Agent Knowledge`` with FACT.md, or None when FACT.md is missing or empty."""

@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
-from . import history, journal
+from . import history, journal, sessions
 from .bootstrap import STATE_FILE
 from .bootstrap import note_append as note_bootstrap_append
 from .errors import (
@@ -42,6 +42,7 @@ from .folder import DEFAULT_LOCK_TIMEOUT, Folder, describe, sha256_hex
 from .history import DEFAULT_HISTORY_LIMIT, HISTORY_DIR
 from .journal_append import JournalAppender
 from .paths import resolve_target
+from .sessions import DEFAULT_KEEP_BYTES, DEFAULT_KEEP_SESSIONS
 from .tool import call_tool, coerce_time, normalize_limit
 
 SOUL = "SOUL.md"
@@ -129,6 +130,8 @@ class AgentMemory:
         max_bytes: int = DEFAULT_MAX_BYTES,
         lock_timeout: float | None = DEFAULT_LOCK_TIMEOUT,
         journal_index: bool | None = None,
+        keep_sessions: int = DEFAULT_KEEP_SESSIONS,
+        keep_session_bytes: int = DEFAULT_KEEP_BYTES,
     ) -> None:
         self.path = Path(path)
         self.agent_id = agent_id
@@ -139,6 +142,9 @@ class AgentMemory:
         self.clock = clock
         self.max_bytes = max(1, int(max_bytes))
         self.lock_timeout = lock_timeout
+        # Retention of session receipts and the prompt texts they point to (see sessions.py).
+        self.keep_sessions = max(1, int(keep_sessions))
+        self.keep_bytes = max(1, int(keep_session_bytes))
         # The journal's derived search index (journal_index): True on, False off (no cache
         # file at all), None by size; $JUPYTER_AGENT_MEMORY_INDEX decides when None.
         self.journal_index = journal_index
@@ -233,8 +239,11 @@ class AgentMemory:
                 _sweep_temp_files(agent, _AGENT_FILES)
                 _sweep_temp_files(mem, _MEMORY_FILES)
                 if mem.lookup(HISTORY_DIR) is not None:
-                    with mem.subfolder(HISTORY_DIR) as history:
-                        _sweep_temp_files(history, None)
+                    with mem.subfolder(HISTORY_DIR) as versions:
+                        _sweep_temp_files(versions, history.VERSION_NAME)
+                if mem.lookup(sessions.BLOBS_DIR) is not None:
+                    with mem.subfolder(sessions.BLOBS_DIR) as blobs:
+                        _sweep_temp_files(blobs, sessions.BLOB_NAME)
 
     @contextlib.contextmanager
     def _folders(self, create_memory: bool = False) -> Iterator[tuple[Folder, Folder | None]]:
@@ -718,6 +727,28 @@ class AgentMemory:
                     counts[key] = counts.get(key, 0) + 1
         return counts
 
+    # -- sessions on record ----------------------------------------------------------------
+
+    @engine_boundary
+    def sessions(self) -> list[dict[str, Any]]:
+        """Receipts of recorded session starts, newest first."""
+        return sessions.receipts(self)
+
+    @engine_boundary
+    def session_prompt(self, session_id: str) -> str:
+        """The exact system prompt a recorded session started with (id or 6+ digit prefix)."""
+        return sessions.prompt_text(self, session_id)
+
+    @engine_boundary
+    def diff_sessions(self, first: str, second: str) -> str:
+        """A unified diff between two recorded sessions' prompts ("" when identical)."""
+        return sessions.diff(self, first, second)
+
+    @engine_boundary
+    def why(self, session_id: str, text: str) -> list[sessions.Origin]:
+        """Where each line of a recorded prompt containing ``text`` came from."""
+        return sessions.why(self, session_id, text)
+
     # -- the memory tool -------------------------------------------------------------------
 
     def call_tool(self, args: dict[str, Any]) -> str:
@@ -773,26 +804,25 @@ def _decode(data: bytes) -> str:
 
 # The files each folder's atomic writes target (compared ignoring case, as lookups are).
 _AGENT_FILES = frozenset(n.casefold() for n in (SOUL, USER, TEMPLATE_RECORD, STATE_FILE))
-_MEMORY_FILES = frozenset(n.casefold() for n in (FACT,))
+_MEMORY_FILES = frozenset(n.casefold() for n in (FACT, sessions.SESSIONS_LOG))
 
 
-def _sweep_temp_files(folder: Folder, targets: frozenset[str] | None) -> None:
+def _sweep_temp_files(folder: Folder, targets: frozenset[str] | re.Pattern[str]) -> None:
     """Remove temp files a crashed write of ours left: nothing else, whatever its name.
 
     Only regular files named as :meth:`Folder.write_atomic` names the temp file of one of
-    ``targets`` (``None``: a history version) are removed; a user's file or folder that merely
-    looks like one is left alone.
+    ``targets`` (names compared ignoring case, or a pattern the names of that folder's files
+    match) are removed; a user's file or folder that merely looks like one is left alone.
     """
     for name in folder.names():
         match = _TEMP_NAME.match(name)
         if match is None:
             continue
         target = match.group("target")
-        ours = (
-            history.VERSION_NAME.match(target) is not None
-            if targets is None
-            else target.casefold() in targets
-        )
+        if isinstance(targets, frozenset):
+            ours = target.casefold() in targets
+        else:
+            ours = targets.match(target) is not None
         st = folder.lstat(name)
         if ours and st is not None and stat.S_ISREG(st.st_mode):
             with contextlib.suppress(FileNotFoundError):
