@@ -202,6 +202,19 @@ def test_hostile_memory_in_jupyterlab_runs_nothing(
         screenshots(page, screenshot_dir(tmp_path), "jupyterlab")
         assert_nothing_ran(page, lab)
         assert watch_of(page).errors == []
+        # Saved and opened again, the stored outputs (trusted: the user saved them) are as inert.
+        page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+        expect(page.locator(".jp-mod-dirty")).to_have_count(0)
+        saved = nbformat.read(lab.workspace / "hostile.ipynb", as_version=4)
+        (fact_output,) = saved.cells[3].outputs
+        assert set(fact_output["data"]) == {"text/plain", "text/html"}
+        shut_down_kernels(page)
+        page.goto(lab.lab_url("hostile.ipynb"))
+        page.wait_for_function("() => window.jupyterapp !== undefined")
+        page.evaluate("async () => { await window.jupyterapp.restored; }")
+        expect(page.locator(".jp-AgentMemory-markdown h1")).to_have_text("Facts")
+        assert_nothing_ran(page, lab)
+        assert_payloads_readable(page)
     finally:
         shut_down_kernels(page)
 
