@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import sys
 import threading
 import time
@@ -19,6 +20,7 @@ from mcp_clients.harness import (
     child_env,
     http_server,
     inspector,
+    node_clients,
     sdk_client,
     server_command,
     text_of,
@@ -360,3 +362,17 @@ def test_typescript_and_inspector_over_http_with_a_token(tmp_path):
             tmp_path, [url], "--method", "tools/list", "--stored-auth-only", codes=(3,)
         )
         assert json.loads(refused["err"])["error"]["code"] == "auth_required"
+
+
+def test_the_sdk_client_type_checks_against_the_sdk_types():
+    """The client is plain ESM with JSDoc types; TypeScript checks it against the SDK's own
+    declarations (strict mode), so a wrong method or shape fails here and not at run time."""
+    clients = node_clients()
+    out = subprocess.run(
+        [str(clients / "node_modules" / ".bin" / "tsc"), "-p", str(clients)],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        cwd=clients,
+    )
+    assert (out.returncode, out.stdout, out.stderr) == (0, "", "")

@@ -89,9 +89,10 @@ async function main() {
     instructions: client.getInstructions() ?? null,
     results,
     notifications,
+    stderr: "",
   };
   await client.close();
-  report.stderr = stderr.join("");
+  report.stderr = stderr.join(""); // complete only once the server has exited
   process.stdout.write(JSON.stringify(report));
 }
 
