@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import html
+import re
 from typing import Any
 
 __all__ = ["NO_MATH_CLASS", "escape_html", "markdown_html", "no_math_block"]
@@ -42,6 +43,7 @@ _ATTRIBUTES = {
 # Table alignment is the only style Markdown produces.
 _STYLE_PROPERTIES = frozenset({"text-align"})
 _URL_SCHEMES = frozenset({"http", "https", "mailto"})
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def escape_html(value: object) -> str:
@@ -99,6 +101,8 @@ def markdown_html(text: str) -> str:
     """Markdown ``text`` as sanitised HTML in a ``jp-AgentMemory-markdown`` no-math block.
 
     Raw HTML in ``text`` appears as visible, escaped text; no element, attribute or URL that
-    can run script or load a resource survives, and no TeX is typeset.
+    can run script or load a resource survives, and no TeX is typeset. A lone surrogate (half
+    of an emoji, which no wire format carries) shows as U+FFFD instead of failing the display.
     """
+    text = _LONE_SURROGATE.sub("\ufffd", text)
     return no_math_block(_sanitise(_markdown().render(text)), "jp-AgentMemory-markdown")

@@ -330,3 +330,9 @@ def test_rendering_libraries_load_on_first_render_only() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={**os.environ, "IPYTHONDIR": tempfile.mkdtemp()}, check=True)
     assert done.stdout.strip() == "[] ['markdown_it', 'nh3']"
+
+
+def test_a_lone_surrogate_shows_as_a_replacement_character() -> None:
+    page = FactsView("half \ud83d emoji\n")._repr_html_()
+    assert "<p>half \ufffd emoji</p>" in page
+    page.encode("utf-8")  # sendable
