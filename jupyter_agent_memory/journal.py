@@ -121,6 +121,8 @@ _REEXPORTED = (
 # microseconds; later blocks grow so a full scan makes few, large reads.
 _FIRST_BLOCK = 64 * 1024
 _MAX_BLOCK = 1024 * 1024
+_WINDOW_FIRST_BLOCK = 8 * 1024
+_BISECT_READ = 512
 # Candidate lines named by the full-text index that a search decodes one by one before it
 # scans the rest of the file instead (each costs a read; a scan reads in big blocks).
 _CANDIDATE_BUDGET = 4096
@@ -173,16 +175,16 @@ def _reader(f: BinaryIO) -> Callable[[int, int], bytes]:
 
 
 def _backward_blocks(
-    read: Callable[[int, int], bytes], floor: int, end: int
+    read: Callable[[int, int], bytes], floor: int, end: int, first: int | None = None
 ) -> Iterator[tuple[bytes, int]]:
     """``[floor, end)`` of the file as ``(buf, lo)`` pairs, last part first, where ``buf[lo:]``
     is a run of whole lines and ``buf[:lo]`` the tail of a line that the next pair holds whole.
 
     ``floor`` is a line start. Reads only up to ``end`` (the size the file had when the search
     began), so concurrent appends do not shift the blocks. Blocks grow from 64 KiB to 1 MiB; a
-    longer line is read whole.
+    longer line is read whole. ``first`` overrides the size of the first block.
     """
-    step = _FIRST_BLOCK
+    step = first or _FIRST_BLOCK
     while end > floor:
         start = max(floor, end - step)
         buf = read(start, end - start)
@@ -293,7 +295,30 @@ def _indexed_plan(
     if window is None or size < journal_index.MAP_MIN_BYTES:
         return None
     end = index.update_map()
-    return [(end, size), *index.window_ranges(window.low, window.high)], None, end
+    ranges = index.window_ranges(window.low, window.high)
+    if index.in_order and window.high is not None and len(ranges) == 1:
+        # Every mapped line is ours and in order: the window's newest end is found by
+        # bisection, so the lines after it are not read at all.
+        floor, top = ranges[0]
+        ranges = [(floor, _bisect_after(read, floor, top, window.high))]
+    return [(end, size), *ranges], None, end
+
+
+def _bisect_after(read: Callable[[int, int], bytes], floor: int, top: int, high: bytes) -> int:
+    """The start of the first line of ``[floor, top)`` whose ``ts`` is after ``high`` (``top``
+    when none is), for a range of lines in our layout in time order."""
+    lo, hi = floor, top  # invariant: lines before lo are <= high, lines from hi on are after
+    while hi - lo > 2 * _BISECT_READ:
+        mid = (lo + hi) // 2
+        buf = read(mid, _BISECT_READ)
+        start = buf.find(b"\n") + 1
+        if start == 0 or start + 31 > len(buf) or mid + start >= hi:
+            break  # a long line: the scan finishes the job
+        if buf[start + 7 : start + 31] > high:
+            hi = mid + start
+        else:
+            lo = mid + start
+    return hi
 
 
 def _run(
@@ -327,8 +352,11 @@ def _run(
             return len(result) >= limit
         return False
 
+    # Ranges chosen by the time map usually hold the matches near their end: start small.
+    first = min(_WINDOW_FIRST_BLOCK, _FIRST_BLOCK) if window is not None else None
+
     def scan(floor: int, top: int) -> bool:
-        for buf, lo in _backward_blocks(read, floor, top):
+        for buf, lo in _backward_blocks(read, floor, top, first):
             trimmed = None
             if primary is not None:
                 lines = primary.candidates(buf, lo)

@@ -10,8 +10,9 @@ any time: it is rebuilt silently when it is missing, stale or corrupt. It holds 
   (``{"ts":"<canonical ts>"`` first and no other ``ts`` key, the lines the byte-level window
   check of :class:`~jupyter_agent_memory.journal_plans._Window` may judge). A time window then
   reads only the runs it overlaps, plus every run holding any other line, plus the tail not
-  mapped yet. When the runs are in order (the usual case), finding them is two indexed
-  look-ups; when they are not, one pass over the run table.
+  mapped yet. When the whole mapped part is in time order (the usual case, checked line by
+  line when it is mapped), finding them is two indexed look-ups, and the newest end of the
+  window is found by bisecting the file itself; otherwise one pass over the run table.
 * a **trigram full-text index** (SQLite FTS5, ``tokenize='trigram case_sensitive 1'``) of
   ``text.lower()`` for every entry whose ``text`` is a string, keyed by the line's byte offset.
   A substring query of at least 3 characters asks it for candidate lines, newest first; each
@@ -58,6 +59,7 @@ FTS_MIN_BYTES = 64 * 1024 * 1024
 # The time map's runs, and how much unindexed tail a search scans before it updates the
 # full-text index (each update is a database transaction).
 CHUNK_BYTES = 32 * 1024
+TAIL_BYTES = 4 * 1024  # the unmapped tail a search scans before it maps it
 FTS_LAG_BYTES = 256 * 1024
 _READ_BLOCK = 4 * 1024 * 1024
 _FINGERPRINT = 4096
@@ -324,7 +326,7 @@ class JournalIndex:
     def update_map(self) -> int:
         """Map whole runs up to the end of the journal; returns where the mapped part ends."""
         end = int(self.state["map_end"])  # type: ignore[arg-type]
-        if self.size - end < CHUNK_BYTES:
+        if self.size - end < TAIL_BYTES:
             return end
         conn = self.conn
         conn.execute("BEGIN IMMEDIATE")
@@ -334,6 +336,16 @@ class JournalIndex:
             is_sorted = bool(self.state["map_sorted"])
             highest = bytes(self.state["map_hi"])  # type: ignore[arg-type]
             rows = []
+
+            def add(start: int, run: bytes) -> None:
+                nonlocal is_sorted, highest
+                lo, hi, mapped, ordered = _summarise(run)
+                if not mapped or not ordered or lo < highest:
+                    is_sorted = False
+                if mapped:
+                    highest = max(highest, hi)
+                rows.append((start, start + len(run), lo, hi, int(mapped)))
+
             pending, pending_base = b"", end
             for base, block in self._whole_lines(end, self.size):
                 if pending:  # whole lines left over from the previous block
@@ -341,16 +353,13 @@ class JournalIndex:
                 pos = 0
                 while len(block) - pos >= CHUNK_BYTES:
                     cut = block.find(b"\n", pos + CHUNK_BYTES - 1) + 1
-                    run = block[pos:cut]
-                    lo, hi, mapped = _summarise(run)
-                    if not mapped or lo < highest:
-                        is_sorted = False
-                    if mapped:
-                        highest = max(highest, hi)
-                    rows.append((base + pos, base + cut, lo, hi, int(mapped)))
+                    add(base + pos, block[pos:cut])
                     pos = cut
                 # The rest waits for the next block, or for more lines to make a whole run.
                 pending, pending_base = block[pos:], base + pos
+            if len(pending) >= TAIL_BYTES:
+                # A shorter last run, so that a search scans at most a few KiB unmapped.
+                add(pending_base, pending)
             if rows:
                 conn.executemany("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?)", rows)
                 end = rows[-1][1]
@@ -366,13 +375,18 @@ class JournalIndex:
             raise
         return end
 
+    @property
+    def in_order(self) -> bool:
+        """Whether every mapped line is in our layout and the mapped part is in time order."""
+        return bool(self.state["map_sorted"])
+
     def window_ranges(self, low: bytes | None, high: bytes | None) -> list[tuple[int, int]]:
         """Byte ranges of the mapped part that may hold entries in ``[low, high]``, newest
         first; the caller scans the unmapped tail (from :meth:`update_map`'s end) itself."""
         low_key = low if low is not None else b""
         high_key = high if high is not None else b"\xff"
         conn = self.conn
-        if self.state["map_sorted"]:
+        if self.in_order:
             # Runs in order, every line mapped: the overlapping runs are contiguous.
             first = conn.execute(
                 "SELECT start FROM runs WHERE hi >= ? ORDER BY hi, start LIMIT 1", (low_key,)
@@ -453,9 +467,10 @@ def fts_usable(needle: str) -> bool:
     return len(needle) >= 3 and "\0" not in needle
 
 
-def _summarise(run: bytes) -> tuple[bytes, bytes, bool]:
-    """``(lowest ts, highest ts, every line in our layout)`` of a run of whole lines."""
+def _summarise(run: bytes) -> tuple[bytes, bytes, bool, bool]:
+    """``(lowest ts, highest ts, every line in our layout, lines in time order)`` of a run of
+    whole lines."""
     keys = layout_keys(run, run.count(b"\n"))
     if keys is None:
-        return b"", b"", False
-    return min(keys), max(keys), True
+        return b"", b"", False, False
+    return min(keys), max(keys), True, keys == sorted(keys)

@@ -37,9 +37,14 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
-def _ordered_line(rng: random.Random, i: int, plant: str, plant_tag: str) -> bytes:
-    """A line of ours, in time order most of the time (sometimes late, early or repeated)."""
+def _ordered_line(
+    rng: random.Random, i: int, plant: str, plant_tag: str, perfect: bool = False
+) -> bytes:
+    """A line of ours, in time order most of the time (sometimes late, early or repeated);
+    always in order (repeats allowed) when ``perfect``."""
     roll = rng.random()
+    if perfect:
+        roll = 0.08 + 0.92 * roll
     moment = BASE + timedelta(seconds=30 * i)
     if roll < 0.05:
         moment -= timedelta(hours=rng.randint(1, 40))  # written late by another clock
@@ -56,12 +61,13 @@ def _ordered_line(rng: random.Random, i: int, plant: str, plant_tag: str) -> byt
 
 def _journal(rng: random.Random, start: int, count: int, plant: str, plant_tag: str) -> bytes:
     disorder = rng.choice([0.0, 0.0, 0.02, 0.3])  # many journals are perfectly clean
+    perfect = rng.random() < 0.4  # and many of those in time order (bisection)
     out = []
     for i in range(start, start + count):
         if rng.random() < disorder:
             out.append(_random_line(rng, plant, plant_tag) + b"\n")
         else:
-            out.append(_ordered_line(rng, i, plant, plant_tag))
+            out.append(_ordered_line(rng, i, plant, plant_tag, perfect and not disorder))
     return b"".join(out)
 
 
@@ -104,12 +110,14 @@ def _small(stack: ExitStack, rng: random.Random) -> None:
     """Thresholds and block sizes tiny enough that a journal of a few KiB crosses every path."""
     stack.enter_context(mock.patch.object(journal_index, "MAP_MIN_BYTES", 0))
     stack.enter_context(mock.patch.object(journal_index, "CHUNK_BYTES", rng.randint(40, 600)))
+    stack.enter_context(mock.patch.object(journal_index, "TAIL_BYTES", rng.randint(1, 300)))
     stack.enter_context(
         mock.patch.object(journal_index, "FTS_LAG_BYTES", rng.choice([0, 0, 200, 10**9]))
     )
     stack.enter_context(mock.patch.object(journal_index, "_READ_BLOCK", rng.randint(64, 4096)))
     stack.enter_context(mock.patch.object(journal, "_FIRST_BLOCK", rng.randint(16, 300)))
     stack.enter_context(mock.patch.object(journal, "_MAX_BLOCK", rng.randint(300, 2000)))
+    stack.enter_context(mock.patch.object(journal, "_BISECT_READ", rng.choice([64, 100, 512])))
     stack.enter_context(
         mock.patch.object(journal, "_CANDIDATE_BUDGET", rng.choice([0, 1, 3, 4096]))
     )
