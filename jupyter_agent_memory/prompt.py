@@ -210,8 +210,9 @@ class PromptBuilder:
         ``workspace`` is the session's working directory (default: the current one); its
         ``system.md``, when present, becomes :attr:`Prompt.base`. ``config`` may hold
         ``bootstrap_completed`` (bool) and ``budget_tokens`` (a positive integer; anything
-        else is refused with -32602). A completion the agent recorded (a ``bootstrap``
-        append) outranks ``bootstrap_completed``.
+        else is refused with -32602); a ``budget_tokens`` passed here is this call's own and
+        outranks the builder's. A completion the agent recorded (a ``bootstrap`` append)
+        outranks ``bootstrap_completed``.
         """
         if config:
             completed = config.get("bootstrap_completed")
@@ -312,12 +313,20 @@ class PromptBuilder:
         ``configuration``) and whether role instructions exist; an agent without a template
         (or whose template is gone or invalid) gets the defaults. Every surface (CLI, magics,
         panel, REST, MCP) builds prompts this way.
+
+        A budget given to this builder (``budget_tokens=``) wins over the template's
+        ``budget_tokens``: the template's is a default for agents nobody configured, and a
+        budget someone asked for must not be silently replaced. Without one, the template's
+        applies. :attr:`Prompt.budget_tokens` is always the budget that was used.
         """
         definition = self._session_template(agent)
+        config = definition.configuration if definition else None
+        if config and self.budget_tokens is not None and "budget_tokens" in config:
+            config = {**config, "budget_tokens": self.budget_tokens}
         return self.build(
             agent,
             workspace=workspace,
-            config=definition.configuration if definition else None,
+            config=config,
             has_user_instructions=bool(definition and definition.instructions),
         )
 
