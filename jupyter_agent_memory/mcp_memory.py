@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "JOURNAL_URI",
-    "METHOD_NOT_FOUND",
     "PROMPT_NAME",
     "PROMPT_URI",
     "READ_TOOL_NAME",
@@ -48,7 +47,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-METHOD_NOT_FOUND = -32601
 # MCP's code for a resource URI the server does not know.
 RESOURCE_NOT_FOUND = -32002
 
@@ -257,7 +255,7 @@ class MemoryService:
         args = dict(arguments) if arguments is not None else {}
         try:
             if name not in self.tool_names():
-                raise MemoryToolError(f"Unknown tool: {name}", METHOD_NOT_FOUND)
+                raise functions.unknown_tool_error(name, self.tool_names())
             if name == functions.MEMORY_TOOL_NAME:
                 text = self.memory.call_tool(args)
             elif name == functions.PRODUCT_INFO_TOOL_NAME:
