@@ -178,6 +178,9 @@ class SessionRecord:
     outcomes: list[ExpectationOutcome]
     started: str = ""
     """The (possibly simulated) time the session started, as a journal timestamp."""
+    session_id: str = ""
+    """Id of the session's receipt in the agent's sessions log (``AgentMemory.sessions``):
+    ``AgentMemory.session_prompt(session_id)`` is ``system_prompt`` byte for byte."""
     new_entry_ids: list[str] = field(default_factory=list)
     """Ids of ``new_entries`` (see ``EvaluationResult.entry_ids``)."""
     searches: list[SearchRecord] = field(default_factory=list)

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 
 __all__ = ["BASELINES", "EvaluationRunner", "SimulatedClock", "run_scenario"]
 
+CLIENT_NAME = "jupyter-agent-memory evaluation"
+"""The client name in the receipt of every session the runner starts (``AgentMemory.sessions``)."""
+
 BASELINES = ("tool", "bm25")
 """The retrieval baselines scored next to the agent's own searches (see ``retrieval``)."""
 
@@ -270,13 +273,41 @@ class EvaluationRunner:
             )
 
     def _system_text(self, prompt: Prompt, dated: bool = False) -> str:
-        text = prompt.text
+        return _as_given(prompt, *self._around(prompt, dated)).text
+
+    def _around(self, prompt: Prompt, dated: bool) -> tuple[str | None, str | None]:
+        """The stand-in base prompt and the date line the runner puts around ``prompt``."""
+        base = None
         if prompt.base is None and self.base_prompt:
-            text = f"{self.base_prompt.strip()}\n\n{text}"
+            base = self.base_prompt.strip()
+        date = None
         if dated and self.announce_date and self._clock is not None:
             moment = self._clock.peek()
-            text += f"\n\nCurrent date: {moment:%Y-%m-%d %H:%M} UTC ({moment:%A})."
-        return text
+            date = f"Current date: {moment:%Y-%m-%d %H:%M} UTC ({moment:%A})."
+        return base, date
+
+    def _start_session(self, given: Prompt) -> dict[str, Any]:
+        """Put the session start on record in the agent's sessions log; its receipt.
+
+        ``given`` is the prompt as the model gets it (see :func:`_as_given`), so the recorded
+        text is the model's system message byte for byte and every line of it can be traced
+        (``AgentMemory.why``). The builder records its own prompts through
+        ``PromptBuilder.start_session``; the runner builds with its own settings and adds
+        text around the prompt, so it records what it built with the same ``record``.
+        """
+        from .. import __version__
+        from ..sessions import record
+
+        # The receipt's time is a clock reading; a simulated clock must not move for it, or
+        # every later entry of the scenario would get a different time than without records.
+        moment = self._clock.peek() if self._clock is not None else None
+        try:
+            return record(
+                self.memory, given, client={"name": CLIENT_NAME, "version": __version__}
+            )
+        finally:
+            if self._clock is not None and moment is not None:
+                self._clock.set(moment)
 
     def _now_text(self) -> str:
         if self._clock is not None:
@@ -427,7 +458,9 @@ class EvaluationRunner:
             gold_journal = self._journal.snapshot()
             baselines = self._baseline_searches(session) if session.evidence else []
             prompt = self.build_prompt()
-            system = self._system_text(prompt, dated)
+            given = _as_given(prompt, *self._around(prompt, dated))
+            system = given.text
+            record.session_id = self._start_session(given)["session_id"]
             record.system_prompt = system
             record.prompt_chars = len(system)
             record.prompt_tokens = _approx_tokens(system, prompt)
@@ -545,6 +578,36 @@ class EvaluationRunner:
 def _check_on_error(on_error: str) -> None:
     if on_error not in ("continue", "stop"):
         raise ValueError(f"on_error must be 'continue' or 'stop', got {on_error!r}")
+
+
+def _as_given(prompt: Prompt, base: str | None, date: str | None) -> Prompt:
+    """``prompt`` with a stand-in base prompt before it and a date line after it.
+
+    Both become sections of builder text (no source file), joined by a blank line as the
+    builder joins its own, so the receipt's sections still add up to the text.
+    """
+    if base is None and date is None:
+        return prompt
+    from dataclasses import replace
+
+    from ..prompt import Section, approx_tokens
+
+    def builder_text(name: str, text: str) -> Section:
+        return Section(name, None, len(text), approx_tokens(text), text=text)
+
+    sections = list(prompt.sections)
+    if base is not None:
+        sections.insert(0, builder_text("system", base))
+    context = prompt.context
+    if date is not None:
+        context += f"\n\n{date}"
+        sections.append(builder_text("date", date))
+    return replace(
+        prompt,
+        base=prompt.base if base is None else base,
+        context=context,
+        sections=tuple(sections),
+    )
 
 
 def _approx_tokens(system: str, prompt: Prompt) -> int:
