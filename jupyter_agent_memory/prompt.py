@@ -14,11 +14,14 @@ content that does neither is placed byte for byte.
 
 Builds are cached: file contents are keyed by ``(mtime_ns, ctime_ns, size, inode)`` and the
 assembled prompt by the keys of everything it used, so an unchanged build costs a few
-``stat`` calls and a rewritten file is never missed, even when its size stays the same.
+``stat`` calls and a rewritten file is never missed, even when its size stays the same. All of
+it lives in one bounded, thread-safe :class:`~jupyter_agent_memory.watch.PromptCache` per
+builder.
 """
 
 from __future__ import annotations
 
+import enum
 import errno
 import hashlib
 import os
@@ -36,7 +39,7 @@ from .errors import INTERNAL_ERROR, INVALID_PARAMS, MemoryToolError, UnsafePathE
 from .jstext import js_trim
 from .paths import Folder, describe, file_key, match_name
 from .store import FACT, JOURNAL, MEMORY_DIR, SOUL, USER, AgentMemory
-from .watch import Plan, Watch
+from .watch import DEFAULT_MAX_ENTRIES, CacheInfo, Kind, Plan, PromptCache, Watch
 
 if TYPE_CHECKING:
     from .sessions import SessionStart
@@ -55,9 +58,6 @@ __all__ = [
 
 DEFAULT_TOOL_NAME = "mcp__agent-memory__memory"
 SYSTEM_FILE = "system.md"
-_MISSING = (None,)
-# Cached prompts kept per builder (each holds a few open handles).
-_MAX_WATCHES = 16
 
 # What could end a memory block from inside: a closing tag of any block, in any case, with
 # any spacing a reader might still take for one.
@@ -160,21 +160,44 @@ class Prompt:
         return self.text
 
 
+class FileState(enum.Enum):
+    """What a build found under one memory file's name."""
+
+    MISSING = "no such file"
+    READ = "a regular file, read"
+    UNREADABLE = "exists but could not be read"
+    NOT_REGULAR = "a link, folder, FIFO or device: left out"
+    HARD_LINKED = "a file with other hard links: left out"
+    UNSAFE = "refused while opening (swapped for a link)"
+
+
 @dataclass(frozen=True)
 class _Loaded:
-    """A file as read for a build: its path, cache key and trimmed text (None: omitted).
+    """A file as read for a build: its path, state, stat key and trimmed text (None: omitted).
 
-    ``held`` marks a file the cache watches through an open handle; ``error`` is why an
-    existing file could not be read.
+    ``held`` marks a file the cache watches (through an open handle, when holding);
+    ``listing`` is the key of the folder listing it was found in, when that matters to the
+    prompt; ``error`` is why an existing file could not be read.
     """
 
     path: Path
-    key: tuple[Any, ...]
-    text: str | None
+    state: FileState
+    stat_key: Any = None
+    text: str | None = None
     raw: str = ""
-    regular: bool = False
     held: bool = False
     error: BaseException | None = None
+    listing: Any = None
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """Everything about this file that the prompt depends on, for the prompt cache."""
+        return (self.state, self.stat_key, self.listing)
+
+    @property
+    def regular(self) -> bool:
+        """True when the file was read."""
+        return self.state is FileState.READ
 
 
 class PromptBuilder:
@@ -184,17 +207,34 @@ class PromptBuilder:
     Code names it ``mcp__agent-memory__memory``; plain function calling uses ``memory``).
     ``budget_tokens`` makes every build warn when the memory part is larger; nothing is
     ever cut.
+
+    A builder caches what it read in one bounded
+    :class:`~jupyter_agent_memory.watch.PromptCache` (``cache_entries``
+    entries at most) and may be shared by threads. Between builds it holds the memory files
+    of its recent prompts open, which makes an unchanged build cheaper; ``hold_files=False``
+    checks them by path instead and keeps no descriptor open between builds (for homes on
+    NFS, where a held file that is replaced lingers as a ``.nfs*`` file).
     """
 
-    def __init__(self, tool_name: str = DEFAULT_TOOL_NAME, budget_tokens: int | None = None):
+    def __init__(
+        self,
+        tool_name: str = DEFAULT_TOOL_NAME,
+        budget_tokens: int | None = None,
+        *,
+        hold_files: bool = True,
+        cache_entries: int = DEFAULT_MAX_ENTRIES,
+    ):
         self.tool_name = tool_name
         self.budget_tokens = _check_budget(budget_tokens)
-        self._files: dict[Path, tuple[tuple[Any, ...], str]] = {}
-        self._listings: dict[Path, tuple[tuple[Any, ...], list[str]]] = {}
-        self._prompts: dict[tuple[Any, ...], Prompt] = {}
-        self._workspaces: dict[Any, str] = {}
-        self._watched: dict[tuple[Any, ...], Watch] = {}
-        self._templates: dict[Path, tuple[Any, ...]] = {}
+        self.hold_files = bool(hold_files)
+        if isinstance(cache_entries, bool) or not isinstance(cache_entries, int) or (
+            cache_entries < 1
+        ):
+            raise MemoryToolError(
+                f"'cache_entries' must be a positive integer, got {cache_entries!r}",
+                INVALID_PARAMS,
+            )
+        self._cache = PromptCache(max_entries=cache_entries)
 
     # -- public API ------------------------------------------------------------------------
 
@@ -226,40 +266,33 @@ class PromptBuilder:
         else:
             completed, budget = None, self.budget_tokens
         folder = agent.path if isinstance(agent, AgentMemory) else _agent_folder(agent)
-        space = self._workspaces.get(workspace) if workspace else os.getcwd()
-        if space is None:
-            given = os.path.expanduser(os.fspath(workspace))
-            # Links above the workspace are resolved once, as for the agent folder: the
-            # folder itself is then opened without following anything.
-            space = os.path.realpath(given)
-            if os.path.isabs(given):
-                # Only absolute spellings are memoised: a relative one depends on the cwd.
-                self._workspaces[workspace] = space
+        space = self._workspace(workspace)
         watch_key = (str(folder), space, completed, bool(has_user_instructions), budget)
         # Fast path: one stat call per file and folder the last build depended on; when none
         # changed, the previous prompt is still exact.
-        watch = self._watched.get(watch_key)
-        if watch is not None and watch.unchanged():
-            prompt = watch.prompt
-        else:
-            plan = watch.plan if watch is not None else _expected_plan(folder, space)
-            armed = Watch(plan)
+        prompt, plan = self._cache.current_prompt(watch_key)
+        if prompt is None:
+            plan = plan or _expected_plan(folder, space)
+            armed = Watch(plan, hold=self.hold_files)
             complete = armed.arm()  # keys first: see watch.py
-            prompt, needed = self._build(
-                Path(folder), Path(space), completed, has_user_instructions, budget
-            )
-            if watch is not None:
-                watch.close()
+            try:
+                prompt, needed = self._build(
+                    Path(folder), Path(space), completed, has_user_instructions, budget
+                )
+            except BaseException:
+                armed.close()
+                raise
             if complete and needed == plan:
                 armed.prompt = prompt
             else:
                 # Other names than expected (case variants, missing files): the next build
                 # arms this plan before it trusts anything.
                 armed.close()
-                armed = Watch(needed)
-            if len(self._watched) >= _MAX_WATCHES:
-                self._close_watches()
-            self._watched[watch_key] = armed
+                armed = Watch(needed, hold=self.hold_files)
+            # Replaces (and closes) the watch this build started from. Another thread may
+            # have installed a newer one meanwhile: the keys of this one were taken before it
+            # read anything, so if it is older it simply fails its next check.
+            self._cache.put(Kind.WATCH, watch_key, armed)
         for message in prompt.warnings:
             warnings.warn(message, PromptBudgetWarning, stacklevel=2)
         return prompt
@@ -288,7 +321,7 @@ class PromptBuilder:
             budget,
             self.tool_name,
         )
-        prompt = self._prompts.get(key)
+        prompt = self._cache.get(Kind.PROMPT, key)
         if prompt is None:
             bootstrap = _bootstrap.needs_bootstrap(
                 soul.raw,
@@ -299,9 +332,7 @@ class PromptBuilder:
             prompt = self._assemble(
                 folder, space, soul, user, facts, system, bootstrap, has_user_instructions, budget
             )
-            if len(self._prompts) > 64:
-                self._prompts.clear()
-            self._prompts[key] = prompt
+            self._cache.put(Kind.PROMPT, key, prompt, chars=len(prompt.text))
         return prompt, _dependencies(folder, space, soul, user, facts, state, system)
 
     def build_session(
@@ -336,7 +367,7 @@ class PromptBuilder:
         An unchanged session build then costs two ``lstat`` calls more than :meth:`build`
         instead of reading and validating two JSON files.
         """
-        cached = self._templates.get(agent.path)
+        cached = self._cache.get(Kind.TEMPLATE, agent.path)
         if cached is not None:
             record_path, record_key, spec_path, spec_key, definition = cached
             if _lstat_key(record_path) == record_key and _lstat_key(spec_path) == spec_key:
@@ -347,17 +378,17 @@ class PromptBuilder:
         record_path = os.path.join(agent.path, TEMPLATE_RECORD)
         record_key = _lstat_key(record_path)
         if record_key is None:
-            self._templates.pop(agent.path, None)
+            self._cache.pop(Kind.TEMPLATE, agent.path)
             return None  # never provisioned: no template
         definition = template_for(agent)
         if definition is None:
-            self._templates.pop(agent.path, None)  # gone or invalid: look again next time
+            self._cache.pop(Kind.TEMPLATE, agent.path)  # gone or invalid: look again next time
             return None
         spec_path = os.path.join(definition.folder, AGENT_JSON)
-        if len(self._templates) >= _MAX_WATCHES:
-            self._templates.clear()
-        self._templates[agent.path] = (
-            record_path, record_key, spec_path, _lstat_key(spec_path), definition
+        self._cache.put(
+            Kind.TEMPLATE,
+            agent.path,
+            (record_path, record_key, spec_path, _lstat_key(spec_path), definition),
         )
         return definition
 
@@ -409,29 +440,40 @@ class PromptBuilder:
         return _bootstrap.needs_bootstrap(soul, config, has_user_instructions)
 
     def clear_cache(self) -> None:
-        """Forget every cached file and prompt."""
-        self._files.clear()
-        self._listings.clear()
-        self._prompts.clear()
-        self._close_watches()
-        self._workspaces.clear()
-        self._templates.clear()
+        """Forget every cached file and prompt, and close every descriptor held for them."""
+        self._cache.clear()
 
-    def _close_watches(self) -> None:
-        for watch in self._watched.values():
-            watch.close()
-        self._watched.clear()
+    def cache_info(self) -> CacheInfo:
+        """What this builder's cache holds now (entries, characters, descriptors) and its
+        bounds."""
+        return self._cache.info()
+
+    def _workspace(self, workspace: str | os.PathLike[str] | None) -> str:
+        """The workspace folder with links above it resolved (default: the current one)."""
+        if not workspace:
+            return os.getcwd()
+        space = self._cache.get(Kind.WORKSPACE, workspace)
+        if space is None:
+            given = os.path.expanduser(os.fspath(workspace))
+            # Links above the workspace are resolved once, as for the agent folder: the
+            # folder itself is then opened without following anything.
+            space = os.path.realpath(given)
+            if os.path.isabs(given):
+                # Only absolute spellings are memoised: a relative one depends on the cwd.
+                self._cache.put(Kind.WORKSPACE, workspace, space)
+        return space
 
     # -- loading ---------------------------------------------------------------------------
 
     def _names(self, folder: Folder) -> tuple[tuple[Any, ...], list[str]]:
         """Entry names of an open folder, cached on the folder's own key (fstat)."""
         key = file_key(os.fstat(folder.fd))
-        cached = self._listings.get(folder.path)
+        cached = self._cache.get(Kind.LISTING, folder.path)
         if cached is not None and cached[0] == key:
             return cached
-        listing = (key, folder.names())
-        self._listings[folder.path] = listing
+        names = folder.names()
+        listing = (key, names)
+        self._cache.put(Kind.LISTING, folder.path, listing, chars=sum(map(len, names)))
         return listing
 
     def _load(
@@ -445,22 +487,22 @@ class PromptBuilder:
         """
         name = match_name(names, canonical)
         if name is None:
-            return _Loaded(folder.display(canonical), _MISSING, None)
+            return _Loaded(folder.display(canonical), FileState.MISSING)
         path = folder.display(name)
         try:
             st = folder.lstat(name)
         except OSError as exc:
-            return _Loaded(path, ("unreadable",), None, error=exc)
+            return _Loaded(path, FileState.UNREADABLE, error=exc)
         if st is None:
-            return _Loaded(path, _MISSING, None)
+            return _Loaded(path, FileState.MISSING)
         key = file_key(st)
         if not stat.S_ISREG(st.st_mode):
-            return _Loaded(path, ("not-regular", st.st_mode), None)
+            return _Loaded(path, FileState.NOT_REGULAR, st.st_mode)
         if st.st_nlink > 1 and not shared_ok:
             # A second name for data that may live anywhere: refused like a link, but held
             # so that the link going away is noticed.
-            return _Loaded(path, ("hard-linked", key), None, held=True)
-        cached = self._files.get(path)
+            return _Loaded(path, FileState.HARD_LINKED, key, held=True)
+        cached = self._cache.get(Kind.FILE, path)
         if cached is None or cached[0] != key:
             try:
                 if shared_ok:
@@ -474,19 +516,20 @@ class PromptBuilder:
                 finally:
                     os.close(fd)
             except UnsafePathError as exc:
-                return _Loaded(path, ("unsafe", key), None, held=True, error=exc)
+                return _Loaded(path, FileState.UNSAFE, key, held=True, error=exc)
             except OSError as exc:
-                return _Loaded(path, ("unreadable", key), None, error=exc)
+                return _Loaded(path, FileState.UNREADABLE, key, error=exc)
             cached = (key, text)
-            self._files[path] = cached
-        return _Loaded(path, key, js_trim(cached[1]) or None, cached[1], regular=True, held=True)
+            self._cache.put(Kind.FILE, path, cached, chars=len(text))
+        raw = cached[1]
+        return _Loaded(path, FileState.READ, key, js_trim(raw) or None, raw, held=True)
 
     def _load_agent_files(self, folder: Path) -> tuple[_Loaded, _Loaded, _Loaded, _Loaded]:
         """SOUL.md, USER.md, memory/FACT.md and the state file, the way the store opens them."""
-        soul = _Loaded(folder / SOUL, _MISSING, None)
-        user = _Loaded(folder / USER, _MISSING, None)
-        facts = _Loaded(folder / MEMORY_DIR / FACT, _MISSING, None)
-        state = _Loaded(folder / STATE_FILE, _MISSING, None)
+        soul = _Loaded(folder / SOUL, FileState.MISSING)
+        user = _Loaded(folder / USER, FileState.MISSING)
+        facts = _Loaded(folder / MEMORY_DIR / FACT, FileState.MISSING)
+        state = _Loaded(folder / STATE_FILE, FileState.MISSING)
         try:
             agent = Folder.open(folder)
         except (OSError, UnsafePathError):
@@ -506,7 +549,7 @@ class PromptBuilder:
                     with mem:
                         facts = self._load(mem, self._names(mem)[1], FACT)
         # The folder key belongs in the cache key too: a file appearing changes a listing.
-        return replace(soul, key=(soul.key, listing_key)), user, facts, state
+        return replace(soul, listing=listing_key), user, facts, state
 
     def _load_system(self, workspace: Path) -> _Loaded | None:
         try:
@@ -516,9 +559,9 @@ class PromptBuilder:
         with space:
             listing_key, names = self._names(space)
             loaded = self._load(space, names, SYSTEM_FILE, shared_ok=True)
-        if loaded.key == _MISSING:
+        if loaded.state is FileState.MISSING:
             return None
-        if loaded.key[0] == "unreadable":
+        if loaded.state is FileState.UNREADABLE:
             # As the reference: an explicit system.md that cannot be read fails the build.
             cause = loaded.error
             reason = getattr(cause, "strerror", None) or str(cause)
@@ -537,7 +580,7 @@ class PromptBuilder:
                 f"Refusing to read {loaded.path}: it is {kind}, not a regular file"
             )
         # An empty system.md still replaces the client's base prompt, with ''.
-        return replace(loaded, key=(loaded.key, listing_key), text=loaded.text or "")
+        return replace(loaded, listing=listing_key, text=loaded.text or "")
 
     # -- assembling ------------------------------------------------------------------------
 

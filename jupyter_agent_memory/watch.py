@@ -1,4 +1,10 @@
-"""Change detection for cached prompts: is everything a prompt was built from unchanged?
+"""The prompt builder's cache: one bounded store, and change detection for cached prompts.
+
+:class:`PromptCache` keeps everything one builder remembers (file texts, folder listings,
+assembled prompts, resolved workspaces, template definitions and the :class:`Watch` of each
+build) in a single least-recently-used table with three bounds: entries, characters of text,
+and open descriptors. One lock guards it, so one builder can serve many threads (the REST
+server's workers, the MCP HTTP server's clients).
 
 A :class:`Plan` names what one build depended on, in two kinds:
 
@@ -7,26 +13,33 @@ A :class:`Plan` names what one build depended on, in two kinds:
   changes whenever an entry in it is added, removed or renamed.
 * ``handles`` are files and folders held open and checked with ``fstat``, which skips the path
   lookup and costs about half as much. Editing a file changes its key; replacing or deleting it
-  drops its link count to zero; a held folder's key changes with its entries.
+  drops its link count to zero; a held folder's key changes with its entries. A watch that
+  does not hold descriptors (``hold=False``: on NFS, a held file that another client deletes
+  lingers as a ``.nfs*`` file) checks handles by path instead, where a replaced file shows
+  up as a new inode and a deleted one as missing.
 
 Keys are taken *before* a build reads anything, so a change that lands during a build shows up
-as a difference on the next one and is never hidden behind a stale prompt. Where an open file
-would stop others from replacing it (not POSIX), handles are checked by path instead.
+as a difference on the next one and is never hidden behind a stale prompt.
 """
 
 from __future__ import annotations
 
 import contextlib
+import enum
 import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-HOLD_HANDLES = os.name == "posix"
-_OPEN_FLAGS = (
-    os.O_RDONLY
-    | getattr(os, "O_NOFOLLOW", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-    | getattr(os, "O_NONBLOCK", 0)
-)
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+
+#: Defaults of :class:`PromptCache`. An agent built in one workspace takes about a dozen
+#: entries and up to seven descriptors; 64 descriptors is what 16 cached prompts of the usual
+#: four held files need.
+DEFAULT_MAX_ENTRIES = 512
+DEFAULT_MAX_CHARS = 32 * 1024 * 1024
+DEFAULT_MAX_DESCRIPTORS = 64
 
 
 class Plan(NamedTuple):
@@ -37,21 +50,34 @@ class Plan(NamedTuple):
 
 
 class Watch:
-    """The keys of a :class:`Plan` taken at one moment, and the prompt built after them."""
+    """The keys of a :class:`Plan` taken at one moment, and the prompt built after them.
 
-    def __init__(self, plan: Plan) -> None:
+    A watch is used by one thread until it is put into a :class:`PromptCache`; from then on
+    only under the cache's lock, so a descriptor is never checked while another thread closes
+    it.
+    """
+
+    def __init__(self, plan: Plan, hold: bool = True) -> None:
         self.plan = plan
+        self.hold = hold
         self.prompt: Any = None
         self._fds: list[int] = []
         self._keys: tuple[Any, ...] | None = None
 
+    @property
+    def descriptors(self) -> int:
+        """How many descriptors this watch holds open."""
+        return len(self._fds)
+
     def arm(self) -> bool:
-        """Open the handles and take every key now; False when a handle could not be opened."""
+        """Take every key now (opening the handles when holding); False when one is missing."""
         keys = [_path_key_or_none(path) for path in self.plan.paths]
         complete = None not in keys  # a missing folder is not worth watching
         for path in self.plan.handles:
-            if not HOLD_HANDLES:
-                keys.append(_path_key_or_none(path))
+            if not self.hold:
+                key = _path_key_or_none(path)
+                complete = complete and key is not None
+                keys.append(key)
                 continue
             try:
                 fd = os.open(path, _OPEN_FLAGS)
@@ -70,16 +96,16 @@ class Watch:
             return False
         try:
             current = [_path_key(os.lstat(path)) for path in self.plan.paths]
+            if self.hold:
+                current += [_handle_key(os.fstat(fd)) for fd in self._fds]
+            else:
+                current += [_path_key(os.lstat(path)) for path in self.plan.handles]
         except OSError:
             return False
-        if HOLD_HANDLES:
-            current += [_handle_key(os.fstat(fd)) for fd in self._fds]
-        else:
-            current += [_path_key_or_none(path) for path in self.plan.handles]
         return tuple(current) == keys
 
     def close(self) -> None:
-        """Release the handles."""
+        """Release the handles; the watch then never reports unchanged."""
         fds, self._fds, self._keys = self._fds, [], None
         for fd in fds:
             with contextlib.suppress(OSError):
@@ -89,10 +115,165 @@ class Watch:
         self.close()
 
 
+class Kind(enum.Enum):
+    """What a cache entry holds (entries of different kinds never share a key)."""
+
+    FILE = "file text by path, with its key"
+    LISTING = "folder entry names by path, with the folder's key"
+    PROMPT = "assembled prompt by the keys of everything it used"
+    WATCH = "watch of the last build by build arguments"
+    TEMPLATE = "template definition by agent folder, with its files' keys"
+    WORKSPACE = "resolved workspace folder by its absolute spelling"
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    """A snapshot of a :class:`PromptCache`: what it holds against its bounds."""
+
+    entries: int
+    chars: int
+    descriptors: int
+    max_entries: int
+    max_chars: int
+    max_descriptors: int
+
+
+@dataclass
+class _Entry:
+    value: Any
+    chars: int
+    descriptors: int
+
+
+class PromptCache:
+    """Everything one prompt builder caches, least recently used first out; thread-safe.
+
+    Three bounds hold at every moment: at most ``max_entries`` entries, ``max_chars``
+    characters of cached text and ``max_descriptors`` descriptors held by watches. An entry
+    larger than a bound on its own is not kept. An evicted or replaced :class:`Watch` is
+    closed.
+    """
+
+    def __init__(
+        self,
+        max_entries: int = DEFAULT_MAX_ENTRIES,
+        max_chars: int = DEFAULT_MAX_CHARS,
+        max_descriptors: int = DEFAULT_MAX_DESCRIPTORS,
+    ) -> None:
+        for name, value in (
+            ("max_entries", max_entries),
+            ("max_chars", max_chars),
+            ("max_descriptors", max_descriptors),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+        self.max_entries = max_entries
+        self.max_chars = max_chars
+        self.max_descriptors = max_descriptors
+        self._entries: OrderedDict[tuple[Kind, Any], _Entry] = OrderedDict()
+        self._chars = 0
+        self._descriptors = 0
+        self._lock = threading.Lock()
+
+    def get(self, kind: Kind, key: Any) -> Any:
+        """The value cached under ``(kind, key)``, or None."""
+        with self._lock:
+            entry = self._entries.get((kind, key))
+            if entry is None:
+                return None
+            self._entries.move_to_end((kind, key))
+            return entry.value
+
+    def put(self, kind: Kind, key: Any, value: Any, chars: int = 0) -> None:
+        """Cache ``value`` (``chars`` characters of text) under ``(kind, key)``.
+
+        A watch replaced by this one is closed, and so is every watch evicted to make room.
+        """
+        descriptors = value.descriptors if isinstance(value, Watch) else 0
+        with self._lock:
+            self._drop((kind, key), keep=value)
+            self._entries[(kind, key)] = _Entry(value, chars, descriptors)
+            self._chars += chars
+            self._descriptors += descriptors
+            self._evict()
+
+    def pop(self, kind: Kind, key: Any) -> None:
+        """Forget ``(kind, key)`` (closing a watch)."""
+        with self._lock:
+            self._drop((kind, key))
+
+    def current_prompt(self, key: Any) -> tuple[Any, Plan | None]:
+        """The prompt of the watch under ``key`` if nothing it watches changed, and its plan.
+
+        ``(prompt, plan)`` when the watch says unchanged, ``(None, plan)`` when something
+        changed (the next build starts from that plan), ``(None, None)`` for no watch.
+        """
+        with self._lock:
+            entry = self._entries.get((Kind.WATCH, key))
+            if entry is None:
+                return None, None
+            self._entries.move_to_end((Kind.WATCH, key))
+            watch: Watch = entry.value
+            if watch.unchanged():
+                return watch.prompt, watch.plan
+            return None, watch.plan
+
+    def clear(self) -> None:
+        """Forget everything and close every watch."""
+        with self._lock:
+            entries, self._entries = self._entries, OrderedDict()
+            self._chars = self._descriptors = 0
+            for entry in entries.values():
+                _close(entry.value)
+
+    def info(self) -> CacheInfo:
+        """What the cache holds now, against its bounds."""
+        with self._lock:
+            return CacheInfo(
+                entries=len(self._entries),
+                chars=self._chars,
+                descriptors=self._descriptors,
+                max_entries=self.max_entries,
+                max_chars=self.max_chars,
+                max_descriptors=self.max_descriptors,
+            )
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    # Both helpers run with the lock held.
+
+    def _drop(self, full_key: tuple[Kind, Any], keep: Any = None) -> None:
+        entry = self._entries.pop(full_key, None)
+        if entry is None:
+            return
+        self._chars -= entry.chars
+        self._descriptors -= entry.descriptors
+        if entry.value is not keep:
+            _close(entry.value)
+
+    def _evict(self) -> None:
+        while len(self._entries) > self.max_entries or self._chars > self.max_chars:
+            self._drop(next(iter(self._entries)))
+        if self._descriptors > self.max_descriptors:
+            # Only entries that hold descriptors help here: leave the others cached.
+            holders = [k for k, e in self._entries.items() if e.descriptors]
+            for full_key in holders:
+                self._drop(full_key)
+                if self._descriptors <= self.max_descriptors:
+                    break
+
+
+def _close(value: Any) -> None:
+    if isinstance(value, Watch):
+        value.close()
+
+
 # Keys hold only what can move: ctime changes with every write, chmod, rename and link-count
 # change (and cannot be set back the way mtime can), size catches two writes within one clock
-# tick, inode catches a replaced folder, and the link count of a held file drops to zero when
-# the file is replaced or deleted.
+# tick, inode catches a replaced file or folder, and the link count of a held file drops to
+# zero when the file is replaced or deleted.
 
 
 def _path_key(st: os.stat_result) -> tuple[int, int, int]:
