@@ -195,6 +195,25 @@ class MemoryService:
             prompt = self.prompt()
         except MemoryToolError as exc:
             return f"Agent memory is unavailable: {exc.message}"
+        return self._context(prompt)
+
+    def start_session(self, client: Mapping[str, Any] | None = None) -> str:
+        """The instructions of a session that starts now, with the session put on record.
+
+        ``PromptBuilder.start_session`` builds the prompt and appends its receipt to the
+        agent's sessions log (``client`` is the client's ``{"name", "version"}``), so what
+        the client was told can be looked up later. When the folder refuses the receipt the
+        session still gets its instructions, unrecorded.
+        """
+        info = {k: client[k] for k in ("name", "version") if k in client} if client else None
+        try:
+            start = self.builder.start_session(self.memory, self.workspace, client=info)
+        except MemoryToolError as exc:
+            log.warning("session start not recorded: %s", exc.message)
+            return self.instructions()
+        return self._context(start.prompt)
+
+    def _context(self, prompt: Prompt) -> str:
         # Budget warnings were issued by the builder (PromptBudgetWarning, on stderr).
         problem = self.problem()
         if problem is None:

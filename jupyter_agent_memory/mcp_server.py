@@ -20,9 +20,14 @@ failure is an ``isError`` tool result whose text is ``Error: MCP error <code>: <
 unknown tool is ``-32601`` ``Unknown tool: <name>``. Nothing but protocol is written to stdout;
 one start-up line and logs go to stderr.
 
+Every session start (``initialize``, or ``server/discover`` for a 2026-era client) is put on
+record in the agent's sessions log with the exact prompt it was given
+(``PromptBuilder.start_session``); previews (the prompt resource and the prompt) are not.
+
 Over stdio, a request whose JSON holds an unpaired surrogate is answered too (the SDK's reader
-would drop it; see :mod:`.mcp_stdio`). Both protocol eras of the SDK are served: handshake-era clients (``initialize``, every released
-host) get notifications on their connection, 2026-era clients on ``subscriptions/listen``.
+would drop it; see :mod:`.mcp_stdio`). Both protocol eras of the SDK are served: handshake-era
+clients (``initialize``, every released host) get notifications on their connection, 2026-era
+clients on ``subscriptions/listen``.
 
 The ``mcp`` package (``pip install "jupyter-agent-memory[mcp]"``) is imported only inside the
 functions below: importing it costs well over a second.
@@ -31,9 +36,10 @@ functions below: importing it costs well over a second.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .mcp_memory import PROMPT_NAME, MemoryService
@@ -56,8 +62,10 @@ __all__ = [
 
 SERVER_NAME = "agent-memory"
 INSTALL_HINT = 'pip install "jupyter-agent-memory[mcp]"'
-# How often the agent folder is checked for changes while the server runs (see _watch).
+# How often the agent folder is checked for changes while the server runs (see watch).
 POLL_SECONDS = 0.5
+# Requests that start a session: the handshake, and discovery for 2026-era clients.
+SESSION_STARTS = ("initialize", "server/discover")
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +121,10 @@ def build_server(
 
     service = _service(memory)
     bus = InMemorySubscriptionBus()
+    # The instructions of the session being started by the request in flight (see track).
+    starting: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+        "agent_memory_session_instructions", default=None
+    )
     # Handshake-era connections that finished initialising, and the resource URIs each one
     # subscribed to. A connection removes itself when it closes (its exit stack).
     connections: dict[Any, Any] = {}
@@ -141,9 +153,18 @@ def build_server(
         return connection
 
     async def track(ctx: Any, call_next: Any) -> Any:
+        if ctx.method in SESSION_STARTS:
+            # A session starts: its instructions are built once, put on record (section 12
+            # of the design), and served by the `instructions` property below.
+            client = _client_info(ctx.params)
+            text = await off_loop(service.start_session, client)
+            token = starting.set(text)
+            try:
+                return await call_next(ctx)
+            finally:
+                starting.reset(token)
         result = await call_next(ctx)
-        if ctx.method != "initialize":  # the protocol version is negotiated by then
-            remember(ctx)
+        remember(ctx)  # after initialize: the protocol version is negotiated by then
         return result
 
     def tool_object(spec: dict[str, Any]) -> types.Tool:
@@ -306,7 +327,8 @@ def build_server(
         # is then. The base class stores `instructions` in __init__; the setter ignores it.
         @property
         def instructions(self) -> str:  # type: ignore[override]
-            return service.instructions()
+            text = starting.get()
+            return text if text is not None else service.instructions()
 
         @instructions.setter
         def instructions(self, value: str | None) -> None:
@@ -368,6 +390,24 @@ def build_server(
     server.add_request_handler(PARKED_METHOD, ParkedParams, on_parked)
     server.parked_requests = parked  # type: ignore[attr-defined]
     return server
+
+
+def _client_info(params: Any) -> dict[str, Any] | None:
+    """The client's ``{"name", "version"}``: ``clientInfo`` of an ``initialize``, or the
+    2026-era ``_meta`` entry of the same name."""
+    from mcp_types import CLIENT_INFO_META_KEY
+
+    if not isinstance(params, Mapping):
+        return None
+    meta = params.get("_meta")
+    candidates = (
+        params.get("clientInfo"),
+        meta.get(CLIENT_INFO_META_KEY) if isinstance(meta, Mapping) else None,
+    )
+    for info in candidates:
+        if isinstance(info, Mapping):
+            return dict(info)
+    return None
 
 
 def startup_line(service: MemoryService, transport: str, problem: str | None = None) -> str:

@@ -3,6 +3,7 @@ tool, tool metadata, and the start-up behaviour of the command (official Python 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -12,7 +13,14 @@ from pathlib import Path
 
 import anyio
 import pytest
-from mcp import Client, ClientSession, MCPError, StdioServerParameters, stdio_client
+from mcp import (
+    Client,
+    ClientSession,
+    Implementation,
+    MCPError,
+    StdioServerParameters,
+    stdio_client,
+)
 from mcp_clients.harness import TIMEOUT, child_env, server_command, text_of
 
 from jupyter_agent_memory import (
@@ -397,3 +405,53 @@ def test_a_symlinked_memory_folder_starts_and_every_call_reports_the_refusal(tmp
     anyio.run(main)
     assert (elsewhere / "memory" / "FACT.md").read_text() == "- kept\n"
     assert sorted(p.name for p in (elsewhere / "memory").iterdir()) == before
+
+
+# ------------------------------------------------------------------------------ sessions
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_each_session_start_is_on_record_with_the_exact_prompt(tmp_path, mode):
+    mem = learned_agent(tmp_path)
+    server = build_server(MemoryService(mem, workspace=tmp_path))
+    seen = []
+
+    async def body(client):
+        seen.append(client.instructions)
+        # Previews never record.
+        await client.read_resource(URI + "prompt")
+        await client.get_prompt("new-session")
+
+    async def main():
+        with anyio.fail_after(TIMEOUT):
+            info = Implementation(name="test-host", version="1.2")
+            for _ in range(2):
+                async with Client(server, mode=mode, client_info=info) as client:
+                    await body(client)
+
+    anyio.run(main)
+    receipts = mem.sessions()
+    assert len(receipts) == 2
+    prompt = PromptBuilder().build_session(mem, tmp_path)
+    for receipt, instructions in zip(receipts, seen, strict=True):
+        assert instructions == prompt.context
+        assert mem.session_prompt(receipt["session_id"]) == prompt.text
+        assert receipt["prompt_sha256"] == hashlib.sha256(prompt.text.encode()).hexdigest()
+        assert receipt["client"] == {"name": "test-host", "version": "1.2"}
+    assert receipts[0]["session_id"] != receipts[1]["session_id"]
+
+
+def test_a_folder_that_refuses_the_receipt_still_gets_its_instructions(tmp_path, monkeypatch):
+    mem = learned_agent(tmp_path)
+    service = MemoryService(mem, workspace=tmp_path)
+
+    def refuse(*args, **kwargs):
+        raise MemoryToolError("Refusing to write the sessions log", -32603)
+
+    monkeypatch.setattr(service.builder, "start_session", refuse)
+
+    async def body(client):
+        assert client.instructions == PromptBuilder().build_session(mem, tmp_path).context
+
+    run_client(build_server(service), body)
+    assert mem.sessions() == []

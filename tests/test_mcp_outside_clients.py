@@ -275,6 +275,14 @@ def test_a_fresh_session_over_mcp_alone_sees_what_the_last_one_learned(tmp_path)
     assert fact["contents"][0]["_meta"]["sha256"] == mem.facts_sha256
     entries = json.loads(search["content"][0]["text"])
     assert [(e["text"], e["tags"]) for e in entries] == [("First session with Ada", ["session"])]
+    # Every one of those session starts is on record (newest first): two Inspector runs,
+    # then the SDK client, which got exactly the prompt it was told.
+    receipts = mem.sessions()
+    assert len(receipts) == 3
+    assert receipts[0]["client"]["name"] == "agent-memory-sdk-test"
+    assert all("inspector" in r["client"]["name"] for r in receipts[1:]), receipts
+    assert report["instructions"] in mem.session_prompt(receipts[0]["session_id"])
+    assert learned.strip() not in mem.session_prompt(receipts[2]["session_id"])
 
 
 def test_typescript_client_hears_changes_and_the_new_tool(tmp_path):
