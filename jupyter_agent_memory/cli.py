@@ -33,6 +33,9 @@ examples:
   {prog} journal search ana -n 5           newest first; --json for scripts
   {prog} prompt --budget 2000              the next session's system prompt
   {prog} mcp --agent research              serve one agent to an MCP client
+  {prog} sessions                          recorded session starts; show, diff or why
+  {prog} forget "old address" --dry-run    what forgetting a text would change
+  {prog} lint                              credentials already stored, if any
 
 templates: {templates}
 agents root: {root}
@@ -118,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
         help="show the learning loop on the guide template, in its own 'demo' agent",
     )
+    _add_looking_back_parsers(commands, common)
     return parser
 
 
@@ -483,6 +487,202 @@ def _script_path() -> str:
     return shutil.which(PROG) or PROG
 
 
+# -- looking back and forgetting (sessions, forget, lint) ------------------------------------
+
+
+def _add_looking_back_parsers(
+    commands: argparse._SubParsersAction, common: argparse.ArgumentParser
+) -> None:
+    sessions = commands.add_parser(
+        "sessions",
+        parents=[common],
+        help="list recorded session starts; show, diff or trace their exact prompts",
+    )
+    views = sessions.add_subparsers(dest="view", metavar="VIEW")
+    session_help = "a session id, or a prefix of at least 6 hex digits"
+    show = views.add_parser(
+        "show", parents=[common], help="print a session's exact prompt, byte for byte"
+    )
+    show.add_argument("session", metavar="ID", help=session_help)
+    diff = views.add_parser("diff", parents=[common], help="unified diff of two sessions' prompts")
+    diff.add_argument("first", metavar="ID", help=session_help)
+    diff.add_argument("second", metavar="ID", help=session_help)
+    why = views.add_parser(
+        "why", parents=[common], help="where each line of a session's prompt holding TEXT came from"
+    )
+    why.add_argument("session", metavar="ID", help=session_help)
+    why.add_argument("text", metavar="TEXT", help="a line of the prompt, or part of one")
+
+    forget = commands.add_parser(
+        "forget",
+        parents=[common],
+        help="remove a text from facts, journal, history, session prompts and caches; verify",
+    )
+    what = forget.add_mutually_exclusive_group(required=True)
+    what.add_argument(
+        "text",
+        nargs="?",
+        metavar="TEXT",
+        help="the text to forget ('-' reads it from standard input, out of the shell history)",
+    )
+    what.add_argument("--pattern", metavar="REGEX", help="forget every match of REGEX")
+    what.add_argument("--secrets", action="store_true", help="forget every stored credential")
+    forget.add_argument("--dry-run", action="store_true", help="only list what would change")
+    forget.add_argument(
+        "--reason", default="", metavar="TEXT", help="why, kept in the journal's tombstones"
+    )
+    commands.add_parser(
+        "lint",
+        parents=[common],
+        help="report credentials already stored, with the forget command that removes them",
+    )
+
+
+def _sessions(args: argparse.Namespace) -> int:
+    memory = _open(args)
+    as_json = getattr(args, "json", False)
+    if args.view == "show":
+        receipt = _find_session(memory, args.session)
+        text = memory.session_prompt(args.session)
+        if as_json:
+            _print_json({"receipt": receipt, "text": text})
+        else:
+            _write_exact(text)
+        return 0
+    if args.view == "diff":
+        diff = memory.diff_sessions(args.first, args.second)
+        if as_json:
+            first = _find_session(memory, args.first)["session_id"]
+            second = _find_session(memory, args.second)["session_id"]
+            _print_json({"first": first, "second": second, "diff": diff})
+        elif diff:
+            # A prompt rarely ends with a newline, nor then does its diff: end the output.
+            _write_exact(diff if diff.endswith("\n") else diff + "\n")
+        else:
+            print("The two sessions started with the same prompt.", file=sys.stderr)
+        return 0
+    if args.view == "why":
+        origins = memory.why(args.session, args.text)
+        if as_json:
+            from dataclasses import asdict
+
+            _print_json([asdict(origin) for origin in origins])
+        for origin in [] if as_json else origins:
+            print(origin)
+        if not origins and not as_json:
+            print(f"No line of that session's prompt contains {args.text!r}.", file=sys.stderr)
+        return 0 if origins else 1
+    receipts = memory.sessions()
+    if as_json:
+        _print_json(receipts)
+        return 0
+    if not receipts:
+        print(f"No sessions recorded for {memory.agent_id or memory.path} yet.")
+        return 0
+    print(f"{'TIME':<24}  {'SESSION':<16}  {'TOKENS':>6}  {'PROMPT':<12}  CLIENT")
+    for receipt in receipts:
+        client = receipt.get("client") or {}
+        named = " ".join(str(client[k]) for k in ("name", "version") if client.get(k)) or "-"
+        print(
+            f"{receipt.get('ts', '?'):<24}  {receipt['session_id']:<16}  "
+            f"{receipt.get('tokens', '?'):>6}  {str(receipt.get('prompt_sha256', ''))[:12]:<12}  "
+            f"{named}"
+        )
+    return 0
+
+
+def _find_session(memory: AgentMemory, session_id: str) -> dict[str, object]:
+    from .sessions import find
+
+    return find(memory, session_id)
+
+
+def _write_exact(text: str) -> None:
+    """``text`` on stdout as its exact UTF-8 bytes (no newline added, lone surrogates kept)."""
+    stream = getattr(sys.stdout, "buffer", None)
+    if stream is None:
+        sys.stdout.write(text)
+        return
+    sys.stdout.flush()
+    stream.write(text.encode("utf-8", "surrogatepass"))
+    stream.flush()
+
+
+_PLACE_KINDS = ("facts", "journal", "history", "sessions", "caches")
+
+
+def _forget(args: argparse.Namespace) -> int:
+    memory = _open(args)
+    text = args.text
+    if text == "-":
+        text = _read_text("-")
+        text = text[:-1] if text.endswith("\n") else text
+    receipt = memory.forget(
+        text, pattern=args.pattern, secrets=args.secrets, dry_run=args.dry_run, reason=args.reason
+    )
+    failed = not receipt.get("dry_run") and not receipt.get("verified")
+    if getattr(args, "json", False):
+        _print_json(receipt)
+        return 1 if failed else 0
+    changed = receipt.get("changed") or {}
+    counts = {kind: _count(changed.get(kind)) for kind in _PLACE_KINDS}
+    counts.update({k: _count(v) for k, v in changed.items() if k not in counts})
+    places = [str(p) for p in receipt.get("places") or ()]
+    if receipt.get("dry_run"):
+        heading = "Dry run, nothing changed. Forgetting would change:"
+    else:
+        heading = "Forgotten. Changed:"
+    if not any(counts.values()) and not places:
+        print("Nothing to forget: no stored place holds it.")
+    else:
+        print(heading)
+        for kind, count in counts.items():
+            print(f"  {kind:<9} {count}")
+        for place in places:
+            print(f"  - {place}")
+    digest = str(receipt.get("forgotten_sha256") or "")
+    print(f"Receipt: {receipt.get('ts', '?')}, sha256 of what was forgotten {digest[:12]}.")
+    if receipt.get("dry_run"):
+        return 0
+    if failed:
+        remaining = ", ".join(str(p) for p in receipt.get("remaining") or ()) or "(unnamed)"
+        print(f"Verification FAILED: still found in {remaining}", file=sys.stderr)
+        return 1
+    print("Verified: found in no form (raw, case-folded, JSON-escaped) in the agent's files.")
+    return 0
+
+
+def _count(value: object) -> int:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    return len(value) if hasattr(value, "__len__") else 0  # type: ignore[arg-type]
+
+
+def _lint(args: argparse.Namespace) -> int:
+    import shlex
+
+    memory = _open(args)
+    findings = memory.lint()
+    command = f"{PROG} forget --secrets"
+    if args.agent is not None:
+        command += f" --agent {shlex.quote(str(args.agent))}"
+    if getattr(args, "json", False):
+        _print_json({"secrets": findings, "forget": command if findings else None})
+        return 1 if findings else 0
+    if not findings:
+        print(f"No credentials stored in {memory.agent_id or memory.path}.")
+        return 0
+    for finding in findings:
+        print(f"{finding['file']}:{finding['line']}: {finding['kind']}")
+    count = len(findings)
+    plural = "s" if count != 1 else ""
+    print(f"{count} stored credential{plural}. Remove with (--dry-run shows what would change):")
+    print(f"  {command}")
+    return 1
+
+
 _COMMANDS = {
     "init": _init,
     "fact": _fact,
@@ -491,6 +691,9 @@ _COMMANDS = {
     "mcp": _mcp,
     "agents": _agents,
     "demo": _demo,
+    "sessions": _sessions,
+    "forget": _forget,
+    "lint": _lint,
 }
 
 
