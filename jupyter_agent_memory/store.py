@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
-from . import history, journal, sessions
+from . import history, journal, secrets, sessions
 from .bootstrap import STATE_FILE
 from .bootstrap import note_append as note_bootstrap_append
 from .errors import (
@@ -132,6 +132,7 @@ class AgentMemory:
         journal_index: bool | None = None,
         keep_sessions: int = DEFAULT_KEEP_SESSIONS,
         keep_session_bytes: int = DEFAULT_KEEP_BYTES,
+        secret_guard: bool = True,
     ) -> None:
         self.path = Path(path)
         self.agent_id = agent_id
@@ -145,6 +146,8 @@ class AgentMemory:
         # Retention of session receipts and the prompt texts they point to (see sessions.py).
         self.keep_sessions = max(1, int(keep_sessions))
         self.keep_bytes = max(1, int(keep_session_bytes))
+        # Refuse writes holding credentials (secrets.py); off only where that is intended.
+        self.secret_guard = secret_guard
         # The journal's derived search index (journal_index): True on, False off (no cache
         # file at all), None by size; $JUPYTER_AGENT_MEMORY_INDEX decides when None.
         self.journal_index = journal_index
@@ -421,7 +424,7 @@ class AgentMemory:
         that hash, :class:`MemoryConflictError` is raised and nothing is written. The previous
         content (when non-empty and different) is kept in ``memory/.history/``.
         """
-        data = encode_text(text, "content", self.max_bytes)
+        data = encode_text(text, "content", self.max_bytes, self.secret_guard)
         with self._folders(create_memory=True) as (agent, mem):
             assert mem is not None
             with mem.locked(LOCK, self.lock_timeout):
@@ -507,7 +510,7 @@ class AgentMemory:
     def _write_agent_file(
         self, canonical: str, text: str, expected: str | None
     ) -> WriteResult:
-        data = encode_text(text, "content", self.max_bytes)
+        data = encode_text(text, "content", self.max_bytes, self.secret_guard)
         with self._folders(create_memory=True) as (agent, mem):
             assert mem is not None
             with mem.locked(LOCK, self.lock_timeout):
@@ -585,11 +588,11 @@ class AgentMemory:
         """
         if not isinstance(text, str) or not text:
             raise MemoryToolError("'text' is required for append action", INVALID_PARAMS)
-        encode_text(text, "text", self.max_bytes)
+        encode_text(text, "text", self.max_bytes, self.secret_guard)
         if isinstance(tags, str):
             tags = [tags]
         kept = [t for t in tags if isinstance(t, str)]
-        tags_size = sum(len(encode_text(tag, "tags")) for tag in kept)
+        tags_size = sum(len(encode_text(tag, "tags", None, self.secret_guard)) for tag in kept)
         if tags_size > self.max_bytes:
             raise ContentTooLargeError("tags", tags_size, self.max_bytes)
         entry = {"ts": journal.format_timestamp(self.now()), "tags": kept, "text": text}
@@ -776,12 +779,16 @@ def check_edit_body(text: str) -> str:
     return text
 
 
-def encode_text(text: str, field: str, max_bytes: int | None = None) -> bytes:
+def encode_text(
+    text: str, field: str, max_bytes: int | None = None, refuse_secrets: bool = False
+) -> bytes:
     """``text`` as UTF-8, refusing what no wire format could carry back.
 
     A lone surrogate (half an emoji) raises -32602 naming ``field`` and the position, so
     nothing unencodable is ever stored; with ``max_bytes``, a longer encoding raises -32602
-    naming the size and the limit. Every write of model or user text goes through here.
+    naming the size and the limit; with ``refuse_secrets``, text holding a credential raises
+    -32602 naming its kind (see :mod:`~jupyter_agent_memory.secrets`). Every write of model
+    or user text goes through here.
     """
     if not isinstance(text, str):
         raise MemoryToolError(f"'{field}' must be a string", INVALID_PARAMS)
@@ -795,6 +802,8 @@ def encode_text(text: str, field: str, max_bytes: int | None = None) -> bytes:
         ) from None
     if max_bytes is not None and len(data) > max_bytes:
         raise ContentTooLargeError(field, len(data), max_bytes)
+    if refuse_secrets:
+        secrets.refuse(text, field)
     return data
 
 

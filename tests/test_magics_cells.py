@@ -27,6 +27,7 @@ from jupyter_agent_memory.display import (
     JournalResult,
     PromptView,
 )
+from jupyter_agent_memory.errors import EmptyEditError
 
 TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
@@ -384,8 +385,9 @@ def test_fact_update_writes_prints_tool_text_and_diff(shell: InteractiveShell,
     [
         # IPython itself refuses a cell magic with no body at all.
         ("", r"^%%fact_update is a cell magic, but the cell body is empty\.$"),
-        ("\n", r"^'content' is required for update action$"),
-        ("   \n\n  ", r"^'content' is required for update action$"),
+        # The editing surfaces' one guard (the same text as CLI fact --set and REST PUT).
+        ("\n", "^" + re.escape(EmptyEditError().message) + "$"),
+        ("   \n\n  ", "^" + re.escape(EmptyEditError().message) + "$"),
     ],
 )
 def test_fact_update_empty_body_is_refused(shell: InteractiveShell, mem: AgentMemory,
@@ -402,7 +404,7 @@ def test_fact_update_run_as_cell_reports_usage_error(shell: InteractiveShell,
     with capture_output() as cap:
         result = shell.run_cell("%%fact_update\n\n")
     assert not result.success
-    assert cap.stderr.strip() == "UsageError: 'content' is required for update action"
+    assert cap.stderr.strip() == "UsageError: " + EmptyEditError().message
     assert mem.facts == ""
 
 
@@ -653,8 +655,11 @@ def test_memprompt_workspace_and_facts(shell: InteractiveShell, mem: AgentMemory
     view, _ = line(shell, f"memprompt --workspace {project}")
     assert view.text.startswith("You are a careful research assistant.\n\n")
     assert view.base_from_file is True
-    with pytest.raises(UsageError, match="is not a directory"):
+    with pytest.raises(UsageError) as info:
         line(shell, f"memprompt --workspace {tmp_path / 'missing'}")
+    # The same text as every surface (the engine decides what a workspace is).
+    missing = tmp_path / "missing"
+    assert str(info.value) == f"Workspace {missing} does not exist; give an existing folder"
 
     result, cap = line(shell, "memprompt --facts")
     assert result is None

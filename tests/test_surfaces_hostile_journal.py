@@ -49,11 +49,18 @@ def test_dispatch_returns_sendable_text(hostile: AgentMemory) -> None:
 def test_the_cli_prints_them(hostile: AgentMemory, agents_root: Path) -> None:
     env = {**os.environ, "JUPYTER_AGENT_MEMORY_ROOT": str(agents_root), "PYTHONIOENCODING": ""}
     done = subprocess.run(
-        [sys.executable, "-m", "jupyter_agent_memory", "journal", "search", "--agent", "t"],
+        [sys.executable, "-m", "jupyter_agent_memory", "journal", "search", "--agent", "t",
+         "--json"],
         capture_output=True, env=env, timeout=60,
     )
     assert (done.returncode, done.stderr) == (0, b"")
     assert [e["text"] for e in json.loads(done.stdout.decode("utf-8"))] == TEXTS
+    done = subprocess.run(  # and the list for people
+        [sys.executable, "-m", "jupyter_agent_memory", "journal", "search", "--agent", "t"],
+        capture_output=True, env=env, timeout=60,
+    )
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert "half \ufffd emoji" in done.stdout.decode("utf-8")
 
 
 def test_the_journal_magic_shows_them(hostile: AgentMemory) -> None:
