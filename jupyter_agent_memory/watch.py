@@ -192,6 +192,9 @@ class PromptCache:
         descriptors = value.descriptors if isinstance(value, Watch) else 0
         with self._lock:
             self._drop((kind, key), keep=value)
+            if chars > self.max_chars or descriptors > self.max_descriptors:
+                _close(value)  # too large to keep even alone: evicting others would not help
+                return
             self._entries[(kind, key)] = _Entry(value, chars, descriptors)
             self._chars += chars
             self._descriptors += descriptors
