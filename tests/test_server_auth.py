@@ -57,7 +57,10 @@ def implemented_methods(handler: type[tornado.web.RequestHandler]) -> set[str]:
 
 def route_url(pattern: str) -> str:
     """A concrete URL path (below the base URL) for a ROUTES pattern."""
-    return pattern.replace("{id}", "demo").replace("{sha}", "abcdef0").lstrip("/")
+    return (
+        pattern.replace("{id}", "demo").replace("{sha}", "abcdef0")
+        .replace("{sid}", "abcdef01").replace("{other}", "abcdef02").lstrip("/")
+    )
 
 
 def test_every_handler_verb_is_authenticated() -> None:
@@ -103,6 +106,8 @@ def test_routes_table_matches_handlers() -> None:
     for (methods, pattern, description), (regex, handler) in zip(ROUTES, HANDLERS, strict=True):
         assert pattern.startswith(API_PREFIX + "/")
         as_regex = pattern.replace("{id}", "(?P<agent>[^/]+)").replace("{sha}", "(?P<sha>[^/]+)")
+        for name in ("sid", "other"):
+            as_regex = as_regex.replace(f"{{{name}}}", f"(?P<{name}>[^/]+)")
         assert as_regex == regex
         assert re.fullmatch(regex, "/" + route_url(pattern))
         assert set(methods) == implemented_methods(handler), handler.__name__

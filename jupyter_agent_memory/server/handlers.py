@@ -16,6 +16,7 @@ import contextlib
 import errno
 import json
 import os
+import re
 import threading
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -45,6 +46,7 @@ from ..errors import (
     ContentTooLargeError,
     LockTimeoutError,
 )
+from ..sessions import find as find_session
 from ..store import check_edit_body
 from .config import AgentMemoryServer
 from .routes import API_PREFIX
@@ -165,6 +167,57 @@ class VersionResponse(TypedDict):
     agent: str
     sha256: str
     content: str
+
+
+class SessionsResponse(TypedDict):
+    """``GET agents/{id}/sessions``: receipts of recorded session starts, newest first."""
+
+    agent: str
+    sessions: list[dict[str, Any]]
+
+
+class SessionResponse(TypedDict):
+    """``GET agents/{id}/sessions/{sid}``: the receipt and the exact prompt text."""
+
+    agent: str
+    receipt: dict[str, Any]
+    text: str
+
+
+class SessionDiffResponse(TypedDict):
+    """``GET agents/{id}/sessions/{sid}/diff/{other}`` ("" when the prompts were identical)."""
+
+    agent: str
+    first: str
+    second: str
+    diff: str
+
+
+class SessionOrigin(TypedDict):
+    """Where one line of a recorded prompt came from (``source`` None: builder text)."""
+
+    section: str
+    source: str | None
+    version: str | None
+    line: int | None
+    text: str
+    description: str
+
+
+class SessionWhyResponse(TypedDict):
+    """``GET agents/{id}/sessions/{sid}/why?text=...``: every line holding ``text``."""
+
+    agent: str
+    session_id: str
+    text: str
+    origins: list[SessionOrigin]
+
+
+class ForgetResponse(TypedDict):
+    """``POST agents/{id}/forget``: the engine's receipt, which never holds the text."""
+
+    agent: str
+    receipt: dict[str, Any]
 
 
 # -- errors ------------------------------------------------------------------------------------
@@ -595,9 +648,149 @@ class VersionHandler(AgentMemoryHandler):
         self.reply(await self.run(work))
 
 
+_SESSION_ID = re.compile(r"[0-9a-fA-F]{6,32}")
+
+
+def _receipt(mem: AgentMemory, session_id: str) -> dict[str, Any]:
+    """The receipt of ``session_id`` (or a prefix); 404 when a well-formed id matches none.
+
+    Malformed and ambiguous ids stay 400 with the engine's message.
+    """
+    try:
+        return find_session(mem, session_id)
+    except MemoryToolError as exc:
+        wanted = session_id.lower()
+        if _SESSION_ID.fullmatch(session_id) and not any(
+            str(r.get("session_id", "")).startswith(wanted) for r in mem.sessions()
+        ):
+            raise ApiError(404, exc.message) from None
+        raise
+
+
+class SessionsHandler(AgentMemoryHandler):
+    """``GET`` the receipts of recorded session starts, newest first."""
+
+    @tornado.web.authenticated
+    @authorized
+    async def get(self, agent: str) -> None:
+        """List receipts (time, id, client, prompt sha256, sections, sizes, warnings)."""
+        agent_id = self.agent_id(agent)
+
+        def work() -> SessionsResponse:
+            mem = self.open_agent(agent_id)
+            return {"agent": agent_id, "sessions": mem.sessions()}
+
+        self.reply(await self.run(work))
+
+
+class SessionHandler(AgentMemoryHandler):
+    """``GET`` one recorded session: its receipt and the exact prompt it started with."""
+
+    @tornado.web.authenticated
+    @authorized
+    async def get(self, agent: str, sid: str) -> None:
+        """By full id or a prefix of at least 6 hex digits (engine rules)."""
+        agent_id = self.agent_id(agent)
+
+        def work() -> SessionResponse:
+            mem = self.open_agent(agent_id)
+            receipt = _receipt(mem, sid)
+            text = mem.session_prompt(receipt["session_id"])
+            return {"agent": agent_id, "receipt": receipt, "text": text}
+
+        self.reply(await self.run(work))
+
+
+class SessionDiffHandler(AgentMemoryHandler):
+    """``GET`` a unified diff from one recorded session's prompt to another's."""
+
+    @tornado.web.authenticated
+    @authorized
+    async def get(self, agent: str, sid: str, other: str) -> None:
+        """Both ids as for one session; ``diff`` is "" when the prompts were identical."""
+        agent_id = self.agent_id(agent)
+
+        def work() -> SessionDiffResponse:
+            mem = self.open_agent(agent_id)
+            first = _receipt(mem, sid)["session_id"]
+            second = _receipt(mem, other)["session_id"]
+            diff = mem.diff_sessions(first, second)
+            return {"agent": agent_id, "first": first, "second": second, "diff": diff}
+
+        self.reply(await self.run(work))
+
+
+class SessionWhyHandler(AgentMemoryHandler):
+    """``GET ?text=...``: where each line of a recorded prompt holding ``text`` came from."""
+
+    @tornado.web.authenticated
+    @authorized
+    async def get(self, agent: str, sid: str) -> None:
+        """File, version and line per matching line, or the builder section it belongs to."""
+        agent_id = self.agent_id(agent)
+        needle = self.get_query_argument("text", "")
+
+        def work() -> SessionWhyResponse:
+            mem = self.open_agent(agent_id)
+            session_id = _receipt(mem, sid)["session_id"]
+            origins: list[SessionOrigin] = [
+                {
+                    "section": origin.section,
+                    "source": origin.source,
+                    "version": origin.version,
+                    "line": origin.line,
+                    "text": origin.text,
+                    "description": str(origin),
+                }
+                for origin in mem.why(session_id, needle)
+            ]
+            return {
+                "agent": agent_id, "session_id": session_id, "text": needle, "origins": origins
+            }
+
+        self.reply(await self.run(work))
+
+
+class ForgetHandler(AgentMemoryHandler):
+    """``POST {text | pattern | secrets, dry_run, reason}`` forgets everywhere, then verifies."""
+
+    @tornado.web.authenticated
+    @authorized
+    async def post(self, agent: str) -> None:
+        """Remove a text, every match of a pattern, or every stored credential (200 with the
+        receipt; ``receipt.verified`` false means a copy was still found, in ``remaining``)."""
+        agent_id = self.agent_id(agent)
+        body = self.json_body()
+        text, pattern = body.get("text"), body.get("pattern")
+        secrets, dry_run = body.get("secrets", False), body.get("dry_run", False)
+        reason = body.get("reason", "")
+        for name, value in (("text", text), ("pattern", pattern)):
+            if value is not None and not isinstance(value, str):
+                raise ApiError(400, f"'{name}' must be a string or null")
+        # Booleans only: a string "false" must not pass as true (for dry_run, that would
+        # forget for real).
+        for name, value in (("secrets", secrets), ("dry_run", dry_run)):
+            if not isinstance(value, bool):
+                raise ApiError(400, f"'{name}' must be true or false")
+        if not isinstance(reason, str):
+            raise ApiError(400, "'reason' must be a string")
+        if (text is not None) + (pattern is not None) + secrets != 1:
+            raise ApiError(400, "Give exactly one of 'text', 'pattern' or 'secrets': true")
+
+        def work() -> ForgetResponse:
+            mem = self.open_agent(agent_id)
+            receipt = mem.forget(
+                text, pattern=pattern, secrets=secrets, dry_run=dry_run, reason=reason
+            )
+            return {"agent": agent_id, "receipt": receipt}
+
+        self.reply(await self.run(work, agent_id))
+
+
 # -- registration ------------------------------------------------------------------------------
 
 _AGENT = r"(?P<agent>[^/]+)"
+_SID = r"(?P<sid>[^/]+)"
 
 #: (URL regex below the base URL, handler), in the order of ``ROUTES`` in ``__init__``.
 HANDLERS: list[tuple[str, type[AgentMemoryHandler]]] = [
@@ -607,6 +800,11 @@ HANDLERS: list[tuple[str, type[AgentMemoryHandler]]] = [
     (f"{API_PREFIX}/agents/{_AGENT}/prompt", PromptHandler),
     (f"{API_PREFIX}/agents/{_AGENT}/history", HistoryHandler),
     (f"{API_PREFIX}/agents/{_AGENT}/history/(?P<sha>[^/]+)", VersionHandler),
+    (f"{API_PREFIX}/agents/{_AGENT}/sessions", SessionsHandler),
+    (f"{API_PREFIX}/agents/{_AGENT}/sessions/{_SID}", SessionHandler),
+    (f"{API_PREFIX}/agents/{_AGENT}/sessions/{_SID}/diff/(?P<other>[^/]+)", SessionDiffHandler),
+    (f"{API_PREFIX}/agents/{_AGENT}/sessions/{_SID}/why", SessionWhyHandler),
+    (f"{API_PREFIX}/agents/{_AGENT}/forget", ForgetHandler),
 ]
 
 

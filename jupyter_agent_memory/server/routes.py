@@ -10,7 +10,8 @@ from __future__ import annotations
 API_PREFIX = "/agent-memory/api"
 
 #: ``(methods, path pattern, description)`` for every route, in registration order. Path
-#: patterns use ``{id}`` for an agent id and ``{sha}`` for a FACT.md version (sha256 or prefix).
+#: patterns use ``{id}`` for an agent id, ``{sha}`` for a FACT.md version (sha256 or prefix), and
+#: ``{sid}`` and ``{other}`` for recorded sessions (id or a prefix of at least 6 hex digits).
 ROUTES: list[tuple[tuple[str, ...], str, str]] = [
     (
         ("GET", "POST"),
@@ -41,5 +42,30 @@ ROUTES: list[tuple[tuple[str, ...], str, str]] = [
         ("GET",),
         f"{API_PREFIX}/agents/{{id}}/history/{{sha}}",
         "Read one previous FACT.md version by sha256 or unique prefix.",
+    ),
+    (
+        ("GET",),
+        f"{API_PREFIX}/agents/{{id}}/sessions",
+        "List the receipts of recorded session starts, newest first.",
+    ),
+    (
+        ("GET",),
+        f"{API_PREFIX}/agents/{{id}}/sessions/{{sid}}",
+        "Read one recorded session: its receipt and the exact prompt it started with.",
+    ),
+    (
+        ("GET",),
+        f"{API_PREFIX}/agents/{{id}}/sessions/{{sid}}/diff/{{other}}",
+        "Unified diff from one recorded session's prompt to another's.",
+    ),
+    (
+        ("GET",),
+        f"{API_PREFIX}/agents/{{id}}/sessions/{{sid}}/why",
+        "Trace each line of a recorded prompt holding ?text= to its file, version and line.",
+    ),
+    (
+        ("POST",),
+        f"{API_PREFIX}/agents/{{id}}/forget",
+        "Forget a text, pattern or every credential everywhere, verify, return the receipt.",
     ),
 ]
