@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         UnsafePathError,
         VersionNotFoundError,
     )
+    from .forgetting import forget, lint
     from .panel import MemoryPanel
     from .paths import default_agent_id, default_root, list_agents, validate_agent_id
     from .prompt import Prompt, PromptBudgetWarning, PromptBuilder
@@ -72,6 +73,8 @@ _EXPORTS = {
     "default_root": ".paths",
     "default_agent_id": ".paths",
     "MemoryPanel": ".panel",
+    "forget": ".forgetting",
+    "lint": ".forgetting",
 }
 
 __all__ = [
@@ -102,6 +105,8 @@ __all__ = [
     "default_root",
     "default_agent_id",
     "MemoryPanel",
+    "forget",
+    "lint",
 ]
 
 

@@ -155,10 +155,24 @@ def _location(journal: Path, agent: Path, root: Path | None) -> Path | None:
             folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError:
             return None  # not remembered: the folder may become writable later
-        name = hashlib.sha256(os.fsencode(os.path.abspath(journal))).hexdigest()[:32]
-        db = folder / f"{name}.sqlite"
+        db = _db_path(base, journal)
     _locations[key] = db
     return db
+
+
+def _db_path(base: Path, journal: Path) -> Path:
+    name = hashlib.sha256(os.fsencode(os.path.abspath(journal))).hexdigest()[:32]
+    return base / "journal-index" / f"{name}.sqlite"
+
+
+def index_files(journal: Path, root: Path | None = None) -> list[Path]:
+    """Every cache file the index of ``journal`` may have (none is created here).
+
+    For forgetting: deleting them is always safe, the index is rebuilt when next needed.
+    """
+    base = Path(os.path.realpath(os.fspath(root if root is not None else cache_dir())))
+    db = _db_path(base, journal)
+    return [Path(f"{db}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")]
 
 
 def _forget(path: Path) -> None:

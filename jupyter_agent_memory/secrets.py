@@ -32,7 +32,7 @@ PATTERNS: tuple[tuple[str, str, bool], ...] = (
     ("an Anthropic API key", r"sk-ant-[a-z]{3,6}\d{2}-[A-Za-z0-9_\-]{20,}", True),
     (
         "an OpenAI API key",
-        r"sk-(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_\-]*\d)(?=[A-Za-z0-9_\-]*[A-Za-z])"
+        r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_\-]*\d)(?=[A-Za-z0-9_\-]*[A-Za-z])"
         r"[A-Za-z0-9_\-]{32,}",
         True,
     ),

@@ -24,7 +24,7 @@ ENGINE_PREFIXES = (
     "paths",
     "history",
     "sessions",
-    "forget",
+    "forgetting",
     "secrets",
     "journal",
     "jstext",

@@ -1,0 +1,438 @@
+"""Forgetting that is verified: remove a text everywhere memory keeps it, then prove it.
+
+``forget`` removes a text, a pattern or every stored credential from FACT.md (the lines that
+hold it), the journal (matching entries become tombstones that keep their time and say why,
+never the content), FACT.md history, the stored session prompts and source texts, and the
+journal's derived search index. Each file is replaced atomically under the agent's lock, so a
+crash leaves every file either before or after, and running it again finishes the job.
+
+Then it verifies: every byte under the agent folder (and the index's cache files) is read and
+searched for the text in its raw, case-folded and JSON-escaped forms, and a fresh prompt is
+built and searched too. The receipt, appended to ``memory/FORGET.jsonl``, says which kinds of
+places changed and how many, and holds a hash of what was forgotten, never the text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import history, sessions
+from . import secrets as credentials
+from .errors import INVALID_PARAMS, MemoryIOError, MemoryToolError
+from .folder import Folder, sha256_hex
+
+if TYPE_CHECKING:
+    from .store import AgentMemory
+
+RECEIPTS = "FORGET.jsonl"
+TOMBSTONE_TAG = "forgotten"
+_KINDS = ("profile", "facts", "journal", "history", "sessions", "caches")
+
+
+class _Matcher:
+    """Decides whether a piece of text holds what is to be forgotten."""
+
+    def __init__(self, text: str | None, pattern: str | None, find_secrets: bool) -> None:
+        given = [x for x in (text, pattern) if x is not None] + ([True] if find_secrets else [])
+        if len(given) != 1:
+            raise MemoryToolError(
+                "Forget needs exactly one of: a text, a pattern, or secrets=True", INVALID_PARAMS
+            )
+        self.text = text
+        self.secrets = find_secrets
+        self.regex: re.Pattern[str] | None = None
+        if text is not None:
+            if not isinstance(text, str) or not text.strip():
+                raise MemoryToolError(
+                    "The text to forget must be a non-empty string", INVALID_PARAMS
+                )
+            if "\n" in text:
+                raise MemoryToolError(
+                    "Forget one line of text at a time (or give a pattern)", INVALID_PARAMS
+                )
+            self.folded = text.casefold()
+        if pattern is not None:
+            try:
+                self.regex = re.compile(pattern)
+            except (re.error, TypeError) as exc:
+                raise MemoryToolError(f"Invalid pattern: {exc}", INVALID_PARAMS) from None
+        self.describe = "secrets" if find_secrets else ("pattern" if pattern else "text")
+        self.digest = sha256_hex(
+            ("\0secrets" if find_secrets else (text if text is not None else "\0" + str(pattern)))
+            .encode("utf-8", "surrogatepass")
+        )
+
+    def __call__(self, value: str) -> bool:
+        if self.text is not None:
+            return self.folded in value.casefold()
+        if self.regex is not None:
+            return self.regex.search(value) is not None
+        return bool(credentials.find(value))
+
+    def in_bytes(self, data: bytes) -> bool:
+        """Whether raw file bytes hold the text in any form: raw, case-folded, JSON-escaped."""
+        text = data.decode("utf-8", "replace")
+        if self(text):
+            return True
+        if self.text is not None:
+            escaped = {
+                json.dumps(self.text)[1:-1],
+                json.dumps(self.text, ensure_ascii=False)[1:-1],
+            }
+            folded = text.casefold()
+            if any(form.encode() in data or form.casefold() in folded for form in escaped):
+                return True
+        # JSON lines store text escaped: read each one back and look again.
+        for line in text.splitlines():
+            if line.startswith("{"):
+                with contextlib.suppress(ValueError):
+                    if self(json.dumps(json.loads(line), ensure_ascii=False)):
+                        return True
+        return False
+
+
+def forget(
+    mem: AgentMemory,
+    text: str | None = None,
+    *,
+    pattern: str | None = None,
+    secrets: bool = False,
+    dry_run: bool = False,
+    reason: str = "",
+) -> dict[str, Any]:
+    """Remove ``text`` (or ``pattern``'s matches, or every stored credential) from memory.
+
+    SOUL.md, USER.md and FACT.md lose the lines that hold it, journal entries become
+    tombstones, history versions and stored session texts are scrubbed, and the journal's
+    search index is dropped; then every byte under the folder is scanned, and a fresh prompt
+    built, to verify. Public engine errors only (the ``MemoryToolError`` family).
+
+    Returns the receipt: ``{"ts", "forgotten_sha256", "what", "reason", "dry_run",
+    "changed": {kind: count}, "places": [paths relative to the agent folder],
+    "verified", "remaining": [paths]}``. With ``dry_run`` nothing is written and
+    ``changed``/``places`` say what would change.
+    """
+    try:
+        return _forget(mem, text, pattern, secrets, dry_run, reason)
+    except MemoryToolError:
+        raise
+    except OSError as exc:
+        raise MemoryIOError(exc) from exc
+
+
+def _forget(
+    mem: AgentMemory,
+    text: str | None,
+    pattern: str | None,
+    find_secrets: bool,
+    dry_run: bool,
+    reason: str,
+) -> dict[str, Any]:
+    match = _Matcher(text, pattern, find_secrets)
+    if not isinstance(reason, str):
+        raise MemoryToolError("The reason must be a string", INVALID_PARAMS)
+    if reason and match(reason):
+        raise MemoryToolError(
+            "The reason must not contain what is being forgotten", INVALID_PARAMS
+        )
+    changed = dict.fromkeys(_KINDS, 0)
+    places: list[str] = []
+    with mem._folders() as (agent, memory):
+        if memory is None:
+            raise MemoryToolError(f"{mem.path} has no memory/ folder", INVALID_PARAMS)
+        with memory.locked(".lock", mem.lock_timeout):
+            recheck = lambda: mem._recheck(agent, memory)  # noqa: E731
+            _profile(agent, match, dry_run, recheck, changed, places)
+            _facts(memory, match, dry_run, recheck, changed, places)
+            _journal(memory, match, dry_run, recheck, reason, changed, places)
+            _history(memory, match, dry_run, recheck, changed, places)
+            _sessions(memory, match, dry_run, recheck, changed, places)
+            _caches(mem, dry_run, changed, places)
+    remaining = [] if dry_run else _scan(mem, match)
+    receipt = {
+        "ts": sessions._timestamp(mem),
+        "forgotten_sha256": match.digest,
+        "what": match.describe,
+        "reason": reason,
+        "dry_run": dry_run,
+        "changed": changed,
+        "places": places,
+        "verified": not dry_run and not remaining,
+        "remaining": remaining,
+    }
+    if not dry_run:
+        line = (json.dumps(receipt, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        with mem._folders() as (_agent, memory), memory.locked(".lock", mem.lock_timeout):
+            assert memory is not None
+            fd = memory.open_file(RECEIPTS, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            try:
+                os.write(fd, line)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+    return receipt
+
+
+# -- each kind of place ---------------------------------------------------------------------------
+
+
+def _profile(
+    agent: Folder,
+    match: _Matcher,
+    dry_run: bool,
+    recheck: Callable[[], None],
+    changed: dict[str, int],
+    places: list[str],
+) -> None:
+    """SOUL.md and USER.md: the lines that hold the text go, like FACT.md's."""
+    for canonical in ("SOUL.md", "USER.md"):
+        name = agent.lookup(canonical)
+        if name is None:
+            continue
+        content = (agent.read_bytes(name) or b"").decode("utf-8", "surrogatepass")
+        kept, removed = _drop_lines(content, match)
+        if removed:
+            changed["profile"] += removed
+            places.append(name)
+            if not dry_run:
+                agent.write_atomic(name, kept.encode("utf-8", "surrogatepass"), recheck)
+
+
+def _facts(
+    memory: Folder,
+    match: _Matcher,
+    dry_run: bool,
+    recheck: Callable[[], None],
+    changed: dict[str, int],
+    places: list[str],
+) -> None:
+    name = memory.lookup("FACT.md")
+    if name is None:
+        return
+    content = (memory.read_bytes(name) or b"").decode("utf-8", "surrogatepass")
+    kept, removed = _drop_lines(content, match)
+    if removed:
+        changed["facts"] += removed
+        places.append(f"memory/{name}")
+        if not dry_run:
+            # Written directly, not as an update: an update would keep the old text in history.
+            memory.write_atomic(name, kept.encode("utf-8", "surrogatepass"), recheck)
+
+
+def _journal(
+    memory: Folder,
+    match: _Matcher,
+    dry_run: bool,
+    recheck: Callable[[], None],
+    reason: str,
+    changed: dict[str, int],
+    places: list[str],
+) -> None:
+    from .journal import encode_line
+
+    name = memory.lookup("JOURNAL.jsonl")
+    if name is None:
+        return
+    data = memory.read_bytes(name) or b""
+    out: list[bytes] = []
+    count = 0
+    for raw in data.splitlines(keepends=True):
+        text = raw.decode("utf-8", "replace")
+        try:
+            entry = json.loads(text)
+        except ValueError:
+            entry = None
+        shown = json.dumps(entry, ensure_ascii=False) if isinstance(entry, dict) else text
+        if not (match(shown) or match(text)):
+            out.append(raw)
+            continue
+        count += 1
+        ts = entry.get("ts") if isinstance(entry, dict) else None
+        tombstone = {
+            "ts": ts if isinstance(ts, str) else "",
+            "tags": [TOMBSTONE_TAG],
+            "text": f"[forgotten: {reason}]" if reason else "[forgotten]",
+        }
+        out.append(encode_line(tombstone))
+    if count:
+        changed["journal"] += count
+        places.append(f"memory/{name}")
+        if not dry_run:
+            memory.write_atomic(name, b"".join(out), recheck)
+
+
+def _history(
+    memory: Folder,
+    match: _Matcher,
+    dry_run: bool,
+    recheck: Callable[[], None],
+    changed: dict[str, int],
+    places: list[str],
+) -> None:
+    if memory.lookup(history.HISTORY_DIR) is None:
+        return
+    with memory.subfolder(history.HISTORY_DIR) as versions:
+        for version in history.versions(versions):
+            content = version.content.decode("utf-8", "surrogatepass")
+            kept, removed = _drop_lines(content, match)
+            if not removed:
+                continue
+            changed["history"] += 1
+            places.append(f"memory/{history.HISTORY_DIR}/{version.name}")
+            if dry_run:
+                continue
+            stamp = version.name.split("-", 1)[0]
+            if kept.strip():
+                data = kept.encode("utf-8", "surrogatepass")
+                name = f"{stamp}-{sha256_hex(data)[:12]}.md"
+                if name != version.name:
+                    versions.write_atomic(name, data, recheck)
+            # The scrubbed copy is safe first; only then does the old version go.
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(version.name, dir_fd=versions.fd)
+
+
+def _sessions(
+    memory: Folder,
+    match: _Matcher,
+    dry_run: bool,
+    recheck: Callable[[], None],
+    changed: dict[str, int],
+    places: list[str],
+) -> None:
+    if memory.lookup(sessions.BLOBS_DIR) is None:
+        return
+    renamed: dict[str, str] = {}
+    with memory.subfolder(sessions.BLOBS_DIR) as store:
+        for name in sorted(store.names()):
+            if not sessions.BLOB_NAME.match(name):
+                continue
+            data = store.read_bytes(name) or b""
+            content = data.decode("utf-8", "surrogatepass")
+            kept, removed = _drop_lines(content, match, placeholder="[forgotten]")
+            if not removed:
+                continue
+            changed["sessions"] += 1
+            places.append(f"memory/{sessions.BLOBS_DIR}/{name}")
+            if dry_run:
+                continue
+            new = kept.encode("utf-8", "surrogatepass")
+            digest = sha256_hex(new)
+            store.write_atomic(f"{digest}.txt", new, recheck)
+            renamed[name[:-4]] = digest
+        if renamed:
+            # Receipts point at the scrubbed texts and say so; then the old texts go.
+            receipts = sessions._read_receipts(memory)
+            for receipt in receipts:
+                touched = False
+                if receipt.get("prompt_sha256") in renamed:
+                    receipt["prompt_sha256"] = renamed[receipt["prompt_sha256"]]
+                    touched = True
+                for section in receipt.get("sections") or ():
+                    if isinstance(section, dict) and section.get("version") in renamed:
+                        section["version"] = renamed[section["version"]]
+                        touched = True
+                if touched:
+                    receipt["forgotten"] = True
+            lines = "".join(
+                json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in receipts
+            )
+            memory.write_atomic(sessions.SESSIONS_LOG, lines.encode(), recheck)
+            for old in renamed:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f"{old}.txt", dir_fd=store.fd)
+
+
+def _caches(mem: AgentMemory, dry_run: bool, changed: dict[str, int], places: list[str]) -> None:
+    for path in _cache_files(mem):
+        changed["caches"] += 1
+        places.append(str(path))
+        if not dry_run:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+
+
+def _cache_files(mem: AgentMemory) -> list[Path]:
+    from .journal_index import index_files
+
+    return [p for p in index_files(mem.file_path("JOURNAL.jsonl")) if os.path.lexists(p)]
+
+
+# -- verification ---------------------------------------------------------------------------------
+
+
+def _scan(mem: AgentMemory, match: _Matcher) -> list[str]:
+    """Every file under the agent folder (and its caches) still holding the text, and the
+    fresh prompt (as ``"<prompt>"``) if it does."""
+    remaining = []
+    for dirpath, _dirnames, filenames in os.walk(mem.path, followlinks=False):
+        for name in filenames:
+            path = Path(dirpath) / name
+            if name == RECEIPTS and path.parent.name == "memory":
+                continue  # receipts hold hashes and counts only
+            try:
+                if os.path.islink(path) or not path.is_file():
+                    continue
+                data = path.read_bytes()
+            except OSError:
+                continue
+            if match.in_bytes(data):
+                remaining.append(str(path.relative_to(mem.path)))
+    for path in _cache_files(mem):
+        with contextlib.suppress(OSError):
+            if match.in_bytes(path.read_bytes()):
+                remaining.append(str(path))
+    from .prompt import PromptBuilder
+
+    with contextlib.suppress(MemoryToolError):
+        if match(PromptBuilder().build(mem).text):
+            remaining.append("<prompt>")
+    return remaining
+
+
+def _drop_lines(content: str, match: _Matcher, placeholder: str | None = None) -> tuple[str, int]:
+    """``content`` without the lines that match (or with ``placeholder`` in their place)."""
+    lines = content.splitlines(keepends=True)
+    kept, removed = [], 0
+    for line in lines:
+        if match(line):
+            removed += 1
+            if placeholder is not None:
+                kept.append(placeholder + ("\n" if line.endswith("\n") else ""))
+        else:
+            kept.append(line)
+    return "".join(kept), removed
+
+
+def lint(mem: AgentMemory) -> list[dict[str, Any]]:
+    """Credentials already stored under the agent folder: ``{"file", "line", "kind"}`` each.
+
+    Never the secret itself; ``forget(mem, secrets=True)`` removes them.
+    """
+    findings = []
+    for dirpath, dirnames, filenames in os.walk(mem.path, followlinks=False):
+        dirnames.sort()
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            try:
+                if os.path.islink(path) or not path.is_file():
+                    continue
+                text = path.read_bytes().decode("utf-8", "replace")
+            except OSError:
+                continue
+            for number, line in enumerate(text.splitlines(), 1):
+                candidates = [line]
+                if line.startswith("{"):  # a journal line: its text is stored escaped
+                    with contextlib.suppress(ValueError):
+                        candidates.append(json.dumps(json.loads(line), ensure_ascii=False))
+                kinds = {s.kind for candidate in candidates for s in credentials.find(candidate)}
+                for kind in sorted(kinds):
+                    relative = str(path.relative_to(mem.path))
+                    findings.append({"file": relative, "line": number, "kind": kind})
+    return findings
