@@ -20,21 +20,34 @@ import difflib
 import functools
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from .render import escape_html, markdown_html, no_math_block
 
 __all__ = [
+    "VIEW_LIMIT",
     "AgentSummary",
     "DiffView",
     "FactsView",
+    "ForgetReceipt",
     "HistoryView",
     "JournalResult",
     "PromptView",
+    "RawText",
+    "SessionsView",
+    "WhyView",
     "format_size",
+    "format_when",
+    "highlight_html",
     "short_sha",
 ]
+
+#: About how many characters of memory text one view sends to the front end by default. A
+#: 3 MB FACT.md or prompt put into a notebook in full makes it slow to save, scroll and
+#: reopen; the view says what it left out and how to get all of it (``show_all=True``).
+VIEW_LIMIT = 100_000
 
 # Keys every journal entry has; anything else was written by another tool and is shown as-is.
 _ENTRY_KEYS = ("ts", "tags", "text")
@@ -55,6 +68,143 @@ def format_size(n_bytes: int) -> str:
 
 
 _esc = escape_html
+
+# Inline styles only (no <style> element: a notebook output's stylesheet would apply to the
+# whole page), built on JupyterLab's theme variables so light and dark themes both read well;
+# the fallbacks serve front ends without those variables.
+TABLE_STYLE = (
+    "border-collapse:collapse;width:auto;font-size:var(--jp-ui-font-size1,13px);"
+    "color:var(--jp-content-font-color1,inherit)"
+)
+TH_STYLE = (
+    "text-align:left;padding:3px 10px;position:sticky;top:0;"
+    "background:var(--jp-layout-color2,#eee);color:var(--jp-ui-font-color1,inherit);"
+    "border-bottom:1px solid var(--jp-border-color1,#bbb);white-space:nowrap"
+)
+TD_STYLE = (
+    "text-align:left;vertical-align:top;padding:3px 10px;"
+    "border-bottom:1px solid var(--jp-border-color2,#ddd)"
+)
+#: Wrap at spaces; break a word only when it alone is wider than the line.
+TEXT_WRAP = "white-space:pre-wrap;overflow-wrap:break-word;word-break:normal"
+#: A box of bounded height that scrolls, for long tables and texts.
+SCROLL_STYLE = "max-height:32em;overflow:auto;border:1px solid var(--jp-border-color2,#ddd)"
+MARK_STYLE = (
+    "background:var(--jp-warn-color3,#ffe0b2);color:var(--jp-ui-font-color0,#000);"
+    "padding:0 1px;border-radius:2px"
+)
+#: Status colours per kind, from the theme (both themes define readable variants).
+STATUS_COLOURS = {
+    "info": "inherit",
+    "ok": "var(--jp-success-color1,#1a7f37)",
+    "error": "var(--jp-error-color1,#cf222e)",
+    "warning": "var(--jp-warn-color0,#9a6700)",
+}
+
+
+def _table(head: Sequence[str], rows: Iterable[Sequence[str]], css_class: str) -> str:
+    """A themed, scrollable table; ``head`` is plain text, ``rows`` hold ready HTML cells."""
+    header = "".join(f'<th style="{TH_STYLE}">{_esc(name)}</th>' for name in head)
+    body = "".join(
+        "<tr>" + "".join(f'<td style="{TD_STYLE}">{cell}</td>' for cell in row) + "</tr>"
+        for row in rows
+    )
+    return (
+        f'<div style="{SCROLL_STYLE}"><table class="{css_class}" style="{TABLE_STYLE}">'
+        f"<thead><tr>{header}</tr></thead><tbody>{body}</tbody></table></div>"
+    )
+
+
+def highlight_html(text: str, query: str) -> str:
+    """``text`` escaped, with every case-insensitive occurrence of ``query`` in ``<mark>``.
+
+    Both the matches and the text between them are escaped, so a query or a text holding
+    markup highlights it as text.
+    """
+    if not query:
+        return _esc(text)
+    import re
+
+    parts = re.split(f"({re.escape(query)})", text, flags=re.IGNORECASE)
+    return "".join(
+        f'<mark style="{MARK_STYLE}">{_esc(part)}</mark>' if i % 2 else _esc(part)
+        for i, part in enumerate(parts)
+    )
+
+
+def _parse_ts(ts: object) -> datetime | None:
+    if not isinstance(ts, str) or not ts:
+        return None
+    try:
+        moment = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def relative_time(ts: object, now: datetime | None = None) -> str:
+    """How long ago an ISO-8601 time was: ``just now``, ``5 min ago``, ``3 days ago``."""
+    moment = _parse_ts(ts)
+    if moment is None:
+        return ""
+    now = now or datetime.now(timezone.utc)
+    seconds = (now - moment).total_seconds()
+    future = seconds < 0
+    seconds = abs(seconds)
+    for size, unit in ((86400 * 365, "year"), (86400 * 30, "month"), (86400, "day"),
+                       (3600, "hour"), (60, "min")):
+        if seconds >= size:
+            n = int(seconds // size)
+            label = unit if unit == "min" or n == 1 else unit + "s"
+            return f"in {n} {label}" if future else f"{n} {label} ago"
+    return "just now"
+
+
+def format_when(ts: object, now: datetime | None = None) -> str:
+    """An entry time for people: absolute (UTC, to the second) and relative."""
+    moment = _parse_ts(ts)
+    if moment is None:
+        return str(ts or "")
+    absolute = moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return f"{absolute} ({relative_time(ts, now)})"
+
+
+def _when_html(ts: object, now: datetime | None = None) -> str:
+    """The time cell: relative time shown, the exact stored value as its tooltip."""
+    moment = _parse_ts(ts)
+    if moment is None:
+        return f"<code>{_esc(ts or '')}</code>"
+    absolute = moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    return (
+        f'<span title="{_esc(ts)}" style="white-space:nowrap"><code>{_esc(absolute)}</code>'
+        f" <small>{_esc(relative_time(ts, now))}</small></span>"
+    )
+
+
+def _cut(text: str, limit: int | None) -> tuple[str, int]:
+    """``text`` cut to about ``limit`` characters at a line end; returns it and how many
+    characters were left out (0: all of it)."""
+    if limit is None or len(text) <= limit:
+        return text, 0
+    end = text.rfind("\n", 0, limit)
+    end = limit if end < limit // 2 else end + 1
+    return text[:end], len(text) - end
+
+
+def _left_out_html(left_out: int, how: str, unit: str = "characters") -> str:
+    return (
+        f'<p style="color:var(--jp-warn-color0,#9a6700)"><small>… {left_out:,} more {unit} '
+        f"not shown here, so the notebook stays small: {_esc(how)}.</small></p>"
+    )
+
+
+class RawText(str):
+    """Memory text returned to code (``facts = %fact --raw``): a plain ``str`` whose display
+    is the text itself, exactly, without quotes or escapes."""
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        """Plain-text form for IPython: the text as it is."""
+        p.text(str(self)[:-1] if self.endswith("\n") else str(self))
 
 
 def _no_math(method: Callable[[Any], str]) -> Callable[[Any], str]:
@@ -86,15 +236,28 @@ class FactsView:
 
     empty_text = "(FACT.md is empty)"
 
-    def __init__(self, text: str, path: Path | str | None = None, sha256: str | None = None):
+    def __init__(
+        self,
+        text: str,
+        path: Path | str | None = None,
+        sha256: str | None = None,
+        *,
+        limit: int | None = VIEW_LIMIT,
+    ):
         self.text = text
         self.path = Path(path) if path is not None else None
         self.sha256 = sha256
+        self.limit = limit
 
     def _repr_html_(self) -> str:
         if not self.text.strip():
             return "<p><em>FACT.md is empty.</em></p>"
-        return markdown_html(self.text)
+        shown, left_out = _cut(self.text, self.limit)
+        if not left_out:
+            return markdown_html(self.text)
+        return markdown_html(shown) + _left_out_html(
+            left_out, "facts = %fact --raw gives all of it, FactsView(text, limit=None) shows it"
+        )
 
     def __str__(self) -> str:
         return self.text if self.text.strip() else self.empty_text
@@ -133,11 +296,15 @@ class JournalResult(list):
         skipped: int = 0,
         scanned: int | None = None,
         empty_message: str = "No matching journal entries found.",
+        highlight: str = "",
+        now: datetime | None = None,
     ):
         super().__init__(entries)
         self.skipped = skipped
         self.scanned = scanned
         self.empty_message = empty_message
+        self.highlight = highlight
+        self.now = now
 
     @classmethod
     def from_search(cls, result: Sequence[Mapping[str, Any]], **kwargs: Any) -> JournalResult:
@@ -172,28 +339,24 @@ class JournalResult(list):
         if not self:
             return f"<p><em>{_esc(self.empty_message)}</em>{self._skipped_html()}</p>"
         extras = self.extra_keys()
-        head = "".join(f"<th>{_esc(name)}</th>" for name in ("ts", "tags", "text", *extras))
         rows = []
         for entry in self:
             tags = entry.get("tags") or []
             tag_cells = ", ".join(_esc(t) for t in tags) if isinstance(tags, list) else _esc(tags)
             cells = [
-                f'<td style="white-space:nowrap"><code>{_esc(entry.get("ts", ""))}</code></td>',
-                f"<td>{tag_cells}</td>",
-                f'<td style="white-space:pre-wrap;text-align:left">'
-                f"{_esc(entry.get('text', ''))}</td>",
+                _when_html(entry.get("ts", ""), self.now),
+                tag_cells,
+                f'<div style="{TEXT_WRAP};min-width:16em">'
+                f"{highlight_html(str(entry.get('text', '')), self.highlight)}</div>",
             ]
             for key in extras:
                 value = entry.get(key, "")
                 if not isinstance(value, str):
                     value = json.dumps(value, ensure_ascii=False)
-                cells.append(f"<td>{_esc(value)}</td>")
-            rows.append("<tr>" + "".join(cells) + "</tr>")
-        return (
-            '<table class="jp-AgentMemory-journal">'
-            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-            f"<p><small>{_esc(self._footer())}</small></p>"
-        )
+                cells.append(f'<div style="{TEXT_WRAP}">{_esc(value)}</div>')
+            rows.append(cells)
+        return _table(("time (UTC)", "tags", "text", *extras), rows,
+                      "jp-AgentMemory-journal") + f"<p><small>{_esc(self._footer())}</small></p>"
 
     def _skipped_html(self) -> str:
         if not self.skipped:
@@ -249,19 +412,16 @@ class HistoryView(list):
     def _repr_html_(self) -> str:
         if not self:
             return f"<p><em>{_esc(self.empty_message)}</em></p>"
-        rows = "".join(
-            "<tr>"
-            f"<td><code>{_esc(v.get('ts', ''))}</code></td>"
-            f'<td><code title="{_esc(v.get("sha256", ""))}">'
-            f"{_esc(short_sha(str(v.get('sha256', ''))))}</code></td>"
-            f"<td>{_esc(format_size(int(v.get('size', 0))))}</td>"
-            "</tr>"
+        rows = [
+            [
+                _when_html(v.get("ts", "")),
+                f'<code title="{_esc(v.get("sha256", ""))}">'
+                f"{_esc(short_sha(str(v.get('sha256', ''))))}</code>",
+                _esc(format_size(int(v.get("size", 0)))),
+            ]
             for v in self
-        )
-        return (
-            '<table class="jp-AgentMemory-history"><thead><tr><th>saved (UTC)</th>'
-            f"<th>sha256</th><th>size</th></tr></thead><tbody>{rows}</tbody></table>"
-        )
+        ]
+        return _table(("saved (UTC)", "sha256", "size"), rows, "jp-AgentMemory-history")
 
     def __str__(self) -> str:
         if not self:
@@ -297,7 +457,10 @@ class DiffView:
         fromfile: str = "before",
         tofile: str = "after",
         context: int = 3,
+        *,
+        limit: int | None = VIEW_LIMIT,
     ):
+        self.limit = limit
         self.old = old
         self.new = new
         self.fromfile = fromfile
@@ -344,22 +507,30 @@ class DiffView:
         if not self.changed:
             return f"<p><em>{_esc(self.no_changes)}</em></p>"
         out = []
-        for line in self.lines:
+        sent, left_out = 0, 0
+        for number, line in enumerate(self.lines):
+            if self.limit is not None and sent > self.limit:
+                left_out = len(self.lines) - number
+                break
+            sent += len(line) + 1
             style = ""
             if line.startswith(("+++", "---")):
                 style = "font-weight:bold"
             elif line.startswith("@@"):
-                style = "color:#6f42c1"
+                style = "color:var(--jp-info-color0,#6f42c1)"
             elif line.startswith("+"):
-                style = "background:rgba(40,167,69,0.18)"
+                style = "background:rgba(76,175,80,0.22)"
             elif line.startswith("-"):
-                style = "background:rgba(215,58,73,0.18)"
+                style = "background:rgba(244,67,54,0.22)"
             # display:block keeps one line per span even without newlines inside <pre>.
             out.append(f'<span style="display:block;{style}">{_esc(line) or " "}</span>')
         return (
-            '<pre class="jp-AgentMemory-diff" style="line-height:1.3">'
+            f'<pre class="jp-AgentMemory-diff" style="line-height:1.3;{TEXT_WRAP};'
+            f'{SCROLL_STYLE};padding:4px">'
             + "".join(out)
             + f"</pre><p><small>{_esc(self.summary())}</small></p>"
+            + (_left_out_html(left_out, "str(view) has all of it", "diff lines")
+               if left_out else "")
         )
 
     def __str__(self) -> str:
@@ -397,7 +568,9 @@ class PromptView:
         memory_tokens: int | None = None,
         base_from_file: bool | None = None,
         bootstrap: bool | None = None,
+        limit: int | None = VIEW_LIMIT,
     ):
+        self.limit = limit
         self.text = text
         self.title = title
         self.sections = list(sections)
@@ -457,25 +630,32 @@ class PromptView:
         parts = [f"<p><strong>{_esc(self.title)}</strong> — {_esc(self.summary())}</p>"]
         for warning in self.warnings:
             parts.append(
-                '<div class="jp-AgentMemory-warning" style="border-left:4px solid #d9822b;'
-                'background:rgba(217,130,43,0.12);padding:4px 8px;margin:4px 0">'
+                '<div class="jp-AgentMemory-warning" style="border-left:4px solid '
+                "var(--jp-warn-color1,#d9822b);background:rgba(245,124,0,0.12);"
+                'padding:4px 8px;margin:4px 0">'
                 f"⚠ {_esc(warning)}</div>"
             )
         if self.sections:
-            rows = "".join(
-                f"<tr><td>{_esc(s.name)}</td><td><code>{_esc(self._source(s))}</code></td>"
-                f"<td>{_esc(s.chars)}</td><td>{_esc(s.tokens)}</td></tr>"
+            rows = [
+                [
+                    _esc(s.name),
+                    f"<code>{_esc(self._source(s))}</code>" if self._source(s)
+                    else "<em>builder text</em>",
+                    _esc(f"{s.chars:,}"),
+                    _esc(f"{s.tokens:,}"),
+                ]
                 for s in self.sections
-            )
-            parts.append(
-                '<table class="jp-AgentMemory-sections"><thead><tr><th>section</th>'
-                "<th>source</th><th>chars</th><th>~tokens</th></tr></thead>"
-                f"<tbody>{rows}</tbody></table>"
-            )
+            ]
+            parts.append(_table(("section", "source", "chars", "~tokens"), rows,
+                                "jp-AgentMemory-sections"))
+        shown, left_out = _cut(self.text, self.limit)
         parts.append(
-            '<pre class="jp-AgentMemory-prompt" style="white-space:pre-wrap">'
-            f"{_esc(self.text)}</pre>"
+            f'<pre class="jp-AgentMemory-prompt" style="{TEXT_WRAP};{SCROLL_STYLE};'
+            f'padding:6px;margin-top:6px">{_esc(shown)}</pre>'
         )
+        if left_out:
+            parts.append(_left_out_html(
+                left_out, "text = %memprompt --raw gives all of it, and the panel has Show all"))
         return "".join(parts)
 
     def __str__(self) -> str:
@@ -560,3 +740,194 @@ class AgentSummary:
 
     def __repr__(self) -> str:
         return f"AgentSummary({self.agent_id!r}, {str(self.path)!r})"
+
+
+# --------------------------------------------------------------------------------------------
+# Sessions on record
+# --------------------------------------------------------------------------------------------
+
+
+def _client_label(receipt: Mapping[str, Any]) -> str:
+    client = receipt.get("client")
+    if not isinstance(client, Mapping) or not client.get("name"):
+        return "(unknown client)"
+    version = client.get("version")
+    return f"{client['name']} {version}" if version else str(client["name"])
+
+
+class SessionsView(list):
+    """Receipts of recorded session starts (dicts as ``AgentMemory.sessions()`` returns them),
+    newest first: a list in code, a table in a notebook, aligned text in a terminal.
+
+    Give a session's id (or its first 6+ digits) to ``%memprompt --session``, ``--diff`` and
+    ``--why``.
+    """
+
+    empty_message = (
+        "No sessions on record yet: one is recorded when a client really starts a session "
+        "(an MCP client connecting, the evaluation runner, or PromptBuilder.start_session); "
+        "previews such as %memprompt never record."
+    )
+
+    def __init__(self, receipts: Iterable[Mapping[str, Any]] = (), *, now: datetime | None = None):
+        super().__init__(receipts)
+        self.now = now
+
+    def _rows(self) -> list[tuple[str, str, str, str, str]]:
+        return [
+            (
+                str(r.get("ts", "")),
+                str(r.get("session_id", "")),
+                _client_label(r),
+                f"{r.get('tokens', '?')}",
+                short_sha(str(r.get("prompt_sha256", ""))),
+            )
+            for r in self
+        ]
+
+    @_no_math
+    def _repr_html_(self) -> str:
+        if not self:
+            return f"<p><em>{_esc(self.empty_message)}</em></p>"
+        rows = [
+            [
+                _when_html(ts, self.now),
+                f"<code>{_esc(sid)}</code>",
+                _esc(client),
+                _esc(tokens),
+                f"<code>{_esc(sha)}</code>",
+            ]
+            for ts, sid, client, tokens, sha in self._rows()
+        ]
+        count = f"{len(self)} session{'' if len(self) == 1 else 's'}, newest first"
+        return _table(("time (UTC)", "id", "client", "~tokens", "prompt sha256"), rows,
+                      "jp-AgentMemory-sessions") + f"<p><small>{_esc(count)}</small></p>"
+
+    def __str__(self) -> str:
+        if not self:
+            return self.empty_message
+        rows = [("time (UTC)", "id", "client", "~tokens", "prompt"), *self._rows()]
+        widths = [max(len(row[i]) for row in rows) for i in range(4)]
+        return "\n".join(
+            "  ".join(cell.ljust(widths[i]) if i < 4 else cell for i, cell in enumerate(row))
+            .rstrip()
+            for row in rows
+        )
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        """Plain-text form for IPython (terminal output and ``text/plain``)."""
+        p.text(str(self))
+
+    def __repr__(self) -> str:
+        return f"SessionsView({len(self)} sessions)"
+
+
+class WhyView(list):
+    """Where lines of a recorded prompt came from: a list of the engine's ``Origin``s.
+
+    Each names the file, its version (sha256) and the line in that version, or the prompt
+    builder's own text and its section.
+    """
+
+    def __init__(self, origins: Iterable[Any] = (), *, session_id: str = "", needle: str = ""):
+        super().__init__(origins)
+        self.session_id = session_id
+        self.needle = needle
+
+    @property
+    def empty_message(self) -> str:
+        """What is shown when no line of the prompt holds the text."""
+        return f"No line of session {self.session_id}'s prompt contains {self.needle!r}."
+
+    @staticmethod
+    def _place(origin: Any) -> tuple[str, str, str]:
+        if origin.source is None:
+            return (f"builder text ({origin.section})", "", "")
+        return (str(origin.source), short_sha(origin.version or ""), str(origin.line))
+
+    @_no_math
+    def _repr_html_(self) -> str:
+        if not self:
+            return f"<p><em>{_esc(self.empty_message)}</em></p>"
+        rows = []
+        for origin in self:
+            source, version, line = self._place(origin)
+            rows.append([
+                _esc(origin.section), f"<code>{_esc(source)}</code>",
+                f"<code>{_esc(version)}</code>", _esc(line),
+                f'<div style="{TEXT_WRAP}">{highlight_html(origin.text, self.needle)}</div>',
+            ])
+        return _table(("section", "source", "version", "line", "text"), rows,
+                      "jp-AgentMemory-why")
+
+    def __str__(self) -> str:
+        if not self:
+            return self.empty_message
+        return "\n".join(str(origin) for origin in self)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        """Plain-text form for IPython (terminal output and ``text/plain``)."""
+        p.text(str(self))
+
+    def __repr__(self) -> str:
+        return f"WhyView({len(self)} origins)"
+
+
+class ForgetReceipt(dict):
+    """The engine's receipt of a forget (or of a dry run): a ``dict`` in code, a short
+    report of the kinds of places changed, their counts and the verification in a notebook.
+    It never holds the forgotten text, only its hash."""
+
+    @staticmethod
+    def _count(value: object) -> int:
+        if isinstance(value, bool):
+            return int(value)
+        if isinstance(value, int):
+            return value
+        return len(value) if isinstance(value, (list, tuple, dict, set)) else 0
+
+    def counts(self) -> dict[str, int]:
+        """Places changed (or that would change), per kind."""
+        changed = self.get("changed") or {}
+        return {str(k): self._count(v) for k, v in changed.items()} if isinstance(
+            changed, Mapping) else {}
+
+    def _lines(self) -> list[tuple[str, str]]:
+        counts = self.counts()
+        dry = bool(self.get("dry_run"))
+        lines: list[tuple[str, str]] = []
+        if not any(counts.values()) and not self.get("places"):
+            lines.append(("info", "Nothing to forget: no stored place holds it."))
+        else:
+            lines.append(("info", "Dry run, nothing changed. Forgetting would change:" if dry
+                          else "Forgotten. Changed:"))
+            lines.extend(("info", f"  {kind}: {n}") for kind, n in counts.items())
+            lines.extend(("info", f"  - {place}") for place in self.get("places") or ())
+        digest = short_sha(str(self.get("forgotten_sha256") or ""))
+        lines.append(("info", f"Receipt {self.get('ts', '?')}, sha256 of what was forgotten "
+                      f"{digest}."))
+        if not dry:
+            if self.get("verified"):
+                lines.append(("ok", "Verified: found in no form (raw, case-folded, "
+                              "JSON-escaped) in the agent's files."))
+            else:
+                remaining = ", ".join(str(p) for p in self.get("remaining") or ()) or "?"
+                lines.append(("error", f"Verification FAILED: still found in {remaining}"))
+        return lines
+
+    @_no_math
+    def _repr_html_(self) -> str:
+        return "".join(
+            f'<div style="color:{STATUS_COLOURS[kind]};{TEXT_WRAP}">{_esc(text)}</div>'
+            for kind, text in self._lines()
+        )
+
+    def __str__(self) -> str:
+        return "\n".join(text for _kind, text in self._lines())
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        """Plain-text form for IPython (terminal output and ``text/plain``)."""
+        p.text(str(self))
+
+    def __repr__(self) -> str:
+        return f"ForgetReceipt({dict.__repr__(self)})"

@@ -26,9 +26,18 @@ Magics
     List the latest entries, add an entry, or search. Results are a list of entry dicts in
     code and a table in a notebook.
 
-``%memprompt [--workspace DIR] [--facts] [--raw] [--diff]``
+``%memprompt [--workspace DIR] [--facts] [--raw] [--diff [ID ID]] [--sessions]
+[--session ID] [--why TEXT]``
     Show the exact system prompt the agent would get, with per-section sizes and any budget
-    warning, or the difference from the previous build in this session.
+    warning, or the difference from the previous build in this session; or look back at
+    recorded sessions: list them, show one's exact prompt, diff two, trace a line.
+
+``%forget TEXT | --pattern REGEX | --secrets [--dry-run] [--reason R]``
+    Forget a text everywhere in the agent's memory and verify it; returns the receipt.
+
+Every magic that shows something also returns it: ``facts = %fact --raw`` and
+``text = %memprompt --raw`` are the exact text (a ``str``), the others the entries, versions,
+sessions or prompt view.
 
 Every magic takes ``--agent TARGET`` to act on another agent for that one call. Add ``?`` to a
 magic (``%fact?``) for its full help.
@@ -57,11 +66,21 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
-from IPython.display import display
 from IPython.utils.process import arg_split
 from traitlets import CaselessStrEnum, Int, Unicode
 
-from .display import AgentSummary, DiffView, FactsView, HistoryView, JournalResult, PromptView
+from .display import (
+    AgentSummary,
+    DiffView,
+    FactsView,
+    ForgetReceipt,
+    HistoryView,
+    JournalResult,
+    PromptView,
+    RawText,
+    SessionsView,
+    WhyView,
+)
 from .errors import MemoryToolError
 from .paths import require_workspace
 from .store import AgentMemory, check_edit_body
@@ -136,7 +155,7 @@ def _only_one(**flags: object) -> None:
 @magics_class
 class AgentMemoryMagics(Magics):
     """The agent-memory magics: ``%agent_memory``, ``%fact``, ``%%fact_update``, ``%journal``,
-    ``%memprompt``.
+    ``%memprompt``, ``%forget``.
 
     Holds the active agent for this session (opened on first use, so loading the extension
     never creates a folder) and the last prompt built per agent, for ``%memprompt --diff``.
@@ -366,9 +385,7 @@ class AgentMemoryMagics(Magics):
         mem = self.memory_for(args.agent)
         with _engine_errors():
             if args.raw:
-                text = mem.facts
-                print(text, end="" if text.endswith("\n") or not text else "\n")
-                return None
+                return RawText(mem.facts)
             if args.history:
                 return HistoryView(mem.history())
             if args.diff is not None:
@@ -378,8 +395,7 @@ class AgentMemoryMagics(Magics):
                 new_sha = mem.restore(args.restore)
                 print(f"Restored FACT.md to version {new_sha[:12]}; the version it replaced "
                       "is kept in the history.")
-                display(DiffView(before, mem.facts, "FACT.md (before)", "FACT.md (restored)", 1))
-                return None
+                return DiffView(before, mem.facts, "FACT.md (before)", "FACT.md (restored)", 1)
             text, sha = mem.read_facts()
             return FactsView(text, path=mem.path, sha256=sha)
 
@@ -404,7 +420,7 @@ class AgentMemoryMagics(Magics):
     @magic_arguments(name="%fact_update")
     @argument("--agent", default=None, help="agent id or folder for this call only")
     @_clean_doc
-    def fact_update(self, line: str = "", cell: str = "") -> None:
+    def fact_update(self, line: str = "", cell: str = "") -> DiffView:
         """Replace FACT.md with the cell body, exactly as the memory tool's update does.
 
         Example::
@@ -414,8 +430,9 @@ class AgentMemoryMagics(Magics):
             - The user prefers metric units.
             - Reports go out on Mondays.
 
-        Prints the tool's result (``Memory updated.``) and a short diff. The previous version
-        is kept (see %fact --history). An empty body is refused and nothing changes.
+        Prints the tool's result (``Memory updated.``) and shows a short diff (returned, as a
+        DiffView). The previous version is kept (see %fact --history). An empty body is
+        refused and nothing changes.
         """
         args = _parse(self.fact_update, line)
         mem = self.memory_for(args.agent)
@@ -425,7 +442,7 @@ class AgentMemoryMagics(Magics):
             result = mem.call_tool({"action": "update", "content": content})
             after = mem.facts
         print(result)
-        display(DiffView(before, after, "FACT.md (before)", "FACT.md (after)", 1))
+        return DiffView(before, after, "FACT.md (before)", "FACT.md (after)", 1)
 
     # -- %journal --------------------------------------------------------------------------
 
@@ -479,8 +496,8 @@ class AgentMemoryMagics(Magics):
                     raise UsageError(f"--{name} applies to search, not append")
             text = " ".join(args.words)
             with _engine_errors():
-                print(mem.call_tool({"action": "append", "text": text, "tags": args.tags}))
-            return None
+                return RawText(mem.call_tool({"action": "append", "text": text,
+                                              "tags": args.tags}))
         if command not in ("", "search"):
             raise UsageError(f"Unknown journal command {args.command!r}, expected append or search")
         if len(args.tags) > 1:
@@ -499,7 +516,7 @@ class AgentMemoryMagics(Magics):
             )
         if result is None:
             return JournalResult(empty_message="No journal entries found.")
-        return JournalResult.from_search(result)
+        return JournalResult.from_search(result, highlight=" ".join(args.words))
 
     # -- %memprompt ------------------------------------------------------------------------
 
@@ -509,29 +526,64 @@ class AgentMemoryMagics(Magics):
               help="session workspace holding system.md (default: the current directory)")
     @argument("--facts", action="store_true",
               help="only the '## Agent Knowledge' facts section")
-    @argument("--raw", action="store_true", help="print the exact text, nothing else")
-    @argument("--diff", action="store_true",
-              help="diff against the previous build of this prompt in this session")
+    @argument("--raw", action="store_true",
+              help="the exact text, nothing else (returned as a str)")
+    @argument("--diff", nargs="*", default=None, metavar="ID",
+              help="no ID: diff against the previous build of this prompt in this session; "
+              "two recorded session ids: diff their prompts")
     @argument("--budget", type=int, default=None, metavar="TOKENS",
               help="token budget for this build (default: AgentMemoryMagics.budget_tokens)")
+    @argument("--sessions", action="store_true",
+              help="list the recorded session starts: time, id, client, tokens, prompt sha256")
+    @argument("--session", default=None, metavar="ID",
+              help="the exact prompt a recorded session started with (id or 6+ digit prefix); "
+              "with --why, the session to trace")
+    @argument("--why", default=None, metavar="TEXT",
+              help="where each line of a recorded prompt holding TEXT came from (default: "
+              "the newest session)")
     @argument("--agent", default=None, help="agent id or folder for this call only")
     @_clean_doc
     def memprompt(self, line: str = "") -> Any:
-        """Show the exact system prompt the agent gets, with section sizes and budget warnings.
+        """Show the exact system prompt the agent gets, with section sizes and budget warnings;
+        or look back at the prompts recorded sessions really started with.
 
         Examples::
 
             %memprompt                       # prompt, per-section sizes, any budget warning
-            %memprompt --raw                 # exactly the text, e.g. to copy
+            text = %memprompt --raw          # exactly the text, as a str
             %memprompt --workspace ./project # use ./project/system.md as the base prompt
             %memprompt --facts               # only the facts section
             %memprompt --diff                # what changed since the last %memprompt here
             %memprompt --budget 500          # warn when memory exceeds ~500 tokens
 
-        The prompt is built by the engine's PromptBuilder; nothing is written.
+            %memprompt --sessions            # recorded sessions, newest first
+            %memprompt --session 3f2a9c      # the exact prompt that session started with
+            %memprompt --diff 3f2a9c 8b01d4  # how two sessions' prompts differ
+            %memprompt --why "metric units"  # the file, version and line it came from
+            %memprompt --why Mnemo --session 3f2a9c
+
+        Building a prompt here is a preview: nothing is written and no session is recorded.
         """
         args = _parse(self.memprompt, line)
-        _only_one(raw=args.raw, diff=args.diff)
+        diff_ids = args.diff
+        if diff_ids is not None and len(diff_ids) not in (0, 2):
+            raise UsageError("--diff takes no session id (the previous build here) or two ids, "
+                             f"not {len(diff_ids)}")
+        recorded = bool(args.sessions or args.why is not None or args.session is not None
+                        or diff_ids)
+        if recorded:
+            if args.workspace or args.facts or args.budget is not None:
+                raise UsageError("--workspace, --facts and --budget apply to building a prompt, "
+                                 "not to recorded sessions")
+            _only_one(sessions=args.sessions, why=args.why, diff=diff_ids or None)
+            if args.sessions and args.session is not None:
+                raise UsageError("Choose one of --sessions, --session")
+            if diff_ids and args.session is not None:
+                raise UsageError("--diff ID ID names both sessions; drop --session")
+            if args.raw and (args.sessions or args.why is not None):
+                raise UsageError("--raw applies to one session's prompt (--session ID)")
+            return self._recorded(self.memory_for(args.agent), args, diff_ids)
+        _only_one(raw=args.raw, diff=diff_ids is not None)
         mem = self.memory_for(args.agent)
         with _engine_errors():
             workspace = require_workspace(args.workspace) if args.workspace else Path.cwd()
@@ -555,18 +607,95 @@ class AgentMemoryMagics(Magics):
             print("No Agent Knowledge section: FACT.md is empty.")
             return None
         if args.raw:
-            # The prompt goes to stdout untouched; warnings go to stderr so it stays copyable.
+            # Warnings go to stderr so the text (returned, and displayed as it is) stays exact.
             for warning in warnings:
                 print(f"WARNING: {warning}", file=sys.stderr)
-            print(text)
-            return None
-        if args.diff:
+            return RawText(text)
+        if diff_ids is not None:
             if previous is None:
                 print("No earlier build of this prompt in this session; run %memprompt --diff "
                       "again after memory changes.")
                 return None
             return DiffView(previous, text, "previous build", "this build")
         return view
+
+    @staticmethod
+    def _recorded(mem: AgentMemory, args: Any, diff_ids: list[str] | None) -> Any:
+        """``%memprompt --sessions / --session / --diff ID ID / --why``: sessions on record."""
+        with _engine_errors():
+            if args.sessions:
+                return SessionsView(mem.sessions())
+            if diff_ids:
+                first, second = (_receipt(mem, i) for i in diff_ids)
+                return DiffView(
+                    mem.session_prompt(first["session_id"]),
+                    mem.session_prompt(second["session_id"]),
+                    f"session {first['session_id']} ({first.get('ts', '?')})",
+                    f"session {second['session_id']} ({second.get('ts', '?')})",
+                )
+            if args.why is not None:
+                session_id = args.session or _newest_session(mem)
+                return WhyView(mem.why(session_id, args.why),
+                               session_id=session_id, needle=args.why)
+            receipt = _receipt(mem, args.session)
+            text = mem.session_prompt(receipt["session_id"])
+            if args.raw:
+                return RawText(text)
+            return PromptView(
+                text,
+                title=f"Session {receipt['session_id']} ({receipt.get('ts', '?')}), "
+                f"as recorded",
+                sections=[_RecordedSection(s) for s in receipt.get("sections") or ()],
+                tokens=receipt.get("tokens"),
+                budget_tokens=receipt.get("budget_tokens"),
+                warnings=receipt.get("warnings") or (),
+            )
+
+    # -- %forget ---------------------------------------------------------------------------
+
+    @line_magic
+    @magic_arguments()
+    @argument("words", nargs="*", help="the text to forget")
+    @argument("--pattern", default=None, metavar="REGEX", help="forget every match of REGEX")
+    @argument("--secrets", action="store_true", help="forget every stored credential")
+    @argument("--dry-run", action="store_true", help="only list what would change")
+    @argument("--reason", default="", metavar="R",
+              help="why, kept in the journal's tombstones and the receipt")
+    @argument("--agent", default=None, help="agent id or folder for this call only")
+    @_clean_doc
+    def forget(self, line: str = "") -> ForgetReceipt:
+        """Remove a text (or every match of a pattern, or every stored credential) from the
+        agent's memory everywhere, and verify that no copy is left.
+
+        FACT.md, the journal (entries become tombstones that keep the time and the reason,
+        never the content), FACT.md's history and recorded session prompts are rewritten; then
+        every byte of the agent folder is checked for the text. The receipt lists the kinds of
+        places changed and how many, and a hash of what was forgotten, never the text.
+
+        Examples::
+
+            %forget --dry-run old address         # what forgetting would change
+            %forget 221B Baker Street --reason "moved"
+            %forget --pattern "sk-[A-Za-z0-9]{20,}"
+            %forget --secrets                     # every stored credential
+            receipt = %forget --dry-run Ana       # a dict
+
+        The text typed here stays in this notebook's input history; clear that cell after.
+        """
+        args = _parse(self.forget, line)
+        text = " ".join(args.words) or None
+        given = [name for name, value in (("TEXT", text), ("--pattern", args.pattern),
+                                          ("--secrets", args.secrets)) if value]
+        if len(given) != 1:
+            raise UsageError("Give exactly one of TEXT, --pattern REGEX, --secrets"
+                             + (f" (got {', '.join(given)})" if given else ""))
+        mem = self.memory_for(args.agent)
+        if not hasattr(mem, "forget"):
+            raise UsageError("This version of the engine cannot forget yet")
+        with _engine_errors():
+            receipt = mem.forget(text, pattern=args.pattern, secrets=args.secrets,
+                                 dry_run=args.dry_run, reason=args.reason)
+        return ForgetReceipt(receipt)
 
     # -- hooks -----------------------------------------------------------------------------
 
@@ -593,6 +722,30 @@ def build_session_prompt(builder: Any, mem: AgentMemory, workspace: Path | str |
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PromptBudgetWarning)
         return builder.build_session(mem, workspace)
+
+
+class _RecordedSection:
+    """A section of a session receipt, shaped like the prompt builder's ``Section``."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.name = str(data.get("name", ""))
+        self.source = data.get("source")
+        self.chars = int(data.get("chars") or 0)
+        self.tokens = int(data.get("tokens") or 0)
+
+
+def _receipt(mem: AgentMemory, session_id: str) -> dict[str, Any]:
+    """The receipt of one recorded session (id or 6+ digit prefix), checked by the engine."""
+    from . import sessions
+
+    return sessions.find(mem, session_id)
+
+
+def _newest_session(mem: AgentMemory) -> str:
+    receipts = mem.sessions()
+    if not receipts:
+        raise UsageError(SessionsView.empty_message)
+    return str(receipts[0]["session_id"])
 
 
 def _journal_size(mem: AgentMemory) -> int:

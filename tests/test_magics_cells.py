@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
+from IPython.display import display
 from IPython.utils.capture import capture_output
 
 from jupyter_agent_memory import AgentMemory, PromptBuilder
@@ -26,6 +27,7 @@ from jupyter_agent_memory.display import (
     HistoryView,
     JournalResult,
     PromptView,
+    RawText,
 )
 from jupyter_agent_memory.errors import EmptyEditError
 
@@ -91,9 +93,12 @@ def line(shell: InteractiveShell, text: str) -> tuple[Any, Any]:
 
 
 def cell(shell: InteractiveShell, header: str, body: str) -> Any:
+    """Run a cell magic; what it returns is displayed, as a notebook shows a cell's value."""
     name, _, args = header.partition(" ")
     with capture_output() as cap:
-        shell.run_cell_magic(name, args, body)
+        result = shell.run_cell_magic(name, args, body)
+        if result is not None:
+            display(result)
     return cap
 
 
@@ -423,14 +428,19 @@ def test_fact_shows_markdown_and_plain_text(shell: InteractiveShell, mem: AgentM
     assert view.sha256 == mem.facts_sha256
 
 
-def test_fact_raw_prints_exact_text(shell: InteractiveShell, mem: AgentMemory) -> None:
+def test_fact_raw_returns_the_exact_text(shell: InteractiveShell, mem: AgentMemory) -> None:
     mem.update_facts("line one\nline two")
     result, cap = line(shell, "fact --raw")
-    assert result is None
-    assert cap.stdout == "line one\nline two\n"
+    assert isinstance(result, str) and isinstance(result, RawText)
+    assert result == "line one\nline two" and cap.stdout == ""
+    # Displayed as the text itself: no quotes, no escapes.
+    assert fmt(shell, result) == {"text/plain": "line one\nline two"}
     mem.update_facts("ends with newline\n")
-    _, cap = line(shell, "fact --raw")
-    assert cap.stdout == "ends with newline\n"
+    result, _ = line(shell, "fact --raw")
+    assert result == "ends with newline\n"
+    # As code uses it: an assignment gets the text and shows nothing.
+    shell.run_cell("facts = %fact --raw")
+    assert shell.user_ns["facts"] == "ends with newline\n"
 
 
 def test_fact_history_diff_and_restore(shell: InteractiveShell, mem: AgentMemory) -> None:
@@ -460,12 +470,12 @@ def test_fact_history_diff_and_restore(shell: InteractiveShell, mem: AgentMemory
     assert older.lines[3:] == [" - a", "-- b", "+- d"]
 
     result, cap = line(shell, f"fact --restore {first_sha[:10]}")
-    assert result is None
+    assert isinstance(result, DiffView)
     assert mem.facts == "- a\n- b\n"
     assert mem.facts_sha256 == first_sha
     assert cap.stdout == (f"Restored FACT.md to version {first_sha[:12]}; the version it "
                           "replaced is kept in the history.\n")
-    assert cap.outputs[0].data["text/plain"].splitlines()[3:] == [" - a", "-- d", "+- b"]
+    assert fmt(shell, result)["text/plain"].splitlines()[3:] == [" - a", "-- d", "+- b"]
     assert len(mem.history()) == 3  # a restore is a normal update
 
 
@@ -502,12 +512,12 @@ def test_fact_agent_option_acts_on_another_agent(shell: InteractiveShell, root: 
 
 def test_journal_append_prints_tool_text(shell: InteractiveShell, mem: AgentMemory) -> None:
     result, cap = line(shell, "journal append Met Ana about the Q3 report -t meeting -t q3")
-    assert result is None
     (entry,) = journal_lines(mem)
     assert entry["text"] == "Met Ana about the Q3 report"
     assert entry["tags"] == ["meeting", "q3"]
     assert TS.match(entry["ts"])
-    assert cap.stdout == f"Journal entry added at {entry['ts']}.\n"
+    assert result == f"Journal entry added at {entry['ts']}." and cap.stdout == ""
+    assert fmt(shell, result)["text/plain"] == f"Journal entry added at {entry['ts']}."
 
 
 @pytest.mark.parametrize(
@@ -598,7 +608,7 @@ def test_journal_html_escapes_untrusted_values(shell: InteractiveShell, mem: Age
     assert "<script>" not in page and "<img" not in page and "<i>" not in page
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; more" in page
     assert "&lt;img src=x onerror=&quot;y&quot;&gt;" in page
-    assert "<th>source</th>" in page and "&lt;i&gt;tool&lt;/i&gt;" in page
+    assert re.search(r"<th [^>]*>source</th>", page) and "&lt;i&gt;tool&lt;/i&gt;" in page
     assert result[0]["source"] == "<i>tool</i>"  # extra keys are kept
 
 
@@ -642,9 +652,11 @@ def test_memprompt_matches_the_engine(shell: InteractiveShell, mem: AgentMemory)
     assert "## Memories" in bundle["text/html"]
     assert "&lt;facts&gt;" in bundle["text/html"]  # the prompt is shown escaped
 
-    _, cap = line(shell, "memprompt --raw")
-    assert cap.stdout == expected.text + "\n"
-    assert cap.stderr == ""
+    raw, cap = line(shell, "memprompt --raw")
+    assert isinstance(raw, RawText) and raw == expected.text
+    assert cap.stdout == "" and cap.stderr == ""
+    shell.run_cell("text = %memprompt --raw")
+    assert shell.user_ns["text"] == expected.text
 
 
 def test_memprompt_workspace_and_facts(shell: InteractiveShell, mem: AgentMemory,
