@@ -577,6 +577,7 @@ class AgentMemory:
 
     # -- journal ---------------------------------------------------------------------------
 
+    @engine_boundary
     def append(self, text: str, tags: Iterable[str] = ()) -> dict[str, Any]:
         """Add one journal entry; returns it as stored: ``{"ts", "tags", "text"}``.
 
@@ -638,6 +639,7 @@ class AgentMemory:
         except FileNotFoundError:
             yield None
 
+    @engine_boundary
     def search_journal(
         self,
         query: str = "",
@@ -689,6 +691,7 @@ class AgentMemory:
 
         return open_index
 
+    @engine_boundary
     def search(
         self,
         query: str = "",
@@ -708,10 +711,16 @@ class AgentMemory:
 
     def entries(self) -> Iterator[dict[str, Any]]:
         """Every journal entry, oldest first (corrupted lines skipped)."""
-        with self._journal_file() as handle:
-            if handle is not None:
-                yield from journal.iter_entries(handle)
+        try:
+            with self._journal_file() as handle:
+                if handle is not None:
+                    yield from journal.iter_entries(handle)
+        except MemoryToolError:
+            raise
+        except OSError as exc:  # the engine boundary, for a generator
+            raise MemoryIOError(exc) from exc
 
+    @engine_boundary
     def tag_counts(self) -> dict[str, int]:
         """Every tag in the journal (spelled as first seen, matched ignoring case) → count.
 
