@@ -44,9 +44,18 @@ as ``limit`` matches are found, so memory does not depend on the journal's size 
 for a frequent tag touches only the end of the file. With a ``query`` or ``tag`` it looks for
 the lower-cased needle in the bytes of a whole block at once (``bytes.lower`` + ``rfind``, or a
 memchr-driven search for the needle's rarest byte) and decodes only the lines that contain it;
-see :class:`_Needle` for why that prefilter never drops a matching line. With ``since`` /
-``until``, lines in our own layout whose timestamp lies outside the window are skipped without
-decoding (:class:`_Window`).
+see :class:`_Needle` for why that prefilter never drops a matching line. A query whose bytes
+also fill every line's keys, timestamps or tags (``tag``, ``2025``) is looked for only where
+each line's text begins (text mode, :func:`~jupyter_agent_memory.journal_plans.strip_skeleton`);
+a non-ASCII query in the lower-cased block. With ``since`` / ``until``, lines in our own layout
+whose timestamp lies outside the window are skipped without decoding, a whole block at a time
+by bisection when its lines are in time order (:class:`_Window`).
+
+With the optional index (:mod:`~jupyter_agent_memory.journal_index`, passed in as ``index``),
+a time window reads only the part of the file it overlaps (found in logarithmic time when the
+journal is in order), and a substring query of three or more characters decodes only the
+lines the trigram index names, each confirmed by the same matcher. The part of the file not
+indexed yet is always scanned as above, and any failure of the index means a plain search.
 
 Counters: ``SearchResult.scanned`` counts the lines the search actually read one by one, that
 is decoded (every line for :func:`reference_search`; for :func:`search`, the lines from the end

@@ -21,13 +21,15 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import stat
 import threading
+import time
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
-from .errors import UnsafePathError
-from .paths import Folder, _full_fsync, _lock
+from .errors import LockTimeoutError, UnsafePathError
+from .paths import Folder, _full_fsync
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -47,8 +49,37 @@ def _close_handles(handles: list[object]) -> None:
     handles.clear()
 
 
-def _same(a: os.stat_result, b: os.stat_result) -> bool:
-    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+def _key(st: os.stat_result) -> tuple[int, int, bool]:
+    """What identifies a file: device, inode, and whether it is a symlink (never ours)."""
+    return (st.st_dev, st.st_ino, stat.S_ISLNK(st.st_mode))
+
+
+def _acquire(fd: int, timeout: float | None, path: Path) -> None:
+    """Take the exclusive lock on ``fd``, waiting at most ``timeout`` seconds.
+
+    Appends hold the lock only for one ``write``, so a waiter polls at short intervals (from
+    50 µs, at most 2 ms) instead of sleeping for milliseconds while the lock is long free.
+    """
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return
+    except BlockingIOError:
+        pass
+    if timeout is None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return
+    deadline = time.monotonic() + max(0.0, timeout)
+    pause = 50e-6
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise LockTimeoutError(path, timeout)
+        time.sleep(min(pause, remaining))
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pause = min(pause * 2, 0.002)
 
 
 class JournalAppender:
@@ -81,6 +112,8 @@ class JournalAppender:
         self._fd = -1
         self._lock_fd = -1
         self._paths: tuple[str, str] = ("", "")
+        self._ids: tuple[tuple[int, int, bool], ...] = ()
+        self._lock_path = path
         # Everything open, for the finalizer: descriptors must not outlive the AgentMemory.
         self._handles: list[object] = []
         self._finalizer = weakref.finalize(self, _close_handles, self._handles)
@@ -98,21 +131,24 @@ class JournalAppender:
     # -- handles ---------------------------------------------------------------------------
 
     def _still_valid(self) -> bool:
-        """Whether every kept handle is still what its path names (8 stat calls)."""
-        agent, mem, fd = self._agent, self._mem, self._fd
-        if agent is None or mem is None or fd < 0:
+        """Whether every kept handle is still what its path names (four ``lstat`` calls; the
+        identities of the open handles were taken when they were opened)."""
+        mem = self._mem
+        if mem is None or self._lock_fd < 0:
             return False
-        for path, held in zip(self._paths, (agent.fd, mem.fd), strict=True):
-            try:
-                named = os.lstat(path)
-            except OSError:
+        if self._fd < 0:  # no journal yet: valid while there still is none
+            return mem.lookup(self.journal) is None
+        agent_path, mem_path = self._paths
+        agent_id, mem_id, lock_id, journal_id = self._ids
+        try:
+            if _key(os.lstat(agent_path)) != agent_id or _key(os.lstat(mem_path)) != mem_id:
                 return False
-            if not _same(named, os.fstat(held)):
+            if _key(os.stat(self.lock, dir_fd=mem.fd, follow_symlinks=False)) != lock_id:
                 return False
-        for name, held in ((self._name, fd), (self.lock, self._lock_fd)):
-            named = mem.lstat(name)
-            if named is None or not _same(named, os.fstat(held)):
+            if _key(os.stat(self._name, dir_fd=mem.fd, follow_symlinks=False)) != journal_id:
                 return False
+        except OSError:
+            return False
         # A file with the exact name now wins over the case variant we hold.
         return self._name == self.journal or mem.lstat(self.journal) is None
 
@@ -130,31 +166,41 @@ class JournalAppender:
         memory_name = agent.lookup(self.memory_dir) or self.memory_dir
         mem = agent.subfolder(memory_name, create=True)
         self._handles.append(mem)
-        name = mem.lookup(self.journal)
-        created = name is None
-        name = name or self.journal
-        fd = mem.open_file(name, os.O_RDWR | os.O_APPEND | os.O_CREAT)
-        self._handles.append(fd)
-        if created:
-            mem.fsync()  # the new directory entry must be as durable as the line
         lock_fd = mem.open_file(self.lock, os.O_RDWR | os.O_CREAT)
         self._handles.append(lock_fd)
-        self._agent, self._mem, self._name, self._fd = agent, mem, name, fd
-        self._lock_fd = lock_fd
+        self._agent, self._mem, self._lock_fd = agent, mem, lock_fd
         self._paths = (os.fspath(self.path), os.fspath(mem.path))
+        self._ids = tuple(_key(os.fstat(held)) for held in (agent.fd, mem.fd, lock_fd))
+        self._lock_path = mem.display(self.lock)
+        name = mem.lookup(self.journal)
+        if name is not None:  # a missing journal is created under the lock, by append
+            self._use_journal(name, mem.open_file(name, os.O_RDWR | os.O_APPEND))
+
+    def _use_journal(self, name: str, fd: int) -> None:
+        self._handles.append(fd)
+        self._name, self._fd = name, fd
+        self._ids = (*self._ids[:3], _key(os.fstat(fd)))
+
+    def _create_journal(self) -> None:
+        """Create the journal (under the lock), durably: its folder entry is flushed too."""
+        mem = self._mem
+        assert mem is not None
+        name = mem.lookup(self.journal) or self.journal
+        self._use_journal(name, mem.open_file(name, os.O_RDWR | os.O_APPEND | os.O_CREAT))
+        mem.fsync()
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         """The store's lock (``memory/.lock``), on the descriptor kept open for it."""
-        assert self._mem is not None
-        _lock(self._lock_fd, self.lock_timeout, self._mem.display(self.lock))
+        _acquire(self._lock_fd, self.lock_timeout, self._lock_path)
         try:
             yield
         finally:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
     def _checked_fd(self) -> int:
-        """The journal's descriptor, everything reopened when anything was swapped."""
+        """The journal's descriptor (-1 when there is no journal yet), everything reopened
+        when anything was swapped."""
         if not self._still_valid():
             self._open()
         return self._fd
@@ -173,8 +219,12 @@ class JournalAppender:
     def append(self, line: bytes) -> None:
         """Append ``line`` (one complete line ending in ``\\n``); return once it is durable."""
         with self._mutex:
-            fd = self._checked_fd()
+            self._checked_fd()
             with self._locked():
+                created = self._fd < 0
+                if created:
+                    self._create_journal()
+                fd = self._fd
                 st = os.fstat(fd)
                 self._refuse_links(st)
                 start = st.st_size
@@ -185,6 +235,8 @@ class JournalAppender:
                     _write_all(fd, data)
                 except BaseException:
                     self._truncate(fd, start)
+                    if created:
+                        self._remove_created()
                     raise
             if not self.fsync:
                 return
@@ -198,6 +250,18 @@ class JournalAppender:
                 raise
         finally:
             os.close(sync_fd)
+
+    def _remove_created(self) -> None:
+        """Remove the journal this failed append created (it was empty before the write)."""
+        mem = self._mem
+        assert mem is not None
+        with contextlib.suppress(OSError):
+            os.unlink(self._name, dir_fd=mem.fd)
+            mem.fsync()
+        fd, self._fd = self._fd, -1
+        self._handles.remove(fd)
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
     @staticmethod
     def _truncate(fd: int, size: int) -> None:

@@ -185,6 +185,17 @@ def test_a_write_that_runs_out_of_space_leaves_the_journal_as_it_was(
     assert journal_path(mem).read_bytes().startswith(before + b"\n{")
 
 
+def test_a_failed_first_append_leaves_no_journal(tmp_path: Path, agents_root: Path) -> None:
+    folder = tmp_path / "agent"
+    AgentMemory.open(folder)
+    proc = spawn(FSIZE_WRITER, folder, 100)  # room for 100 bytes of the 5 KB line
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert out.split() == ["error", str(errno.EFBIG)]
+    assert not (folder / "memory" / "JOURNAL.jsonl").exists()
+    assert AgentMemory.open(folder).call_tool({"action": "search"}) == "No journal entries found."
+
+
 def test_a_failed_flush_removes_the_line(mem: AgentMemory, monkeypatch: pytest.MonkeyPatch) -> None:
     mem.append("kept")
     before = journal_path(mem).read_bytes()
