@@ -249,7 +249,9 @@ def _journal(
         except ValueError:
             entry = None
         shown = json.dumps(entry, ensure_ascii=False) if isinstance(entry, dict) else text
-        if not (match(shown) or match(text)):
+        # The dump escapes quotes and backslashes: the entry's own strings are searched too.
+        values = _strings(entry) if isinstance(entry, dict) else []
+        if not (match(shown) or match(text) or any(match(value) for value in values)):
             out.append(raw)
             continue
         count += 1
@@ -265,6 +267,17 @@ def _journal(
         places.append(f"memory/{name}")
         if not dry_run:
             memory.write_atomic(name, b"".join(out), recheck)
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string (keys included) inside a decoded JSON value."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (*_strings(k), *_strings(v))]
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    return []
 
 
 def _history(
