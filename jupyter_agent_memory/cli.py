@@ -608,25 +608,27 @@ def _write_exact(text: str) -> None:
     stream.flush()
 
 
-_PLACE_KINDS = ("facts", "journal", "history", "sessions", "caches")
-
-
 def _forget(args: argparse.Namespace) -> int:
     memory = _open(args)
     text = args.text
     if text == "-":
         text = _read_text("-")
         text = text[:-1] if text.endswith("\n") else text
-    receipt = memory.forget(
-        text, pattern=args.pattern, secrets=args.secrets, dry_run=args.dry_run, reason=args.reason
+    from .forgetting import forget
+
+    receipt = forget(
+        memory,
+        text,
+        pattern=args.pattern,
+        secrets=args.secrets,
+        dry_run=args.dry_run,
+        reason=args.reason,
     )
     failed = not receipt.get("dry_run") and not receipt.get("verified")
     if getattr(args, "json", False):
         _print_json(receipt)
         return 1 if failed else 0
-    changed = receipt.get("changed") or {}
-    counts = {kind: _count(changed.get(kind)) for kind in _PLACE_KINDS}
-    counts.update({k: _count(v) for k, v in changed.items() if k not in counts})
+    counts = {str(kind): _count(value) for kind, value in (receipt.get("changed") or {}).items()}
     places = [str(p) for p in receipt.get("places") or ()]
     if receipt.get("dry_run"):
         heading = "Dry run, nothing changed. Forgetting would change:"
@@ -663,8 +665,10 @@ def _count(value: object) -> int:
 def _lint(args: argparse.Namespace) -> int:
     import shlex
 
+    from .forgetting import lint
+
     memory = _open(args)
-    findings = memory.lint()
+    findings = lint(memory)
     command = f"{PROG} forget --secrets"
     if args.agent is not None:
         command += f" --agent {shlex.quote(str(args.agent))}"

@@ -46,6 +46,7 @@ from ..errors import (
     ContentTooLargeError,
     LockTimeoutError,
 )
+from ..forgetting import forget
 from ..sessions import find as find_session
 from ..store import check_edit_body
 from .config import AgentMemoryServer
@@ -779,8 +780,8 @@ class ForgetHandler(AgentMemoryHandler):
 
         def work() -> ForgetResponse:
             mem = self.open_agent(agent_id)
-            receipt = mem.forget(
-                text, pattern=pattern, secrets=secrets, dry_run=dry_run, reason=reason
+            receipt = forget(
+                mem, text, pattern=pattern, secrets=secrets, dry_run=dry_run, reason=reason
             )
             return {"agent": agent_id, "receipt": receipt}
 

@@ -1,0 +1,194 @@
+"""``POST agents/{id}/forget`` (design section 12) over a real jupyter_server.
+
+What the route claims is checked on disk: a byte scan of the agent folder in raw, case-folded
+and JSON-escaped forms, FACT.md and the journal, and a freshly built prompt.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tornado.httpclient import HTTPResponse
+
+from jupyter_agent_memory import AgentMemory, PromptBuilder, lint
+
+API = ("agent-memory", "api")
+TEXT = 'Zoë\'s "door" code 4417'
+TOKEN = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+
+
+@pytest.fixture
+def agents_root(tmp_path: Path) -> Path:
+    """The agents root the server is configured with."""
+    return tmp_path / "agents"
+
+
+@pytest.fixture
+def jp_server_config(agents_root: Path) -> dict[str, Any]:
+    """Enable the extension with authentication required."""
+    return {
+        "ServerApp": {
+            "jpserver_extensions": {
+                "jupyter_agent_memory": True,
+                "jupyter_server_terminals": False,
+            },
+            "allow_unauthenticated_access": False,
+        },
+        "AgentMemoryServer": {"root": str(agents_root), "max_body_bytes": 4096},
+    }
+
+
+@pytest.fixture(autouse=True)
+def _no_memory_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("JUPYTER_AGENT_MEMORY_ROOT", raising=False)
+    monkeypatch.delenv("JUPYTER_AGENT_MEMORY_AGENT", raising=False)
+
+
+@pytest.fixture
+def call(jp_fetch):
+    """``await call(body_or_raw, agent="demo")`` POSTs to forget -> (status, parsed body)."""
+
+    async def _call(body: Any, agent: str = "demo", **kwargs: Any) -> tuple[int, Any]:
+        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+        response: HTTPResponse = await jp_fetch(
+            *API, "agents", agent, "forget", method="POST", body=raw, raise_error=False, **kwargs
+        )
+        text = response.body.decode() if response.body else ""
+        return response.code, json.loads(text) if text else None
+
+    return _call
+
+
+def copies(folder: Path, text: str) -> list[str]:
+    """Files under ``folder`` holding ``text`` raw, case-folded or JSON-escaped."""
+    forms = {text, json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1]}
+    found = []
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
+        data = path.read_bytes()
+        folded = data.decode("utf-8", "replace").casefold()
+        if any(f.encode() in data or f.casefold() in folded for f in forms):
+            found.append(str(path.relative_to(folder)))
+    return found
+
+
+def stored(mem: AgentMemory) -> dict[str, bytes]:
+    memory = mem.path / "memory"
+    paths = [memory / "FACT.md", memory / "JOURNAL.jsonl", memory / "SESSIONS.jsonl"]
+    for folder in (memory / ".history", memory / ".sessions"):
+        paths += sorted(folder.rglob("*")) if folder.exists() else []
+    return {str(p): p.read_bytes() for p in paths if p.is_file()}
+
+
+@pytest.fixture
+def mem(agents_root: Path) -> AgentMemory:
+    """The ``demo`` agent holding TEXT in FACT.md, history, the journal and a session."""
+    mem = AgentMemory.open_id("demo", agents_root)
+    mem.update_facts(f"# Facts\n\n- {TEXT.upper()} is on the fridge.\n- Keep this.\n")
+    mem.update_facts(f"# Facts\n\n- {TEXT} opens the side door.\n- Keep this.\n")
+    mem.append(f"Bea asked for {TEXT}", tags=["home"])
+    mem.append("Unrelated entry about lunch", tags=["food"])
+    PromptBuilder().start_session(mem, session_id="abcdef0000000001")
+    assert copies(mem.path, TEXT)
+    return mem
+
+
+async def test_dry_run_says_what_would_change_and_changes_nothing(call, mem) -> None:
+    before = stored(mem)
+    status, body = await call({"text": TEXT, "dry_run": True})
+    assert status == 200
+    assert body["agent"] == "demo"
+    receipt = body["receipt"]
+    assert receipt["dry_run"] is True
+    for kind in ("facts", "journal", "history", "sessions"):
+        assert receipt["changed"][kind] >= 1, kind
+    assert "memory/FACT.md" in receipt["places"]
+    assert TEXT.casefold() not in json.dumps(body, ensure_ascii=False).casefold()
+    assert stored(mem) == before
+
+
+async def test_forget_removes_every_copy(call, mem: AgentMemory) -> None:
+    status, body = await call({"text": TEXT, "reason": "asked by Bea"})
+    assert status == 200
+    receipt = body["receipt"]
+    assert (receipt["dry_run"], receipt["verified"], receipt["remaining"]) == (False, True, [])
+    assert len(receipt["forgotten_sha256"]) == 64
+    assert TEXT.casefold() not in json.dumps(body, ensure_ascii=False).casefold()
+    assert copies(mem.path, TEXT) == []
+    assert "- Keep this." in mem.facts
+    assert any(e.get("text") == "Unrelated entry about lunch" for e in mem.entries())
+    assert TEXT.casefold() not in PromptBuilder().build_session(mem).text.casefold()
+
+
+async def test_forget_a_pattern_and_secrets(call, agents_root: Path) -> None:
+    mem = AgentMemory.open_id("leaky", agents_root, secret_guard=False)
+    mem.update_facts(f"- Deploys use {TOKEN}.\n- Room 4417 is ours.\n- Keep this.\n")
+    status, body = await call({"pattern": r"Room \d+"}, agent="leaky")
+    assert (status, body["receipt"]["verified"]) == (200, True)
+    assert "Room 4417" not in mem.facts and TOKEN in mem.facts
+    status, body = await call({"secrets": True, "reason": "lint"}, agent="leaky")
+    assert (status, body["receipt"]["verified"]) == (200, True)
+    assert TOKEN not in json.dumps(body)
+    assert copies(mem.path, TOKEN) == []
+    assert mem.facts.endswith("- Keep this.\n")
+    assert lint(mem) == []
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({}, "Give exactly one of 'text', 'pattern' or 'secrets': true"),
+        ({"text": TEXT, "pattern": "x"}, "Give exactly one of 'text', 'pattern' or 'secrets'"),
+        ({"text": TEXT, "secrets": True}, "Give exactly one of 'text', 'pattern' or 'secrets'"),
+        ({"secrets": False}, "Give exactly one of 'text', 'pattern' or 'secrets': true"),
+        ({"text": 4417}, "'text' must be a string or null"),
+        ({"pattern": ["x"]}, "'pattern' must be a string or null"),
+        ({"text": TEXT, "dry_run": "false"}, "'dry_run' must be true or false"),
+        ({"secrets": "yes"}, "'secrets' must be true or false"),
+        ({"text": TEXT, "reason": 3}, "'reason' must be a string"),
+        ({"pattern": "(unclosed"}, "Invalid pattern: "),
+        ({"text": "   "}, "The text to forget must be a non-empty string"),
+        ([TEXT], "Request body must be a JSON object"),
+    ],
+)
+async def test_bad_bodies_are_400_and_change_nothing(
+    call, mem: AgentMemory, body: Any, message: str
+) -> None:
+    before = stored(mem)
+    status, answer = await call(body)
+    assert status == 400
+    assert answer["message"].startswith(message)
+    assert stored(mem) == before
+
+
+async def test_malformed_and_oversized_bodies(call, mem: AgentMemory) -> None:
+    before = stored(mem)
+    status, answer = await call(b"{not json")
+    assert status == 400 and answer["message"].startswith("Request body is not valid JSON")
+    status, answer = await call({"text": "x" * 5000})
+    assert status == 413
+    assert stored(mem) == before
+
+
+async def test_a_missing_agent_is_404_and_created_nowhere(call, agents_root: Path) -> None:
+    status, body = await call({"text": "x"}, agent="nosuch")
+    assert status == 404
+    assert body["message"].startswith('Agent "nosuch" does not exist')
+    assert not (agents_root / "nosuch").exists()
+
+
+async def test_forget_needs_the_xsrf_check_and_a_token(
+    http_server_client, jp_base_url, mem: AgentMemory
+) -> None:
+    before = stored(mem)
+    response = await http_server_client.fetch(
+        jp_base_url + "agent-memory/api/agents/demo/forget",
+        method="POST",
+        body=json.dumps({"text": TEXT}),
+        raise_error=False,
+    )
+    assert response.code == 403
+    assert stored(mem) == before
+    assert copies(mem.path, TEXT)
