@@ -512,7 +512,6 @@ class DiffView:
             if self.limit is not None and sent > self.limit:
                 left_out = len(self.lines) - number
                 break
-            sent += len(line) + 1
             style = ""
             if line.startswith(("+++", "---")):
                 style = "font-weight:bold"
@@ -524,6 +523,7 @@ class DiffView:
                 style = "background:rgba(244,67,54,0.22)"
             # display:block keeps one line per span even without newlines inside <pre>.
             out.append(f'<span style="display:block;{style}">{_esc(line) or " "}</span>')
+            sent += len(out[-1])
         return (
             f'<pre class="jp-AgentMemory-diff" style="line-height:1.3;{TEXT_WRAP};'
             f'{SCROLL_STYLE};padding:4px">'

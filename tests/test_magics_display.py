@@ -72,7 +72,8 @@ def test_journal_result_html_escapes_everything() -> None:
         assert raw not in page
     assert "&lt;script&gt;x&lt;/script&gt;" in page
     assert "&lt;t&gt;, a&amp;b" in page
-    assert re.search(r"<th [^>]*>meta</th>", page) and "{&quot;k&quot;: &quot;&lt;v&gt;&quot;}" in page
+    assert re.search(r"<th [^>]*>meta</th>", page)
+    assert "{&quot;k&quot;: &quot;&lt;v&gt;&quot;}" in page
     # Odd values written by other tools still render.
     odd = JournalResult([{"ts": 1, "tags": "not-a-list", "text": None}])
     assert "not-a-list" in odd._repr_html_()
@@ -338,3 +339,53 @@ def test_a_lone_surrogate_shows_as_a_replacement_character() -> None:
     page = FactsView("half \ud83d emoji\n")._repr_html_()
     assert "<p>half \ufffd emoji</p>" in page
     page.encode("utf-8")  # sendable
+
+
+def test_search_matches_are_highlighted_and_escaped() -> None:
+    entries = [{"ts": "2026-01-02T00:00:00.000Z", "tags": [],
+                "text": "Report <b>REPORT</b> & report"}]
+    page = JournalResult(entries, highlight="report")._repr_html_()
+    marks = re.findall(r"<mark [^>]*>(.*?)</mark>", page)
+    assert marks == ["Report", "REPORT", "report"]
+    assert "&lt;b&gt;<mark" in page and "</mark>&lt;/b&gt; &amp; " in page
+    # A query holding markup is highlighted as text, never inserted as markup.
+    hostile = JournalResult([{"ts": "", "tags": [], "text": "a <i>x</i> b"}],
+                            highlight="<i>")._repr_html_()
+    assert re.findall(r"<mark [^>]*>(.*?)</mark>", hostile) == ["&lt;i&gt;"]
+    assert "<i>" not in hostile
+
+
+def test_times_are_absolute_and_relative() -> None:
+    from datetime import datetime, timezone
+
+    from jupyter_agent_memory.display import format_when, relative_time
+
+    now = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
+    assert relative_time("2026-12-01T11:59:30.000Z", now) == "just now"
+    assert relative_time("2026-12-01T11:55:00.000Z", now) == "5 min ago"
+    assert relative_time("2026-11-28T12:00:00Z", now) == "3 days ago"
+    assert relative_time("2026-12-01T13:00:00Z", now) == "in 1 hour"
+    assert format_when("2026-12-01T10:00:00.000Z", now) == "2026-12-01 10:00:00 UTC (2 hours ago)"
+    assert format_when("not a time", now) == "not a time"
+    page = JournalResult([{"ts": "2026-12-01T10:00:00.000Z", "tags": [], "text": "x"}],
+                         now=now)._repr_html_()
+    assert ('<span title="2026-12-01T10:00:00.000Z" style="white-space:nowrap">'
+            "<code>2026-12-01 10:00:00</code> <small>2 hours ago</small></span>") in page
+
+
+def test_big_views_send_a_bounded_amount() -> None:
+    from jupyter_agent_memory.display import VIEW_LIMIT
+
+    big = "".join(f"- fact number {i} about something\n" for i in range(100_000))  # ~3.4 MB
+    prompt = PromptView(big)._repr_html_()
+    assert len(prompt) < VIEW_LIMIT + 5_000
+    assert re.search(r"… [\d,]+ more characters not shown here", prompt)
+    assert PromptView(big, limit=None)._repr_html_().count("- fact number") == 100_000
+    assert str(PromptView(big)).count("- fact number") == 100_000  # text/plain stays exact
+    facts = FactsView(big)._repr_html_()
+    assert len(facts) < 1.3 * VIEW_LIMIT and "more characters not shown" in facts
+    assert "<li>fact number 99999 about something</li>" in FactsView(big, limit=None)._repr_html_()
+    diff = DiffView("", big)._repr_html_()
+    assert len(diff) < 2 * VIEW_LIMIT and "more diff lines not shown here" in diff
+    # Text wraps at spaces, never inside a word, and scrolls in a bounded box.
+    assert "overflow-wrap:break-word;word-break:normal" in prompt and "max-height:" in prompt
