@@ -230,3 +230,20 @@ def test_forgetting_drops_the_search_index_and_scans_it(
     assert all(not p.exists() for p in caches)  # derived copies are gone, not patched
     assert mem.search("door code") == []  # the index is rebuilt silently, without it
     assert len(mem.search("harbour", limit=100)) == 50
+
+
+def test_an_append_racing_a_forget_lands_in_the_new_journal(
+    agents_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mem = AgentMemory.open("t")
+    mem.append("first")
+    appender = mem._journal_appender()
+    locked = appender._locked
+
+    def rewritten_before_we_lock():  # another process forgets between our check and lock
+        forget(AgentMemory.open("t"), "first")
+        return locked()
+
+    monkeypatch.setattr(appender, "_locked", rewritten_before_we_lock)
+    mem.append("second")
+    assert [e["text"] for e in mem.entries()] == ["[forgotten]", "second"]
