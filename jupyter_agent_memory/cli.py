@@ -583,6 +583,8 @@ def _sessions(args: argparse.Namespace) -> int:
     for receipt in receipts:
         client = receipt.get("client") or {}
         named = " ".join(str(client[k]) for k in ("name", "version") if client.get(k)) or "-"
+        if receipt.get("forgotten"):
+            named += "  (text forgotten since)"
         print(
             f"{receipt.get('ts', '?'):<24}  {receipt['session_id']:<16}  "
             f"{receipt.get('tokens', '?'):>6}  {str(receipt.get('prompt_sha256', ''))[:12]:<12}  "

@@ -259,3 +259,19 @@ def test_forget_secrets_then_lint_is_clean(
 
 def test_lint_of_a_clean_agent(agent: AgentMemory, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(capsys, "lint", "--agent", "pip") == (0, "No credentials stored in pip.\n", "")
+
+
+def test_sessions_whose_prompt_was_scrubbed_say_so(
+    agent: AgentMemory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    PromptBuilder().start_session(agent, session_id="abcdef0000000002")  # holds the text too
+    agent.update_facts("- Keep this.\n")
+    PromptBuilder().start_session(agent, session_id="abcdef0000000003")  # does not
+    assert run(capsys, "forget", TEXT, "--agent", "pip")[0] == 0
+    code, out, _ = run(capsys, "sessions", "--agent", "pip")
+    rows = {line.split()[1]: line for line in out.splitlines()[1:]}
+    assert rows["abcdef0000000001"].endswith("  -  (text forgotten since)")
+    assert rows["abcdef0000000002"].endswith("  -  (text forgotten since)")
+    assert rows["abcdef0000000003"].endswith("  -")
+    code, out, _ = run(capsys, "sessions", "show", "abcdef0000000001", "--agent", "pip")
+    assert code == 0 and "[forgotten]" in out and TEXT.casefold() not in out.casefold()
