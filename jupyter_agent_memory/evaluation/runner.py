@@ -158,6 +158,12 @@ class EvaluationRunner:
     Retrieval: sessions with ``evidence`` get ``retrieval_k`` scores for the agent's searches
     and for ``baselines`` (a subset of ``BASELINES``) on the journal as it stood at the start.
 
+    Sessions on record: every session start appends a receipt to the agent's sessions log
+    (client ``CLIENT_NAME`` and the package version) holding the exact system message the model
+    got; ``SessionRecord.session_id`` names it, so ``AgentMemory.session_prompt``,
+    ``diff_sessions`` and ``why`` replay a run session by session. The prompt built after a
+    session (``next_prompt``) is a preview and is not recorded.
+
     Errors: an exception in a turn (a network error, a timeout, a malformed response) is
     recorded in the turn with its traceback; ``on_error="continue"`` goes on with the next
     turn, ``"stop"`` ends the run there, keeping every record so far.
