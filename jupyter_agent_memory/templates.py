@@ -315,10 +315,11 @@ def provision(
     memory_files = _template_memory_files(definition.folder)
     memory = agent if isinstance(agent, AgentMemory) else AgentMemory.open(Path(agent))
     _refuse_links(memory, [n for n, data in persona.items() if data is not None], memory_files)
-    if persona[SOUL] is not None:
-        memory.replace_if_stock(SOUL, persona[SOUL], definition.stock_soul_sha256)
-    if persona[USER] is not None:
-        memory.replace_if_stock(USER, persona[USER], ())
+    soul, user = persona[SOUL], persona[USER]
+    if soul is not None:
+        memory.replace_if_stock(SOUL, soul, definition.stock_soul_sha256)
+    if user is not None:
+        memory.replace_if_stock(USER, user, ())
     _copy_missing_memory_files(memory, memory_files)
     memory.write_template_record(
         {
@@ -387,8 +388,9 @@ def _template_memory_files(folder: Path) -> dict[tuple[str, ...], bytes]:
             if entry.is_dir(follow_symlinks=False):
                 walk(path, (*parts, entry.name))
                 continue
+            key = (*parts, entry.name)
             try:
-                found[(*parts, entry.name)] = _read_regular(path)
+                found[key] = _read_regular(path)
             except OSError as exc:
                 raise _template_file_error(path, exc) from None
 
