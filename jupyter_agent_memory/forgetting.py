@@ -19,6 +19,7 @@ import json
 import os
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -97,6 +98,24 @@ class _Matcher:
         return False
 
 
+@dataclass
+class _Run:
+    """One forget pass: what to look for, whether to write, and what was found where."""
+
+    match: _Matcher
+    dry_run: bool
+    recheck: Callable[[], None]
+    reason: str = ""
+    changed: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_KINDS, 0))
+    places: list[str] = field(default_factory=list)
+
+    def found(self, kind: str, place: str, count: int = 1) -> bool:
+        """Count ``count`` matches of ``kind`` at ``place``; True when they should be written."""
+        self.changed[kind] += count
+        self.places.append(place)
+        return not self.dry_run
+
+
 def forget(
     mem: AgentMemory,
     text: str | None = None,
@@ -141,19 +160,18 @@ def _forget(
         raise MemoryToolError(
             "The reason must not contain what is being forgotten", INVALID_PARAMS
         )
-    changed = dict.fromkeys(_KINDS, 0)
-    places: list[str] = []
     with mem._folders() as (agent, memory):
         if memory is None:
             raise MemoryToolError(f"{mem.path} has no memory/ folder", INVALID_PARAMS)
         with memory.locked(".lock", mem.lock_timeout):
-            recheck = lambda: mem._recheck(agent, memory)  # noqa: E731
-            _profile(agent, match, dry_run, recheck, changed, places)
-            _facts(memory, match, dry_run, recheck, changed, places)
-            _journal(memory, match, dry_run, recheck, reason, changed, places)
-            _history(memory, match, dry_run, recheck, changed, places)
-            _sessions(memory, match, dry_run, recheck, changed, places)
-            _caches(mem, dry_run, changed, places)
+            run = _Run(match, dry_run, lambda: mem._recheck(agent, memory), reason)
+            _profile(agent, run)
+            _facts(memory, run)
+            _journal(memory, run)
+            _history(memory, run)
+            _sessions(memory, run)
+            _caches(mem, run)
+    changed, places = run.changed, run.places
     remaining = [] if dry_run else _scan(mem, match)
     receipt = {
         "ts": sessions._timestamp(mem),
@@ -168,72 +186,44 @@ def _forget(
     }
     if not dry_run:
         line = (json.dumps(receipt, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-        with mem._folders() as (_agent, memory), memory.locked(".lock", mem.lock_timeout):
+        # create_memory: the receipt's folder is made when missing, so it is never None.
+        with mem._folders(create_memory=True) as (_agent, memory):
             assert memory is not None
-            fd = memory.open_file(RECEIPTS, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-            try:
-                os.write(fd, line)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            with memory.locked(".lock", mem.lock_timeout):
+                fd = memory.open_file(RECEIPTS, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+                try:
+                    os.write(fd, line)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
     return receipt
 
 
 # -- each kind of place ---------------------------------------------------------------------------
 
 
-def _profile(
-    agent: Folder,
-    match: _Matcher,
-    dry_run: bool,
-    recheck: Callable[[], None],
-    changed: dict[str, int],
-    places: list[str],
-) -> None:
+def _profile(agent: Folder, run: _Run) -> None:
     """SOUL.md and USER.md: the lines that hold the text go, like FACT.md's."""
     for canonical in ("SOUL.md", "USER.md"):
-        name = agent.lookup(canonical)
-        if name is None:
-            continue
-        content = (agent.read_bytes(name) or b"").decode("utf-8", "surrogatepass")
-        kept, removed = _drop_lines(content, match)
-        if removed:
-            changed["profile"] += removed
-            places.append(name)
-            if not dry_run:
-                agent.write_atomic(name, kept.encode("utf-8", "surrogatepass"), recheck)
+        _scrub_file(agent, canonical, "profile", "", run)
 
 
-def _facts(
-    memory: Folder,
-    match: _Matcher,
-    dry_run: bool,
-    recheck: Callable[[], None],
-    changed: dict[str, int],
-    places: list[str],
-) -> None:
-    name = memory.lookup("FACT.md")
+def _facts(memory: Folder, run: _Run) -> None:
+    # Written directly, not as an update: an update would keep the old text in history.
+    _scrub_file(memory, "FACT.md", "facts", "memory/", run)
+
+
+def _scrub_file(folder: Folder, canonical: str, kind: str, prefix: str, run: _Run) -> None:
+    name = folder.lookup(canonical)
     if name is None:
         return
-    content = (memory.read_bytes(name) or b"").decode("utf-8", "surrogatepass")
-    kept, removed = _drop_lines(content, match)
-    if removed:
-        changed["facts"] += removed
-        places.append(f"memory/{name}")
-        if not dry_run:
-            # Written directly, not as an update: an update would keep the old text in history.
-            memory.write_atomic(name, kept.encode("utf-8", "surrogatepass"), recheck)
+    content = (folder.read_bytes(name) or b"").decode("utf-8", "surrogatepass")
+    kept, removed = _drop_lines(content, run.match)
+    if removed and run.found(kind, prefix + name, removed):
+        folder.write_atomic(name, kept.encode("utf-8", "surrogatepass"), run.recheck)
 
 
-def _journal(
-    memory: Folder,
-    match: _Matcher,
-    dry_run: bool,
-    recheck: Callable[[], None],
-    reason: str,
-    changed: dict[str, int],
-    places: list[str],
-) -> None:
+def _journal(memory: Folder, run: _Run) -> None:
     from .journal import encode_line
 
     name = memory.lookup("JOURNAL.jsonl")
@@ -251,6 +241,7 @@ def _journal(
         shown = json.dumps(entry, ensure_ascii=False) if isinstance(entry, dict) else text
         # The dump escapes quotes and backslashes: the entry's own strings are searched too.
         values = _strings(entry) if isinstance(entry, dict) else []
+        match = run.match
         if not (match(shown) or match(text) or any(match(value) for value in values)):
             out.append(raw)
             continue
@@ -259,14 +250,11 @@ def _journal(
         tombstone = {
             "ts": ts if isinstance(ts, str) else "",
             "tags": [TOMBSTONE_TAG],
-            "text": f"[forgotten: {reason}]" if reason else "[forgotten]",
+            "text": f"[forgotten: {run.reason}]" if run.reason else "[forgotten]",
         }
         out.append(encode_line(tombstone))
-    if count:
-        changed["journal"] += count
-        places.append(f"memory/{name}")
-        if not dry_run:
-            memory.write_atomic(name, b"".join(out), recheck)
+    if count and run.found("journal", f"memory/{name}", count):
+        memory.write_atomic(name, b"".join(out), run.recheck)
 
 
 def _strings(value: Any) -> list[str]:
@@ -280,45 +268,29 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
-def _history(
-    memory: Folder,
-    match: _Matcher,
-    dry_run: bool,
-    recheck: Callable[[], None],
-    changed: dict[str, int],
-    places: list[str],
-) -> None:
+def _history(memory: Folder, run: _Run) -> None:
     if memory.lookup(history.HISTORY_DIR) is None:
         return
     with memory.subfolder(history.HISTORY_DIR) as versions:
         for version in history.versions(versions):
             content = version.content.decode("utf-8", "surrogatepass")
-            kept, removed = _drop_lines(content, match)
-            if not removed:
-                continue
-            changed["history"] += 1
-            places.append(f"memory/{history.HISTORY_DIR}/{version.name}")
-            if dry_run:
+            kept, removed = _drop_lines(content, run.match)
+            if not removed or not run.found(
+                "history", f"memory/{history.HISTORY_DIR}/{version.name}"
+            ):
                 continue
             stamp = version.name.split("-", 1)[0]
             if kept.strip():
                 data = kept.encode("utf-8", "surrogatepass")
                 name = f"{stamp}-{sha256_hex(data)[:12]}.md"
                 if name != version.name:
-                    versions.write_atomic(name, data, recheck)
+                    versions.write_atomic(name, data, run.recheck)
             # The scrubbed copy is safe first; only then does the old version go.
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(version.name, dir_fd=versions.fd)
 
 
-def _sessions(
-    memory: Folder,
-    match: _Matcher,
-    dry_run: bool,
-    recheck: Callable[[], None],
-    changed: dict[str, int],
-    places: list[str],
-) -> None:
+def _sessions(memory: Folder, run: _Run) -> None:
     if memory.lookup(sessions.BLOBS_DIR) is None:
         return
     renamed: dict[str, str] = {}
@@ -328,16 +300,12 @@ def _sessions(
                 continue
             data = store.read_bytes(name) or b""
             content = data.decode("utf-8", "surrogatepass")
-            kept, removed = _drop_lines(content, match, placeholder="[forgotten]")
-            if not removed:
-                continue
-            changed["sessions"] += 1
-            places.append(f"memory/{sessions.BLOBS_DIR}/{name}")
-            if dry_run:
+            kept, removed = _drop_lines(content, run.match, placeholder="[forgotten]")
+            if not removed or not run.found("sessions", f"memory/{sessions.BLOBS_DIR}/{name}"):
                 continue
             new = kept.encode("utf-8", "surrogatepass")
             digest = sha256_hex(new)
-            store.write_atomic(f"{digest}.txt", new, recheck)
+            store.write_atomic(f"{digest}.txt", new, run.recheck)
             renamed[name[:-4]] = digest
         if renamed:
             # Receipts point at the scrubbed texts and say so; then the old texts go.
@@ -356,17 +324,15 @@ def _sessions(
             lines = "".join(
                 json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in receipts
             )
-            memory.write_atomic(sessions.SESSIONS_LOG, lines.encode(), recheck)
+            memory.write_atomic(sessions.SESSIONS_LOG, lines.encode(), run.recheck)
             for old in renamed:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(f"{old}.txt", dir_fd=store.fd)
 
 
-def _caches(mem: AgentMemory, dry_run: bool, changed: dict[str, int], places: list[str]) -> None:
+def _caches(mem: AgentMemory, run: _Run) -> None:
     for path in _cache_files(mem):
-        changed["caches"] += 1
-        places.append(str(path))
-        if not dry_run:
+        if run.found("caches", str(path)):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
 
