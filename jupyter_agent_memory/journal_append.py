@@ -4,9 +4,9 @@
 ``memory/`` and the journal open between appends and checks on each append, with a few
 ``stat`` calls, that they are still the very objects their paths name (nothing swapped in,
 no symlink, no second hard link), reopening them when not. The lock is held only while the
-line is written; the ``fsync`` that makes it durable runs after the lock is released, so
-writers in several processes share disk flushes instead of queueing behind each other's.
-``append`` returns only once the line is durable.
+line is written; the ``fsync`` that makes it durable runs after the lock is released, as a
+group commit (see ``_flush``), so writers in several processes share disk flushes instead of
+queueing behind each other's. ``append`` returns only once the line is durable.
 
 Failures leave the journal as it was: when the ``write`` fails part-way (a full disk, a file
 size limit), the file is truncated back to its old size before the lock is released; when the
@@ -22,6 +22,7 @@ import contextlib
 import fcntl
 import os
 import stat
+import struct
 import threading
 import time
 import weakref
@@ -47,6 +48,49 @@ def _close_handles(handles: list[object]) -> None:
             else:
                 os.close(handle)  # type: ignore[arg-type]
     handles.clear()
+
+
+# Group commit. After its write, an appender takes the *flush lock* (a POSIX record lock on
+# the lock file, independent of the flock that serialises writes) and reads the *durable
+# mark* kept in the lock file's first bytes: (device, inode, size) of the journal as it was
+# just before the last successful fsync. When that size already covers its line, someone
+# else's fsync made it durable and it is done; otherwise it notes the size, fsyncs, and
+# writes the mark. So while one process flushes, the others queue and are then usually
+# covered by the next single flush. The mark is only ever written after the flush it
+# describes succeeded, and a failed append only removes bytes above any mark, so the mark
+# never claims more than is durable. The flush lock only saves work: when it cannot be had,
+# the appender flushes alone (POSIX record locks belong to a process, so threads of one
+# process do not queue behind each other, and closing any descriptor of the lock file
+# drops them: at worst a flush that was not needed).
+_MARK = struct.Struct("<QQQ")
+
+
+def _durable_end(lock_fd: int, ident: tuple[int, int]) -> int:
+    raw = os.pread(lock_fd, _MARK.size, 0)
+    if len(raw) != _MARK.size:
+        return -1
+    dev, ino, end = _MARK.unpack(raw)
+    return end if (dev, ino) == ident else -1
+
+
+def _flush(fd: int, lock_fd: int, ident: tuple[int, int], end: int) -> None:
+    """Make the journal durable up to ``end`` (see "Group commit" above)."""
+    try:
+        # A blocking wait: the flush lock is only ever held for one fsync.
+        fcntl.lockf(lock_fd, fcntl.LOCK_EX, 1)
+        held = True
+    except OSError:
+        held = False
+    try:
+        if held and _durable_end(lock_fd, ident) >= end:
+            return
+        size = os.fstat(fd).st_size
+        _full_fsync(fd)
+        if held:
+            os.pwrite(lock_fd, _MARK.pack(*ident, size), 0)
+    finally:
+        if held:
+            fcntl.lockf(lock_fd, fcntl.LOCK_UN, 1)
 
 
 def _key(st: os.stat_result) -> tuple[int, int, bool]:
@@ -205,6 +249,25 @@ class JournalAppender:
             self._open()
         return self._fd
 
+    def _follow_replacement(self) -> None:
+        """Under the lock: when the journal was replaced since the handles were checked
+        (forgetting rewrites it atomically under this same lock), use the file its name
+        names now, so no line goes into the replaced file."""
+        mem = self._mem
+        if mem is None or self._fd < 0:
+            return
+        named = mem.lstat(self._name)
+        if named is not None and _key(named) == self._ids[3]:
+            return
+        with contextlib.suppress(ValueError):
+            self._handles.remove(self._fd)
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+        self._fd = -1
+        name = mem.lookup(self.journal)
+        if name is not None:
+            self._use_journal(name, mem.open_file(name, os.O_RDWR | os.O_APPEND))
+
     def _refuse_links(self, st: os.stat_result) -> None:
         if st.st_nlink > 1:
             assert self._mem is not None
@@ -221,6 +284,7 @@ class JournalAppender:
         with self._mutex:
             self._checked_fd()
             with self._locked():
+                self._follow_replacement()
                 created = self._fd < 0
                 if created:
                     self._create_journal()
@@ -240,16 +304,17 @@ class JournalAppender:
                     raise
             if not self.fsync:
                 return
-            # A descriptor of our own: another thread may reopen the shared one meanwhile.
-            sync_fd = os.dup(fd)
+            # Descriptors of our own: another thread may reopen the shared ones meanwhile.
+            sync_fd, lock_fd = os.dup(fd), os.dup(self._lock_fd)
         try:
             try:
-                _full_fsync(sync_fd)
+                _flush(sync_fd, lock_fd, (st.st_dev, st.st_ino), start + len(data))
             except BaseException:
                 self._undo(sync_fd, start, start + len(data), len(line))
                 raise
         finally:
             os.close(sync_fd)
+            os.close(lock_fd)
 
     def _remove_created(self) -> None:
         """Remove the journal this failed append created (it was empty before the write)."""

@@ -303,3 +303,37 @@ def test_memory_folder_swapped_for_a_symlink_between_appends_is_refused(
     with pytest.raises(UnsafePathError):
         mem.append("two")
     assert list(elsewhere.iterdir()) == []
+
+
+# -- group commit: a flush is skipped only when a completed flush covers the line --------------
+
+
+def test_the_durable_mark_skips_only_flushes_already_done(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    flushed: list[int] = []
+    monkeypatch.setattr(journal_append, "_full_fsync", lambda fd: flushed.append(fd))
+    journal = os.open(tmp_path / "j", os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+    lock = os.open(tmp_path / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    other = os.open(tmp_path / "other", os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        st = os.fstat(journal)
+        ident = (st.st_dev, st.st_ino)
+        os.write(journal, b"line one\n")
+        journal_append._flush(journal, lock, ident, 9)
+        assert len(flushed) == 1
+        journal_append._flush(journal, lock, ident, 9)  # covered by the flush just done
+        assert len(flushed) == 1
+        os.write(journal, b"line two\n")
+        journal_append._flush(journal, lock, ident, 18)  # written after it: flushed again
+        assert len(flushed) == 2
+        # the mark belongs to one file: another journal under the same lock is not covered
+        st_other = os.fstat(other)
+        os.write(other, b"x\n")
+        journal_append._flush(other, lock, (st_other.st_dev, st_other.st_ino), 2)
+        assert len(flushed) == 3
+        journal_append._flush(journal, lock, ident, 18)
+        assert len(flushed) == 4
+    finally:
+        for fd in (journal, lock, other):
+            os.close(fd)
