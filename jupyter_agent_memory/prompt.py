@@ -57,6 +57,9 @@ __all__ = [
 ]
 
 DEFAULT_TOOL_NAME = "mcp__agent-memory__memory"
+#: Set to ``0`` (or ``false``, ``no``, ``off``) to make every builder that is not told
+#: otherwise keep no descriptor open between builds (``hold_files=False``), on every surface.
+HOLD_FILES_ENV = "JUPYTER_AGENT_MEMORY_HOLD_FILES"
 SYSTEM_FILE = "system.md"
 
 # What could end a memory block from inside: a closing tag of any block, in any case, with
@@ -213,7 +216,9 @@ class PromptBuilder:
     entries at most) and may be shared by threads. Between builds it holds the memory files
     of its recent prompts open, which makes an unchanged build cheaper; ``hold_files=False``
     checks them by path instead and keeps no descriptor open between builds (for homes on
-    NFS, where a held file that is replaced lingers as a ``.nfs*`` file).
+    NFS, where a held file that is replaced lingers as a ``.nfs*`` file). Left at None, it
+    follows ``$JUPYTER_AGENT_MEMORY_HOLD_FILES`` (``0`` turns holding off), so a surface
+    that makes its own builder can be switched without code.
     """
 
     def __init__(
@@ -221,12 +226,12 @@ class PromptBuilder:
         tool_name: str = DEFAULT_TOOL_NAME,
         budget_tokens: int | None = None,
         *,
-        hold_files: bool = True,
+        hold_files: bool | None = None,
         cache_entries: int = DEFAULT_MAX_ENTRIES,
     ):
         self.tool_name = tool_name
         self.budget_tokens = _check_budget(budget_tokens)
-        self.hold_files = bool(hold_files)
+        self.hold_files = _hold_files_default() if hold_files is None else bool(hold_files)
         if isinstance(cache_entries, bool) or not isinstance(cache_entries, int) or (
             cache_entries < 1
         ):
@@ -744,6 +749,20 @@ class PromptBuilder:
             "- Make SOUL.md and USER.md detailed and thoughtful: together they define your "
             "relationship."
         )
+
+
+def _hold_files_default() -> bool:
+    """Whether builders hold files open, from ``$JUPYTER_AGENT_MEMORY_HOLD_FILES`` (default on)."""
+    value = os.environ.get(HOLD_FILES_ENV, "")
+    raw = value.strip().lower()
+    if raw in ("", "1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise MemoryToolError(
+        f"${HOLD_FILES_ENV} must be 1 or 0 (true/false, yes/no, on/off), got {value!r}",
+        INVALID_PARAMS,
+    )
 
 
 def _check_budget(value: Any) -> int | None:

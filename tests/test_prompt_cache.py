@@ -291,3 +291,75 @@ def test_a_path_checked_watch_sees_replace_and_delete(tmp_path: Path) -> None:
     path.unlink()
     assert not watch.unchanged()
     assert watch.arm() is False  # a missing handle: not worth trusting
+
+
+# -- the switch for every surface ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(None, True), ("", True), ("1", True), ("on", True), ("0", False), (" False ", False),
+     ("no", False)],
+)
+def test_the_environment_sets_the_default_for_holding(
+    monkeypatch: pytest.MonkeyPatch, value: str | None, expected: bool
+) -> None:
+    if value is None:
+        monkeypatch.delenv("JUPYTER_AGENT_MEMORY_HOLD_FILES", raising=False)
+    else:
+        monkeypatch.setenv("JUPYTER_AGENT_MEMORY_HOLD_FILES", value)
+    assert PromptBuilder().hold_files is expected
+    # An explicit argument wins over the environment.
+    assert PromptBuilder(hold_files=not expected).hold_files is (not expected)
+
+
+def test_a_bad_environment_value_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JUPYTER_AGENT_MEMORY_HOLD_FILES", "maybe")
+    with pytest.raises(MemoryToolError) as info:
+        PromptBuilder()
+    assert info.value.message == (
+        "$JUPYTER_AGENT_MEMORY_HOLD_FILES must be 1 or 0 (true/false, yes/no, on/off), "
+        "got 'maybe'"
+    )
+    assert info.value.code == -32602
+
+
+@pytest.fixture(scope="module")
+def ip(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("IPYTHONDIR", str(tmp_path_factory.mktemp("ipython")))
+        return InteractiveShell.instance()
+
+
+@pytest.mark.parametrize("hold", ["1", "0"])
+def test_memprompt_in_a_shell_follows_the_switch(
+    ip: Any, agent: AgentMemory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hold: str
+) -> None:
+    from IPython.utils.capture import capture_output
+
+    monkeypatch.setenv("JUPYTER_AGENT_MEMORY_HOLD_FILES", hold)
+    agent.write_user(USER)
+    agent.update_facts(FACTS[2])
+    spaces = []
+    for i in range(4):
+        spaces.append(tmp_path / f"space{i}")
+        spaces[-1].mkdir()
+    ip.run_line_magic("load_ext", "jupyter_agent_memory")
+    try:
+        with capture_output():
+            ip.run_line_magic("agent_memory", str(agent.path))
+            ip.run_line_magic("memprompt", f"--workspace {spaces[0]}")  # warm up the shell
+        before = open_fds()
+        with capture_output():
+            for space in spaces[1:]:
+                view = ip.run_line_magic("memprompt", f"--workspace {space}")
+                assert "<facts>\n" + FACTS[2].strip() in view.text
+        opened = open_fds() - before
+    finally:
+        ip.run_line_magic("unload_ext", "jupyter_agent_memory")
+    if hold == "0":
+        assert opened == set()
+    else:
+        assert len(opened) == 3 * 4  # memory/, SOUL.md, USER.md and FACT.md per workspace
