@@ -12,7 +12,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import MemoryToolError
 
@@ -194,8 +194,8 @@ def _fact(args: argparse.Namespace) -> int:
         for version in versions:
             print(f"{version['ts']}  {version['sha256'][:12]}  {version['size']} bytes")
     elif args.restore:
-        sha = memory.restore(args.restore)
-        print(f"Restored FACT.md version {sha[:12]}.")
+        restored = memory.restore(args.restore)
+        print(f"Restored FACT.md version {restored[:12]}.")
     else:
         text, sha = memory.read_facts()
         path = memory.file_path("FACT.md")
@@ -593,7 +593,7 @@ def _sessions(args: argparse.Namespace) -> int:
     return 0
 
 
-def _find_session(memory: AgentMemory, session_id: str) -> dict[str, object]:
+def _find_session(memory: AgentMemory, session_id: str) -> dict[str, Any]:
     from .sessions import find
 
     return find(memory, session_id)
@@ -661,7 +661,7 @@ def _count(value: object) -> int:
         return int(value)
     if isinstance(value, int):
         return value
-    return len(value) if hasattr(value, "__len__") else 0  # type: ignore[arg-type]
+    return len(value) if hasattr(value, "__len__") else 0
 
 
 def _lint(args: argparse.Namespace) -> int:

@@ -275,7 +275,7 @@ class JournalIndex:
         if self._record[4] == seen:
             return True
         for part in ("map", "fts"):
-            end = int(state.get(f"{part}_end", 0))  # type: ignore[arg-type]
+            end = self._state_int(f"{part}_end", 0)
             if end > self.size:
                 return False
             if end and state.get(f"{part}_print") != self._fingerprint(end):
@@ -312,6 +312,21 @@ class JournalIndex:
             "INSERT OR REPLACE INTO state VALUES (?, ?)", list(values.items())
         )
 
+    def _state_int(self, key: str, default: int | None = None) -> int:
+        """An integer of the stored state; another type means the index file is not ours
+        (a ``DatabaseError``, so the search goes on without the index)."""
+        value = self.state.get(key, default)
+        if not isinstance(value, int):
+            raise sqlite3.DatabaseError(f"index state {key!r} is not an integer")
+        return value
+
+    def _state_bytes(self, key: str) -> bytes:
+        """Bytes of the stored state (a ``DatabaseError`` when they are something else)."""
+        value = self.state.get(key)
+        if not isinstance(value, bytes):
+            raise sqlite3.DatabaseError(f"index state {key!r} is not a blob")
+        return value
+
     def _reload_in_transaction(self) -> None:
         """Another process may have updated the index meanwhile: continue from its state."""
         self.state = dict(self.conn.execute("SELECT key, value FROM state").fetchall())
@@ -339,16 +354,16 @@ class JournalIndex:
 
     def update_map(self) -> int:
         """Map whole runs up to the end of the journal; returns where the mapped part ends."""
-        end = int(self.state["map_end"])  # type: ignore[arg-type]
+        end = self._state_int("map_end")
         if self.size - end < TAIL_BYTES:
             return end
         conn = self.conn
         conn.execute("BEGIN IMMEDIATE")
         try:
             self._reload_in_transaction()
-            end = int(self.state["map_end"])  # type: ignore[arg-type]
+            end = self._state_int("map_end")
             is_sorted = bool(self.state["map_sorted"])
-            highest = bytes(self.state["map_hi"])  # type: ignore[arg-type]
+            highest = self._state_bytes("map_hi")
             rows = []
 
             def add(start: int, run: bytes) -> None:
@@ -430,14 +445,14 @@ class JournalIndex:
     def update_texts(self, *, lag: int = FTS_LAG_BYTES) -> int:
         """Index the entries up to the end of the journal when more than ``lag`` bytes are
         not indexed yet; returns where the indexed part ends."""
-        end = int(self.state["fts_end"])  # type: ignore[arg-type]
+        end = self._state_int("fts_end")
         if self.size - end <= lag:
             return end
         conn = self.conn
         conn.execute("BEGIN IMMEDIATE")
         try:
             self._reload_in_transaction()
-            end = int(self.state["fts_end"])  # type: ignore[arg-type]
+            end = self._state_int("fts_end")
             new_end = end
             for base, block in self._whole_lines(end, self.size):
                 rows = []

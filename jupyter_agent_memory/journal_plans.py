@@ -326,7 +326,7 @@ class _Needle:
 def _find_all(buf: bytes, pattern: bytes, lo: int) -> list[int]:
     """Offsets of ``pattern`` in ``buf[lo:]``: a memchr loop on its first byte while hits are
     rare, then the regex engine for the rest of ``buf``."""
-    hits = []
+    hits: list[int] = []
     first = pattern[:1]
     hit = buf.find(first, lo)
     for _ in range((len(buf) - lo) // _BACKSLASH_RARITY + _MIN_BUDGET):

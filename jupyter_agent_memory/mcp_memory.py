@@ -366,7 +366,7 @@ class MemoryService:
                 FACT_URI: (mem.read_facts, mem.path / MEMORY_DIR / FACT),
             }[uri]
             text, sha = reader()
-            meta = {"path": str(source), "sha256": sha}
+            meta: dict[str, Any] = {"path": str(source), "sha256": sha}
             return ResourceText(uri, text, "text/markdown", meta)
         if uri == JOURNAL_URI:
             entries = list(mem.search(limit=DEFAULT_LATEST))
@@ -450,7 +450,7 @@ def _workspace_key(workspace: Path) -> Any:
     """The workspace folder's key (it moves when system.md appears, goes or is renamed) and
     the key of ``system.md`` itself (it moves when the file is edited). A case variant such
     as ``System.md`` edited in place is only seen at the next rename in the folder."""
-    keys = []
+    keys: list[tuple[int, int, int, int] | None] = []
     for path in (workspace, workspace / "system.md"):
         try:
             keys.append(file_key(os.lstat(path)))

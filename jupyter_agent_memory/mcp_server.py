@@ -223,7 +223,7 @@ def build_server(
                     uri=resource.uri,
                     mime_type=resource.mime_type,
                     text=resource.text,
-                    meta=resource.meta,
+                    _meta=resource.meta,  # the field's alias: the name the SDK's types declare
                 )
             ]
         )
@@ -326,7 +326,7 @@ def build_server(
         # starts: an HTTP server outlives many sessions, and each must see the memory as it
         # is then. The base class stores `instructions` in __init__; the setter ignores it.
         @property
-        def instructions(self) -> str:  # type: ignore[override]
+        def instructions(self) -> str:
             text = starting.get()
             return text if text is not None else service.instructions()
 
@@ -368,7 +368,8 @@ def build_server(
 
     async def on_parked(ctx: Any, params: ParkedParams) -> Any:
         request = parked.take(params.token) or {}
-        body = request.get("params") if isinstance(request.get("params"), dict) else {}
+        sent = request.get("params")
+        body: dict[str, Any] = sent if isinstance(sent, dict) else {}
         if request.get("method") == "tools/call" and isinstance(body.get("name"), str):
             arguments = body.get("arguments")
             if arguments is None or isinstance(arguments, dict):

@@ -143,7 +143,9 @@ def _prune(mem: AgentMemory, memory: Folder) -> None:
     kept = receipts[-mem.keep_sessions :]
     with memory.subfolder(BLOBS_DIR, create=True) as store:
         sizes = {n: st.st_size for n in store.names() if (st := store.lstat(n)) is not None}
-        total, chosen, counted = 0, [], set()
+        total = 0
+        chosen: list[tuple[dict[str, Any], set[str]]] = []
+        counted: set[str] = set()
         for receipt in reversed(kept):  # newest first; the newest is always kept
             names = {f"{v}.txt" for v in _versions(receipt)}
             cost = sum(sizes.get(n, 0) for n in names - counted)

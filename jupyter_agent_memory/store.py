@@ -42,7 +42,7 @@ from .folder import DEFAULT_LOCK_TIMEOUT, Folder, describe, sha256_hex
 from .history import DEFAULT_HISTORY_LIMIT, HISTORY_DIR
 from .journal_append import JournalAppender
 from .paths import resolve_target
-from .sessions import DEFAULT_KEEP_BYTES, DEFAULT_KEEP_SESSIONS
+from .sessions import DEFAULT_KEEP_BYTES, DEFAULT_KEEP_SESSIONS, Origin
 from .tool import call_tool, coerce_time, normalize_limit
 
 SOUL = "SOUL.md"
@@ -757,7 +757,7 @@ class AgentMemory:
         return sessions.diff(self, first, second)
 
     @engine_boundary
-    def why(self, session_id: str, text: str) -> list[sessions.Origin]:
+    def why(self, session_id: str, text: str) -> list[Origin]:
         """Where each line of a recorded prompt containing ``text`` came from."""
         return sessions.why(self, session_id, text)
 

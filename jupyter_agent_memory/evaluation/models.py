@@ -26,7 +26,10 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
 
 __all__ = [
     "ChatModel",
@@ -359,9 +362,10 @@ class OpenAIChatModel:
         kwargs = dict(self.create_kwargs)
         if tools:
             kwargs["tools"] = tools
-        response = self.client.chat.completions.create(
-            model=self.model, messages=messages, **kwargs
-        )
+        # The runner builds messages as plain dicts in the Chat Completions shape; the SDK
+        # declares one TypedDict per role, which a dict built at run time cannot be shown to be.
+        sent = cast("list[ChatCompletionMessageParam]", messages)
+        response = self.client.chat.completions.create(model=self.model, messages=sent, **kwargs)
         choices = getattr(response, "choices", None) or []
         if not choices:
             raise ModelResponseError(

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import random
 import sys
+from collections.abc import Collection
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,9 @@ def _date(moment: datetime) -> str:
     return f"{moment:%Y/%m/%d} ({moment:%a}) {moment:%H:%M}"
 
 
-def _session(pairs: list[tuple[str, str]], evidence: set[int] = frozenset()) -> list[dict]:
+def _session(
+    pairs: list[tuple[str, str]], evidence: Collection[int] = frozenset()
+) -> list[dict[str, Any]]:
     turns: list[dict[str, Any]] = []
     for number, (user, assistant) in enumerate(pairs):
         turn: dict[str, Any] = {"role": "user", "content": user}

@@ -49,6 +49,7 @@ from ..errors import (
 from ..forgetting import forget
 from ..sessions import find as find_session
 from ..store import check_edit_body
+from ..tool import normalize_limit
 from .config import AgentMemoryServer
 from .routes import API_PREFIX
 
@@ -498,7 +499,7 @@ class FactsHandler(AgentMemoryHandler):
         """Replace FACT.md; with ``expected_sha256`` it is compare-and-swap (409 on mismatch)."""
         agent_id = self.agent_id(agent)
         body = self.json_body()
-        content = body.get("content")
+        content: Any = body.get("content")  # any JSON value: the engine checks it
         expected = body.get("expected_sha256")
         # `content` is checked by the engine (its message); `expected_sha256` only here,
         # because the engine would report a non-string as a conflict.
@@ -537,7 +538,7 @@ class JournalHandler(AgentMemoryHandler):
             result = mem.search(
                 query=args["query"] or "",
                 tag=args["tag"] or "",
-                limit=args["limit"] if args["limit"] is not None else 20,
+                limit=normalize_limit(args["limit"]),
                 since=args["since"] or None,
                 until=args["until"] or None,
             )
@@ -556,7 +557,7 @@ class JournalHandler(AgentMemoryHandler):
         """Append ``text`` with optional ``tags``; returns the stored entry (201)."""
         agent_id = self.agent_id(agent)
         body = self.json_body()
-        text = body.get("text")
+        text: Any = body.get("text")  # any JSON value: the engine checks it
         tags = body.get("tags")
         # The memory tool's rule: anything but an array means no tags.
         tags = tags if isinstance(tags, list) else []
