@@ -198,6 +198,13 @@ def _left_out_html(left_out: int, how: str, unit: str = "characters") -> str:
     )
 
 
+def _bounded_plain(text: str, limit: int | None) -> str:
+    shown, left_out = _cut(text, limit)
+    if not left_out:
+        return text
+    return shown + f"\n… {left_out:,} more characters not shown (str() of the view has all)"
+
+
 class RawText(str):
     """Memory text returned to code (``facts = %fact --raw``): a plain ``str`` whose display
     is the text itself, exactly, without quotes or escapes."""
@@ -263,8 +270,8 @@ class FactsView:
         return self.text if self.text.strip() else self.empty_text
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        """Plain-text form for IPython (terminal output and ``text/plain``)."""
-        p.text(str(self))
+        """Plain-text form for IPython: the text, bounded like the HTML (``str`` has all)."""
+        p.text(_bounded_plain(str(self), self.limit))
 
     def __repr__(self) -> str:
         return f"FactsView({len(self.text)} chars)"
@@ -549,6 +556,16 @@ class DiffView:
 # --------------------------------------------------------------------------------------------
 
 
+class _RecordedSection:
+    """A section of a session receipt, shaped like the prompt builder's ``Section``."""
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self.name = str(data.get("name", ""))
+        self.source = data.get("source")
+        self.chars = int(data.get("chars") or 0)
+        self.tokens = int(data.get("tokens") or 0)
+
+
 class PromptView:
     """A built system prompt with per-section sizes and any budget warning.
 
@@ -594,6 +611,21 @@ class PromptView:
             memory_tokens=prompt.memory_tokens,
             base_from_file=prompt.base is not None,
             bootstrap=prompt.bootstrap,
+        )
+
+    @classmethod
+    def from_receipt(cls, receipt: Mapping[str, Any], text: str) -> PromptView:
+        """The view of a recorded session's prompt: ``text`` with the receipt's sections,
+        sizes, budget and warnings as they were when the session started."""
+        return cls(
+            text,
+            title=f"Session {receipt.get('session_id')} ({format_when(receipt.get('ts'))}), "
+            "as recorded",
+            sections=[_RecordedSection(s) for s in receipt.get("sections") or ()
+                      if isinstance(s, Mapping)],
+            tokens=receipt.get("tokens"),
+            budget_tokens=receipt.get("budget_tokens"),
+            warnings=receipt.get("warnings") or (),
         )
 
     @property
@@ -659,6 +691,9 @@ class PromptView:
         return "".join(parts)
 
     def __str__(self) -> str:
+        return self._plain(self.text)
+
+    def _plain(self, text: str) -> str:
         lines = [f"{self.title}: {self.summary()}"]
         lines.extend(f"WARNING: {w}" for w in self.warnings)
         if self.sections:
@@ -670,12 +705,12 @@ class PromptView:
                     + (f"  {source}" if source else "")
                 )
         rule = "-" * 72
-        lines.extend([rule, self.text, rule])
+        lines.extend([rule, text, rule])
         return "\n".join(lines)
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        """Plain-text form for IPython (terminal output and ``text/plain``)."""
-        p.text(str(self))
+        """Plain-text form for IPython: bounded like the HTML (``str`` has all of it)."""
+        p.text(self._plain(_bounded_plain(self.text, self.limit)))
 
     def __repr__(self) -> str:
         return f"PromptView({self.title!r}: {self.summary()})"

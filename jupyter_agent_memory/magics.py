@@ -641,15 +641,7 @@ class AgentMemoryMagics(Magics):
             text = mem.session_prompt(receipt["session_id"])
             if args.raw:
                 return RawText(text)
-            return PromptView(
-                text,
-                title=f"Session {receipt['session_id']} ({receipt.get('ts', '?')}), "
-                f"as recorded",
-                sections=[_RecordedSection(s) for s in receipt.get("sections") or ()],
-                tokens=receipt.get("tokens"),
-                budget_tokens=receipt.get("budget_tokens"),
-                warnings=receipt.get("warnings") or (),
-            )
+            return PromptView.from_receipt(receipt, text)
 
     # -- %forget ---------------------------------------------------------------------------
 
@@ -722,16 +714,6 @@ def build_session_prompt(builder: Any, mem: AgentMemory, workspace: Path | str |
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PromptBudgetWarning)
         return builder.build_session(mem, workspace)
-
-
-class _RecordedSection:
-    """A section of a session receipt, shaped like the prompt builder's ``Section``."""
-
-    def __init__(self, data: dict[str, Any]) -> None:
-        self.name = str(data.get("name", ""))
-        self.source = data.get("source")
-        self.chars = int(data.get("chars") or 0)
-        self.tokens = int(data.get("tokens") or 0)
 
 
 def _receipt(mem: AgentMemory, session_id: str) -> dict[str, Any]:

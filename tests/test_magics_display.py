@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from hostile import ATTACKER_HOST, HOSTILE_FACTS, PAYLOADS, assert_inert, parse
 from IPython.core.interactiveshell import InteractiveShell
+from IPython.lib.pretty import pretty
 from IPython.utils.capture import capture_output
 
 from jupyter_agent_memory import AgentMemory
@@ -381,7 +382,12 @@ def test_big_views_send_a_bounded_amount() -> None:
     assert len(prompt) < VIEW_LIMIT + 5_000
     assert re.search(r"… [\d,]+ more characters not shown here", prompt)
     assert PromptView(big, limit=None)._repr_html_().count("- fact number") == 100_000
-    assert str(PromptView(big)).count("- fact number") == 100_000  # text/plain stays exact
+    assert str(PromptView(big)).count("- fact number") == 100_000  # code gets all of it
+    plain = pretty(PromptView(big))
+    assert len(plain) < 1.1 * VIEW_LIMIT and plain.startswith(f"System prompt: {len(big)} chars")
+    assert re.search(r"\n… [\d,]+ more characters not shown \(str\(\) of the view has all\)\n-{72}$",
+                     plain)
+    assert len(pretty(FactsView(big))) < 1.1 * VIEW_LIMIT
     facts = FactsView(big)._repr_html_()
     assert len(facts) < 1.3 * VIEW_LIMIT and "more characters not shown" in facts
     assert "<li>fact number 99999 about something</li>" in FactsView(big, limit=None)._repr_html_()

@@ -51,7 +51,7 @@ def rendered_of(panel: MemoryPanel) -> str:
 
 
 def test_tabs_and_state(panel: MemoryPanel, mem: AgentMemory) -> None:
-    assert panel.tabs.titles == ("Facts", "Journal", "Prompt", "Persona")
+    assert panel.tabs.titles == ("Facts", "Journal", "Prompt", "Persona", "Sessions")
     assert panel.facts_tabs.titles == ("Edit", "Rendered", "History")
     assert repr(panel) == "MemoryPanel('demo')"
     assert str(mem.path) in panel.title.value
@@ -74,8 +74,10 @@ def test_initial_contents(mem: AgentMemory) -> None:
         assert rendered_of(panel) == "# Facts\n- metric units\n"
         assert panel.soul.editor.value == "I am Ada.\n"
         assert panel.user.editor.value == ""
-        assert panel.journal_tag.options == (("any tag", ""), ("meeting (2)", "meeting"),
-                                             ("Writing (1)", "Writing"))
+        # A small journal's tags are offered (spelled as first seen), with their counts.
+        assert panel.journal_tag.options == ("meeting", "Writing")
+        assert panel.tag_counts == {"meeting": 2, "Writing": 1}
+        assert "Tags: meeting (2) · Writing (1)" in panel.journal_tags_info.value
         assert [e["text"] for e in panel.last_results] == ["review", "draft", "kickoff"]
         assert "## Memories" in panel.prompt_view.value
     finally:
@@ -109,10 +111,18 @@ def test_save_conflict_then_reload(panel: MemoryPanel, mem: AgentMemory) -> None
     assert mem.facts == "- written by the agent\n"  # nothing was clobbered
     assert panel.facts_conflict
     status = panel.facts_status.value
-    assert "Not saved:" in status and base in status and agent_sha in status
-    assert "Reload" in status
+    # 12-digit hashes, not two 64-digit ones.
+    assert "Not saved:" in status and base[:12] in status and agent_sha[:12] in status
+    assert base not in status and agent_sha not in status
     assert panel.facts_reload_button.button_style == "warning"
     assert panel.facts_editor.value == "- my edit\n"  # the user's text is kept
+    # What changed: from the file as it is now to the user's text, and three choices.
+    assert panel.facts.conflict_box.layout.display is None
+    diff = panel.facts.conflict_view.value
+    assert f"--- FACT.md now ({agent_sha[:12]})" in diff and "+++ your text" in diff
+    assert "-- written by the agent" in diff and "+- my edit" in diff
+    assert [b.description for b in panel.facts.conflict_box.children[1].children] == [
+        "Reload", "Keep editing", "Overwrite anyway"]
 
     panel.facts_reload_button.click()
     assert panel.facts_editor.value == "- written by the agent\n"
@@ -220,24 +230,26 @@ def test_search_time_window_and_bad_date(panel: MemoryPanel, mem: AgentMemory) -
 
 def test_append_entry(panel: MemoryPanel, mem: AgentMemory) -> None:
     panel.append_text.value = "Met Ana about the Q3 report"
-    panel.append_tags.value = ["meeting", "q3"]
+    # A plain comma-separated field: what is typed is what is stored, and the first click
+    # appends.
+    panel.append_tags.value = "meeting, q3,, "
     panel.append_button.click()
     (entry,) = list(mem.entries())
     assert (entry["text"], entry["tags"]) == ("Met Ana about the Q3 report", ["meeting", "q3"])
     assert f"Journal entry added at {entry['ts']}." in panel.append_status.value
-    assert panel.append_text.value == "" and panel.append_tags.value == []
+    assert panel.append_text.value == "" and panel.append_tags.value == ""
     # The new entry shows up, and its tags join the picker.
     assert panel.last_results[0]["text"] == "Met Ana about the Q3 report"
-    assert ("q3 (1)", "q3") in panel.journal_tag.options
+    assert "q3" in panel.journal_tag.options and panel.tag_counts == {"meeting": 1, "q3": 1}
 
 
 def test_append_empty_text_is_refused(panel: MemoryPanel, mem: AgentMemory) -> None:
     panel.append_text.value = ""
-    panel.append_tags.value = ["x"]
+    panel.append_tags.value = "x"
     assert panel.append_entry() is False
     assert "&#x27;text&#x27; is required for append action" in panel.append_status.value
     assert list(mem.entries()) == []
-    assert panel.append_tags.value == ["x"]  # the form is left as it was
+    assert panel.append_tags.value == "x"  # the form is left as it was
 
 
 # -- Prompt --------------------------------------------------------------------------------
@@ -315,7 +327,7 @@ def test_panel_refreshes_after_a_cell_that_changed_memory(
         with capture_output():
             assert ip.run_cell("mem.append('from a cell', ['cell'])").success
         assert panel.last_results[0]["text"] == "from a cell"
-        assert ("cell (1)", "cell") in panel.journal_tag.options
+        assert panel.journal_tag.options == ("cell",)
         with capture_output():
             ip.run_cell("%%fact_update --agent " + str(mem.path) + "\n- from a magic\n")
         assert panel.facts_editor.value == "- from a magic\n"
