@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -410,3 +412,221 @@ def test_rendered_facts_are_converted_only_when_they_change(
     panel.refresh()
     assert calls == ["- one\n", "- two\n"]
     assert "<li>two</li>" in panel.facts_rendered.outputs[0]["data"]["text/html"]
+
+
+# -- the Journal tab searches on every change --------------------------------------------------
+
+
+def test_every_journal_control_searches_on_change(panel: MemoryPanel, mem: AgentMemory) -> None:
+    journal = mem.path / "memory" / "JOURNAL.jsonl"
+    journal.write_text("".join(
+        json.dumps({"ts": f"2026-11-0{day}T09:00:00.000Z", "tags": [tag], "text": text}) + "\n"
+        for day, tag, text in ((1, "meeting", "Kickoff with Ana"),
+                               (2, "writing", "Draft the report"),
+                               (3, "meeting", "Report review"))))
+    panel.refresh()
+    texts = lambda: [e["text"] for e in panel.last_results]  # noqa: E731
+    assert texts() == ["Report review", "Draft the report", "Kickoff with Ana"]
+    panel.journal_tag.value = "meeting"  # no Search click: the change itself searches
+    assert texts() == ["Report review", "Kickoff with Ana"]
+    panel.journal_query.value = "report"
+    assert texts() == ["Report review"]
+    marks = re.findall(r"<mark [^>]*>(.*?)</mark>", panel.journal_results.value)
+    assert marks == ["Report"]
+    panel.journal_tag.value = ""
+    assert texts() == ["Report review", "Draft the report"]
+    panel.journal_limit.value = 1
+    assert texts() == ["Report review"]
+    first_ts = "2026-11-02T09:00:00.000Z"
+    panel.journal_limit.value = 20
+    panel.journal_query.value = ""
+    panel.journal_until.value = first_ts
+    assert texts() == ["Draft the report", "Kickoff with Ana"]
+    panel.journal_since.value = first_ts
+    assert texts() == ["Draft the report"]
+    panel.journal_since.value = "not a date"
+    assert (escape("Invalid 'since': expected an ISO-8601 date or time, got \"not a date\"")
+            in panel.journal_status.value)
+    assert texts() == ["Draft the report"]  # the last good results stay
+
+
+def test_tags_of_a_big_journal_are_counted_only_when_asked(
+    mem: AgentMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jupyter_agent_memory import panel as panel_module
+
+    monkeypatch.setattr(panel_module, "TAG_COUNT_AUTO_BYTES", 0)
+    calls: list[int] = []
+    real = AgentMemory.tag_counts
+    monkeypatch.setattr(AgentMemory, "tag_counts",
+                        lambda self: calls.append(1) or real(self))
+    mem.append("one", ["alpha"])
+    panel = MemoryPanel(mem)
+    _run_and_close(panel, lambda: _big_journal_checks(panel, mem, calls))
+
+
+def _run_and_close(panel: MemoryPanel, check: Any) -> None:
+    try:
+        check()
+    finally:
+        panel.close()
+
+
+def _big_journal_checks(panel: MemoryPanel, mem: AgentMemory, calls: list[int]) -> None:
+    assert calls == [] and panel.tag_counts is None
+    assert "press Count tags" in panel.journal_tags_info.value
+    panel.journal_tag.value = "alpha"  # a typed tag still searches
+    assert [e["text"] for e in panel.last_results] == ["one"]
+    panel.journal_count_button.click()
+    assert calls == [1] and panel.tag_counts == {"alpha": 1}
+    assert panel.journal_tag.options == ("alpha",)
+    mem.append("two", ["beta"])
+    assert panel.refresh_if_changed() is True
+    assert calls == [1]  # refreshing never reads the whole journal again
+    assert panel.tags_stale and "Count tags again" in panel.journal_tags_info.value
+
+
+# -- conflicts, vanished folders, the editing guard ------------------------------------------
+
+
+def test_overwrite_anyway_is_compare_and_swap_against_the_version_shown(
+    panel: MemoryPanel, mem: AgentMemory
+) -> None:
+    mem.update_facts("- agent one\n")
+    panel.facts_editor.value = "- mine\n"
+    assert panel.save_facts() is False
+    shown = panel.facts.conflict_sha
+    assert shown == mem.facts_sha256
+    # The agent writes again after the diff was shown: Overwrite must not clobber that.
+    mem.update_facts("- agent two\n")
+    assert panel.overwrite_facts() is False
+    assert mem.facts == "- agent two\n"
+    assert "+- mine" in panel.facts.conflict_view.value
+    assert "-- agent two" in panel.facts.conflict_view.value
+    # Keep editing closes the choices and keeps the text.
+    panel.facts.keep_editing_button.click()
+    assert panel.facts.conflict_box.layout.display == "none"
+    assert panel.facts_editor.value == "- mine\n"
+    panel.facts_editor.value = "- mine, edited\n"
+    panel.facts.overwrite_button.click()
+    assert mem.facts == "- mine, edited\n"
+    assert "- agent two\n" in [mem.history_text(v["sha256"]) for v in mem.history()]
+    assert not panel.facts_conflict and "Saved FACT.md" in panel.facts_status.value
+
+
+def test_blank_fact_md_is_refused_by_the_editing_guard(panel: MemoryPanel,
+                                                       mem: AgentMemory) -> None:
+    from jupyter_agent_memory.errors import EmptyEditError
+
+    mem.update_facts("- keep me\n")
+    panel.refresh()
+    panel.facts_editor.value = "  \n\t"
+    assert panel.save_facts() is False
+    assert mem.facts == "- keep me\n"
+    assert escape(EmptyEditError().message) in panel.facts_status.value
+
+
+def test_a_vanished_agent_folder_is_shown_and_never_recreated(
+    panel: MemoryPanel, mem: AgentMemory
+) -> None:
+    import shutil
+
+    mem.update_facts("- a fact\n")
+    panel.refresh()
+    panel.facts_editor.value = "- unsaved edit\n"
+    shutil.rmtree(mem.path)
+    assert panel.refresh_if_changed() is True
+    assert panel.gone
+    banner = panel.banner.value
+    assert "The agent folder is gone" in banner and "does not exist" in banner
+    assert panel.facts_editor.value == "- unsaved edit\n"  # kept
+    assert panel.facts_save_button.disabled and panel.append_button.disabled
+    assert panel.save_facts() is False
+    assert "does not exist" in panel.facts_status.value
+    assert "Errno" not in panel.facts_status.value
+    panel.append_text.value = "x"
+    assert panel.append_entry() is False and "Errno" not in panel.append_status.value
+    assert not mem.path.exists()
+    # The folder comes back: the panel works again.
+    AgentMemory.open(mem.path)
+    panel.refresh()
+    assert not panel.gone and panel.banner.value == ""
+    assert not panel.facts_save_button.disabled
+
+
+def test_status_colours_follow_the_theme(panel: MemoryPanel, mem: AgentMemory) -> None:
+    panel.facts_editor.value = "- saved\n"
+    assert panel.save_facts()
+    assert "color:var(--jp-success-color1" in panel.facts_status.value
+    panel.journal_since.value = "bad"
+    assert "color:var(--jp-error-color1" in panel.journal_status.value
+    assert "#1a7f37" not in panel.journal_status.value.split("var(")[0]
+
+
+# -- big memory -------------------------------------------------------------------------------
+
+
+def test_big_fact_md_is_bounded_until_asked(mem: AgentMemory) -> None:
+    from jupyter_agent_memory.display import VIEW_LIMIT
+
+    big = "".join(f"- fact {i} about the user's project\n" for i in range(90_000))  # ~3 MB
+    (mem.path / "memory" / "FACT.md").write_text(big)
+    panel = MemoryPanel(mem)
+    try:
+        (output,) = panel.facts_rendered.outputs
+        assert len(output["data"]["text/html"]) < 1.3 * VIEW_LIMIT
+        assert len(output["data"]["text/plain"]) < 1.1 * VIEW_LIMIT
+        # The editor is not filled (that would send 3 MB); saving is off until asked.
+        assert panel.facts.held_back and panel.facts_editor.value == ""
+        assert panel.facts_save_button.disabled and panel.facts_editor.disabled
+        assert "Edit here anyway" in panel.facts_status.value
+        assert panel.save_facts() is False
+        assert (mem.path / "memory" / "FACT.md").read_text() == big
+        assert len(panel.prompt_view.value) < 1.2 * VIEW_LIMIT
+        # Asked for: all of it.
+        panel.facts_show_all.value = True
+        (output,) = panel.facts_rendered.outputs
+        assert output["data"]["text/html"].count("<li>") == 90_000
+        panel.prompt_show_all.value = True
+        assert panel.prompt_view.value.count("- fact ") == 90_000
+        panel.prompt_copy_button.value = True
+        assert panel.prompt_copy_text.value == panel.last_prompt.text
+        panel.facts.large_button.click()
+        assert panel.facts_editor.value == big and not panel.facts_save_button.disabled
+    finally:
+        panel.close()
+
+
+# -- Sessions tab ---------------------------------------------------------------------------------
+
+
+def test_sessions_tab(panel: MemoryPanel, mem: AgentMemory) -> None:
+    from jupyter_agent_memory import PromptBuilder
+
+    assert "No sessions on record yet" in panel.sessions_timeline.value
+    assert panel.show_session() is None
+    mem.update_facts("- metric units\n")
+    first = PromptBuilder().start_session(mem, Path.cwd(), client={"name": "cli"}).receipt
+    mem.update_facts("- imperial units\n")
+    second = PromptBuilder().start_session(mem, Path.cwd(), client={"name": "ide"}).receipt
+    panel.refresh()
+    timeline = panel.sessions_timeline.value
+    assert timeline.index(second["session_id"]) < timeline.index(first["session_id"])
+    assert [v for _label, v in panel.session_pick.options] == [second["session_id"],
+                                                                first["session_id"]]
+    panel.session_pick.value = first["session_id"]
+    panel.session_show_button.click()
+    assert "- metric units" in panel.session_output.value
+    assert "imperial" not in panel.session_output.value
+    panel.session_other.value = second["session_id"]
+    diff = panel.diff_sessions()
+    assert diff is not None
+    assert "-- metric units" in diff.lines and "+- imperial units" in diff.lines
+    assert "+- imperial units" in panel.session_output.value
+    panel.session_why_text.value = "metric"
+    (origin,) = panel.why()
+    assert (origin.section, origin.line) == ("facts", 1)
+    assert re.search(r"<mark [^>]*>metric</mark>", panel.session_output.value)
+    # Previews in the panel never record.
+    panel.build_prompt()
+    assert len(mem.sessions()) == 2
