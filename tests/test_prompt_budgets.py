@@ -234,6 +234,8 @@ async def fetch_prompt(jp_fetch: Any, tmp_path: Path) -> tuple[dict[str, Any], A
 
 
 @pytest.mark.parametrize("server_settings", [{"prompt_budget_tokens": EXPLICIT}], indirect=True)
+# The server's worker thread also issues the builder's Python warning; the reply is checked.
+@pytest.mark.filterwarnings("ignore::jupyter_agent_memory.prompt.PromptBudgetWarning")
 async def test_rest_server_budget_wins(jp_fetch: Any, jp_root_dir: Path, tmp_path: Path) -> None:
     body, mem = await fetch_prompt(jp_fetch, tmp_path)
     expected = over_budget_message(mem, jp_root_dir, EXPLICIT)
