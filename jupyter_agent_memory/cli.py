@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import MemoryToolError
+from .errors import INTERNAL_ERROR, MemoryToolError
 
 if TYPE_CHECKING:
     from .store import AgentMemory
@@ -148,8 +148,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except (MemoryToolError, OSError) as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
+    except MemoryToolError as exc:  # the engine's one error family (I/O failures included)
+        print(f"{PROG}: error: {exc.message}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
@@ -223,7 +223,10 @@ def _read_text(source: str) -> str:
             return sys.stdin.read()
         data = stream.read()
     else:
-        data = Path(source).read_bytes()
+        try:
+            data = Path(source).read_bytes()
+        except OSError as exc:  # the command's own input, not the engine's files
+            raise MemoryToolError(f"Cannot read {source}: {exc.strerror or exc}") from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -401,15 +404,21 @@ def _mcp(args: argparse.Namespace) -> int:
     if args.transport == "stdio":
         serve_stdio(service, problem)
     else:
-        serve_http(
-            service,
-            host=args.host,
-            port=args.port,
-            token=args.token or os.environ.get(MCP_TOKEN_ENV) or None,
-            allowed_hosts=tuple(args.allow_host),
-            allowed_origins=tuple(args.allow_origin),
-            problem=problem,
-        )
+        try:
+            serve_http(
+                service,
+                host=args.host,
+                port=args.port,
+                token=args.token or os.environ.get(MCP_TOKEN_ENV) or None,
+                allowed_hosts=tuple(args.allow_host),
+                allowed_origins=tuple(args.allow_origin),
+                problem=problem,
+            )
+        except OSError as exc:  # the server's own socket (a port in use), not the engine
+            raise MemoryToolError(
+                f"Cannot serve on {args.host}:{args.port}: {exc.strerror or exc}",
+                INTERNAL_ERROR,
+            ) from None
     return 0
 
 

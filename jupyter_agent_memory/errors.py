@@ -7,6 +7,10 @@ usually reached through a tool-calling protocol that speaks it.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
@@ -146,3 +150,27 @@ class MemoryIOError(MemoryToolError, OSError):
         self.errno = error.errno
         self.strerror = error.strerror
         self.filename = error.filename
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def engine_boundary(function: Callable[P, R]) -> Callable[P, R]:
+    """Let only the :class:`MemoryToolError` family out of a public engine function.
+
+    An ``OSError`` becomes :class:`MemoryIOError` (still an ``OSError``), so every surface
+    catches exactly one family and maps it the same way. The store, the prompt builder, the
+    templates and the session records all put their public entry points behind it.
+    """
+
+    @functools.wraps(function)
+    def guarded(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return function(*args, **kwargs)
+        except MemoryToolError:
+            raise
+        except OSError as exc:
+            raise MemoryIOError(exc) from exc
+
+    return guarded

@@ -223,9 +223,10 @@ def run_tool(memory: AgentMemory, name: str, arguments: Any) -> tuple[str, bool]
     """
     try:
         return call(memory, name, _parse_arguments(arguments)), False
-    except Exception as exc:  # a tool loop must never crash on one bad call
-        if not isinstance(exc, MemoryToolError):
-            log.warning("tool %r failed unexpectedly", name, exc_info=True)
+    except MemoryToolError as exc:  # the engine's one error family, I/O failures included
+        return error_text(exc), True
+    except Exception as exc:  # a bug, not an engine error: logged, and the tool loop goes on
+        log.warning("tool %r failed unexpectedly", name, exc_info=True)
         return error_text(exc), True
 
 

@@ -135,13 +135,12 @@ def _parse(magic: Callable[..., Any], line: str) -> Any:
 
 @contextlib.contextmanager
 def _engine_errors() -> Iterator[None]:
-    """Turn engine errors into one-line ``UsageError``s carrying the engine's message."""
+    """Turn engine errors (the ``MemoryToolError`` family, I/O failures included) into
+    one-line ``UsageError``s carrying the engine's message."""
     try:
         yield
     except MemoryToolError as exc:
         raise UsageError(exc.message) from None
-    except (ValueError, OSError) as exc:
-        raise UsageError(str(exc)) from None
 
 
 def _only_one(**flags: object) -> None:

@@ -285,9 +285,10 @@ class MemoryService:
                 text = json.dumps(
                     self.read_snapshot(args.get("limit")), indent=2, ensure_ascii=False
                 )
-        except Exception as exc:  # one bad call must never end the session
-            if not isinstance(exc, MemoryToolError):
-                log.warning("tool %r failed unexpectedly", name, exc_info=True)
+        except MemoryToolError as exc:  # the engine's one error family, I/O failures included
+            return functions.error_text(exc), True, None
+        except Exception as exc:  # a bug, not an engine error: logged; the session goes on
+            log.warning("tool %r failed unexpectedly", name, exc_info=True)
             return functions.error_text(exc), True, None
         return text, False, _json_object(text)
 
@@ -307,7 +308,7 @@ class MemoryService:
 
         try:
             return manifest_path_for(self.memory) is not None
-        except (MemoryToolError, OSError):
+        except MemoryToolError:
             return False
 
     # -- resources ---------------------------------------------------------------------------
@@ -403,8 +404,8 @@ class MemoryService:
         """
         try:
             stats = self.memory.file_stats()
-        except (MemoryToolError, OSError) as exc:
-            return {"error": str(exc)}
+        except MemoryToolError as exc:
+            return {"error": exc.message}
         top = [name for name in stats if "/" not in name]
         memory_name = match_name(top, MEMORY_DIR)
         inside = [

@@ -84,8 +84,8 @@ def memory_fingerprint(mem: AgentMemory) -> tuple[Any, ...]:
 
     try:
         stats = mem.file_stats()
-    except (OSError, MemoryToolError) as exc:
-        return ("unavailable", str(exc))
+    except MemoryToolError as exc:
+        return ("unavailable", exc.message)
     return tuple(sorted((name, file_key(st)) for name, st in stats.items()))
 
 
@@ -273,9 +273,8 @@ class _FileEditor:
         except MemoryConflictError as exc:
             self._show_conflict(text, exc)
             return False
-        except (MemoryToolError, ValueError, OSError) as exc:
-            message = exc.message if isinstance(exc, MemoryToolError) else str(exc)
-            self.status.value = _message(f"Not saved: {message}", "error")
+        except MemoryToolError as exc:
+            self.status.value = _message(f"Not saved: {exc.message}", "error")
             return False
         self.loaded_text = text
         self.base_sha = sha
@@ -291,8 +290,8 @@ class _FileEditor:
         self.reload_button.button_style = "warning"
         try:
             current, current_sha = self._read()
-        except (MemoryToolError, OSError) as error:
-            self.status.value = _message(f"Not saved: {error}", "error")
+        except MemoryToolError as error:
+            self.status.value = _message(f"Not saved: {error.message}", "error")
             return
         self.conflict_sha = current_sha
         self.status.value = _message(
@@ -561,9 +560,6 @@ class MemoryPanel(widgets.VBox):
             return action()
         except MemoryToolError as exc:
             status.value = _message(exc.message, "error")
-            return None
-        except (ValueError, OSError) as exc:
-            status.value = _message(str(exc), "error")
             return None
 
     def _writable(self, enabled: bool) -> None:

@@ -11,7 +11,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .errors import InvalidAgentIdError, InvalidWorkspaceError, UnsafePathError
+from .errors import (
+    InvalidAgentIdError,
+    InvalidWorkspaceError,
+    UnsafePathError,
+    engine_boundary,
+)
 from .folder import (  # noqa: F401 - re-exported: this module's public names before the split
     DEFAULT_LOCK_TIMEOUT,
     DIR_MODE,
@@ -151,6 +156,7 @@ def require_workspace(workspace: str | os.PathLike[str]) -> Path:
     return path
 
 
+@engine_boundary
 def list_agents(root: str | os.PathLike[str] | None = None) -> list[str]:
     """Agent ids under ``root`` (real sub-folders with a valid id), sorted."""
     base = Path(root).expanduser() if root is not None else default_root()

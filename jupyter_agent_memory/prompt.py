@@ -35,7 +35,13 @@ from typing import TYPE_CHECKING, Any
 
 from . import bootstrap as _bootstrap
 from .bootstrap import BOOTSTRAP_TAG, SOUL_STUB_CHARS, STATE_FILE
-from .errors import INTERNAL_ERROR, INVALID_PARAMS, MemoryToolError, UnsafePathError
+from .errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    MemoryToolError,
+    UnsafePathError,
+    engine_boundary,
+)
 from .jstext import js_trim
 from .paths import Folder, describe, file_key, match_name
 from .store import FACT, JOURNAL, MEMORY_DIR, SOUL, USER, AgentMemory
@@ -243,6 +249,7 @@ class PromptBuilder:
 
     # -- public API ------------------------------------------------------------------------
 
+    @engine_boundary
     def build(
         self,
         agent: AgentMemory | str | os.PathLike[str],
@@ -340,6 +347,7 @@ class PromptBuilder:
             self._cache.put(Kind.PROMPT, key, prompt, chars=len(prompt.text))
         return prompt, _dependencies(folder, space, soul, user, facts, state, system)
 
+    @engine_boundary
     def build_session(
         self, agent: AgentMemory, workspace: str | os.PathLike[str] | None = None
     ) -> Prompt:
@@ -397,6 +405,7 @@ class PromptBuilder:
         )
         return definition
 
+    @engine_boundary
     def start_session(
         self,
         agent: AgentMemory,
@@ -418,6 +427,7 @@ class PromptBuilder:
         receipt = record(agent, prompt, session_id=session_id, client=dict(client or {}))
         return SessionStart(prompt, receipt)
 
+    @engine_boundary
     def build_facts_section(self, agent: AgentMemory | str | os.PathLike[str]) -> str | None:
         """``## Agent Knowledge`` with FACT.md, or None when FACT.md is missing or empty."""
         _soul, _user, facts, _state = self._load_agent_files(_agent_folder(agent))
@@ -432,6 +442,7 @@ class PromptBuilder:
         )
 
     @staticmethod
+    @engine_boundary
     def needs_bootstrap(
         soul: str, config: Mapping[str, Any] | None = None, has_user_instructions: bool = False
     ) -> bool:

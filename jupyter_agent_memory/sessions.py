@@ -24,7 +24,7 @@ import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .errors import INVALID_PARAMS, MemoryToolError
+from .errors import INVALID_PARAMS, MemoryToolError, engine_boundary
 from .folder import Folder, sha256_hex
 from .jstext import js_trim
 
@@ -180,6 +180,7 @@ def receipts(mem: AgentMemory) -> list[dict[str, Any]]:
         return []
 
 
+@engine_boundary
 def find(mem: AgentMemory, session_id: str) -> dict[str, Any]:
     """The receipt whose id is ``session_id`` or starts with it (at least 6 hex digits)."""
     if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id.lower()):

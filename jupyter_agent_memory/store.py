@@ -14,7 +14,6 @@ descriptor. Nothing inside the agent folder is ever reached through a symlink.
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
 import re
@@ -23,7 +22,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from . import history, journal, secrets, sessions
 from .bootstrap import STATE_FILE
@@ -37,6 +36,7 @@ from .errors import (
     MemoryIOError,
     MemoryToolError,
     UnsafePathError,
+    engine_boundary,
 )
 from .folder import DEFAULT_LOCK_TIMEOUT, Folder, describe, sha256_hex
 from .history import DEFAULT_HISTORY_LIMIT, HISTORY_DIR
@@ -60,28 +60,6 @@ DEFAULT_MAX_BYTES = 1024 * 1024
 # Temp files are named by Folder.write_atomic: "." + target name + "." + 16 hex + ".tmp".
 _TEMP_NAME = re.compile(r"^\.(?P<target>.+)\.[0-9a-f]{16}\.tmp$")
 EMPTY_SHA256 = sha256_hex(b"")
-
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def engine_boundary(method: F) -> F:
-    """Let only the :class:`MemoryToolError` family out of a public engine method.
-
-    An ``OSError`` becomes :class:`~jupyter_agent_memory.errors.MemoryIOError` (still an
-    ``OSError``), so every surface catches exactly one family and maps it the same way.
-    """
-
-    @functools.wraps(method)
-    def guarded(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(*args, **kwargs)
-        except MemoryToolError:
-            raise
-        except OSError as exc:
-            raise MemoryIOError(exc) from exc
-
-    return guarded  # type: ignore[return-value]
 
 
 class WriteResult(str):
@@ -763,6 +741,7 @@ class AgentMemory:
 
     # -- the memory tool -------------------------------------------------------------------
 
+    @engine_boundary
     def call_tool(self, args: dict[str, Any]) -> str:
         """Run the ``memory`` tool with ``args``; returns its exact result text."""
         return call_tool(self, args)

@@ -26,7 +26,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .errors import INTERNAL_ERROR, INVALID_PARAMS, MemoryToolError, TemplateError, UnsafePathError
+from .errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    MemoryToolError,
+    TemplateError,
+    UnsafePathError,
+    engine_boundary,
+)
 from .jstext import js_json, js_ordered, js_string, js_trim
 from .paths import Folder, describe, match_name
 from .store import LOCK, MEMORY_DIR, SOUL, USER, AgentMemory
@@ -146,11 +153,13 @@ def _template_file_error(path: Path, exc: OSError) -> TemplateError:
 # -- loading and validating --------------------------------------------------------------------
 
 
+@engine_boundary
 def list_templates() -> list[str]:
     """Names of the built-in templates."""
     return sorted(p.name for p in BUILTIN_DIR.iterdir() if (p / AGENT_JSON).is_file())
 
 
+@engine_boundary
 def load_template(
     template: str | os.PathLike[str], locale: str | None = None
 ) -> TemplateDefinition:
@@ -297,6 +306,7 @@ def _localized(spec: dict[str, Any], key: str, path: Path, required: bool) -> di
 # -- provisioning ------------------------------------------------------------------------------
 
 
+@engine_boundary
 def provision(
     template: str | os.PathLike[str],
     agent: AgentMemory | str | os.PathLike[str],
@@ -332,6 +342,7 @@ def provision(
     return definition
 
 
+@engine_boundary
 def template_for(memory: AgentMemory) -> TemplateDefinition | None:
     """The template an agent was provisioned from, when it is still available and valid."""
     record = memory.template_info()
@@ -343,6 +354,7 @@ def template_for(memory: AgentMemory) -> TemplateDefinition | None:
         return None
 
 
+@engine_boundary
 def manifest_path_for(memory: AgentMemory) -> Path | None:
     """The product manifest of the agent's template, or None (no template, or no manifest)."""
     definition = template_for(memory)
@@ -479,6 +491,7 @@ def _unavailable() -> MemoryToolError:
     return MemoryToolError("Product manifest is unavailable", INTERNAL_ERROR)
 
 
+@engine_boundary
 def read_manifest(definition: TemplateDefinition | None) -> dict[str, Any]:
     """Load and check a template's manifest now (never cached, so it cannot go stale).
 
@@ -526,6 +539,7 @@ def _valid_manifest(manifest: Any) -> bool:
     )
 
 
+@engine_boundary
 def product_info(memory: AgentMemory, args: dict[str, Any]) -> str:
     """The ``product_info`` tool: the agent's product manifest as compact JSON text.
 

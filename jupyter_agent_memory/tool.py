@@ -98,16 +98,16 @@ def call_tool(memory: AgentMemory, args: dict[str, Any]) -> str:
         content = args.get("content")
         if not isinstance(content, str) or not content:
             raise MemoryToolError("'content' is required for update action", INVALID_PARAMS)
-        _guard_io(memory.check_folder)
-        _guard_io(memory.update_facts, content)
+        memory.check_folder()
+        memory.update_facts(content)
         return UPDATED
     if action == "append":
         text = args.get("text")
         if not isinstance(text, str) or not text:
             raise MemoryToolError("'text' is required for append action", INVALID_PARAMS)
         tags = args.get("tags")
-        _guard_io(memory.check_folder)
-        entry = _guard_io(memory.append, text, tags if isinstance(tags, list) else [])
+        memory.check_folder()
+        entry = memory.append(text, tags if isinstance(tags, list) else [])
         return f"Journal entry added at {entry['ts']}."
     if action == "search":
         query = _optional_string(args, "query")
@@ -115,8 +115,8 @@ def call_tool(memory: AgentMemory, args: dict[str, Any]) -> str:
         since = coerce_time(args.get("since"), "since")
         until = coerce_time(args.get("until"), "until")
         limit = normalize_limit(args.get("limit"))
-        _guard_io(memory.check_folder)
-        result = _guard_io(memory.search_journal, query, tag, limit, since, until)
+        memory.check_folder()
+        result = memory.search_journal(query, tag, limit, since, until)
         if result is None:
             return NO_JOURNAL
         if not result:
@@ -137,28 +137,17 @@ def _optional_string(args: dict[str, Any], field: str) -> str:
     return value
 
 
-def _guard_io(function: Any, *args: Any) -> Any:
-    """Call ``function``; an OSError becomes an internal tool error naming the problem."""
-    try:
-        return function(*args)
-    except MemoryToolError:
-        raise
-    except OSError as exc:
-        where = f" ({exc.filename})" if exc.filename else ""
-        raise MemoryToolError(f"{exc.strerror or exc}{where}", -32603) from exc
-
-
 def normalize_limit(value: object) -> int:
     """The tool's lenient ``limit`` rule: ints, integral floats and int strings, at least 1.
 
-    Anything else means ``DEFAULT_LIMIT`` (20). ``3.0`` is an integer in JSON Schema, so it means 3.
+    Anything else means ``DEFAULT_LIMIT``. ``3.0`` is an integer in JSON Schema, so it means 3.
     """
     if isinstance(value, bool):
         return DEFAULT_LIMIT
     if isinstance(value, int):
         return max(1, value)
     if isinstance(value, float):
-        return max(1, int(value)) if value.is_integer() else 20
+        return max(1, int(value)) if value.is_integer() else DEFAULT_LIMIT
     if isinstance(value, str):
         try:
             return max(1, int(value.strip()))

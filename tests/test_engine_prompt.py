@@ -163,9 +163,9 @@ def test_memories_section_explains_the_files(agent: AgentMemory, workspace: Path
         assert path.is_absolute()
         assert f"`{path}`" in intro, path
     assert f"`{TOOL}`" in intro
-    for needed in ("HOW you present yourself", "WHO the user is", "WHAT you know", "WHEN things happened",
-                   "exclusive scope", "action `update`", "`append`", "`search`",
-                   "never loaded", "will this still matter in 6 months"):
+    for needed in ("HOW you present yourself", "WHO the user is", "WHAT you know",
+                   "WHEN things happened", "exclusive scope", "action `update`", "`append`",
+                   "`search`", "never loaded", "will this still matter in 6 months"):
         assert needed in intro, needed
     assert f"Your working directory is the session workspace (`{workspace}`)" in intro
     assert "case-insensitively" in intro

@@ -45,6 +45,7 @@ from ..errors import (
     AgentNotFoundError,
     ContentTooLargeError,
     LockTimeoutError,
+    MemoryIOError,
 )
 from ..forgetting import forget
 from ..sessions import find as find_session
@@ -249,7 +250,7 @@ _OS_STATUS = {
 }
 
 
-def _engine_error(exc: MemoryToolError | OSError) -> ApiError:
+def _engine_error(exc: MemoryToolError) -> ApiError:
     """Map an engine exception to a status code, keeping the engine's message.
 
     Conflict → 409 with both hashes; a refused path (symlink, escape) → 403; text over the
@@ -265,12 +266,8 @@ def _engine_error(exc: MemoryToolError | OSError) -> ApiError:
         return ApiError(413, exc.message)
     if isinstance(exc, LockTimeoutError):
         return ApiError(503, exc.message)
-    if isinstance(exc, OSError):  # MemoryIOError from the engine, or a stray OSError
-        if isinstance(exc, MemoryToolError):
-            message = exc.message
-        else:
-            message = f"{exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else "")
-        return ApiError(_OS_STATUS.get(exc.errno or 0, 500), message)
+    if isinstance(exc, MemoryIOError):
+        return ApiError(_OS_STATUS.get(exc.errno or 0, 500), exc.message)
     return ApiError(400 if exc.code == INVALID_PARAMS else 500, exc.message)
 
 
@@ -370,7 +367,7 @@ class AgentMemoryHandler(APIHandler):
                 return await loop.run_in_executor(state.executor, func)
             async with state.gate.enter(writes_to):
                 return await loop.run_in_executor(state.executor, func)
-        except (MemoryToolError, OSError) as exc:
+        except MemoryToolError as exc:  # the engine's one error family (I/O included)
             raise _engine_error(exc) from exc
 
     def json_body(self) -> dict[str, Any]:
