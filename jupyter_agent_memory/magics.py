@@ -681,11 +681,11 @@ class AgentMemoryMagics(Magics):
             raise UsageError("Give exactly one of TEXT, --pattern REGEX, --secrets"
                              + (f" (got {', '.join(given)})" if given else ""))
         mem = self.memory_for(args.agent)
-        if not hasattr(mem, "forget"):
-            raise UsageError("This version of the engine cannot forget yet")
+        from .forgetting import forget
+
         with _engine_errors():
-            receipt = mem.forget(text, pattern=args.pattern, secrets=args.secrets,
-                                 dry_run=args.dry_run, reason=args.reason)
+            receipt = forget(mem, text, pattern=args.pattern, secrets=args.secrets,
+                             dry_run=args.dry_run, reason=args.reason)
         return ForgetReceipt(receipt)
 
     # -- hooks -----------------------------------------------------------------------------

@@ -211,3 +211,39 @@ def test_forget_receipt_view() -> None:
     assert "var(--jp-error-color1" in page
     nothing = ForgetReceipt({"dry_run": True, "changed": {"facts": 0}})
     assert str(nothing).splitlines()[0] == "Nothing to forget: no stored place holds it."
+
+
+def _bytes_under(folder: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file())
+
+
+def test_forget_dry_run_then_forget_for_real(shell: InteractiveShell, mem: AgentMemory) -> None:
+    secret_place = "221B Baker Street"
+    mem.update_facts(f"# Facts\n- The user lives at {secret_place}.\n- Metric units.\n")
+    mem.update_facts("# Facts\n- Metric units.\n")  # the address lives on in the history
+    mem.append(f"Visited {secret_place} today", ["visit"])
+    start(mem)
+    before = _bytes_under(mem.path)
+    assert secret_place.encode() in before
+
+    dry, cap = line(shell, f"forget --dry-run {secret_place}")
+    assert isinstance(dry, ForgetReceipt) and dry["dry_run"] is True
+    assert cap.stdout == ""
+    assert _bytes_under(mem.path) == before  # a dry run changes nothing
+    assert dry.counts()["journal"] == 1 and dry.counts()["history"] >= 1
+    plain = fmt(shell, dry)["text/plain"]
+    assert plain.startswith("Dry run, nothing changed. Forgetting would change:")
+    assert secret_place not in plain and secret_place not in fmt(shell, dry)["text/html"]
+
+    done, _ = line(shell, f'forget {secret_place} --reason "moved out"')
+    assert done["verified"] is True and done["dry_run"] is False
+    assert "Verified: found in no form" in fmt(shell, done)["text/plain"]
+    after = _bytes_under(mem.path)
+    assert secret_place.encode() not in after
+    assert secret_place.lower().encode() not in after.lower()
+    assert mem.facts == "# Facts\n- Metric units.\n"
+
+    nothing, _ = line(shell, f"forget {secret_place}")
+    assert str(nothing).startswith("Nothing to forget: no stored place holds it.")
+    with pytest.raises(UsageError, match="The reason must not contain what is being forgotten"):
+        line(shell, "forget Metric --reason 'Metric units'")
