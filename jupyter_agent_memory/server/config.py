@@ -74,7 +74,8 @@ class AgentMemoryServer(Configurable):
         0,
         help=(
             "Token budget for the prompt preview; a larger memory is reported as over budget "
-            "(never truncated). 0 disables the budget."
+            "(never truncated). It wins over an agent's template budget; 0 sets none here, "
+            "so the template's (if any) applies."
         ),
     ).tag(config=True)
 
