@@ -192,3 +192,27 @@ async def test_forget_needs_the_xsrf_check_and_a_token(
     assert response.code == 403
     assert stored(mem) == before
     assert copies(mem.path, TEXT)
+
+
+async def test_a_failed_verification_is_reported_in_the_receipt(
+    call, mem: AgentMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The engine's verification is tested with the engine; here only that the route passes a
+    # receipt saying a copy was left through unchanged, for the client to act on.
+    receipt = {
+        "ts": "2026-01-01T00:00:00.000Z", "forgotten_sha256": "0" * 64, "what": "text",
+        "reason": "", "dry_run": False, "changed": {"facts": 1}, "places": ["memory/FACT.md"],
+        "verified": False, "remaining": ["memory/odd-copy.txt"],
+    }
+    seen: list[tuple[Any, ...]] = []
+
+    def fake(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        seen.append((args[1:], kwargs))
+        return receipt
+
+    monkeypatch.setattr("jupyter_agent_memory.server.handlers.forget", fake)
+    status, body = await call({"text": TEXT, "dry_run": False, "reason": "why"})
+    assert (status, body) == (200, {"agent": "demo", "receipt": receipt})
+    assert seen == [
+        ((TEXT,), {"pattern": None, "secrets": False, "dry_run": False, "reason": "why"})
+    ]
