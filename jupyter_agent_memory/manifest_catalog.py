@@ -149,4 +149,14 @@ ROUTES: list[Route] = [
         f"{API_PREFIX}/agents/{{id}}/forget",
         "Forget a text, pattern or every credential everywhere, verify, return the receipt.",
     ),
+    Route(
+        ("GET", "PUT"),
+        f"{API_PREFIX}/agents/{{id}}/soul",
+        "Read SOUL.md with its sha256; replace it with compare-and-swap (409 on conflict).",
+    ),
+    Route(
+        ("GET", "PUT"),
+        f"{API_PREFIX}/agents/{{id}}/user",
+        "Read USER.md with its sha256; replace it with compare-and-swap (409 on conflict).",
+    ),
 ]

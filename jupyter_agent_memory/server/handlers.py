@@ -391,7 +391,15 @@ class AgentMemoryHandler(APIHandler):
         return data
 
     def agent_id(self, raw: object) -> str:
-        """Validate an agent id from the URL or a body (400 with the engine's message)."""
+        """Validate an agent id from the URL or a body (400 with the engine's message).
+
+        ``@`` followed by a folder path relative to the server's root names an agent folder
+        opened by path (the sidebar's "open this folder as an agent"), for example
+        ``@projects/demo-agent``.
+        """
+        if isinstance(raw, str) and raw.startswith(PATH_AGENT_PREFIX):
+            _path_agent_parts(raw)
+            return raw
         try:
             return validate_agent_id(raw)
         except MemoryToolError as exc:
@@ -405,6 +413,8 @@ class AgentMemoryHandler(APIHandler):
         to the engine, which refuses it (403).
         """
         config = self.state.config
+        if agent_id.startswith(PATH_AGENT_PREFIX):
+            return _open_path_agent(self.state.workspace, agent_id, config.lock_timeout)
         root = config.resolved_root()
         try:
             return AgentMemory.open_id(
@@ -412,6 +422,48 @@ class AgentMemoryHandler(APIHandler):
             )
         except AgentNotFoundError:
             raise ApiError(404, f'Agent "{agent_id}" does not exist under {root}') from None
+
+
+#: An agent id starting with this names a folder below the server's root, by relative path.
+PATH_AGENT_PREFIX = "@"
+
+
+def _path_agent_parts(agent_id: str) -> list[str]:
+    """The path components of an ``@relative/path`` agent id; 400 unless it stays inside."""
+    relative = agent_id[len(PATH_AGENT_PREFIX) :]
+    parts = relative.split("/")
+    if (
+        not relative
+        or relative.startswith("/")
+        or "\\" in relative
+        or "\x00" in relative
+        or any(part in ("", ".", "..") for part in parts)
+    ):
+        raise ApiError(
+            400,
+            f'Invalid agent folder "{relative}": give a folder path relative to the server\'s '
+            "root, without '.', '..', empty parts or backslashes",
+        )
+    return parts
+
+
+def _open_path_agent(workspace: Path, agent_id: str, lock_timeout: float) -> AgentMemory:
+    """Open an existing folder below the server's root as an agent (nothing is created).
+
+    A link anywhere on the way is refused (403), so the folder is really below the root.
+    """
+    relative = "/".join(_path_agent_parts(agent_id))
+    folder = workspace.joinpath(*relative.split("/"))
+    if not os.path.lexists(folder):
+        raise ApiError(404, f'No folder "{relative}" under the server\'s root {workspace}')
+    if os.path.realpath(folder) != os.path.join(os.path.realpath(workspace), *relative.split("/")):
+        raise ApiError(403, f'Refusing "{relative}": a link on the way leads out of the folder')
+    if not folder.is_dir():
+        raise ApiError(403, f'"{relative}" is not a folder')
+    try:
+        return AgentMemory.open(folder, create=False, lock_timeout=lock_timeout)
+    except MemoryToolError as exc:
+        raise _engine_error(exc) from None
 
 
 # -- handlers ----------------------------------------------------------------------------------
@@ -786,6 +838,85 @@ class ForgetHandler(AgentMemoryHandler):
         self.reply(await self.run(work, agent_id))
 
 
+class PersonaResponse(TypedDict):
+    """``GET agents/{id}/soul`` and ``.../user``."""
+
+    agent: str
+    name: str
+    path: str
+    content: str
+    sha256: str
+
+
+class PersonaSavedResponse(TypedDict):
+    """``PUT agents/{id}/soul`` and ``.../user``."""
+
+    agent: str
+    name: str
+    sha256: str
+    previous_sha256: str
+
+
+class _PersonaHandler(AgentMemoryHandler):
+    """``GET`` SOUL.md or USER.md with its sha256; ``PUT {content, expected_sha256}``
+    replaces it with compare-and-swap (409 on conflict). Either may be empty."""
+
+    file_name = ""
+
+    def _read(self, mem: AgentMemory) -> tuple[str, str]:
+        return mem.read_soul() if self.file_name == "SOUL.md" else mem.read_user()
+
+    def _write(self, mem: AgentMemory, content: Any, expected: str | None) -> Any:
+        write = mem.write_soul if self.file_name == "SOUL.md" else mem.write_user
+        return write(content, expected_sha256=expected)
+
+    @tornado.web.authenticated
+    @authorized
+    async def get(self, agent: str) -> None:
+        """Return the file's text and the sha256 to send back when saving."""
+        agent_id = self.agent_id(agent)
+
+        def work() -> PersonaResponse:
+            mem = self.open_agent(agent_id)
+            content, sha = self._read(mem)
+            return {"agent": agent_id, "name": self.file_name,
+                    "path": str(mem.file_path(self.file_name)), "content": content,
+                    "sha256": sha}
+
+        self.reply(await self.run(work))
+
+    @tornado.web.authenticated
+    @authorized
+    async def put(self, agent: str) -> None:
+        """Replace the file; with ``expected_sha256`` it is compare-and-swap."""
+        agent_id = self.agent_id(agent)
+        body = self.json_body()
+        content: Any = body.get("content")  # the engine checks it
+        expected = body.get("expected_sha256")
+        if expected is not None and not isinstance(expected, str):
+            raise ApiError(400, "'expected_sha256' must be a sha256 hex string or null")
+
+        def work() -> PersonaSavedResponse:
+            mem = self.open_agent(agent_id)
+            written = self._write(mem, content, expected)
+            return {"agent": agent_id, "name": self.file_name, "sha256": written.sha256,
+                    "previous_sha256": written.previous_sha256}
+
+        self.reply(await self.run(work, agent_id))
+
+
+class SoulHandler(_PersonaHandler):
+    """SOUL.md: ``GET`` it with its sha256, ``PUT`` it with compare-and-swap."""
+
+    file_name = "SOUL.md"
+
+
+class UserHandler(_PersonaHandler):
+    """USER.md: ``GET`` it with its sha256, ``PUT`` it with compare-and-swap."""
+
+    file_name = "USER.md"
+
+
 # -- registration ------------------------------------------------------------------------------
 
 _AGENT = r"(?P<agent>[^/]+)"
@@ -804,6 +935,8 @@ HANDLERS: list[tuple[str, type[AgentMemoryHandler]]] = [
     (f"{API_PREFIX}/agents/{_AGENT}/sessions/{_SID}/diff/(?P<other>[^/]+)", SessionDiffHandler),
     (f"{API_PREFIX}/agents/{_AGENT}/sessions/{_SID}/why", SessionWhyHandler),
     (f"{API_PREFIX}/agents/{_AGENT}/forget", ForgetHandler),
+    (f"{API_PREFIX}/agents/{_AGENT}/soul", SoulHandler),
+    (f"{API_PREFIX}/agents/{_AGENT}/user", UserHandler),
 ]
 
 
