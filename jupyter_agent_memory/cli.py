@@ -48,6 +48,7 @@ Options such as --agent and --json go before or after the sub-command.
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the command line."""
     from .__about__ import __version__
+    from .tool import DEFAULT_LIMIT
 
     agent_help = "agent id under the agents root, or a folder path (default: the default agent)"
     json_help = "print JSON for scripts instead of text for people"
@@ -94,7 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("query", nargs="?", default="", help="case-insensitive substring")
     search.add_argument("-t", "--tag", default="", metavar="TAG", help="only entries with TAG")
     search.add_argument(
-        "-n", "--limit", type=int, default=20, metavar="N", help="most entries (20)"
+        "-n", "--limit", type=int, default=DEFAULT_LIMIT, metavar="N",
+        help="most entries (%(default)s)",
     )
     search.add_argument("--since", default=None, help="ISO-8601 start of the time window")
     search.add_argument("--until", default=None, help="ISO-8601 end of the time window")
@@ -310,6 +312,8 @@ MCP_TOKEN_ENV = "JUPYTER_AGENT_MEMORY_MCP_TOKEN"
 
 
 def _add_mcp_parser(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    from .prompt import DEFAULT_TOOL_NAME
+
     mcp = commands.add_parser(
         "mcp",
         parents=[common],
@@ -360,7 +364,7 @@ def _add_mcp_parser(commands: argparse._SubParsersAction, common: argparse.Argum
         "--tool-name",
         default=None,
         metavar="NAME",
-        help="how the model sees the memory tool in the prompt (mcp__agent-memory__memory)",
+        help=f"how the model sees the memory tool in the prompt ({DEFAULT_TOOL_NAME})",
     )
     mcp.add_argument(
         "--budget-tokens",

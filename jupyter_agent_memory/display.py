@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .render import escape_html, markdown_html, no_math_block
+from .tool import NO_MATCHES
 
 __all__ = [
     "VIEW_LIMIT",
@@ -302,7 +303,7 @@ class JournalResult(list):
         *,
         skipped: int = 0,
         scanned: int | None = None,
-        empty_message: str = "No matching journal entries found.",
+        empty_message: str = NO_MATCHES,
         highlight: str = "",
         now: datetime | None = None,
     ):

@@ -83,7 +83,9 @@ from .display import (
 )
 from .errors import MemoryToolError
 from .paths import require_workspace
+from .prompt import DEFAULT_TOOL_NAME
 from .store import AgentMemory, check_edit_body
+from .tool import DEFAULT_LIMIT, NO_JOURNAL
 
 __all__ = [
     "AgentMemoryMagics",
@@ -91,8 +93,6 @@ __all__ = [
     "load_ipython_extension",
     "unload_ipython_extension",
 ]
-
-DEFAULT_TOOL_NAME = "mcp__agent-memory__memory"
 
 _QUOTES = ("'", '"')
 
@@ -185,7 +185,7 @@ class AgentMemoryMagics(Magics):
     ).tag(config=True)
 
     journal_limit = Int(
-        20, help="How many entries %journal (with no command) lists by default."
+        DEFAULT_LIMIT, help="How many entries %journal (with no command) lists by default."
     ).tag(config=True)
 
     panel = CaselessStrEnum(
@@ -504,7 +504,7 @@ class AgentMemoryMagics(Magics):
         # Plain %journal lists the configured number of entries; search uses the tool's default.
         limit = args.limit
         if limit is None:
-            limit = self.journal_limit if not command else 20
+            limit = self.journal_limit if not command else DEFAULT_LIMIT
         with _engine_errors():
             result = mem.search_journal(
                 query=" ".join(args.words),
@@ -514,7 +514,7 @@ class AgentMemoryMagics(Magics):
                 until=args.until,
             )
         if result is None:
-            return JournalResult(empty_message="No journal entries found.")
+            return JournalResult(empty_message=NO_JOURNAL)
         return JournalResult.from_search(result, highlight=" ".join(args.words))
 
     # -- %memprompt ------------------------------------------------------------------------

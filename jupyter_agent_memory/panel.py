@@ -47,14 +47,14 @@ from .display import (
     short_sha,
 )
 from .errors import AgentNotFoundError, MemoryConflictError, MemoryToolError
+from .prompt import DEFAULT_TOOL_NAME
 from .render import NO_MATH_CLASS, escape_html
 from .store import AgentMemory, check_edit_body
+from .tool import DEFAULT_LIMIT, NO_JOURNAL
 
 __all__ = ["MemoryPanel", "is_live", "memory_fingerprint", "refresh_live_panels"]
 
 log = logging.getLogger(__name__)
-
-DEFAULT_TOOL_NAME = "mcp__agent-memory__memory"
 
 # Panels that are open; the IPython post_run_cell hook refreshes them. Closed panels leave.
 _LIVE_PANELS: weakref.WeakSet[MemoryPanel] = weakref.WeakSet()
@@ -442,7 +442,7 @@ class MemoryPanel(widgets.VBox):
         self.journal_tag = widgets.Combobox(placeholder="any tag", description="Tag",
                                             options=[], ensure_option=False,
                                             continuous_update=False)
-        self.journal_limit = widgets.BoundedIntText(value=20, min=1, max=1_000_000,
+        self.journal_limit = widgets.BoundedIntText(value=DEFAULT_LIMIT, min=1, max=1_000_000,
                                                     description="Limit",
                                                     continuous_update=False)
         self.journal_since = widgets.Text(placeholder="2026-11-01 or 2026-11-01T09:00Z",
@@ -764,7 +764,7 @@ class MemoryPanel(widgets.VBox):
                 until=self.journal_until.value.strip() or None,
             )
             if result is None:
-                return JournalResult(empty_message="No journal entries found.")
+                return JournalResult(empty_message=NO_JOURNAL)
             return JournalResult.from_search(result, highlight=query)
         self.journal_status.value = ""
         results = self._guard(self.journal_status, search)

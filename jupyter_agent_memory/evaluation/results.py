@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .expectations import ExpectationOutcome
+from .models import EVAL_INSTALL_HINT
 from .records import (
     ModelCallRecord,
     RetrievalScore,
@@ -42,7 +43,6 @@ __all__ = [
     "count_facts",
 ]
 
-EVAL_INSTALL_HINT = 'pip install "jupyter-agent-memory[eval]"'
 
 FORMAT = "jupyter-agent-memory/evaluation-result"
 FORMAT_VERSION = 1

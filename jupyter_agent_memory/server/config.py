@@ -16,6 +16,8 @@ from pathlib import Path
 from traitlets import Float, Int, TraitError, Unicode, validate
 from traitlets.config import Configurable
 
+from ..prompt import DEFAULT_TOOL_NAME
+
 
 class AgentMemoryServer(Configurable):
     """Settings for the ``/agent-memory/api/`` routes."""
@@ -63,10 +65,10 @@ class AgentMemoryServer(Configurable):
     ).tag(config=True)
 
     tool_name = Unicode(
-        "mcp__agent-memory__memory",
+        DEFAULT_TOOL_NAME,
         help=(
             "Name of the memory tool as the model sees it, used in the prompt preview "
-            "(the MCP default is mcp__agent-memory__memory)."
+            f"(the MCP default is {DEFAULT_TOOL_NAME})."
         ),
     ).tag(config=True)
 
