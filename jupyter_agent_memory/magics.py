@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import os
 import sys
 import warnings
 from collections.abc import Callable, Iterator
@@ -737,6 +738,42 @@ def _journal_size(mem: AgentMemory) -> int:
     stats = mem.file_stats()
     name = match_name(list(stats), f"{MEMORY_DIR}/{JOURNAL}")
     return stats[name].st_size if name is not None else -1
+
+
+class _JsonValue(dict):
+    """A dict whose plain-text display is its JSON, so a front end asking a kernel through
+    ``user_expressions`` can parse it."""
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        """Plain-text form: the JSON text."""
+        import json
+
+        p.text(json.dumps(self))
+
+
+def active_agent_location(ipython: Any) -> dict[str, Any]:
+    """Where this kernel's active agent is, without opening or creating anything.
+
+    For the JupyterLab sidebar's "open the notebook's agent": ``{"loaded": False}`` when the
+    extension is not loaded, else ``{"loaded": True, "path": folder, "agent_id": id or None,
+    "exists": bool}`` for the agent ``%agent_memory`` selected (or the default it would use).
+    """
+    from .paths import resolve_target
+
+    magics = ipython.magics_manager.registry.get(AgentMemoryMagics.__name__)
+    if magics is None:
+        return _JsonValue(loaded=False)
+    mem = magics._memory
+    if mem is not None:
+        path, agent_id = mem.path, mem.agent_id
+    else:
+        try:
+            path, agent_id, _root = resolve_target(magics.default_agent or None,
+                                                   magics.root or None)
+        except (MemoryToolError, ValueError, OSError) as exc:
+            return _JsonValue(loaded=True, error=str(exc))
+    return _JsonValue(loaded=True, path=str(path), agent_id=agent_id,
+                      exists=os.path.lexists(path))
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -247,3 +247,24 @@ def test_forget_dry_run_then_forget_for_real(shell: InteractiveShell, mem: Agent
     assert str(nothing).startswith("Nothing to forget: no stored place holds it.")
     with pytest.raises(UsageError, match="The reason must not contain what is being forgotten"):
         line(shell, "forget Metric --reason 'Metric units'")
+
+
+def test_active_agent_location_for_the_sidebar(shell: InteractiveShell, mem: AgentMemory) -> None:
+    import json
+
+    from IPython.lib.pretty import pretty
+
+    from jupyter_agent_memory.magics import active_agent_location
+
+    where = active_agent_location(shell)
+    assert where == {"loaded": True, "path": str(mem.path), "agent_id": None, "exists": True}
+    assert json.loads(pretty(where)) == where  # what the kernel's user_expressions send
+    with capture_output():
+        shell.run_line_magic("agent_memory", "research")
+    where = active_agent_location(shell)
+    assert (where["agent_id"], where["exists"]) == ("research", True)
+    shell.run_line_magic("unload_ext", "jupyter_agent_memory")
+    try:
+        assert active_agent_location(shell) == {"loaded": False}
+    finally:
+        shell.run_line_magic("load_ext", "jupyter_agent_memory")
