@@ -92,7 +92,7 @@ class _Matcher:
         # JSON lines store text escaped: read each one back and look again.
         for line in text.splitlines():
             if line.startswith("{"):
-                with contextlib.suppress(ValueError):
+                with contextlib.suppress(ValueError, RecursionError):
                     if self(json.dumps(json.loads(line), ensure_ascii=False)):
                         return True
         return False
@@ -236,7 +236,7 @@ def _journal(memory: Folder, run: _Run) -> None:
         text = raw.decode("utf-8", "replace")
         try:
             entry = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             entry = None
         shown = json.dumps(entry, ensure_ascii=False) if isinstance(entry, dict) else text
         # The dump escapes quotes and backslashes: the entry's own strings are searched too.
@@ -293,34 +293,33 @@ def _history(memory: Folder, run: _Run) -> None:
 def _sessions(memory: Folder, run: _Run) -> None:
     if memory.lookup(sessions.BLOBS_DIR) is None:
         return
+    receipts = sessions._read_receipts(memory)
+    # A stored prompt is scrubbed section by section, so each receipt's section sizes (which
+    # `why` uses to find the sections) can follow the text.
+    layouts = {str(r.get("prompt_sha256")): [int(x["chars"]) for x in r["sections"]]
+               for r in receipts if isinstance(r.get("sections"), list)}
     renamed: dict[str, str] = {}
+    new_layouts: dict[str, list[int]] = {}
     with memory.subfolder(sessions.BLOBS_DIR) as store:
         for name in sorted(store.names()):
             if not sessions.BLOB_NAME.match(name):
                 continue
-            data = store.read_bytes(name) or b""
-            content = data.decode("utf-8", "surrogatepass")
-            kept, removed = _drop_lines(content, run.match, placeholder="[forgotten]")
-            if not removed or not run.found("sessions", f"memory/{sessions.BLOBS_DIR}/{name}"):
+            content = (store.read_bytes(name) or b"").decode("utf-8", "surrogatepass")
+            parts = _split(content, layouts.get(name[:-4]))
+            scrubbed = [_drop_lines(part, run.match, placeholder="[forgotten]") for part in parts]
+            if not any(removed for _kept, removed in scrubbed):
                 continue
-            new = kept.encode("utf-8", "surrogatepass")
+            if not run.found("sessions", f"memory/{sessions.BLOBS_DIR}/{name}"):
+                continue
+            new = "\n\n".join(kept for kept, _removed in scrubbed).encode("utf-8", "surrogatepass")
             digest = sha256_hex(new)
             store.write_atomic(f"{digest}.txt", new, run.recheck)
             renamed[name[:-4]] = digest
+            new_layouts[name[:-4]] = [len(kept) for kept, _removed in scrubbed]
         if renamed:
             # Receipts point at the scrubbed texts and say so; then the old texts go.
-            receipts = sessions._read_receipts(memory)
             for receipt in receipts:
-                touched = False
-                if receipt.get("prompt_sha256") in renamed:
-                    receipt["prompt_sha256"] = renamed[receipt["prompt_sha256"]]
-                    touched = True
-                for section in receipt.get("sections") or ():
-                    if isinstance(section, dict) and section.get("version") in renamed:
-                        section["version"] = renamed[section["version"]]
-                        touched = True
-                if touched:
-                    receipt["forgotten"] = True
+                _follow(receipt, renamed, new_layouts)
             lines = "".join(
                 json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in receipts
             )
@@ -328,6 +327,41 @@ def _sessions(memory: Folder, run: _Run) -> None:
             for old in renamed:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(f"{old}.txt", dir_fd=store.fd)
+
+
+def _split(text: str, layout: list[int] | None) -> list[str]:
+    """A stored prompt cut into its sections (joined by blank lines); else the whole text."""
+    if not layout or sum(layout) + 2 * (len(layout) - 1) != len(text):
+        return [text]
+    parts, offset = [], 0
+    for chars in layout:
+        parts.append(text[offset : offset + chars])
+        offset += chars + 2
+    return parts
+
+
+def _follow(
+    receipt: dict[str, Any], renamed: dict[str, str], layouts: dict[str, list[int]]
+) -> None:
+    """Point a receipt at scrubbed texts, with the new sizes, and mark it."""
+    touched = False
+    old = receipt.get("prompt_sha256")
+    sections = [s for s in receipt.get("sections") or () if isinstance(s, dict)]
+    if old in renamed:
+        receipt["prompt_sha256"] = renamed[old]
+        sizes = layouts.get(old, [])
+        if len(sizes) == len(sections):
+            for section, chars in zip(sections, sizes, strict=True):
+                section["chars"], section["tokens"] = chars, (chars + 3) // 4
+            receipt["chars"] = sum(sizes) + 2 * (len(sizes) - 1)
+            receipt["tokens"] = (receipt["chars"] + 3) // 4
+        touched = True
+    for section in sections:
+        if section.get("version") in renamed:
+            section["version"] = renamed[section["version"]]
+            touched = True
+    if touched:
+        receipt["forgotten"] = True
 
 
 def _caches(mem: AgentMemory, run: _Run) -> None:
@@ -408,7 +442,7 @@ def lint(mem: AgentMemory) -> list[dict[str, Any]]:
             for number, line in enumerate(text.splitlines(), 1):
                 candidates = [line]
                 if line.startswith("{"):  # a journal line: its text is stored escaped
-                    with contextlib.suppress(ValueError):
+                    with contextlib.suppress(ValueError, RecursionError):
                         candidates.append(json.dumps(json.loads(line), ensure_ascii=False))
                 kinds = {s.kind for candidate in candidates for s in credentials.find(candidate)}
                 for kind in sorted(kinds):

@@ -279,7 +279,7 @@ def _read_receipts(memory: Folder) -> list[dict[str, Any]]:
     for raw in data.splitlines():
         try:
             receipt = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue  # a torn last line from a crash: skipped, never fatal
         if isinstance(receipt, dict) and isinstance(receipt.get("session_id"), str):
             found.append(receipt)

@@ -247,3 +247,27 @@ def test_an_append_racing_a_forget_lands_in_the_new_journal(
     monkeypatch.setattr(appender, "_locked", rewritten_before_we_lock)
     mem.append("second")
     assert [e["text"] for e in mem.entries()] == ["[forgotten]", "second"]
+
+
+def test_why_still_traces_every_line_after_a_forget(agents_root: Path, tmp_path: Path) -> None:
+    mem = AgentMemory.open("w")
+    mem.write_soul("I am Pip.\nMy secret hobby is knitting.\nI like tea.\n" + "x" * 60 + "\n")
+    mem.update_facts("- Keep this fact.\n")
+    session = PromptBuilder().start_session(mem, tmp_path).receipt["session_id"]
+    forget(mem, "secret hobby")
+    (origin,) = mem.why(session, "Keep this fact")
+    assert (origin.source, origin.line) == (str(mem.path / "memory" / "FACT.md"), 1)
+    (origin,) = mem.why(session, "I like tea")
+    assert (origin.source, origin.line) == (str(mem.path / "SOUL.md"), 3)
+    assert "knitting" not in mem.session_prompt(session)
+    assert mem.sessions()[0]["forgotten"] is True
+
+
+def test_a_deeply_nested_line_cannot_crash_forget_or_lint(agents_root: Path) -> None:
+    mem = AgentMemory.open("n")
+    mem.append("the door code is 1234")
+    with (mem.path / "memory" / "JOURNAL.jsonl").open("ab") as journal:
+        journal.write(b"[" * 100_000 + b"]" * 100_000 + b"\n")
+    assert lint(mem) == []
+    receipt = forget(mem, "door code")
+    assert receipt["changed"]["journal"] == 1 and receipt["verified"] is True
