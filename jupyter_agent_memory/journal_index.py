@@ -112,7 +112,7 @@ def _connect(path: Path) -> tuple[sqlite3.Connection, list[object]]:
         if held[0] == os.getpid() and held[1] == inode:
             return held[2], held  # type: ignore[return-value]
         _forget(path)
-    fd = os.open(key, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    fd = os.open(key, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
         inode = os.fstat(fd).st_ino
     finally:

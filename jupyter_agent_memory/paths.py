@@ -94,8 +94,7 @@ def looks_like_path(target: str | os.PathLike[str]) -> bool:
     """
     if isinstance(target, os.PathLike):
         return True
-    seps = {os.sep, "/"} | ({os.altsep} if os.altsep else set())
-    return target.startswith((".", "~")) or any(sep in target for sep in seps)
+    return target.startswith((".", "~")) or "/" in target
 
 
 def resolve_target(

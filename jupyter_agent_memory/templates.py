@@ -46,12 +46,7 @@ DEFAULT_LOCALE = "en-US"
 #: The only product manifest format there is: ``{"schemaVersion": 1, "package": {...}, ...}``.
 MANIFEST_SCHEMA_VERSION = 1
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_READ_FLAGS = (
-    os.O_RDONLY
-    | getattr(os, "O_NOFOLLOW", 0)
-    | getattr(os, "O_NONBLOCK", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-)
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _SOURCE_ARGUMENTS = ("source", "section")
 
 #: The ``product_info`` tool (design section 6), in the same neutral shape as ``MEMORY_TOOL``:
