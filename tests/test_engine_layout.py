@@ -354,6 +354,7 @@ def test_list_agents_lists_real_folders_with_valid_ids(agents_root: Path, tmp_pa
     assert list_agents() == ["a", "b"]
 
 
+@pytest.mark.slow
 def test_concurrent_creation_from_several_processes(agents_root: Path) -> None:
     code = textwrap.dedent(
         """

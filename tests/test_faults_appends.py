@@ -23,6 +23,9 @@ from processes import spawn
 from jupyter_agent_memory import AgentMemory
 from jupyter_agent_memory.store import CorruptJournalWarning
 
+# SIGKILL, multi-process and many-thread fault suites.
+pytestmark = pytest.mark.slow
+
 SIZES = [10, 70_000, 300, 150_000, 2_000, 300_000]  # bytes of body; three are over 64 KiB
 
 WRITER = """

@@ -124,6 +124,7 @@ def _small(stack: ExitStack, rng: random.Random) -> None:
 
 
 @pytest.mark.filterwarnings("ignore::jupyter_agent_memory.store.CorruptJournalWarning")
+@pytest.mark.slow
 def test_indexed_search_equals_reference_soak(
     tmp_path: Path, agents_root: Path, cache: Path
 ) -> None:

@@ -324,6 +324,7 @@ def test_a_manifest_that_disappears_mid_session_answers_unavailable_not_unknown_
 # ------------------------------------------------------------------------------ the command
 
 
+@pytest.mark.slow
 def test_a_missing_agent_is_refused_with_its_path_before_mcp_is_imported(tmp_path):
     code = (
         "import sys\n"
@@ -346,6 +347,7 @@ def test_a_missing_agent_is_refused_with_its_path_before_mcp_is_imported(tmp_pat
     assert not (tmp_path / "root").exists() or list((tmp_path / "root").iterdir()) == []
 
 
+@pytest.mark.slow
 def test_the_start_up_line_names_folder_transport_and_tools(tmp_path):
     agent = tmp_path / "agent"
     provision("guide", AgentMemory.open(agent))
@@ -365,6 +367,7 @@ def test_the_start_up_line_names_folder_transport_and_tools(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_a_symlinked_memory_folder_starts_and_every_call_reports_the_refusal(tmp_path):
     agent = tmp_path / "agent"
     mem = AgentMemory.open(agent)

@@ -13,6 +13,9 @@ from mcp_clients.harness import TIMEOUT, child_env, http_server, sdk_client, ser
 
 from jupyter_agent_memory import AgentMemory, MemoryToolError
 
+# Every test here runs a server process (stdio or HTTP) or an outside client.
+pytestmark = pytest.mark.slow
+
 INIT = [
     {
         "jsonrpc": "2.0",

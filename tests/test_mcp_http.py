@@ -48,6 +48,7 @@ def raw_post(url: str, **headers: str) -> httpx2.Response:
         return http.post(url, json=INITIALIZE, headers={**MCP_HEADERS, **headers})
 
 
+@pytest.mark.slow
 def test_http_every_action_error_and_a_clean_stop(tmp_path):
     agent = tmp_path / "agents" / "plain"
     AgentMemory.open(agent)
@@ -68,6 +69,7 @@ def test_http_every_action_error_and_a_clean_stop(tmp_path):
         assert proc.wait(timeout=TIMEOUT) == 0
 
 
+@pytest.mark.slow
 def test_http_sessions_see_what_earlier_sessions_learned(tmp_path):
     agent = tmp_path / "agent"
     mem = AgentMemory.open(agent)
@@ -92,6 +94,7 @@ def test_http_sessions_see_what_earlier_sessions_learned(tmp_path):
         anyio.run(over_http, server["url"], recall)
 
 
+@pytest.mark.slow
 def test_many_http_clients_and_two_servers_share_one_engine(tmp_path):
     agent = tmp_path / "agent"
     AgentMemory.open(agent)
@@ -135,6 +138,7 @@ def test_many_http_clients_and_two_servers_share_one_engine(tmp_path):
         assert own == [f"c{n}-{i}" for i in range(appends)]
 
 
+@pytest.mark.slow
 def test_foreign_origins_and_hosts_are_refused(tmp_path):
     agent = tmp_path / "agent"
     AgentMemory.open(agent)
@@ -157,6 +161,7 @@ def test_foreign_origins_and_hosts_are_refused(tmp_path):
 
 
 @pytest.mark.parametrize("how", ["flag", "environment"])
+@pytest.mark.slow
 def test_the_bearer_token_is_required(tmp_path, how):
     agent = tmp_path / "agent"
     AgentMemory.open(agent)
@@ -184,6 +189,7 @@ def test_the_bearer_token_is_required(tmp_path, how):
     assert "authorised" in (agent / "memory" / "JOURNAL.jsonl").read_text()
 
 
+@pytest.mark.slow
 def test_http_serves_2026_clients_too(tmp_path):
     agent = tmp_path / "agent"
     AgentMemory.open(agent).update_facts("- The user is Ada.\n")

@@ -51,6 +51,7 @@ def stdio_params(agent, tmp_path) -> StdioServerParameters:
     )
 
 
+@pytest.mark.slow
 def test_stdio_subscribers_hear_about_their_resources_only(tmp_path):
     agent = tmp_path / "agent"
     other = AgentMemory.open(agent)  # another process-like writer on the same folder
@@ -96,6 +97,7 @@ def test_stdio_subscribers_hear_about_their_resources_only(tmp_path):
     anyio.run(main)
 
 
+@pytest.mark.slow
 def test_stdio_tools_list_changed_when_product_info_appears(tmp_path):
     agent = tmp_path / "agent"
     mem = AgentMemory.open(agent)
@@ -187,6 +189,7 @@ def test_nothing_is_announced_while_nothing_changes(tmp_path, mode):
     anyio.run(main)
 
 
+@pytest.mark.slow
 def test_2026_client_over_stdio_gets_instructions_and_listen_events(tmp_path):
     agent = tmp_path / "agent"
     mem = AgentMemory.open(agent)

@@ -13,6 +13,7 @@ import threading
 import time
 
 import anyio
+import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp_clients.harness import (
     TIMEOUT,
@@ -27,6 +28,9 @@ from mcp_clients.harness import (
 )
 
 from jupyter_agent_memory import MEMORY_TOOL, AgentMemory, PromptBuilder, product_info, provision
+
+# Outside clients (TypeScript, the Inspector) against server processes.
+pytestmark = pytest.mark.slow
 
 URI = "agent-memory://agent/"
 FACT_URI = URI + "memory/FACT.md"

@@ -177,6 +177,7 @@ async def over_stdio(params: StdioServerParameters, body) -> None:
             await body(session)
 
 
+@pytest.mark.slow
 def test_stdio_plain_agent_lists_tools_runs_every_action_and_error(tmp_path):
     agent = tmp_path / "agents" / "plain"
     AgentMemory.open(agent)
@@ -187,6 +188,7 @@ def test_stdio_plain_agent_lists_tools_runs_every_action_and_error(tmp_path):
     anyio.run(over_stdio, server_params(agent, tmp_path), body)
 
 
+@pytest.mark.slow
 def test_stdio_product_info_sections_for_the_guide_template(tmp_path):
     agent = tmp_path / "agents" / "guide"
     mem = AgentMemory.open(agent)
@@ -229,6 +231,7 @@ def test_stdio_product_info_sections_for_the_guide_template(tmp_path):
     anyio.run(over_stdio, server_params(agent, tmp_path), body)
 
 
+@pytest.mark.slow
 def test_stdio_agent_id_resolves_under_the_root(tmp_path):
     AgentMemory.open("notebook-helper", root=tmp_path / "root")
     params = StdioServerParameters(
@@ -246,6 +249,7 @@ def test_stdio_agent_id_resolves_under_the_root(tmp_path):
     assert fact.read_text() == "- x\n"
 
 
+@pytest.mark.slow
 def test_stdout_carries_only_protocol_messages(tmp_path):
     """Raw JSON-RPC over the child's pipes: every stdout line is a protocol message."""
     agent = tmp_path / "agent"

@@ -8,6 +8,7 @@ only. The surfaces' defaults (the tool name, the search limit) are the home's ow
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -37,21 +38,24 @@ def _docstrings(tree: ast.AST) -> set[int]:
     return found
 
 
-def literal_places(text: str) -> list[str]:
-    """``module:line`` of every string literal (docstrings aside) that contains ``text``."""
-    places = []
+@functools.cache
+def _string_literals() -> tuple[tuple[str, int, str], ...]:
+    """``(module, line, value)`` of every string literal of the package but docstrings."""
+    found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         skip = _docstrings(tree)
+        module = path.relative_to(PACKAGE).as_posix()
         for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.Constant)
-                and isinstance(node.value, str)
-                and text in node.value
-                and id(node) not in skip
-            ):
-                places.append(f"{path.relative_to(PACKAGE).as_posix()}:{node.lineno}")
-    return places
+            is_text = isinstance(node, ast.Constant) and isinstance(node.value, str)
+            if is_text and id(node) not in skip:
+                found.append((module, node.lineno, node.value))
+    return tuple(found)
+
+
+def literal_places(text: str) -> list[str]:
+    """``module:line`` of every string literal (docstrings aside) that contains ``text``."""
+    return [f"{module}:{line}" for module, line, value in _string_literals() if text in value]
 
 
 @pytest.mark.parametrize("text", sorted(HOMES))

@@ -274,6 +274,7 @@ def test_cli_prompt_budget_wins_and_is_reported(
     assert (code, data["budget_tokens"], data["warnings"]) == (0, TEMPLATE_BUDGET, [])
 
 
+@pytest.mark.slow
 def test_cli_mcp_budget_tokens_wins(tmp_path: Path) -> None:
     agent = tmp_path / "agent"
     mem = guide_agent(agent)

@@ -82,6 +82,7 @@ def uncached(mem: AgentMemory, workspace: Path, session: bool) -> tuple[Any, ...
 @pytest.mark.parametrize(
     ("hold_files", "cache_entries"), [(True, 512), (False, 512), (True, 6), (False, 6)]
 )
+@pytest.mark.slow
 def test_threads_sharing_a_builder_while_files_change_get_exact_prompts(
     agent: AgentMemory, tmp_path: Path, hold_files: bool, cache_entries: int
 ) -> None:

@@ -20,10 +20,14 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 from unittest import mock
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from jupyter_agent_memory import journal, journal_plans
+
+# Property soaks of the journal format against a reference implementation.
+pytestmark = pytest.mark.slow
 
 # Characters chosen to hit every special case: ASCII case, the two non-ASCII characters that
 # lower-case to ASCII, the context-dependent Greek sigma, characters JSON escapes, astral ones.

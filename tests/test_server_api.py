@@ -713,6 +713,7 @@ async def test_reads_take_no_lock(call, mem: AgentMemory) -> None:
 @pytest.mark.parametrize(
     "extra_settings", [{"lock_timeout": 0.5, "worker_threads": 4}], indirect=True
 )
+@pytest.mark.slow
 async def test_a_lock_held_elsewhere_delays_no_other_agent(
     call, mem: AgentMemory, agents_root: Path
 ) -> None:
