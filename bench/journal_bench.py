@@ -297,22 +297,40 @@ def processes_rate(folder: Path, processes: int, seconds: float) -> float:
     return total
 
 
-def raw_rate(path: Path, seconds: float) -> float:
-    """``write`` + ``fsync`` of one journal-sized line per loop on an open file."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+def paired_appends(mem: AgentMemory, raw: Path, blocks: int, per_block: int) -> Comparison:
+    """Seconds per append, ours against a raw ``write`` + ``fsync``, one of each in turn (the
+    order alternating), so both see the same disk at the same moment; one round per block."""
+    fd = os.open(raw, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     line = journal.encode_line(
         {"ts": journal.now_timestamp(), "tags": ["bench"], "text": "benchmark entry 0: " * 3}
     )
+    clock = time.perf_counter
+    result = Comparison([], [])
     try:
-        count = 0
-        start = time.perf_counter()
-        while time.perf_counter() - start < seconds:
-            os.write(fd, line)
-            os.fsync(fd)
-            count += 1
-        return count / (time.perf_counter() - start)
+        for _ in range(blocks):
+            ours = theirs = 0.0
+            for i in range(per_block):
+                if i % 2:
+                    t0 = clock()
+                    mem.append(f"benchmark entry {i}: the user prefers metric units", ["bench"])
+                    t1 = clock()
+                    os.write(fd, line)
+                    os.fsync(fd)
+                    t2 = clock()
+                    ours, theirs = ours + t1 - t0, theirs + t2 - t1
+                else:
+                    t0 = clock()
+                    os.write(fd, line)
+                    os.fsync(fd)
+                    t1 = clock()
+                    mem.append(f"benchmark entry {i}: the user prefers metric units", ["bench"])
+                    t2 = clock()
+                    ours, theirs = ours + t2 - t1, theirs + t1 - t0
+            result.ours.append(ours / per_block)
+            result.theirs.append(theirs / per_block)
     finally:
         os.close(fd)
+    return result
 
 
 def our_rate(mem: AgentMemory, seconds: float) -> float:
@@ -578,17 +596,8 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
     # 6. appends: one process against the raw rate, four processes against one
     durable = AgentMemory.open(workdir / "appends", journal_index=False)
     raw_file = workdir / "raw-appends.jsonl"
-    slice_ = max(0.05, args.append_seconds / 4)
-    our_rate(durable, slice_)  # warm up: the journal, its folders and the page cache
-    one_vs_raw = Comparison([], [])
-    for round_ in range(max(2 * rounds, 9)):
-        if round_ % 2:
-            theirs, ours = raw_rate(raw_file, slice_), our_rate(durable, slice_)
-        else:
-            ours, theirs = our_rate(durable, slice_), raw_rate(raw_file, slice_)
-        # times per append, so that ratio = raw time / our time = our rate / raw rate
-        one_vs_raw.ours.append(1 / ours)
-        one_vs_raw.theirs.append(1 / theirs)
+    our_rate(durable, 0.2)  # warm up: the journal, its folders and the page cache
+    one_vs_raw = paired_appends(durable, raw_file, max(2 * rounds, 9), 200)
     report.ratio(
         "appends/s, one process (fsync)",
         one_vs_raw,
@@ -597,7 +606,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
         label="of the raw rate",
     )
     many = Comparison([], [])
-    for round_ in range(max(1, min(rounds, 3))):
+    for round_ in range(max(1, rounds)):
         pair = [
             lambda: processes_rate(workdir / "appends", 1, args.append_seconds),
             lambda: processes_rate(workdir / "appends", 4, args.append_seconds),

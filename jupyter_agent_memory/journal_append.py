@@ -86,7 +86,9 @@ def _flush(fd: int, lock_fd: int, ident: tuple[int, int], end: int) -> None:
             return
         size = os.fstat(fd).st_size
         _full_fsync(fd)
-        if held:
+        if held and size > end:
+            # Lines of others were flushed too: tell them. (Alone, the mark is not written,
+            # which keeps an uncontended append to exactly one write and one fsync.)
             os.pwrite(lock_fd, _MARK.pack(*ident, size), 0)
     finally:
         if held:

@@ -320,20 +320,27 @@ def test_the_durable_mark_skips_only_flushes_already_done(
         st = os.fstat(journal)
         ident = (st.st_dev, st.st_ino)
         os.write(journal, b"line one\n")
+        journal_append._flush(journal, lock, ident, 9)  # alone: no mark is written
+        assert len(flushed) == 1 and os.pread(lock, 24, 0) == b""
         journal_append._flush(journal, lock, ident, 9)
-        assert len(flushed) == 1
-        journal_append._flush(journal, lock, ident, 9)  # covered by the flush just done
-        assert len(flushed) == 1
-        os.write(journal, b"line two\n")
-        journal_append._flush(journal, lock, ident, 18)  # written after it: flushed again
         assert len(flushed) == 2
+        # Another writer's line two came in before the flush of line one: that flush
+        # covered both, and says so.
+        os.write(journal, b"line two\n")
+        journal_append._flush(journal, lock, ident, 9)
+        assert len(flushed) == 3
+        journal_append._flush(journal, lock, ident, 18)  # line two's own flush: not needed
+        assert len(flushed) == 3
+        os.write(journal, b"line three\n")
+        journal_append._flush(journal, lock, ident, 29)  # written after it: flushed
+        assert len(flushed) == 4
         # the mark belongs to one file: another journal under the same lock is not covered
         st_other = os.fstat(other)
-        os.write(other, b"x\n")
+        os.write(other, b"x\ny\n")
         journal_append._flush(other, lock, (st_other.st_dev, st_other.st_ino), 2)
-        assert len(flushed) == 3
+        assert len(flushed) == 5
         journal_append._flush(journal, lock, ident, 18)
-        assert len(flushed) == 4
+        assert len(flushed) == 6
     finally:
         for fd in (journal, lock, other):
             os.close(fd)
