@@ -374,6 +374,7 @@ def test_times_are_absolute_and_relative() -> None:
             "<code>2026-12-01 10:00:00</code> <small>2 hours ago</small></span>") in page
 
 
+@pytest.mark.slow  # megabytes of text through the real formatters
 def test_big_views_send_a_bounded_amount() -> None:
     from jupyter_agent_memory.display import VIEW_LIMIT
 

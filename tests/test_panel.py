@@ -566,6 +566,7 @@ def test_status_colours_follow_the_theme(panel: MemoryPanel, mem: AgentMemory) -
 # -- big memory -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # megabytes of text through the real formatters
 def test_big_fact_md_is_bounded_until_asked(mem: AgentMemory) -> None:
     from jupyter_agent_memory.display import VIEW_LIMIT
 
