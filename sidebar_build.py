@@ -56,7 +56,9 @@ def npm_registry(package_dir: Path, environ: dict[str, str] | os._Environ[str]) 
 def registry_problem(registry: str, timeout: float = REGISTRY_PROBE_TIMEOUT) -> str | None:
     """Why ``registry`` cannot be reached, or None when it answers (any HTTP status counts)."""
     try:
-        with urllib.request.urlopen(urllib.request.Request(registry, method="HEAD"), timeout=timeout):
+        with urllib.request.urlopen(
+            urllib.request.Request(registry, method="HEAD"), timeout=timeout
+        ):
             return None
     except urllib.error.HTTPError:
         return None  # it answered: reachable, whatever it thinks of a HEAD on its root

