@@ -594,16 +594,32 @@ def _sessions(args: argparse.Namespace) -> int:
         return 0
     print(f"{'TIME':<24}  {'SESSION':<16}  {'TOKENS':>6}  {'PROMPT':<12}  CLIENT")
     for receipt in receipts:
-        client = receipt.get("client") or {}
+        client = receipt.get("client")
+        client = client if isinstance(client, dict) else {}
         named = " ".join(str(client[k]) for k in ("name", "version") if client.get(k)) or "-"
         if receipt.get("forgotten"):
             named += "  (text forgotten since)"
+        # The client names itself, so its name is a stranger's text: it must not move the
+        # cursor, colour the terminal or start a new row.
         print(
-            f"{receipt.get('ts', '?'):<24}  {receipt['session_id']:<16}  "
-            f"{receipt.get('tokens', '?'):>6}  {str(receipt.get('prompt_sha256', ''))[:12]:<12}  "
-            f"{named}"
+            f"{_shown(receipt.get('ts', '?')):<24}  {_shown(receipt['session_id']):<16}  "
+            f"{_shown(receipt.get('tokens', '?')):>6}  "
+            f"{_shown(receipt.get('prompt_sha256', ''))[:12]:<12}  {_shown(named)}"
         )
     return 0
+
+
+def _shown(value: object) -> str:
+    """``value`` as one line of inert text: control, format and line-separator characters
+    (ESC, newlines, bidirectional overrides...) are written as escapes."""
+    import unicodedata
+
+    return "".join(
+        ch.encode("unicode_escape").decode("ascii")
+        if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp", "Cs")
+        else ch
+        for ch in str(value)
+    )
 
 
 def _find_session(memory: AgentMemory, session_id: str) -> dict[str, Any]:

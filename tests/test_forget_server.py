@@ -151,6 +151,16 @@ async def test_forget_a_pattern_and_secrets(call, agents_root: Path) -> None:
         ({"pattern": "(unclosed"}, "Invalid pattern: "),
         ({"text": "   "}, "The text to forget must be a non-empty string"),
         ([TEXT], "Request body must be a JSON object"),
+        # A misspelt dry_run must not turn a rehearsal into forgetting for real.
+        (
+            {"text": TEXT, "dryrun": True},
+            "Unknown field 'dryrun' in the forget request; expected text, pattern, secrets, "
+            "dry_run, reason",
+        ),
+        (
+            {"text": TEXT, "dry-run": True, "why": "x"},
+            "Unknown fields 'dry-run', 'why' in the forget request; expected text, pattern,",
+        ),
     ],
 )
 async def test_bad_bodies_are_400_and_change_nothing(

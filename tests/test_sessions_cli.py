@@ -59,6 +59,29 @@ def test_list_shows_time_id_tokens_prompt_hash_and_client(
     assert (code, json.loads(out)) == (0, agent.sessions())
 
 
+def test_list_shows_a_hostile_client_name_as_inert_text_on_one_row(
+    agent: AgentMemory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The client names itself in its initialize request: newlines, ESC sequences and a
+    # right-to-left override must neither start a row nor reach the terminal raw.
+    name = "evil\n2026-01-01T00:00:00.000Z  ffffff0000000009\x1b[2J\u202eredoc"
+    receipt = PromptBuilder().start_session(
+        agent, client={"name": name, "version": "1\r\n"}, session_id="cccccc0000000003"
+    ).receipt
+    code, out, err = run(capsys, "sessions", "--agent", "pip")
+    assert (code, err) == (0, "")
+    header, *rows = out.splitlines()
+    assert rows == [
+        f"{receipt['ts']:<24}  cccccc0000000003  {receipt['tokens']:>6}  "
+        f"{receipt['prompt_sha256'][:12]}  "
+        "evil\\n2026-01-01T00:00:00.000Z  ffffff0000000009\\x1b[2J\\u202eredoc 1\\r\\n"
+    ]
+    assert "\x1b" not in out and "\u202e" not in out
+    # The receipt itself keeps the name exactly as the client sent it.
+    code, out, _ = run(capsys, "--json", "sessions", "--agent", "pip")
+    assert json.loads(out)[0]["client"] == {"name": name, "version": "1\r\n"}
+
+
 def test_list_without_sessions(agent: AgentMemory, capsys: pytest.CaptureFixture[str]) -> None:
     PromptBuilder().build_session(agent)  # a preview records nothing
     empty = "No sessions recorded for pip yet.\n"

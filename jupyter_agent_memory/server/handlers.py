@@ -802,6 +802,10 @@ class SessionWhyHandler(AgentMemoryHandler):
         self.reply(await self.run(work))
 
 
+#: The fields a forget request may hold; anything else is refused.
+_FORGET_FIELDS = ("text", "pattern", "secrets", "dry_run", "reason")
+
+
 class ForgetHandler(AgentMemoryHandler):
     """``POST {text | pattern | secrets, dry_run, reason}`` forgets everywhere, then verifies."""
 
@@ -812,6 +816,16 @@ class ForgetHandler(AgentMemoryHandler):
         receipt; ``receipt.verified`` false means a copy was still found, in ``remaining``)."""
         agent_id = self.agent_id(agent)
         body = self.json_body()
+        # Forgetting cannot be undone: a misspelt "dry_run" (or "pattern") must not be
+        # ignored and turn a rehearsal into the real thing.
+        unknown = sorted(set(body) - set(_FORGET_FIELDS))
+        if unknown:
+            raise ApiError(
+                400,
+                f"Unknown field{'s' if len(unknown) > 1 else ''} "
+                f"{', '.join(repr(name) for name in unknown)} in the forget request; "
+                f"expected {', '.join(_FORGET_FIELDS)}",
+            )
         text, pattern = body.get("text"), body.get("pattern")
         secrets, dry_run = body.get("secrets", False), body.get("dry_run", False)
         reason = body.get("reason", "")
