@@ -81,6 +81,12 @@ def longmemeval_scenario(item: Mapping[str, Any], *, judge: Any = None) -> Scena
     for session_id, date, turns in zip(ids, dates, sessions, strict=True):
         if not isinstance(turns, list):
             raise ValueError(f"LongMemEval item {label!r}: session {session_id!r} is not a list")
+        for number, turn in enumerate(turns, 1):
+            if not isinstance(turn, Mapping):
+                raise ValueError(
+                    f"LongMemEval item {label!r}, session {session_id!r}: turn {number} is "
+                    f"not an object with role and content, got {turn!r}"
+                )
         try:
             built.append(
                 Session(
@@ -102,7 +108,14 @@ def longmemeval_scenario(item: Mapping[str, Any], *, judge: Any = None) -> Scena
         expect = [ReplyJudged(answer, judge, question=question)]
     else:
         expect = [ReplyContains(answer)]
-    gold = [str(s) for s in item.get("answer_session_ids") or []]
+    answer_ids = item.get("answer_session_ids")
+    answer_ids = [] if answer_ids is None else answer_ids
+    if not isinstance(answer_ids, list):
+        # A bare string would be read as one gold session per character.
+        raise ValueError(
+            f"LongMemEval item {label!r}: answer_session_ids must be a list of session ids"
+        )
+    gold = [str(s) for s in answer_ids]
     built.append(
         Session(
             [question],
@@ -136,17 +149,29 @@ def load_longmemeval(
     ``question_types`` keeps only those types; ``limit`` the first that many items after
     filtering; ``judge`` (a model object or a function, see ``ReplyJudged``) grades answers.
     """
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise ValueError(f"limit must be a whole number of items (0 or more), got {limit!r}")
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         try:
             items = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise ValueError(f"{path} is not valid JSON: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise ValueError(
+                f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})"
+            ) from None
+        except RecursionError:
+            raise ValueError(f"{path} is not valid JSON: nested too deeply") from None
     else:
         items = list(source)
     if not isinstance(items, list):
         raise ValueError("A LongMemEval file holds a JSON list of items")
+    if isinstance(question_types, str):  # one type, not one per character
+        question_types = [question_types]
     wanted = set(question_types) if question_types is not None else None
+    if limit == 0:
+        return []
     scenarios = []
     for item in items:
         if (

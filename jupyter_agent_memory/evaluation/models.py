@@ -228,7 +228,7 @@ def recall(pattern: str, found: str, missing: str) -> Callable[[ScriptContext], 
 
     This is how a scripted model shows recall: it can only answer from its prompt.
     """
-    compiled = re.compile(pattern, re.IGNORECASE)
+    compiled = _compile("recall", pattern, re.IGNORECASE)
 
     def reply(ctx: ScriptContext) -> str:
         for source in (*reversed(ctx.results), ctx.facts, ctx.system):
@@ -240,6 +240,16 @@ def recall(pattern: str, found: str, missing: str) -> Callable[[ScriptContext], 
         return ctx.fill(missing)
 
     return reply
+
+
+def _compile(what: str, pattern: str, flags: int) -> re.Pattern[str]:
+    """``pattern`` compiled; a bad one is a ``ValueError`` naming it, as in the expectations."""
+    if not isinstance(pattern, str):
+        raise TypeError(f"{what}: the pattern must be a string, got {pattern!r}")
+    try:
+        return re.compile(pattern, flags)
+    except re.error as exc:
+        raise ValueError(f"{what}: invalid pattern {pattern!r}: {exc}") from None
 
 
 @dataclass
@@ -256,7 +266,7 @@ class Rule:
     calls: Sequence[CallSpec] = ()
 
     def __post_init__(self) -> None:
-        self._compiled = re.compile(self.pattern, re.IGNORECASE | re.DOTALL)
+        self._compiled = _compile("Rule", self.pattern, re.IGNORECASE | re.DOTALL)
 
     def match(self, text: str) -> re.Match[str] | None:
         """The match of ``pattern`` in ``text``, or ``None``."""
@@ -284,7 +294,12 @@ class ScriptedModel:
     name = "scripted"
 
     def __init__(self, rules: Sequence[Rule], default_reply: str = "OK.") -> None:
+        if isinstance(rules, (str, Rule)):
+            raise TypeError("ScriptedModel takes a list of Rule objects")
         self.rules = list(rules)
+        for rule in self.rules:
+            if not isinstance(rule, Rule):
+                raise TypeError(f"ScriptedModel rules must be Rule objects, got {rule!r}")
         self.default_reply = default_reply
         self.calls: list[ToolCall] = []
 

@@ -193,11 +193,11 @@ class EvaluationRunner:
             memory = AgentMemory.open(memory)
         if not callable(getattr(model, "complete", None)):
             raise TypeError(f"model must have a complete(messages, tools) method, got {model!r}")
-        if max_tool_rounds < 1:
-            raise ValueError("max_tool_rounds must be at least 1")
+        _check_count("max_tool_rounds", max_tool_rounds)
         _check_on_error(on_error)
-        if retrieval_k < 1:
-            raise ValueError("retrieval_k must be at least 1")
+        _check_count("retrieval_k", retrieval_k)
+        if isinstance(baselines, str):  # one baseline, not one per character
+            baselines = (baselines,)
         unknown = [name for name in baselines if name not in BASELINES]
         if unknown:
             raise ValueError(f"Unknown baselines {unknown}, expected some of {list(BASELINES)}")
@@ -532,6 +532,11 @@ class EvaluationRunner:
         run; ``progress`` is ``True`` for a one-line display, or a function
         ``progress(done, total, text)``.
         """
+        if not isinstance(scenario, Scenario):
+            raise TypeError(
+                f"run takes a Scenario (Scenario.from_dict builds one from plain data), "
+                f"got {type(scenario).__name__}"
+            )
         on_error = self.on_error if on_error is None else on_error
         _check_on_error(on_error)
         previous_on_error, self.on_error = self.on_error, on_error
@@ -579,6 +584,11 @@ class EvaluationRunner:
             stopped=stopped,
             journal=journal,
         )
+
+
+def _check_count(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a whole number, at least 1, got {value!r}")
 
 
 def _check_on_error(on_error: str) -> None:

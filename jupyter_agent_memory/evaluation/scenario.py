@@ -152,9 +152,24 @@ class Session:
         return self.turns[-1] if self.turns else ""
 
 
-def _expectation_from_dict(data: Mapping[str, Any]) -> Expectation:
-    present = bool(data.get("present", True))
+def _flag(data: Mapping[str, Any], key: str, default: bool | None) -> bool | None:
+    """A true/false key of an expectation: JSON booleans only, since ``bool("false")`` is
+    true and would silently turn the check around."""
+    value = data.get(key, default)
+    if value is not None and not isinstance(value, bool):
+        raise ValueError(f"Expectation {dict(data)!r}: {key!r} must be true or false")
+    return value
+
+
+def _expectation_from_dict(data: Any) -> Expectation:
+    if not isinstance(data, Mapping):
+        raise ValueError(f"Each expectation must be an object, got {data!r}")
+    present = bool(_flag(data, "present", True))
     turn = data.get("turn", -1)
+    if turn is not None and (isinstance(turn, bool) or not isinstance(turn, int)):
+        raise ValueError(
+            f"Expectation {dict(data)!r}: 'turn' must be a turn index (an integer) or null"
+        )
     if "fact" in data:
         return FactContains(str(data["fact"]), present=present)
     if "prompt" in data:
@@ -164,12 +179,12 @@ def _expectation_from_dict(data: Mapping[str, Any]) -> Expectation:
     if "reply_matches" in data:
         return ReplyMatches(str(data["reply_matches"]), turn=turn, present=present)
     if "abstains" in data:
-        return ReplyAbstains(turn=turn, present=present and bool(data["abstains"]))
+        return ReplyAbstains(turn=turn, present=present and bool(_flag(data, "abstains", None)))
     if "tool" in data or "action" in data:
         arguments = data.get("arguments") or {}
         if not isinstance(arguments, Mapping):
             raise ValueError(f"Expectation {dict(data)!r}: 'arguments' must be an object")
-        ok = data.get("ok")
+        ok = _flag(data, "ok", None)
         return ToolCalled(
             name=None if data.get("tool") is None else str(data["tool"]),
             action=None if data.get("action") is None else str(data["action"]),
@@ -195,6 +210,10 @@ def _evidence_from_dict(data: Any) -> Evidence:
     unknown = set(data) - {"entries", "texts", "sessions"}
     if unknown:
         raise ValueError(f"unknown evidence keys {sorted(unknown)}")
+    for key, value in data.items():
+        # tuple("chat") would be the sessions 'c', 'h', 'a', 't'.
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise ValueError(f"evidence {key!r} must be a list of strings, got {value!r}")
     return Evidence(**{key: tuple(value) for key, value in data.items()})
 
 
@@ -250,6 +269,8 @@ class Scenario:
         ``present: false``, reply checks ``turn`` (an index, or null for any turn). Judges are
         objects, so ``ReplyJudged`` is added in code.
         """
+        if not isinstance(data, Mapping):
+            raise ValueError(f"A scenario must be an object, got {type(data).__name__}")
         sessions_data = data.get("sessions")
         if not isinstance(sessions_data, list):
             raise ValueError("A scenario needs a 'sessions' list")
@@ -261,12 +282,16 @@ class Scenario:
             has_transcript = isinstance(item.get("transcript"), list)
             if not (has_turns or has_transcript):
                 raise ValueError(f"Session {index} needs a 'turns' or 'transcript' list")
-            expect: Iterable[Mapping[str, Any]] = item.get("expect") or []
+            expect = item.get("expect")
+            expect = [] if expect is None else expect
+            if not isinstance(expect, list):
+                raise ValueError(f"Session {index}: 'expect' must be a list of objects")
             evidence = item.get("evidence")
             try:
                 sessions.append(
                     Session(
-                        turns=[str(turn) for turn in item["turns"]] if has_turns else [],
+                        # Turns as given: a null must not become the text "None".
+                        turns=list(item["turns"]) if has_turns else [],
                         transcript=item["transcript"] if has_transcript else None,
                         expect=[_expectation_from_dict(e) for e in expect],
                         name=str(item.get("name") or ""),
