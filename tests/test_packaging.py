@@ -166,6 +166,152 @@ def test_no_node_on_path_is_one_line_naming_node_and_the_skip(tmp_path: Path) ->
     )
 
 
+# A stand-in jlpm: logs its arguments, and fails the step named by $FAKE_JLPM_FAIL with the exit
+# status in $FAKE_JLPM_STATUS, printing what a real failure prints first.
+_FAKE_JLPM = """#!/bin/sh
+echo "$*" >> "$FAKE_JLPM_LOG"
+case "$1" in
+  install) step=install ;;
+  *) step=build ;;
+esac
+if [ "$step" = "$FAKE_JLPM_FAIL" ]; then
+  echo "fake jlpm: $step went wrong" >&2
+  exit "$FAKE_JLPM_STATUS"
+fi
+exit 0
+"""
+
+
+def _fake_build_tools(tmp: Path) -> Path:
+    """A PATH directory with a ``node`` (never run) and the stand-in ``jlpm``."""
+    bin_dir = tmp / "fake-bin"
+    bin_dir.mkdir()
+    for name, text in (("node", "#!/bin/sh\nexit 99\n"), ("jlpm", _FAKE_JLPM)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    (tmp / "labextension").mkdir()
+    return bin_dir
+
+
+def _call_the_hook_function(
+    tmp: Path, path_dirs: list[Path], **env: str
+) -> subprocess.CompletedProcess[str]:
+    """``build_sidebar`` called as the hook calls it, in ``tmp``, only ``path_dirs`` on PATH."""
+    code = (
+        "import sidebar_build\n"
+        "sidebar_build.build_sidebar('wheel', 'standard', path='labextension',"
+        " build_cmd='build:prod', npm=['jlpm'])\n"
+    )
+    full_env = _clean_env(tmp, PYTHONPATH=str(REPO), FAKE_JLPM_LOG=str(tmp / "jlpm.log"), **env)
+    full_env["PATH"] = os.pathsep.join(map(str, path_dirs))
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+class _AnsweringRegistry:
+    """A local HTTP server answering 200 to everything: a registry that is reachable."""
+
+    def __enter__(self) -> str:
+        import http.server
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_HEAD(self) -> None:  # noqa: N802 - the http.server protocol
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _last_line(done: subprocess.CompletedProcess[str]) -> str:
+    return done.stderr.splitlines()[-1]
+
+
+def test_a_successful_build_says_it_downloads_and_runs_install_then_build(tmp_path: Path) -> None:
+    fake = _fake_build_tools(tmp_path)
+    done = _call_the_hook_function(tmp_path, [fake], YARN_NPM_REGISTRY_SERVER="http://npm.test")
+    assert done.returncode == 0, done.stderr
+    assert (
+        "jupyter-agent-memory: building the JupyterLab sidebar; jlpm downloads its npm packages "
+        f"from http://npm.test ({HINT})"
+    ) in done.stderr.splitlines()
+    assert (tmp_path / "jlpm.log").read_text() == "install\nrun build:prod\n"
+
+
+def test_a_failed_compile_is_one_line_naming_the_step(tmp_path: Path) -> None:
+    fake = _fake_build_tools(tmp_path)
+    done = _call_the_hook_function(tmp_path, [fake], FAKE_JLPM_FAIL="build", FAKE_JLPM_STATUS="2")
+    assert done.returncode == 1
+    assert "fake jlpm: build went wrong" in done.stderr  # the tool's own output stays visible
+    assert "Traceback" not in done.stderr
+    assert _last_line(done) == (
+        "jupyter-agent-memory: cannot build the JupyterLab sidebar: `jlpm run build:prod` failed "
+        f"with exit status 2 (its output is above); {HINT}"
+    )
+
+
+def test_a_failed_install_with_the_registry_reachable_names_the_step(tmp_path: Path) -> None:
+    fake = _fake_build_tools(tmp_path)
+    with _AnsweringRegistry() as registry:
+        done = _call_the_hook_function(
+            tmp_path,
+            [fake],
+            FAKE_JLPM_FAIL="install",
+            FAKE_JLPM_STATUS="3",
+            YARN_NPM_REGISTRY_SERVER=registry,
+        )
+    assert done.returncode == 1
+    assert _last_line(done) == (
+        "jupyter-agent-memory: cannot build the JupyterLab sidebar: `jlpm install` failed with "
+        f"exit status 3 (its output is above); {HINT}"
+    )
+    assert (tmp_path / "jlpm.log").read_text() == "install\n"
+
+
+def test_a_failed_install_with_the_registry_unreachable_names_the_registry(tmp_path: Path) -> None:
+    fake = _fake_build_tools(tmp_path)
+    registry = f"http://127.0.0.1:{_closed_port()}"
+    done = _call_the_hook_function(
+        tmp_path,
+        [fake],
+        FAKE_JLPM_FAIL="install",
+        FAKE_JLPM_STATUS="1",
+        YARN_NPM_REGISTRY_SERVER=registry,
+    )
+    assert done.returncode == 1
+    assert _last_line(done) == (
+        f"jupyter-agent-memory: cannot build the JupyterLab sidebar: the npm registry {registry} "
+        "is unreachable ([Errno 111] Connection refused), so `jlpm install` could not download "
+        f"the sidebar's npm packages; {HINT}"
+    )
+
+
+def test_no_jlpm_on_path_is_one_line_naming_jlpm(tmp_path: Path) -> None:
+    fake = _fake_build_tools(tmp_path)
+    (fake / "jlpm").unlink()
+    done = _call_the_hook_function(tmp_path, [fake])
+    assert done.returncode == 1
+    assert done.stderr == (
+        "jupyter-agent-memory: cannot build the JupyterLab sidebar: jlpm was not found on PATH "
+        f"(it comes with the jupyter-builder build requirement); {HINT}\n"
+    )
+
+
 def test_registry_is_read_from_the_environment_then_yarnrc(tmp_path: Path) -> None:
     (tmp_path / ".yarnrc.yml").write_text(
         'nodeLinker: node-modules\nnpmRegistryServer: "https://npm.example.org"\n'
