@@ -109,6 +109,79 @@ export interface IVersionResponse {
   content: string;
 }
 
+/** `GET agents/{id}/soul` and `.../user`. */
+export interface IPersonaResponse {
+  agent: string;
+  name: string;
+  path: string;
+  content: string;
+  sha256: string;
+}
+
+/** `PUT agents/{id}/soul` and `.../user`. */
+export interface IPersonaSavedResponse {
+  agent: string;
+  name: string;
+  sha256: string;
+  previous_sha256: string;
+}
+
+/** The receipt of one recorded session start (what the engine appends to its log). */
+export interface ISessionReceipt {
+  ts: string;
+  session_id: string;
+  client: { name?: string; version?: string } | null;
+  prompt_sha256: string;
+  chars: number;
+  tokens: number;
+  budget_tokens: number | null;
+  warnings: string[];
+  sections: IPromptSection[];
+  [key: string]: unknown;
+}
+
+/** `GET agents/{id}/sessions`. */
+export interface ISessionsResponse {
+  agent: string;
+  sessions: ISessionReceipt[];
+}
+
+/** `GET agents/{id}/sessions/{sid}`. */
+export interface ISessionResponse {
+  agent: string;
+  receipt: ISessionReceipt;
+  text: string;
+}
+
+/** `GET agents/{id}/sessions/{sid}/diff/{other}`. */
+export interface ISessionDiffResponse {
+  agent: string;
+  first: string;
+  second: string;
+  diff: string;
+}
+
+/** Where one line of a recorded prompt came from (`source` null: builder text). */
+export interface ISessionOrigin {
+  section: string;
+  source: string | null;
+  version: string | null;
+  line: number | null;
+  text: string;
+  description: string;
+}
+
+/** `GET agents/{id}/sessions/{sid}/why?text=`. */
+export interface ISessionWhyResponse {
+  agent: string;
+  session_id: string;
+  text: string;
+  origins: ISessionOrigin[];
+}
+
+/** Which persona file: SOUL.md (`soul`) or USER.md (`user`). */
+export type PersonaName = 'soul' | 'user';
+
 /** Journal search parameters; empty values are left out of the query. */
 export interface IJournalQuery {
   query?: string;
@@ -237,6 +310,56 @@ export class AgentMemoryClient {
       'history',
       sha
     ]);
+  }
+
+  /** Read SOUL.md or USER.md and its sha256. */
+  getPersona(agent: string, name: PersonaName): Promise<IPersonaResponse> {
+    return this.request<IPersonaResponse>('GET', ['agents', agent, name]);
+  }
+
+  /** Save SOUL.md or USER.md only if it is still the version `expectedSha256`. */
+  savePersona(
+    agent: string,
+    name: PersonaName,
+    content: string,
+    expectedSha256: string
+  ): Promise<IPersonaSavedResponse> {
+    return this.request<IPersonaSavedResponse>('PUT', ['agents', agent, name], {
+      content,
+      expected_sha256: expectedSha256
+    });
+  }
+
+  /** Receipts of recorded session starts, newest first. */
+  listSessions(agent: string): Promise<ISessionsResponse> {
+    return this.request<ISessionsResponse>('GET', ['agents', agent, 'sessions']);
+  }
+
+  /** One recorded session: its receipt and the exact prompt it started with. */
+  getSession(agent: string, sid: string): Promise<ISessionResponse> {
+    return this.request<ISessionResponse>('GET', ['agents', agent, 'sessions', sid]);
+  }
+
+  /** A unified diff from one recorded session's prompt to another's. */
+  diffSessions(agent: string, sid: string, other: string): Promise<ISessionDiffResponse> {
+    return this.request<ISessionDiffResponse>('GET', [
+      'agents',
+      agent,
+      'sessions',
+      sid,
+      'diff',
+      other
+    ]);
+  }
+
+  /** Where each line of a recorded prompt holding `text` came from. */
+  why(agent: string, sid: string, text: string): Promise<ISessionWhyResponse> {
+    return this.request<ISessionWhyResponse>(
+      'GET',
+      ['agents', agent, 'sessions', sid, 'why'],
+      undefined,
+      new URLSearchParams({ text })
+    );
   }
 
   private async request<T>(

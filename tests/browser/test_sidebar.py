@@ -6,6 +6,7 @@ the whole path: engine -> REST API -> sidebar -> REST API -> engine.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -79,7 +80,10 @@ def test_edit_and_save_writes_the_file(page: Page, agents_root: Path) -> None:
     expect(editor).to_have_value("- old fact\n")
     editor.fill("- new fact, saved from the sidebar ✓\n")
     save.click()
-    expect(page.locator(f"{PANEL} .jp-AgentMemory-factsNote")).to_have_text("Saved.")
+    new_sha = hashlib.sha256("- new fact, saved from the sidebar ✓\n".encode()).hexdigest()
+    expect(page.locator(f"{PANEL} .jp-AgentMemory-factsNote")).to_have_text(
+        f"Saved (sha256 {new_sha[:12]})."
+    )
     expect(save).to_be_hidden()
     expect(page.locator(f"{PANEL} .jp-AgentMemory-factsView")).to_have_text(
         "- new fact, saved from the sidebar ✓\n"
@@ -90,11 +94,11 @@ def test_edit_and_save_writes_the_file(page: Page, agents_root: Path) -> None:
     assert [v["size"] for v in mem.history()] == [len("- old fact\n")]
 
 
-def test_conflict_shows_dialog_and_reload_shows_current_file(
+def test_conflict_shows_hashes_a_diff_and_reload_shows_current_file(
     page: Page, agents_root: Path
 ) -> None:
     mem = default_agent(agents_root)
-    mem.update_facts("- seen by the editor\n")
+    seen = mem.update_facts("- seen by the editor\n")
     open_sidebar(page)
     expect(page.locator(f"{PANEL} .jp-AgentMemory-factsView")).to_have_text(
         "- seen by the editor\n"
@@ -102,17 +106,27 @@ def test_conflict_shows_dialog_and_reload_shows_current_file(
     page.locator(f"{PANEL} .jp-AgentMemory-edit").click()
     page.locator(f"{PANEL} .jp-AgentMemory-factsEditor").fill("- my edit\n")
     # An agent writes FACT.md while the user is typing.
-    mem.update_facts("- written by the agent meanwhile\n")
+    now = mem.update_facts("- written by the agent meanwhile\n")
     page.locator(f"{PANEL} .jp-AgentMemory-save").click()
 
-    dialog = page.locator(".jp-Dialog")
-    expect(dialog.locator(".jp-Dialog-header")).to_have_text("FACT.md changed on disk")
-    expect(dialog.locator(".jp-AgentMemory-conflictDetail")).to_contain_text(
-        "nothing was written"
+    conflict = page.locator(f"{PANEL} .jp-AgentMemory-factsConflict")
+    expect(conflict).to_be_visible()
+    detail = conflict.locator(".jp-AgentMemory-conflictDetail")
+    expect(detail).to_contain_text(f"You started from {seen[:12]}; it is now {now[:12]}.")
+    expect(detail).to_contain_text("Nothing was written.")
+    assert seen not in detail.text_content() and now not in detail.text_content()
+    expect(conflict.locator(".jp-AgentMemory-diffLine.jp-mod-removed")).to_have_text(
+        ["- - written by the agent meanwhile"]
+    )
+    expect(conflict.locator(".jp-AgentMemory-diffLine.jp-mod-added")).to_have_text(
+        ["+ - my edit"]
+    )
+    expect(conflict.locator("button")).to_have_text(
+        ["Reload", "Keep editing", "Overwrite anyway"]
     )
     assert mem.facts == "- written by the agent meanwhile\n"
-    dialog.get_by_role("button", name="Reload").click()
-    expect(dialog).to_have_count(0)
+    conflict.get_by_role("button", name="Reload").click()
+    expect(conflict).to_be_hidden()
     expect(page.locator(f"{PANEL} .jp-AgentMemory-factsView")).to_have_text(
         "- written by the agent meanwhile\n"
     )
@@ -122,7 +136,7 @@ def test_conflict_shows_dialog_and_reload_shows_current_file(
     assert mem.facts == "- written by the agent meanwhile\n"
 
 
-def test_conflict_keep_editing_keeps_the_text(page: Page, agents_root: Path) -> None:
+def test_conflict_keep_editing_then_overwrite_anyway(page: Page, agents_root: Path) -> None:
     mem = default_agent(agents_root)
     mem.update_facts("- v1\n")
     open_sidebar(page)
@@ -132,14 +146,30 @@ def test_conflict_keep_editing_keeps_the_text(page: Page, agents_root: Path) -> 
     editor.fill("- my careful edit\n")
     mem.update_facts("- v2 from the agent\n")
     page.locator(f"{PANEL} .jp-AgentMemory-save").click()
-    expect(page.locator(".jp-Dialog-header")).to_have_text("FACT.md changed on disk")
-    # Enter picks the default button, which must be the one that keeps the edit.
-    page.keyboard.press("Enter")
-    expect(page.locator(".jp-Dialog")).to_have_count(0)
+    conflict = page.locator(f"{PANEL} .jp-AgentMemory-factsConflict")
+    conflict.get_by_role("button", name="Keep editing").click()
+    expect(conflict).to_be_hidden()
     expect(editor).to_be_visible()
     expect(editor).to_have_value("- my careful edit\n")
-    expect(page.locator(f"{PANEL} .jp-AgentMemory-factsNote")).to_contain_text("Not saved:")
+    expect(page.locator(f"{PANEL} .jp-AgentMemory-factsNote")).to_contain_text("not saved")
     assert mem.facts == "- v2 from the agent\n"
+
+    # Saving again shows the conflict again; the agent writes once more after it was shown,
+    # so Overwrite anyway (a compare-and-swap against the version shown) must refuse.
+    page.locator(f"{PANEL} .jp-AgentMemory-save").click()
+    expect(conflict).to_be_visible()
+    v3 = mem.update_facts("- v3 from the agent\n")
+    conflict.get_by_role("button", name="Overwrite anyway").click()
+    expect(conflict.locator(".jp-AgentMemory-conflictDetail")).to_contain_text(
+        f"it is now {v3[:12]}"
+    )
+    assert mem.facts == "- v3 from the agent\n"
+    # Now nothing moves between showing and overwriting: the edit is written.
+    conflict.get_by_role("button", name="Overwrite anyway").click()
+    expect(conflict).to_be_hidden()
+    expect(page.locator(f"{PANEL} .jp-AgentMemory-factsNote")).to_contain_text("Saved (sha256")
+    assert mem.facts == "- my careful edit\n"
+    assert "- v3 from the agent\n" in [mem.history_text(v["sha256"]) for v in mem.history()]
 
 
 def test_journal_search_and_append(page: Page, agents_root: Path) -> None:

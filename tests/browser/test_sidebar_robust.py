@@ -219,7 +219,8 @@ def test_save_never_writes_without_the_hash_it_showed(page: Page, agents_root: P
     edit.click()
     page.locator(f"{PANEL} .jp-AgentMemory-factsEditor").fill("- edited in the sidebar\n")
     page.locator(f"{PANEL} .jp-AgentMemory-save").click()
-    expect(note).to_have_text("Saved.")
+    saved = hashlib.sha256(b"- edited in the sidebar\n").hexdigest()
+    expect(note).to_have_text(f"Saved (sha256 {saved[:12]}).")
     shown = hashlib.sha256(b"- written by the agent\n").hexdigest()
     assert writes == [{"content": "- edited in the sidebar\n", "expected_sha256": shown}]
     assert mem.facts == "- edited in the sidebar\n"
@@ -227,10 +228,14 @@ def test_save_never_writes_without_the_hash_it_showed(page: Page, agents_root: P
 
 
 def test_sidebar_source_sets_no_html() -> None:
-    """Memory text reaches the DOM only as text: no HTML-parsing sink exists in the sidebar."""
+    """Memory text reaches the DOM as text, or as FACT.md through JupyterLab's own Markdown
+    renderer on an untrusted model (markdown.ts): no HTML-parsing sink exists in our code."""
     source = Path(__file__).resolve().parents[2] / "labextension" / "src"
     files = sorted(source.glob("*.ts"))
-    assert [f.name for f in files] == ["api.ts", "index.ts", "panel.ts"]
+    assert [f.name for f in files] == ["api.ts", "diff.ts", "index.ts", "markdown.ts", "panel.ts"]
+    markdown = (source / "markdown.ts").read_text("utf-8")
+    assert "trusted: false" in markdown and "trusted: true" not in markdown
+    assert "latexTypesetter:" not in markdown.split("new RenderMimeRegistry(")[1].split("});")[0]
     sinks = ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write",
              "createContextualFragment", "DOMParser", "srcdoc", "dangerouslySetInnerHTML")
     found = [(f.name, sink) for f in files for sink in sinks if sink in f.read_text("utf-8")]
