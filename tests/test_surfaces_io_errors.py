@@ -216,3 +216,46 @@ async def test_rest_maps_the_errno_and_keeps_the_engine_text(
     assert response.code == failure.http_status
     assert json.loads(response.body) == {"message": failure.message}
     assert_untouched(agent)
+
+
+# -- engine entry points outside AgentMemory ------------------------------------------------
+
+
+@pytest.fixture
+def full_disk_for_new_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every atomic write fails as on a full disk (whatever the file)."""
+
+    def write_atomic(self: Folder, name: str, data: bytes, recheck: Any) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", name)
+
+    monkeypatch.setattr(Folder, "write_atomic", write_atomic)
+
+
+def test_a_session_start_that_cannot_be_recorded_is_an_engine_error(
+    agent: AgentMemory, full_disk_for_new_files: None, tmp_path: Path
+) -> None:
+    from jupyter_agent_memory import PromptBuilder
+    from jupyter_agent_memory.mcp_memory import MemoryService
+
+    builder = PromptBuilder()
+    with pytest.raises(MemoryIOError) as info:
+        builder.start_session(agent, tmp_path)
+    assert info.value.code == INTERNAL_ERROR
+    assert info.value.message.startswith("No space left on device (") and agent.sessions() == []
+    # The MCP server catches that family alone, and the session still gets its context.
+    service = MemoryService(agent, builder, workspace=tmp_path)
+    assert service.start_session({"name": "client", "version": "1"}) == service.instructions()
+    assert KEPT.strip() in service.instructions() and agent.sessions() == []
+
+
+def test_provisioning_on_a_full_disk_is_an_engine_error(
+    agents_root: Path, full_disk_for_new_files: None
+) -> None:
+    from jupyter_agent_memory import provision
+
+    mem = AgentMemory.open("fresh")
+    with pytest.raises(MemoryIOError) as info:
+        provision("guide", mem)
+    assert info.value.code == INTERNAL_ERROR
+    assert info.value.message.startswith("No space left on device (")
+    assert mem.soul == "" and mem.template_info() is None
