@@ -649,8 +649,12 @@ class AgentMemory:
         return result
 
     def _journal_index_opener(self) -> journal.IndexOpener | None:
-        """How a search opens the journal's derived index (None: the index is off)."""
-        from .journal_index import index_setting
+        """How a search opens the journal's derived index (None: the index is off, or this
+        Python has no ``sqlite3``)."""
+        try:
+            from .journal_index import index_setting
+        except ImportError:
+            return None
 
         setting = index_setting(self.journal_index)
         if setting is False:

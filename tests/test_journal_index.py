@@ -275,3 +275,16 @@ def test_a_journal_replaced_by_another_file_is_reindexed(
     assert mem.search(query="old words") == []
     assert [e["text"] for e in mem.search(query="new")] == ["new"]
     json.dumps(list(mem.search(query="new")))
+
+
+def test_without_sqlite3_searches_take_the_scan(
+    tmp_path: Path, agents_root: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    mem = AgentMemory.open(tmp_path / "agent", journal_index=True)
+    mem.append("still found")
+    monkeypatch.setitem(sys.modules, "sqlite3", None)  # a Python built without it
+    monkeypatch.delitem(sys.modules, "jupyter_agent_memory.journal_index")
+    assert [e["text"] for e in mem.search(query="found", since="2000-01-01")] == ["still found"]
+    assert _db_files(cache) == []
