@@ -551,6 +551,10 @@ def _add_looking_back_parsers(
     )
 
 
+#: Characters of a client's name and version shown in the sessions list (``--json`` has all).
+CLIENT_COLUMN = 60
+
+
 def _sessions(args: argparse.Namespace) -> int:
     memory = _open(args)
     as_json = getattr(args, "json", False)
@@ -596,15 +600,19 @@ def _sessions(args: argparse.Namespace) -> int:
     for receipt in receipts:
         client = receipt.get("client")
         client = client if isinstance(client, dict) else {}
-        named = " ".join(str(client[k]) for k in ("name", "version") if client.get(k)) or "-"
+        # The client names itself, so its name is a stranger's text, of any length: it must
+        # not move the cursor, colour the terminal, start a new row or fill the screen.
+        named = _shown(
+            " ".join(str(client[k]) for k in ("name", "version") if client.get(k)) or "-"
+        )
+        if len(named) > CLIENT_COLUMN:
+            named = named[: CLIENT_COLUMN - 1] + "…"
         if receipt.get("forgotten"):
             named += "  (text forgotten since)"
-        # The client names itself, so its name is a stranger's text: it must not move the
-        # cursor, colour the terminal or start a new row.
         print(
             f"{_shown(receipt.get('ts', '?')):<24}  {_shown(receipt['session_id']):<16}  "
             f"{_shown(receipt.get('tokens', '?')):>6}  "
-            f"{_shown(receipt.get('prompt_sha256', ''))[:12]:<12}  {_shown(named)}"
+            f"{_shown(receipt.get('prompt_sha256', ''))[:12]:<12}  {named}"
         )
     return 0
 
@@ -644,7 +652,12 @@ def _forget(args: argparse.Namespace) -> int:
     text = args.text
     if text == "-":
         text = _read_text("-")
-        text = text[:-1] if text.endswith("\n") else text
+        # The line's own ending is not part of the text: "\r\n" from a Windows file or
+        # console must not make forgetting look for a text that ends in "\r".
+        for ending in ("\r\n", "\n", "\r"):
+            if text.endswith(ending):
+                text = text[: -len(ending)]
+                break
     from .forgetting import forget
 
     receipt = forget(

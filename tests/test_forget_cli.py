@@ -129,10 +129,15 @@ def test_a_rerun_finds_nothing_left(agent: AgentMemory, capsys: pytest.CaptureFi
     }
 
 
+@pytest.mark.parametrize("ending", ["\n", "\r\n", "\r", ""])
 def test_forget_reads_the_text_from_stdin(
-    agent: AgentMemory, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    agent: AgentMemory,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    ending: str,
 ) -> None:
-    stdin = types.SimpleNamespace(buffer=io.BytesIO((TEXT + "\n").encode()))
+    # A Windows console or file ends the line with CRLF: the CR is not part of the text.
+    stdin = types.SimpleNamespace(buffer=io.BytesIO((TEXT + ending).encode()))
     monkeypatch.setattr("sys.stdin", stdin)
     code, out, err = run(capsys, "forget", "-", "--agent", "pip")
     assert (code, err) == (0, "")

@@ -64,7 +64,7 @@ def test_list_shows_a_hostile_client_name_as_inert_text_on_one_row(
 ) -> None:
     # The client names itself in its initialize request: newlines, ESC sequences and a
     # right-to-left override must neither start a row nor reach the terminal raw.
-    name = "evil\n2026-01-01T00:00:00.000Z  ffffff0000000009\x1b[2J\u202eredoc"
+    name = "evil\n2026-01-01  ffffff0000000009\x1b[2J\u202eredoc"
     receipt = PromptBuilder().start_session(
         agent, client={"name": name, "version": "1\r\n"}, session_id="cccccc0000000003"
     ).receipt
@@ -74,12 +74,26 @@ def test_list_shows_a_hostile_client_name_as_inert_text_on_one_row(
     assert rows == [
         f"{receipt['ts']:<24}  cccccc0000000003  {receipt['tokens']:>6}  "
         f"{receipt['prompt_sha256'][:12]}  "
-        "evil\\n2026-01-01T00:00:00.000Z  ffffff0000000009\\x1b[2J\\u202eredoc 1\\r\\n"
+        "evil\\n2026-01-01  ffffff0000000009\\x1b[2J\\u202eredoc 1\\r\\n"
     ]
     assert "\x1b" not in out and "\u202e" not in out
     # The receipt itself keeps the name exactly as the client sent it.
     code, out, _ = run(capsys, "--json", "sessions", "--agent", "pip")
     assert json.loads(out)[0]["client"] == {"name": name, "version": "1\r\n"}
+
+
+def test_list_cuts_a_very_long_client_name_to_its_column(
+    agent: AgentMemory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = "x" * 1_000_000
+    PromptBuilder().start_session(agent, client={"name": name, "version": "2"})
+    code, out, err = run(capsys, "sessions", "--agent", "pip")
+    assert (code, err) == (0, "")
+    (row,) = out.splitlines()[1:]
+    assert row.endswith("  " + "x" * 59 + "…")
+    assert len(row) == 24 + 2 + 16 + 2 + 6 + 2 + 12 + 2 + 60
+    code, out, _ = run(capsys, "--json", "sessions", "--agent", "pip")
+    assert json.loads(out)[0]["client"] == {"name": name, "version": "2"}
 
 
 def test_list_without_sessions(agent: AgentMemory, capsys: pytest.CaptureFixture[str]) -> None:
