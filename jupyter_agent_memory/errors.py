@@ -160,8 +160,9 @@ def engine_boundary(function: Callable[P, R]) -> Callable[P, R]:
     """Let only the :class:`MemoryToolError` family out of a public engine function.
 
     An ``OSError`` becomes :class:`MemoryIOError` (still an ``OSError``), so every surface
-    catches exactly one family and maps it the same way. The store, the prompt builder, the
-    templates and the session records all put their public entry points behind it.
+    catches exactly one family and maps it the same way. The store's public methods, the
+    prompt builder's, the template functions, ``list_agents`` and ``sessions.find`` are all
+    behind it.
     """
 
     @functools.wraps(function)
