@@ -131,17 +131,14 @@ def _connect(path: Path) -> tuple[sqlite3.Connection, list[object]]:
     return conn, record
 
 
-# (journal, agent folder, cache root) -> the database path, or None when no cache may be used
-_locations: dict[tuple[str, str, str], Path | None] = {}
+# (journal, agent folder, cache root, the two cache variables) -> the database path, or None
+# when no cache may be used
+_locations: dict[tuple[object, ...], Path | None] = {}
 
 
 def _location(journal: Path, agent: Path, root: Path | None) -> Path | None:
-    settings = (
-        os.fspath(root) if root is not None else "",
-        os.environ.get(CACHE_ENV, ""),
-        os.environ.get("XDG_CACHE_HOME", ""),
-    )
-    key = (os.fspath(journal), os.fspath(agent), "\0".join(settings))
+    environ = os.environ
+    key = (journal, agent, root, environ.get(CACHE_ENV), environ.get("XDG_CACHE_HOME"))
     if key in _locations:
         return _locations[key]
     configured = os.fspath(root if root is not None else cache_dir())

@@ -659,7 +659,11 @@ class AgentMemory:
         setting = index_setting(self.journal_index)
         if setting is False:
             return None
-        journal_path = self.path / MEMORY_DIR / JOURNAL
+        # Computed once: a search can cost less than building this path each time.
+        journal_path = self.__dict__.get("_journal_path")
+        if journal_path is None:
+            journal_path = self.path / MEMORY_DIR / JOURNAL
+            self.__dict__["_journal_path"] = journal_path
 
         def open_index(read: Callable[[int, int], bytes], st: os.stat_result) -> Any:
             from . import journal_index
