@@ -216,3 +216,79 @@ def test_runner_options_and_scenarios_of_the_wrong_type(tmp_path: Path) -> None:
     # One baseline named as a string is that baseline, not four unknown letters.
     result = run_scenario(tmp_path / "agent", model, scenario, baselines="bm25")
     assert [turn.reply for turn in result.sessions[0].turns] == ["hello"]
+
+
+# -- saved results and matrices ----------------------------------------------------------------
+
+
+@pytest.fixture
+def saved(tmp_path: Path) -> tuple[dict, dict]:
+    from jupyter_agent_memory.evaluation import run_matrix
+
+    model = ScriptedModel([Rule("hi", reply="hello")])
+    matrix = run_matrix([model], [Scenario([Session(["hi"])], name="a")], root=tmp_path / "m")
+    data = json.loads(matrix.to_json())
+    return data["runs"][0]["result"], data
+
+
+def test_an_incomplete_or_mistyped_result_is_a_value_error(saved: tuple[dict, dict]) -> None:
+    from jupyter_agent_memory.evaluation import EvaluationResult
+
+    result, _ = saved
+    assert EvaluationResult.from_dict(result).to_dict() == result
+    without = {k: v for k, v in result.items() if k != "scenario"}
+    with pytest.raises(ValueError) as info:
+        EvaluationResult.from_dict(without)
+    assert str(info.value) == "Not a complete evaluation result: 'scenario' is missing"
+    with pytest.raises(ValueError) as info:
+        EvaluationResult.from_dict({**result, "sessions": 5})
+    assert str(info.value) == "Not a valid evaluation result: 'int' object is not iterable"
+    with pytest.raises(ValueError, match="^Not a valid evaluation result: "):
+        EvaluationResult.from_dict({**result, "sessions": [{}]})
+    with pytest.raises(ValueError) as info:
+        EvaluationResult.from_json("[" * 200_000)
+    assert str(info.value) == "Not valid JSON: nested too deeply"
+
+
+def test_an_incomplete_matrix_is_a_value_error(saved: tuple[dict, dict], tmp_path: Path) -> None:
+    from jupyter_agent_memory.evaluation import MatrixResult
+
+    _, data = saved
+    assert MatrixResult.from_json(json.dumps(data)).runs[0].scenario == "a"
+    with pytest.raises(ValueError) as info:
+        MatrixResult.from_json(json.dumps({k: v for k, v in data.items() if k != "runs"}))
+    assert str(info.value) == "Not a complete evaluation matrix: 'runs' is missing"
+    with pytest.raises(ValueError) as info:
+        MatrixResult.from_json(json.dumps({**data, "runs": [{"scenario": "a"}]}))
+    assert str(info.value) == "Not a complete evaluation matrix: 'model' is missing"
+    path = tmp_path / "matrix.json"
+    path.write_bytes(b"\xff{}")
+    with pytest.raises(ValueError) as info:
+        MatrixResult.load(path)
+    assert str(info.value) == f"{path} is not UTF-8 text (invalid start byte at byte 0)"
+
+
+@pytest.mark.parametrize("seeds", [3, "012", [1.7], [True], [0, None]])
+def test_seeds_must_be_integers(tmp_path: Path, seeds: object) -> None:
+    from jupyter_agent_memory.evaluation import run_matrix
+
+    model = ScriptedModel([Rule("hi", reply="hello")])
+    with pytest.raises(TypeError) as info:
+        run_matrix([model], Scenario([Session(["hi"])]), seeds=seeds, root=tmp_path / "m")
+    assert str(info.value) == f"seeds must be a list of integers, got {seeds!r}"
+    assert not (tmp_path / "m").exists()
+
+
+def test_a_bad_template_is_refused_before_any_run(tmp_path: Path) -> None:
+    from jupyter_agent_memory.errors import TemplateError
+    from jupyter_agent_memory.evaluation import run_matrix
+
+    model = ScriptedModel([Rule("hi", reply="hello")])
+    with pytest.raises(TemplateError, match='^Unknown template "nosuch"'):
+        run_matrix(
+            [model],
+            Scenario([Session(["hi"])]),
+            templates={"good": "assistant", "bad": "nosuch"},
+            root=tmp_path / "m",
+        )
+    assert not (tmp_path / "m").exists()  # not even the good template's run

@@ -21,13 +21,14 @@ import math
 import os
 import re
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from numbers import Integral
 from pathlib import Path
 from typing import Any
 
 from .progress import make_progress
-from .results import EvaluationResult, import_pandas, import_pyplot, new_axes
+from .results import EvaluationResult, import_pandas, import_pyplot, load_json, new_axes, read_text
 from .scenario import Scenario
 
 __all__ = ["MatrixResult", "MatrixRun", "run_matrix"]
@@ -117,11 +118,18 @@ def run_matrix(
     ``retrieval_k``...). ``progress=True`` shows one line updated per run.
     """
     from .. import AgentMemory, provision
+    from ..templates import load_template
     from .runner import EvaluationRunner
 
     named = _named(models)
     scenario_list = _scenarios(scenarios)
-    seed_list = [int(seed) for seed in seeds]
+    # int(1.7) or the characters of "012" would silently be other seeds than meant.
+    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Iterable):
+        raise TypeError(f"seeds must be a list of integers, got {seeds!r}")
+    seed_list = list(seeds)
+    if not all(isinstance(seed, Integral) and not isinstance(seed, bool) for seed in seed_list):
+        raise TypeError(f"seeds must be a list of integers, got {seeds!r}")
+    seed_list = [int(seed) for seed in seed_list]  # numpy integers too
     if not seed_list:
         raise ValueError("run_matrix needs at least one seed")
     template_items: list[tuple[str | None, Any]] = (
@@ -129,6 +137,10 @@ def run_matrix(
         if templates
         else [(None, None)]
     )
+    for _, template in template_items:
+        if template is not None:
+            # A bad template is refused before any run, not after the runs before it.
+            load_template(template)
     base = Path(root) if root is not None else Path(tempfile.mkdtemp(prefix="agent-memory-matrix-"))
     base.mkdir(parents=True, exist_ok=True)
     cells = [
@@ -288,19 +300,24 @@ class MatrixResult:
     @classmethod
     def from_json(cls, text: str) -> MatrixResult:
         """Load what ``to_json`` wrote."""
-        data = json.loads(text)
+        data = load_json(text)
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ValueError(f"Not an evaluation matrix: expected format {FORMAT!r}")
-        runs = [
-            MatrixRun(
-                item["model"],
-                item["scenario"],
-                item["seed"],
-                EvaluationResult.from_dict(item["result"]),
-                item.get("template"),
-            )
-            for item in data["runs"]
-        ]
+        try:
+            runs = [
+                MatrixRun(
+                    item["model"],
+                    item["scenario"],
+                    item["seed"],
+                    EvaluationResult.from_dict(item["result"]),
+                    item.get("template"),
+                )
+                for item in data["runs"]
+            ]
+        except KeyError as exc:
+            raise ValueError(f"Not a complete evaluation matrix: {exc} is missing") from None
+        except (TypeError, AttributeError) as exc:
+            raise ValueError(f"Not a valid evaluation matrix: {exc}") from None
         return cls(runs, has_templates=bool(data.get("has_templates")), root=data.get("root", ""))
 
     def save(self, path: str | os.PathLike[str]) -> Path:
@@ -312,7 +329,7 @@ class MatrixResult:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> MatrixResult:
         """Read a matrix written by ``save``."""
-        return cls.from_json(Path(path).read_text(encoding="utf-8"))
+        return cls.from_json(read_text(path))
 
     def __str__(self) -> str:
         models = list(dict.fromkeys(run.model for run in self.runs))

@@ -139,6 +139,22 @@ def _number(value: Any) -> float:
     return math.nan if value is None else float(value)
 
 
+
+def load_json(text: str) -> Any:
+    """``json.loads``, with a nesting too deep for the parser as a ``ValueError`` too."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("Not valid JSON: nested too deeply") from None
+
+
+def read_text(path: str | os.PathLike[str]) -> str:
+    """A saved file's text; a file that is not UTF-8 is a ``ValueError`` naming it."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
 @dataclass
 class EvaluationResult:
     """The outcome of running a scenario: one ``SessionRecord`` per session."""
@@ -411,15 +427,20 @@ class EvaluationResult:
                 f"Unsupported evaluation result version {data.get('version')!r} "
                 f"(this version reads {FORMAT_VERSION})"
             )
-        return cls(
-            scenario=data["scenario"],
-            model=data["model"],
-            agent_path=data["agent_path"],
-            sessions=[SessionRecord.from_dict(s) for s in data["sessions"]],
-            labels=dict(data.get("labels") or {}),
-            stopped=bool(data.get("stopped")),
-            journal=list(data.get("journal") or []),
-        )
+        try:
+            return cls(
+                scenario=data["scenario"],
+                model=data["model"],
+                agent_path=data["agent_path"],
+                sessions=[SessionRecord.from_dict(s) for s in data["sessions"]],
+                labels=dict(data.get("labels") or {}),
+                stopped=bool(data.get("stopped")),
+                journal=list(data.get("journal") or []),
+            )
+        except KeyError as exc:
+            raise ValueError(f"Not a complete evaluation result: {exc} is missing") from None
+        except (TypeError, AttributeError) as exc:
+            raise ValueError(f"Not a valid evaluation result: {exc}") from None
 
     def to_json(self, indent: int | None = 1) -> str:
         """The result as JSON text (non-ASCII kept)."""
@@ -428,7 +449,7 @@ class EvaluationResult:
     @classmethod
     def from_json(cls, text: str) -> EvaluationResult:
         """Load a result from ``to_json`` text."""
-        return cls.from_dict(json.loads(text))
+        return cls.from_dict(load_json(text))
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write ``to_json()`` to ``path`` (UTF-8); returns the path."""
@@ -439,7 +460,7 @@ class EvaluationResult:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> EvaluationResult:
         """Read a result written by ``save``."""
-        return cls.from_json(Path(path).read_text(encoding="utf-8"))
+        return cls.from_json(read_text(path))
 
     # -- HTML ------------------------------------------------------------------------------
 
