@@ -110,6 +110,20 @@ def test_sessions_view_text_keeps_a_hostile_client_name_inert(agent: AgentMemory
     assert len(text.splitlines()) == 2  # the heading and the one session
 
 
+# -- receipts (sessions.record) -------------------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="sessions.record keeps the client's self-chosen name and version at any length: a "
+    "client calling itself with 1 MB adds 1 MB to SESSIONS.jsonl per session, and the "
+    "retention bound (keep_bytes) counts only the stored texts, never the log",
+)
+def test_a_receipt_stays_small_whatever_the_client_calls_itself(agent: AgentMemory) -> None:
+    PromptBuilder().start_session(agent, client={"name": "x" * 1_000_000, "version": "9" * 1000})
+    assert (agent.path / "memory" / "SESSIONS.jsonl").stat().st_size < 64 * 1024
+
+
 # -- the prompt builder's tool name (prompt.PromptBuilder) -------------------------------------
 
 
