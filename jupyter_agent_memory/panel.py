@@ -539,6 +539,7 @@ class MemoryPanel(widgets.VBox):
                                              continuous_update=False)
         self.session_why_button = widgets.Button(description="Trace", icon="search")
         self.session_output = widgets.HTML()
+        self.session_output.add_class("jp-AgentMemory-panelSessionOutput")
         self.session_show_button.on_click(lambda _b: self.show_session())
         self.session_diff_button.on_click(lambda _b: self.diff_sessions())
         self.session_why_button.on_click(lambda _b: self.why())
@@ -870,8 +871,8 @@ class MemoryPanel(widgets.VBox):
             current = dropdown.value
             dropdown.options = first + options
             ids = [value for _label, value in dropdown.options]
-            if current in ids:
-                dropdown.value = current
+            # Keep the pick; otherwise the newest session (or "none" for the second one).
+            dropdown.value = current if current in ids else (ids[0] if ids else None)
 
     def show_session(self, session_id: str | None = None) -> PromptView | None:
         """Show the exact prompt a recorded session started with (default: the one picked)."""

@@ -615,6 +615,8 @@ def test_sessions_tab(panel: MemoryPanel, mem: AgentMemory) -> None:
     assert timeline.index(second["session_id"]) < timeline.index(first["session_id"])
     assert [v for _label, v in panel.session_pick.options] == [second["session_id"],
                                                                 first["session_id"]]
+    # The newest session is picked until the user picks another; the second pick is "none".
+    assert panel.session_pick.value == second["session_id"] and panel.session_other.value == ""
     panel.session_pick.value = first["session_id"]
     panel.session_show_button.click()
     assert "- metric units" in panel.session_output.value

@@ -131,7 +131,9 @@ def test_ctrl_s_saves_and_escape_cancels(page: Page, agents_root: Path) -> None:
     assert watch_of(page).dialogs == []
 
 
-def test_soul_and_user_are_edited_with_compare_and_swap(page: Page, agents_root: Path) -> None:
+def test_soul_and_user_are_edited_with_compare_and_swap(
+    page: Page, agents_root: Path, tmp_path: Path
+) -> None:
     mem = default_agent(agents_root)
     mem.write_soul("I am Ada.\n")
     open_sidebar(page)
@@ -151,6 +153,7 @@ def test_soul_and_user_are_edited_with_compare_and_swap(page: Page, agents_root:
     page.locator(f"{PANEL} .jp-AgentMemory-userSave").click()
     conflict = page.locator(f"{PANEL} .jp-AgentMemory-userConflict")
     expect(conflict).to_be_visible()
+    both_themes(page, shots_dir(tmp_path), "conflict")
     expect(conflict.locator(".jp-AgentMemory-diffLine.jp-mod-added")).to_have_text(
         ["+ Prefers metric."])
     assert mem.user == "Written by the agent.\n"
@@ -183,7 +186,9 @@ def test_history_diff_and_restore(page: Page, agents_root: Path, tmp_path: Path)
     both_themes(page, shots_dir(tmp_path), "history")
 
 
-def test_sessions_prompt_diff_and_why(page: Page, agents_root: Path, lab: Lab) -> None:
+def test_sessions_prompt_diff_and_why(
+    page: Page, agents_root: Path, lab: Lab, tmp_path: Path
+) -> None:
     mem = default_agent(agents_root)
     empty_page_note = "No sessions on record yet"
     mem.update_facts("- The user prefers metric units.\n")
@@ -217,6 +222,7 @@ def test_sessions_prompt_diff_and_why(page: Page, agents_root: Path, lab: Lab) -
     where = output.locator(".jp-AgentMemory-originWhere")
     (origin,) = mem.why(first["session_id"], "metric")
     expect(where).to_have_text([f"{origin.source} @ {origin.version[:12]} line 1"])
+    both_themes(page, shots_dir(tmp_path), "sessions")
 
 
 def test_an_agent_folder_opened_from_the_file_browser(
@@ -302,7 +308,9 @@ def test_the_notebooks_active_agent(new_page: Any, lab: Lab, agents_root: Path) 
         shutil.rmtree(lab.workspace / "nb-agent", ignore_errors=True)
 
 
-def test_notebook7_loads_the_sidebar_quietly(new_page: Any, lab: Lab, agents_root: Path) -> None:
+def test_notebook7_loads_the_sidebar_quietly(
+    new_page: Any, lab: Lab, agents_root: Path, tmp_path: Path
+) -> None:
     default_agent(agents_root).update_facts("- seen in Notebook 7\n")
     messages: list[str] = []
     page = new_page()
@@ -314,6 +322,7 @@ def test_notebook7_loads_the_sidebar_quietly(new_page: Any, lab: Lab, agents_roo
     page.evaluate("() => window.jupyterapp.commands.execute('agent-memory:open')")
     expect(page.locator(f"{PANEL} .jp-AgentMemory-factsView")).to_have_text(
         "- seen in Notebook 7\n")
+    page.screenshot(path=str(shots_dir(tmp_path) / "sidebar-notebook7-tree.png"))
     assert [m for m in messages if "No provider for" in m] == []
     ours = [e for e in watch_of(page).errors if "agent-memory" in e.lower()]
     assert ours == []

@@ -1,0 +1,177 @@
+"""The ipywidgets memory panel in a real JupyterLab through Chromium: the Journal tab searches
+on every change, the plain tags field, themed tables, conflicts with Overwrite anyway, a vanished
+agent folder, and the Sessions tab. Screenshots in both themes go to
+``$AGENT_MEMORY_SCREENSHOTS`` when set, else to the test's temporary folder.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from conftest import Lab, watch_of
+from playwright.sync_api import Page, expect
+
+from jupyter_agent_memory import AgentMemory, PromptBuilder
+
+KERNEL_IDLE = """
+() => {
+  const widget = window.jupyterapp.shell.currentWidget;
+  const kernel = widget && widget.sessionContext && widget.sessionContext.session &&
+    widget.sessionContext.session.kernel;
+  return !!kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle';
+}
+"""
+
+
+def set_theme(page: Page, theme: str) -> None:
+    page.evaluate(
+        "theme => window.jupyterapp.commands.execute('apputils:change-theme', {theme})", theme
+    )
+    light = "true" if "Light" in theme else "false"
+    page.wait_for_function(f"() => document.body.dataset.jpThemeLight === '{light}'")
+    expect(page.locator("#jupyterlab-splash")).to_have_count(0)
+
+
+def shots(page: Page, tmp_path: Path, name: str) -> None:
+    folder = Path(os.environ.get("AGENT_MEMORY_SCREENSHOTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    for theme, label in (("JupyterLab Light", "light"), ("JupyterLab Dark", "dark")):
+        set_theme(page, theme)
+        page.locator(".widget-tab").first.screenshot(path=str(folder / f"panel-{name}-{label}.png"))
+    set_theme(page, "JupyterLab Light")
+
+
+def open_panel(new_page: Any, lab: Lab, folder: str) -> Page:
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in (
+        "%load_ext jupyter_agent_memory",
+        f"%agent_memory ./{folder}",
+        "%agent_memory",
+    )]
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                       "language": "python"}
+    nbformat.write(notebook, lab.workspace / f"{folder}.ipynb")
+    page = new_page()
+    page.goto(lab.lab_url(f"{folder}.ipynb"))
+    page.wait_for_function("() => window.jupyterapp !== undefined")
+    page.evaluate("async () => { await window.jupyterapp.restored; }")
+    page.wait_for_function(KERNEL_IDLE, timeout=60_000)
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    expect(page.get_by_text(f"Agent memory: {folder}")).to_be_visible(timeout=60_000)
+    page.wait_for_function(KERNEL_IDLE, timeout=60_000)
+    return page
+
+
+def tab(page: Page, title: str) -> None:
+    page.locator(".widget-tab .lm-TabBar-tab", has_text=title).first.click()
+
+
+def close(page: Page, lab: Lab, folder: str) -> None:
+    page.evaluate("() => window.jupyterapp.serviceManager.sessions.shutdownAll()")
+    (lab.workspace / f"{folder}.ipynb").unlink(missing_ok=True)
+    shutil.rmtree(lab.workspace / folder, ignore_errors=True)
+
+
+def test_journal_tab_searches_on_change_with_plain_tags(
+    new_page: Any, lab: Lab, agents_root: Path, tmp_path: Path
+) -> None:
+    folder = "panel-journal"
+    mem = AgentMemory.open(lab.workspace / folder)
+    mem.append("Kickoff with Ana", ["meeting"])
+    mem.append("Draft the report", ["writing"])
+    page = open_panel(new_page, lab, folder)
+    try:
+        tab(page, "Journal")
+        results = page.locator(".jp-OutputArea .jp-AgentMemory-journal tbody tr")
+        expect(results).to_have_count(2)
+        # The Tag field alone searches again (no button), and its list offers the tags used.
+        tag = page.get_by_placeholder("any tag")
+        tag.fill("meeting")
+        tag.press("Enter")
+        expect(results).to_have_count(1)
+        expect(results.first).to_contain_text("Kickoff with Ana")
+        tag.fill("")
+        tag.press("Enter")
+        query = page.get_by_placeholder("text contains…")
+        query.fill("report")
+        query.press("Enter")
+        expect(results).to_have_count(1)
+        expect(results.locator("mark")).to_have_text(["report"])
+        # A plain comma-separated tags field: what is typed is what is stored, first click.
+        page.get_by_placeholder("What happened? (one journal entry)").fill("Met Ben")
+        page.get_by_placeholder("comma-separated, e.g. meeting, q3").fill("alpha, beta,")
+        page.get_by_role("button", name="Append").click()
+        expect(page.get_by_text("Journal entry added at")).to_be_visible()
+        entries = list(mem.entries())
+        assert (entries[-1]["text"], entries[-1]["tags"]) == ("Met Ben", ["alpha", "beta"])
+        query.fill("")
+        query.press("Enter")
+        expect(results).to_have_count(3)
+        # The table follows the theme: its header uses JupyterLab's variables.
+        style = results.first.locator("td").first.get_attribute("style") or ""
+        assert "var(--jp-border-color2" in style
+        shots(page, tmp_path, "journal")
+        assert watch_of(page).errors == []
+    finally:
+        close(page, lab, folder)
+
+
+def test_conflict_overwrite_and_a_vanished_folder(
+    new_page: Any, lab: Lab, agents_root: Path, tmp_path: Path
+) -> None:
+    folder = "panel-conflict"
+    mem = AgentMemory.open(lab.workspace / folder)
+    mem.update_facts("- shown in the panel\n")
+    page = open_panel(new_page, lab, folder)
+    try:
+        editor = page.locator(".widget-textarea textarea").first
+        expect(editor).to_have_value("- shown in the panel\n")
+        editor.fill("- my edit\n")
+        now = mem.update_facts("- written by the agent\n")
+        page.get_by_role("button", name="Save FACT.md").click()
+        expect(page.get_by_text(f"it is now {now[:12]}")).to_be_visible()
+        expect(page.get_by_role("button", name="Overwrite anyway")).to_be_visible()
+        expect(page.locator(".jp-AgentMemory-diff").first).to_contain_text("+- my edit")
+        assert mem.facts == "- written by the agent\n"
+        shots(page, tmp_path, "conflict")
+        page.get_by_role("button", name="Overwrite anyway").click()
+        expect(page.get_by_text("Saved FACT.md (sha256")).to_be_visible()
+        assert mem.facts == "- my edit\n"
+
+        # The folder is deleted (the quickstart's last cell): the panel says so, recreates
+        # nothing, and Save shows the engine's message, never a raw errno.
+        shutil.rmtree(mem.path)
+        page.get_by_role("button", name="Refresh").first.click()
+        expect(page.get_by_text("The agent folder is gone")).to_be_visible()
+        expect(page.get_by_role("button", name="Save FACT.md")).to_be_disabled()
+        assert not mem.path.exists()
+        assert "Errno" not in page.locator(".widget-tab").first.text_content()
+    finally:
+        close(page, lab, folder)
+
+
+def test_sessions_tab(new_page: Any, lab: Lab, agents_root: Path, tmp_path: Path) -> None:
+    folder = "panel-sessions"
+    mem = AgentMemory.open(lab.workspace / folder)
+    mem.update_facts("- metric units\n")
+    receipt = PromptBuilder().start_session(mem, lab.workspace, client={"name": "cli"}).receipt
+    page = open_panel(new_page, lab, folder)
+    try:
+        tab(page, "Sessions")
+        timeline = page.locator(".jp-OutputArea table.jp-AgentMemory-sessions")
+        expect(timeline).to_contain_text(receipt["session_id"])
+        output = page.locator(".jp-AgentMemory-panelSessionOutput")
+        page.get_by_role("button", name="Show prompt").click()
+        expect(output.locator(".jp-AgentMemory-prompt")).to_contain_text("- metric units")
+        expect(output).to_contain_text(f"Session {receipt['session_id']}")
+        why = page.get_by_placeholder("a line or part of one")
+        why.fill("metric")
+        why.press("Enter")
+        expect(output.locator(".jp-AgentMemory-why mark")).to_have_text(["metric"])
+        shots(page, tmp_path, "sessions")
+    finally:
+        close(page, lab, folder)
