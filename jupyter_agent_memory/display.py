@@ -103,17 +103,51 @@ STATUS_COLOURS = {
 }
 
 
-def _table(head: Sequence[str], rows: Iterable[Sequence[str]], css_class: str) -> str:
-    """A themed, scrollable table; ``head`` is plain text, ``rows`` hold ready HTML cells."""
+def _table(
+    head: Sequence[str],
+    rows: Iterable[Sequence[str]],
+    css_class: str,
+    limit: int | None = VIEW_LIMIT,
+) -> str:
+    """A themed, scrollable table; ``head`` is plain text, ``rows`` hold ready HTML cells.
+
+    Rows stop once about ``limit`` characters of HTML are reached; a last row says how many
+    were left out (the list in code still has them all).
+    """
     header = "".join(f'<th style="{TH_STYLE}">{_esc(name)}</th>' for name in head)
-    body = "".join(
-        "<tr>" + "".join(f'<td style="{TD_STYLE}">{cell}</td>' for cell in row) + "</tr>"
-        for row in rows
-    )
+    all_rows = list(rows)
+    body, sent = [], 0
+    for number, row in enumerate(all_rows):
+        if limit is not None and sent > limit:
+            left = len(all_rows) - number
+            body.append(
+                f'<tr><td colspan="{len(head)}" style="{TD_STYLE};'
+                f'color:var(--jp-warn-color0,#9a6700)">… {left:,} more row'
+                f"{'' if left == 1 else 's'} not shown here, so the notebook stays small (the "
+                "list in code has all of them)</td></tr>"
+            )
+            break
+        body.append("<tr>" + "".join(f'<td style="{TD_STYLE}">{cell}</td>' for cell in row)
+                    + "</tr>")
+        sent += len(body[-1])
     return (
         f'<div style="{SCROLL_STYLE}"><table class="{css_class}" style="{TABLE_STYLE}">'
-        f"<thead><tr>{header}</tr></thead><tbody>{body}</tbody></table></div>"
+        f"<thead><tr>{header}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
     )
+
+
+#: Longest value one table cell shows; the entry in code keeps all of it.
+CELL_LIMIT = 5_000
+
+
+def _cell_text(text: str, query: str = "") -> str:
+    """A cell's text, escaped and highlighted, cut at ``CELL_LIMIT`` characters."""
+    shown, left_out = _cut(text, CELL_LIMIT)
+    html_text = highlight_html(shown, query)
+    if left_out:
+        html_text += (f' <small style="color:var(--jp-warn-color0,#9a6700)">… {left_out:,} '
+                      "more characters</small>")
+    return html_text
 
 
 def highlight_html(text: str, query: str) -> str:
@@ -350,18 +384,18 @@ class JournalResult(list):
         rows = []
         for entry in self:
             tags = entry.get("tags") or []
-            tag_cells = ", ".join(_esc(t) for t in tags) if isinstance(tags, list) else _esc(tags)
+            tag_text = ", ".join(str(t) for t in tags) if isinstance(tags, list) else str(tags)
             cells = [
                 _when_html(entry.get("ts", ""), self.now),
-                tag_cells,
+                _cell_text(tag_text),
                 f'<div style="{TEXT_WRAP};min-width:16em">'
-                f"{highlight_html(str(entry.get('text', '')), self.highlight)}</div>",
+                f"{_cell_text(str(entry.get('text', '')), self.highlight)}</div>",
             ]
             for key in extras:
                 value = entry.get(key, "")
                 if not isinstance(value, str):
                     value = json.dumps(value, ensure_ascii=False)
-                cells.append(f'<div style="{TEXT_WRAP}">{_esc(value)}</div>')
+                cells.append(f'<div style="{TEXT_WRAP}">{_cell_text(value)}</div>')
             rows.append(cells)
         return _table(("time (UTC)", "tags", "text", *extras), rows,
                       "jp-AgentMemory-journal") + f"<p><small>{_esc(self._footer())}</small></p>"

@@ -386,8 +386,8 @@ def test_big_views_send_a_bounded_amount() -> None:
     assert str(PromptView(big)).count("- fact number") == 100_000  # code gets all of it
     plain = pretty(PromptView(big))
     assert len(plain) < 1.1 * VIEW_LIMIT and plain.startswith(f"System prompt: {len(big)} chars")
-    assert re.search(r"\n… [\d,]+ more characters not shown \(str\(\) of the view has all\)\n-{72}$",
-                     plain)
+    assert re.search(
+        r"\n… [\d,]+ more characters not shown \(str\(\) of the view has all\)\n-{72}$", plain)
     assert len(pretty(FactsView(big))) < 1.1 * VIEW_LIMIT
     facts = FactsView(big)._repr_html_()
     assert len(facts) < 1.3 * VIEW_LIMIT and "more characters not shown" in facts
@@ -396,3 +396,26 @@ def test_big_views_send_a_bounded_amount() -> None:
     assert len(diff) < 2 * VIEW_LIMIT and "more diff lines not shown here" in diff
     # Text wraps at spaces, never inside a word, and scrolls in a bounded box.
     assert "overflow-wrap:break-word;word-break:normal" in prompt and "max-height:" in prompt
+
+
+def test_long_result_tables_send_a_bounded_amount() -> None:
+    from jupyter_agent_memory.display import CELL_LIMIT, VIEW_LIMIT, SessionsView
+
+    entries = [{"ts": "2026-01-01T00:00:00.000Z", "tags": ["t"], "text": f"entry {i}"}
+               for i in range(50_000)]
+    result = JournalResult(entries)
+    page = result._repr_html_()
+    assert len(page) < 1.2 * VIEW_LIMIT
+    shown = len(re.findall(r">entry \d+<", page))
+    assert 0 < shown < 50_000
+    assert f"… {50_000 - shown:,} more rows not shown here" in page
+    assert len(result) == 50_000  # code still has every entry
+    huge = JournalResult([{"ts": "", "tags": ["x" * 100_000], "text": "y" * 1_000_000}])
+    page = huge._repr_html_()
+    assert len(page) < 3 * CELL_LIMIT
+    assert f"… {1_000_000 - CELL_LIMIT:,} more characters" in page
+    assert huge[0]["text"] == "y" * 1_000_000
+    receipts = [{"ts": "2026-01-01T00:00:00Z", "session_id": f"{i:016x}", "tokens": 5,
+                 "prompt_sha256": "ab" * 32, "client": {"name": "c" * 300}}
+                for i in range(2000)]
+    assert len(SessionsView(receipts)._repr_html_()) < 1.2 * VIEW_LIMIT
