@@ -633,3 +633,27 @@ def test_sessions_tab(panel: MemoryPanel, mem: AgentMemory) -> None:
     # Previews in the panel never record.
     panel.build_prompt()
     assert len(mem.sessions()) == 2
+
+
+def test_panel_bench_runs_and_prints_every_figure(tmp_path: Path) -> None:
+    """The panel benchmark keeps working (a small run; its targets apply to 1M entries)."""
+    import subprocess
+    import sys
+
+    bench = Path(__file__).resolve().parent.parent / "bench" / "panel_bench.py"
+    run = subprocess.run(
+        [sys.executable, str(bench), "--entries", "3000", "--rounds", "3",
+         "--data", str(tmp_path / "data")],
+        capture_output=True, text=True, timeout=300,
+        env={**__import__("os").environ, "IPYTHONDIR": str(tmp_path / "ipython")},
+    )
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+    assert re.search(r"^data: FACT\.md 3\.0 MiB, journal 3,000 entries", out, re.M)
+    for measure in ("open, 3 MB FACT.md + journal", "refresh after a cell, 1,000 entries",
+                    "refresh after a cell, 3,000 entries", "refresh ratio big / small",
+                    "prompt view HTML sent", "FACT.md view HTML sent"):
+        assert re.search(rf"^{re.escape(measure)}\s+\S", out, re.M), measure
+    assert "(a reduced run: targets are checked on 1,000,000 entries" in out
+    # Nothing was written outside the data folder, and the big FACT.md stayed as built.
+    assert (tmp_path / "data" / "big" / "memory" / "FACT.md").stat().st_size > 3_000_000
