@@ -292,3 +292,48 @@ def test_a_bad_template_is_refused_before_any_run(tmp_path: Path) -> None:
             root=tmp_path / "m",
         )
     assert not (tmp_path / "m").exists()  # not even the good template's run
+
+
+def test_a_scenario_without_sessions_is_refused_before_running(tmp_path: Path) -> None:
+    from jupyter_agent_memory.evaluation import run_matrix
+
+    model = ScriptedModel([Rule("hi", reply="hello")])
+    with pytest.raises(ValueError) as info:
+        run_scenario(tmp_path / "agent", model, Scenario([], name="empty"))
+    assert str(info.value) == "Scenario 'empty' has no sessions to run"
+    with pytest.raises(ValueError) as info:
+        run_matrix(
+            [model],
+            [Scenario([Session(["hi"])], name="full"), Scenario([], name="empty")],
+            root=tmp_path / "m",
+        )
+    assert str(info.value) == "Scenario 'empty' has no sessions to run"
+    assert not (tmp_path / "m").exists()  # the full scenario did not run first
+
+
+def test_a_check_of_a_turn_the_session_lacks_fails_whichever_way_it_is_put() -> None:
+    from jupyter_agent_memory.evaluation import (
+        ReplyAbstains,
+        ReplyContains,
+        ReplyJudged,
+        ReplyMatches,
+        SessionState,
+    )
+    from jupyter_agent_memory.evaluation.records import TurnRecord
+
+    state = SessionState("", [], "", [TurnRecord("q", "hello")])
+    # "reply 9 does not contain X" is not true of a session with one reply.
+    for check in (
+        ReplyContains("hello", turn=9),
+        ReplyContains("bye", turn=9, present=False),
+        ReplyMatches("hel+", turn=-2, present=False),
+        ReplyAbstains(turn=9, present=False),
+        ReplyJudged("x", lambda question, answer, reply: False, turn=3, present=False),
+    ):
+        outcome = check.check(state)
+        assert not outcome.passed, check
+        assert outcome.detail.startswith("no such turn: the session has 1 "), outcome.detail
+    assert ReplyContains("bye", turn=0, present=False).check(state).passed
+    empty = SessionState("", [], "", [])
+    outcome = ReplyContains("x", turn=None, present=False).check(empty)
+    assert (outcome.passed, outcome.detail) == (False, "no such turn: the session has no replies")

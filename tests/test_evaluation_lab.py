@@ -133,7 +133,9 @@ def test_reply_matches_abstains_and_missing_turns():
     assert ReplyMatches(r"^yes").check(state).detail == (
         'reply was "I don\'t know, you never told me."'
     )
-    assert ReplyContains("x", turn=4).check(state).detail == "no such turn"
+    assert ReplyContains("x", turn=4).check(state).detail == (
+        "no such turn: the session has 1 reply"
+    )
     assert ReplyContains("x", turn=4).describe() == "reply 4 contains 'x'"
     with pytest.raises(ValueError, match="invalid pattern"):
         ReplyMatches("(")

@@ -112,6 +112,8 @@ class Expectation:
         """
         try:
             found, detail = self.holds(state)
+        except NoSuchTurn as exc:
+            return ExpectationOutcome(self.describe(), False, str(exc))
         except Exception as exc:  # one broken check must not lose the session's record
             return ExpectationOutcome(
                 self.describe(), False, f"check raised {type(exc).__name__}: {exc}"
@@ -214,15 +216,25 @@ class PromptContains(Expectation):
 # ------------------------------------------------------------------------------ replies
 
 
+class NoSuchTurn(Exception):
+    """A reply check names a turn the session does not have: it fails whatever ``present``
+    says, since "reply 9 does not contain X" is not true of a session with one reply."""
+
+
 def _picked_replies(state: SessionState, turn: int | None) -> list[str]:
-    """The replies a reply check looks at (none when ``turn`` does not exist)."""
+    """The replies a reply check looks at; raises ``NoSuchTurn`` when there are none."""
     replies = state.replies
     if turn is None:
+        if not replies:
+            raise NoSuchTurn("no such turn: the session has no replies")
         return replies
     try:
         return [replies[turn]]
     except IndexError:
-        return []
+        count = len(replies)
+        raise NoSuchTurn(
+            f"no such turn: the session has {count} repl{'y' if count == 1 else 'ies'}"
+        ) from None
 
 
 def _turn_label(turn: int | None) -> str:
@@ -256,8 +268,6 @@ class ReplyContains(Expectation):
         replies = _picked_replies(state, self.turn)
         if any(_contains(reply, self.text) for reply in replies):
             return True, ""
-        if not replies:
-            return False, "no such turn"
         return False, f"reply was {_quote(replies[-1])}"
 
 
@@ -287,8 +297,6 @@ class ReplyMatches(Expectation):
         compiled = re.compile(self.pattern, re.IGNORECASE)
         if any(compiled.search(reply) for reply in replies):
             return True, ""
-        if not replies:
-            return False, "no such turn"
         return False, f"reply was {_quote(replies[-1])}"
 
 
@@ -325,8 +333,6 @@ class ReplyAbstains(Expectation):
         compiled = [re.compile(pattern, re.IGNORECASE) for pattern in self.patterns]
         if any(p.search(reply) for reply in replies for p in compiled):
             return True, ""
-        if not replies:
-            return False, "no such turn"
         return False, f"reply was {_quote(replies[-1])}"
 
 
@@ -407,7 +413,10 @@ class ReplyJudged(Expectation):
         try:
             turn = state.turns[self.turn]
         except IndexError:
-            return False, "no such turn"
+            count = len(state.turns)
+            raise NoSuchTurn(
+                f"no such turn: the session has {count} turn{'' if count == 1 else 's'}"
+            ) from None
         question = self.question if self.question is not None else turn.user
         verdict = self._judge(question, self.answer, turn.reply)
         if isinstance(verdict, tuple):

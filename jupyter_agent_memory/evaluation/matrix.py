@@ -84,6 +84,8 @@ def _scenarios(scenarios: Any) -> list[Scenario]:
     for scenario in scenarios:
         if not isinstance(scenario, Scenario):
             raise TypeError(f"run_matrix scenarios must be Scenario objects, got {scenario!r}")
+        if not scenario.sessions:  # refused before any run, not when its turn comes
+            raise ValueError(f"Scenario {scenario.name!r} has no sessions to run")
     names = [scenario.name for scenario in scenarios]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:

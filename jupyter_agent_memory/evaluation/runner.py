@@ -537,6 +537,9 @@ class EvaluationRunner:
                 f"run takes a Scenario (Scenario.from_dict builds one from plain data), "
                 f"got {type(scenario).__name__}"
             )
+        if not scenario.sessions:
+            # Nothing would run, and every table and plot of the result would be empty.
+            raise ValueError(f"Scenario {scenario.name!r} has no sessions to run")
         on_error = self.on_error if on_error is None else on_error
         _check_on_error(on_error)
         previous_on_error, self.on_error = self.on_error, on_error
