@@ -91,6 +91,28 @@ def test_agents_list_shows_each_agent_on_one_inert_line(
     assert len(out.splitlines()) == 3  # the heading and one line per agent
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="`journal search` (cli.format_entry) prints model-written text and tags raw: an "
+    "entry holding ESC/OSC sequences (OSC 52 sets the clipboard, ESC[2J clears the screen) "
+    "reaches the user's terminal as control codes",
+)
+def test_journal_search_shows_model_written_control_codes_inert(
+    agent: AgentMemory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agent.call_tool(
+        {
+            "action": "append",
+            "text": "note \x1b]52;c;ZWNobyBwd25lZA==\x07 then \x1b[2J",
+            "tags": ["t\x1b[31m"],
+        }
+    )
+    assert main(["journal", "search", "--agent", "t"]) == 0
+    out = capsys.readouterr().out
+    assert "note" in out
+    assert "\x1b" not in out and "\x07" not in out
+
+
 # -- the sessions view of the magics (display.SessionsView) ------------------------------------
 
 
@@ -145,20 +167,6 @@ def test_a_tool_name_that_is_not_one_name_is_refused(agent: AgentMemory) -> None
 @pytest.fixture
 def server_root(tmp_path: Path) -> Path:
     return tmp_path / "server-agents"
-
-
-@pytest.fixture
-def jp_server_config(server_root: Path) -> dict[str, Any]:
-    return {
-        "ServerApp": {
-            "jpserver_extensions": {
-                "jupyter_agent_memory": True,
-                "jupyter_server_terminals": False,
-            },
-            "allow_unauthenticated_access": False,
-        },
-        "AgentMemoryServer": {"root": str(server_root)},
-    }
 
 
 @pytest.fixture
