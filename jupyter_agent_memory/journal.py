@@ -300,11 +300,11 @@ def _indexed_plan(
         return None
     if text_query and index.full_text:
         end = index.update_texts()
-        return [(end, size)], index.text_candidates(text_query), end
+        return [(end, size)], index.text_candidates(text_query, end), end
     if window is None or size < journal_index.MAP_MIN_BYTES:
         return None
     end = index.update_map()
-    ranges = index.window_ranges(window.low, window.high)
+    ranges = index.window_ranges(window.low, window.high, end)
     if index.in_order and window.high is not None and len(ranges) == 1:
         # Every mapped line is ours and in order: the window's newest end is found by
         # bisection, so the lines after it are not read at all.

@@ -406,29 +406,51 @@ class JournalIndex:
         """Whether every mapped line is in our layout and the mapped part is in time order."""
         return bool(self.state["map_sorted"])
 
-    def window_ranges(self, low: bytes | None, high: bytes | None) -> list[tuple[int, int]]:
-        """Byte ranges of the mapped part that may hold entries in ``[low, high]``, newest
-        first; the caller scans the unmapped tail (from :meth:`update_map`'s end) itself."""
+    @contextlib.contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        """A read transaction on the index as it describes *our* journal: another process
+        may have rebuilt it for a file that replaced ours since, or extended it past the
+        part this search knows about (callers clip to their own end)."""
+        conn = self.conn
+        conn.execute("BEGIN")
+        try:
+            row = conn.execute("SELECT value FROM state WHERE key = 'identity'").fetchone()
+            if row is None or row[0] != self.identity:
+                raise sqlite3.DatabaseError("the index now describes another file")
+            yield
+        finally:
+            conn.execute("COMMIT")
+
+    def window_ranges(
+        self, low: bytes | None, high: bytes | None, end: int
+    ) -> list[tuple[int, int]]:
+        """Byte ranges of the mapped part below ``end`` (where :meth:`update_map` said it
+        ends) that may hold entries in ``[low, high]``, newest first; the caller scans the
+        unmapped tail itself."""
         low_key = low if low is not None else b""
         high_key = high if high is not None else b"\xff"
         conn = self.conn
-        if self.in_order:
-            # Runs in order, every line mapped: the overlapping runs are contiguous.
-            first = conn.execute(
-                "SELECT start FROM runs WHERE hi >= ? ORDER BY hi, start LIMIT 1", (low_key,)
-            ).fetchone()
-            last = conn.execute(
-                "SELECT stop FROM runs WHERE lo <= ? ORDER BY lo DESC, start DESC LIMIT 1",
-                (high_key,),
-            ).fetchone()
-            if first is None or last is None or first[0] >= last[0]:
-                return []
-            return [(first[0], last[0])]
-        rows = conn.execute(
-            "SELECT start, stop FROM runs WHERE mapped = 0 OR (hi >= ? AND lo <= ?) "
-            "ORDER BY start DESC",
-            (low_key, high_key),
-        ).fetchall()
+        with self._snapshot():
+            if self.in_order:
+                # Runs in order, every line mapped: the overlapping runs are contiguous.
+                first = conn.execute(
+                    "SELECT start FROM runs WHERE hi >= ? AND stop <= ? "
+                    "ORDER BY hi, start LIMIT 1",
+                    (low_key, end),
+                ).fetchone()
+                last = conn.execute(
+                    "SELECT stop FROM runs WHERE lo <= ? AND stop <= ? "
+                    "ORDER BY lo DESC, start DESC LIMIT 1",
+                    (high_key, end),
+                ).fetchone()
+                if first is None or last is None or first[0] >= last[0]:
+                    return []
+                return [(first[0], last[0])]
+            rows = conn.execute(
+                "SELECT start, stop FROM runs WHERE (mapped = 0 OR (hi >= ? AND lo <= ?)) "
+                "AND stop <= ? ORDER BY start DESC",
+                (low_key, high_key, end),
+            ).fetchall()
         merged: list[tuple[int, int]] = []
         for start, stop in rows:
             if merged and merged[-1][0] == stop:
@@ -439,11 +461,11 @@ class JournalIndex:
 
     # -- the full-text index ---------------------------------------------------------------
 
-    def update_texts(self, *, lag: int = FTS_LAG_BYTES) -> int:
-        """Index the entries up to the end of the journal when more than ``lag`` bytes are
-        not indexed yet; returns where the indexed part ends."""
+    def update_texts(self, *, lag: int | None = None) -> int:
+        """Index the entries up to the end of the journal when more than ``lag`` bytes
+        (default ``FTS_LAG_BYTES``) are not indexed yet; returns where the indexed part ends."""
         end = self._state_int("fts_end")
-        if self.size - end <= lag:
+        if self.size - end <= (FTS_LAG_BYTES if lag is None else lag):
             return end
         conn = self.conn
         conn.execute("BEGIN IMMEDIATE")
@@ -459,7 +481,9 @@ class JournalIndex:
                     if entry is not None and entry is not CORRUPT:
                         text = entry.get("text")
                         if isinstance(text, str):
-                            rows.append((pos, text.lower()))
+                            # SQLite's tokenizer stops at NUL; queries with NUL take the
+                            # scan, so any other character in its place loses no match.
+                            rows.append((pos, text.lower().replace("\0", "\ufffd")))
                     pos += len(line) + 1
                 conn.executemany("INSERT INTO texts (rowid, body) VALUES (?, ?)", rows)
                 new_end = base + len(block)
@@ -471,21 +495,24 @@ class JournalIndex:
             raise
         return new_end
 
-    def text_candidates(self, needle: str) -> Iterator[int]:
-        """Offsets of the indexed lines whose lowered text may contain ``needle``, newest
-        first (``needle`` is lower-cased, at least 3 characters, no NUL)."""
+    def text_candidates(self, needle: str, end: int) -> Iterator[int]:
+        """Offsets below ``end`` (where :meth:`update_texts` said the indexed part ends) of
+        the lines whose lowered text may contain ``needle``, newest first (``needle`` is
+        lower-cased, at least 3 characters, no NUL)."""
         phrase = '"' + needle.replace('"', '""') + '"'
-        cursor = self.conn.execute(
-            "SELECT rowid FROM texts WHERE texts MATCH ? ORDER BY rowid DESC", (phrase,)
-        )
-        batch = 24  # most searches stop at the limit (20): ask for little at first
-        while True:
-            rows = cursor.fetchmany(batch)
-            if not rows:
-                return
-            for (offset,) in rows:
-                yield offset
-            batch = min(batch * 4, 4096)
+        with self._snapshot():
+            cursor = self.conn.execute(
+                "SELECT rowid FROM texts WHERE texts MATCH ? AND rowid < ? ORDER BY rowid DESC",
+                (phrase, end),
+            )
+            batch = 24  # most searches stop at the limit (20): ask for little at first
+            while True:
+                rows = cursor.fetchmany(batch)
+                if not rows:
+                    return
+                for (offset,) in rows:
+                    yield offset
+                batch = min(batch * 4, 4096)
 
 
 def fts_usable(needle: str) -> bool:

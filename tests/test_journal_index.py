@@ -288,3 +288,48 @@ def test_without_sqlite3_searches_take_the_scan(
     monkeypatch.delitem(sys.modules, "jupyter_agent_memory.journal_index")
     assert [e["text"] for e in mem.search(query="found", since="2000-01-01")] == ["still found"]
     assert _db_files(cache) == []
+
+
+def test_an_index_extended_or_rebuilt_by_another_process_is_clipped_or_refused(
+    tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What this search knows stays what it uses: lines indexed meanwhile by another
+    process (past this search's end) are never named twice, and an index rebuilt for a file
+    that replaced this one is not used at all."""
+    monkeypatch.setattr(journal_index, "FTS_LAG_BYTES", 0)
+    monkeypatch.setattr(journal_index, "TAIL_BYTES", 1)
+    path = tmp_path / "JOURNAL.jsonl"
+    path.write_bytes(b"".join(_at(i, f"needle {i}") for i in range(50)))
+
+    def index_of(f: Any) -> journal_index.JournalIndex:
+        def read(pos: int, size: int) -> bytes:
+            return os.pread(f.fileno(), size, pos)
+
+        found = journal_index.JournalIndex.open(
+            path, tmp_path / "agent", read, os.fstat(f.fileno()), full_text=True
+        )
+        assert found is not None
+        return found
+
+    with path.open("rb") as mine:
+        ours = index_of(mine)
+        text_end, map_end = ours.update_texts(), ours.update_map()
+        assert text_end == map_end == path.stat().st_size
+        with path.open("ab") as f:
+            f.write(b"".join(_at(i, f"needle {i}") for i in range(50, 80)))
+        with path.open("rb") as theirs_file:
+            theirs = index_of(theirs_file)
+            assert theirs.update_texts() > text_end and theirs.update_map() > map_end
+        offsets = list(ours.text_candidates("needle", text_end))
+        assert len(offsets) == 50 and max(offsets) < text_end
+        assert max(stop for _, stop in ours.window_ranges(None, None, map_end)) <= map_end
+        # the file is replaced and another process rebuilds the index for the new one
+        replacement = tmp_path / "new"
+        replacement.write_bytes(_at(0, "other"))
+        os.replace(replacement, path)
+        with path.open("rb") as new_file:
+            index_of(new_file).update_texts()
+        with pytest.raises(sqlite3.DatabaseError):
+            list(ours.text_candidates("needle", text_end))
+        with pytest.raises(sqlite3.DatabaseError):
+            ours.window_ranges(None, None, map_end)
