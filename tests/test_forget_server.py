@@ -11,55 +11,37 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tornado.httpclient import HTTPResponse
 
 from jupyter_agent_memory import AgentMemory, PromptBuilder, lint
 
-API = ("agent-memory", "api")
 TEXT = 'Zoë\'s "door" code 4417'
 TOKEN = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
 
 
 @pytest.fixture
-def agents_root(tmp_path: Path) -> Path:
-    """The agents root the server is configured with."""
-    return tmp_path / "agents"
+def agents_root(server_only_root: Path) -> Path:
+    """The agents root, known to the server alone."""
+    return server_only_root
 
 
 @pytest.fixture
-def jp_server_config(agents_root: Path) -> dict[str, Any]:
-    """Enable the extension with authentication required."""
-    return {
-        "ServerApp": {
-            "jpserver_extensions": {
-                "jupyter_agent_memory": True,
-                "jupyter_server_terminals": False,
-            },
-            "allow_unauthenticated_access": False,
-        },
-        "AgentMemoryServer": {"root": str(agents_root), "max_body_bytes": 4096},
-    }
-
-
-@pytest.fixture(autouse=True)
-def _no_memory_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("JUPYTER_AGENT_MEMORY_ROOT", raising=False)
-    monkeypatch.delenv("JUPYTER_AGENT_MEMORY_AGENT", raising=False)
+def server_settings() -> dict[str, Any]:
+    """A small body limit, so an oversized request is cheap to send."""
+    return {"max_body_bytes": 4096}
 
 
 @pytest.fixture
-def call(jp_fetch):
-    """``await call(body_or_raw, agent="demo")`` POSTs to forget -> (status, parsed body)."""
+def call(call):
+    """``await call(body_or_raw, agent="demo")`` POSTs to forget -> (status, parsed body).
 
-    async def _call(body: Any, agent: str = "demo", **kwargs: Any) -> tuple[int, Any]:
+    Built on the shared REST ``call`` this fixture overrides (bytes are sent as they are).
+    """
+
+    async def _forget(body: Any, agent: str = "demo", **kwargs: Any) -> tuple[int, Any]:
         raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-        response: HTTPResponse = await jp_fetch(
-            *API, "agents", agent, "forget", method="POST", body=raw, raise_error=False, **kwargs
-        )
-        text = response.body.decode() if response.body else ""
-        return response.code, json.loads(text) if text else None
+        return await call("POST", "agents", agent, "forget", raw=raw, **kwargs)
 
-    return _call
+    return _forget
 
 
 def copies(folder: Path, text: str) -> list[str]:

@@ -208,22 +208,8 @@ def test_the_panel_without_a_budget_reports_the_templates(tmp_path: Path) -> Non
 
 
 @pytest.fixture
-def server_settings(request: pytest.FixtureRequest) -> dict[str, Any]:
-    return getattr(request, "param", {})
-
-
-@pytest.fixture
-def jp_server_config(tmp_path: Path, server_settings: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "ServerApp": {
-            "jpserver_extensions": {
-                "jupyter_agent_memory": True,
-                "jupyter_server_terminals": False,
-            },
-            "allow_unauthenticated_access": False,
-        },
-        "AgentMemoryServer": {"root": str(tmp_path / "server-agents"), **server_settings},
-    }
+def server_root(tmp_path: Path) -> Path:
+    return tmp_path / "server-agents"
 
 
 async def fetch_prompt(jp_fetch: Any, tmp_path: Path) -> tuple[dict[str, Any], AgentMemory]:

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tornado.httpclient import HTTPResponse
 
 from jupyter_agent_memory import AgentMemory, list_templates
 from jupyter_agent_memory.errors import EmptyEditError
@@ -26,67 +25,21 @@ API = ("agent-memory", "api")
 
 
 @pytest.fixture
-def agents_root(tmp_path: Path) -> Path:
-    """The agents root the server is configured with."""
-    return tmp_path / "agents"
+def agents_root(server_only_root: Path) -> Path:
+    """The agents root, known to the server alone."""
+    return server_only_root
 
 
 @pytest.fixture
-def extra_settings(request: pytest.FixtureRequest) -> dict[str, Any]:
-    """More ``AgentMemoryServer`` settings; override with indirect parametrization."""
-    return getattr(request, "param", {})
-
-
-@pytest.fixture
-def jp_server_config(agents_root: Path, extra_settings: dict[str, Any]) -> dict[str, Any]:
-    """Enable the extension (pytest-jupyter isolates config paths) with auth required."""
-    return {
-        "ServerApp": {
-            "jpserver_extensions": {
-                "jupyter_agent_memory": True,
-                "jupyter_server_terminals": False,
-            },
-            "allow_unauthenticated_access": False,
-        },
-        "AgentMemoryServer": {
-            "root": str(agents_root),
-            "max_body_bytes": 4096,
-            **extra_settings,
-        },
-    }
-
-
-@pytest.fixture(autouse=True)
-def _no_memory_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The server must take the root and default agent from its own settings only.
-    monkeypatch.delenv("JUPYTER_AGENT_MEMORY_ROOT", raising=False)
-    monkeypatch.delenv("JUPYTER_AGENT_MEMORY_AGENT", raising=False)
+def server_settings(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """A small body limit, plus what a test gives by indirect parametrization."""
+    return {"max_body_bytes": 4096, **getattr(request, "param", {})}
 
 
 @pytest.fixture
 def mem(agents_root: Path) -> AgentMemory:
     """The ``demo`` agent, created through the engine."""
     return AgentMemory.open_id("demo", agents_root)
-
-
-@pytest.fixture
-def call(jp_fetch):
-    """``await call(method, *path, body=..., params=...)`` -> (status, parsed JSON body)."""
-
-    async def _call(
-        method: str, *parts: str, body: Any = None, raw: bytes | None = None, **kwargs: Any
-    ) -> tuple[int, Any]:
-        if raw is None and body is not None:
-            raw = json.dumps(body).encode()
-        if raw is None and method in ("POST", "PUT"):
-            raw = b""
-        response: HTTPResponse = await jp_fetch(
-            *API, *parts, method=method, body=raw, raise_error=False, **kwargs
-        )
-        text = response.body.decode() if response.body else ""
-        return response.code, json.loads(text) if text else None
-
-    return _call
 
 
 def sha(data: bytes | str) -> str:
@@ -114,7 +67,7 @@ async def test_list_agents_on_empty_root(call, agents_root: Path) -> None:
     assert not agents_root.exists(), "listing must not create the root"
 
 
-@pytest.mark.parametrize("extra_settings", [{"default_agent": "tutor"}], indirect=True)
+@pytest.mark.parametrize("server_settings", [{"default_agent": "tutor"}], indirect=True)
 async def test_default_agent_follows_server_setting(call) -> None:
     status, body = await call("GET", "agents")
     assert (status, body["default_agent"]) == (200, "tutor")
@@ -514,7 +467,7 @@ async def test_prompt_uses_server_root_as_workspace(
     assert body["text"].startswith("You are a careful lab assistant.\n\n")
 
 
-@pytest.mark.parametrize("extra_settings", [{"prompt_budget_tokens": 10}], indirect=True)
+@pytest.mark.parametrize("server_settings", [{"prompt_budget_tokens": 10}], indirect=True)
 async def test_prompt_budget_from_server_setting(call, mem: AgentMemory) -> None:
     mem.update_facts("- fact\n" * 200)
     with pytest.warns(UserWarning, match="over the budget of 10"):
@@ -525,7 +478,7 @@ async def test_prompt_budget_from_server_setting(call, mem: AgentMemory) -> None
     assert "- fact\n" * 200 in body["text"], "over budget is reported, never truncated"
 
 
-@pytest.mark.parametrize("extra_settings", [{"tool_name": "memory"}], indirect=True)
+@pytest.mark.parametrize("server_settings", [{"tool_name": "memory"}], indirect=True)
 async def test_prompt_names_the_configured_tool(call, mem: AgentMemory) -> None:
     status, body = await call("GET", "agents", "demo", "prompt")
     assert status == 200
@@ -650,7 +603,7 @@ async def test_deeply_nested_json_is_400_not_500(call, mem: AgentMemory) -> None
     assert body["message"].startswith("Request body")
 
 
-@pytest.mark.parametrize("extra_settings", [{"max_body_bytes": 100_000}], indirect=True)
+@pytest.mark.parametrize("server_settings", [{"max_body_bytes": 100_000}], indirect=True)
 async def test_deeply_nested_json_within_the_body_limit_is_400(call, mem: AgentMemory) -> None:
     raw = b"[" * 40_000 + b"]" * 40_000
     status, body = await call("PUT", "agents", "demo", "facts", raw=raw)
@@ -687,7 +640,7 @@ async def test_put_facts_refuses_an_empty_editor_buffer(call, mem: AgentMemory, 
     assert mem.facts == "- keep\n"
 
 
-@pytest.mark.parametrize("extra_settings", [{"max_body_bytes": 4 * 1024 * 1024}], indirect=True)
+@pytest.mark.parametrize("server_settings", [{"max_body_bytes": 4 * 1024 * 1024}], indirect=True)
 async def test_text_over_the_engine_limit_is_413_with_the_engine_text(
     call, mem: AgentMemory
 ) -> None:
@@ -711,7 +664,7 @@ async def test_reads_take_no_lock(call, mem: AgentMemory) -> None:
 
 
 @pytest.mark.parametrize(
-    "extra_settings", [{"lock_timeout": 0.5, "worker_threads": 4}], indirect=True
+    "server_settings", [{"lock_timeout": 0.5, "worker_threads": 4}], indirect=True
 )
 @pytest.mark.slow
 async def test_a_lock_held_elsewhere_delays_no_other_agent(

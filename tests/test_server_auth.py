@@ -12,7 +12,6 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
-from typing import Any
 
 import pytest
 import tornado.web
@@ -25,24 +24,9 @@ from jupyter_agent_memory.server.handlers import HANDLERS, AgentMemoryHandler
 
 
 @pytest.fixture
-def agents_root(tmp_path: Path) -> Path:
-    """The agents root the server is configured with."""
-    return tmp_path / "agents"
-
-
-@pytest.fixture
-def jp_server_config(agents_root: Path) -> dict[str, Any]:
-    """Only our extension (terminals off: its websocket has its own auth story)."""
-    return {
-        "ServerApp": {
-            "jpserver_extensions": {
-                "jupyter_agent_memory": True,
-                "jupyter_server_terminals": False,
-            },
-            "allow_unauthenticated_access": False,
-        },
-        "AgentMemoryServer": {"root": str(agents_root)},
-    }
+def agents_root(server_only_root: Path) -> Path:
+    """The agents root, known to the server alone."""
+    return server_only_root
 
 
 def implemented_methods(handler: type[tornado.web.RequestHandler]) -> set[str]:

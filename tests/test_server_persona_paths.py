@@ -16,28 +16,9 @@ from jupyter_agent_memory import AgentMemory
 
 
 @pytest.fixture
-def agents_root(tmp_path: Path) -> Path:
-    return tmp_path / "agents"
-
-
-@pytest.fixture
-def jp_server_config(agents_root: Path) -> dict[str, Any]:
-    return {
-        "ServerApp": {
-            "jpserver_extensions": {
-                "jupyter_agent_memory": True,
-                "jupyter_server_terminals": False,
-            },
-            "allow_unauthenticated_access": False,
-        },
-        "AgentMemoryServer": {"root": str(agents_root)},
-    }
-
-
-@pytest.fixture(autouse=True)
-def _no_memory_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("JUPYTER_AGENT_MEMORY_ROOT", raising=False)
-    monkeypatch.delenv("JUPYTER_AGENT_MEMORY_AGENT", raising=False)
+def agents_root(server_only_root: Path) -> Path:
+    """The agents root, known to the server alone."""
+    return server_only_root
 
 
 @pytest.fixture

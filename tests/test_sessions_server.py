@@ -9,55 +9,16 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from tornado.httpclient import HTTPResponse
 
 from jupyter_agent_memory import AgentMemory, PromptBuilder
 
-API = ("agent-memory", "api")
-
 
 @pytest.fixture
-def agents_root(tmp_path: Path) -> Path:
-    """The agents root the server is configured with."""
-    return tmp_path / "agents"
-
-
-@pytest.fixture
-def jp_server_config(agents_root: Path) -> dict[str, Any]:
-    """Enable the extension with authentication required."""
-    return {
-        "ServerApp": {
-            "jpserver_extensions": {
-                "jupyter_agent_memory": True,
-                "jupyter_server_terminals": False,
-            },
-            "allow_unauthenticated_access": False,
-        },
-        "AgentMemoryServer": {"root": str(agents_root)},
-    }
-
-
-@pytest.fixture(autouse=True)
-def _no_memory_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("JUPYTER_AGENT_MEMORY_ROOT", raising=False)
-    monkeypatch.delenv("JUPYTER_AGENT_MEMORY_AGENT", raising=False)
-
-
-@pytest.fixture
-def call(jp_fetch):
-    """``await call(method, *path, params=...)`` -> (status, parsed JSON body)."""
-
-    async def _call(method: str, *parts: str, **kwargs: Any) -> tuple[int, Any]:
-        response: HTTPResponse = await jp_fetch(
-            *API, *parts, method=method, raise_error=False, **kwargs
-        )
-        text = response.body.decode() if response.body else ""
-        return response.code, json.loads(text) if text else None
-
-    return _call
+def agents_root(server_only_root: Path) -> Path:
+    """The agents root, known to the server alone."""
+    return server_only_root
 
 
 @pytest.fixture

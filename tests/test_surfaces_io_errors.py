@@ -191,19 +191,7 @@ def test_panel_shows_the_engine_text(
 # -- REST, on a real jupyter_server ---------------------------------------------------------
 
 
-@pytest.fixture
-def jp_server_config(agents_root: Path) -> dict[str, Any]:
-    """The extension on, with the same agents root as the other surfaces."""
-    return {
-        "ServerApp": {
-            "jpserver_extensions": {
-                "jupyter_agent_memory": True,
-                "jupyter_server_terminals": False,
-            },
-            "allow_unauthenticated_access": False,
-        },
-        "AgentMemoryServer": {"root": str(agents_root)},
-    }
+# The shared server fixtures serve the same agents root as the other surfaces.
 
 
 async def test_rest_maps_the_errno_and_keeps_the_engine_text(
