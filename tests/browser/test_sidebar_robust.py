@@ -193,8 +193,9 @@ def test_save_never_writes_without_the_hash_it_showed(page: Page, agents_root: P
     fact.unlink(missing_ok=True)
     fact.symlink_to(outside)
     writes: list[dict[str, Any]] = []
+    # Only this API's writes: JupyterLab itself PUTs its workspace layout now and then.
     page.on("request", lambda request: writes.append(json.loads(request.post_data or "{}"))
-            if request.method == "PUT" else None)
+            if request.method == "PUT" and "/agent-memory/api/" in request.url else None)
 
     open_sidebar(page)
     note = page.locator(f"{PANEL} .jp-AgentMemory-factsNote")
