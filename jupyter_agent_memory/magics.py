@@ -371,7 +371,7 @@ class AgentMemoryMagics(Magics):
         Examples::
 
             %fact                       # rendered as safe HTML (plain text in a terminal)
-            %fact --raw                 # exact text
+            facts = %fact --raw         # the exact text, as a str (shown as it is)
             %fact --history             # earlier versions: time, sha256, size
             %fact --diff                # what the last update changed
             %fact --diff 3f2a9c1        # an earlier version (sha256 or 7+ digit prefix) vs now
@@ -483,6 +483,8 @@ class AgentMemoryMagics(Magics):
             %journal search -t meeting -n 5             # the 5 newest 'meeting' entries
             %journal search --since 2026-11-01 --until 2026-11-30T23:59:59Z
             hits = %journal search report               # a list of {"ts", "tags", "text"}
+
+        Search matches are highlighted in a notebook; ``append`` returns the tool's text.
 
         Quote text that starts with '-' or holds several spaces in a row:
         %journal append "-5 degrees  outside".
