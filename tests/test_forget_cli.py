@@ -13,13 +13,12 @@ import types
 from pathlib import Path
 
 import pytest
+from forget_checks import SESSION_ID, TEXT, TOKEN, copies, holding_text, stored
 
 from jupyter_agent_memory import AgentMemory, PromptBuilder, lint
 from jupyter_agent_memory.cli import main
 
 ERROR = "jupyter-agent-memory: error: "
-TEXT = 'Zoë\'s "door" code 4417'
-TOKEN = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
 KINDS = ("facts", "journal", "history", "sessions", "caches")  # at least these, in order
 
 
@@ -29,51 +28,16 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def forms(text: str) -> list[bytes]:
-    """The byte forms a copy of ``text`` can take in a file."""
-    escaped = {json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1]}
-    return sorted({text.encode(), *(e.encode() for e in escaped)})
-
-
-def copies(folder: Path, text: str) -> list[str]:
-    """Files under ``folder`` holding ``text`` raw, case-folded or JSON-escaped."""
-    found = []
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
-        data = path.read_bytes()
-        folded = data.decode("utf-8", "replace").casefold()
-        if any(form in data for form in forms(text)) or any(
-            form.decode().casefold() in folded for form in forms(text)
-        ):
-            found.append(str(path.relative_to(folder)))
-    return found
-
-
-def snapshot(mem: AgentMemory) -> dict[str, bytes]:
-    """Bytes of every stored place forgetting may change."""
-    memory = mem.path / "memory"
-    paths = [memory / "FACT.md", memory / "JOURNAL.jsonl", memory / "SESSIONS.jsonl"]
-    for folder in (memory / ".history", memory / ".sessions"):
-        paths += sorted(folder.rglob("*")) if folder.exists() else []
-    return {str(p): p.read_bytes() for p in paths if p.is_file()}
-
-
 @pytest.fixture
 def agent(agents_root: Path) -> AgentMemory:
-    """An agent holding TEXT in FACT.md, its history, the journal and a recorded session."""
-    mem = AgentMemory.open("pip")
-    mem.update_facts(f"# Facts\n\n- {TEXT.upper()} is written on the fridge.\n- Keep this.\n")
-    mem.update_facts(f"# Facts\n\n- {TEXT} opens the side door.\n- Keep this.\n")
-    mem.append(f"Bea asked for {TEXT}", tags=["home"])
-    mem.append("Unrelated entry about lunch", tags=["food"])
-    PromptBuilder().start_session(mem, session_id="abcdef0000000001")
-    assert copies(mem.path, TEXT), "the fixture must really hold the text"
-    return mem
+    """The ``pip`` agent holding TEXT everywhere forgetting looks."""
+    return holding_text(AgentMemory.open("pip"))
 
 
 def test_dry_run_lists_what_would_change_and_changes_nothing(
     agent: AgentMemory, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    before = snapshot(agent)
+    before = stored(agent)
     code, out, err = run(capsys, "forget", TEXT, "--dry-run", "--json", "--agent", "pip")
     assert (code, err) == (0, "")
     receipt = json.loads(out)
@@ -93,7 +57,7 @@ def test_dry_run_lists_what_would_change_and_changes_nothing(
     assert [line[4:] for line in lines if line.startswith("  - ")] == receipt["places"]
     assert re.fullmatch(r"Receipt: \S+, sha256 of what was forgotten [0-9a-f]{12}\.", lines[-1])
     assert TEXT.casefold() not in out.casefold()
-    assert snapshot(agent) == before
+    assert stored(agent) == before
 
 
 def test_forget_removes_every_copy_and_says_it_verified(
@@ -118,13 +82,13 @@ def test_forget_removes_every_copy_and_says_it_verified(
 
 def test_a_rerun_finds_nothing_left(agent: AgentMemory, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(capsys, "forget", TEXT, "--agent", "pip")[0] == 0
-    before = snapshot(agent)
+    before = stored(agent)
     code, out, _ = run(capsys, "forget", TEXT, "--json", "--agent", "pip")
     receipt = json.loads(out)
     assert code == 0
     assert receipt["verified"] is True and receipt["remaining"] == []
     assert set(receipt["changed"].values()) == {0}
-    assert {k: v for k, v in snapshot(agent).items() if "JOURNAL" not in k} == {
+    assert {k: v for k, v in stored(agent).items() if "JOURNAL" not in k} == {
         k: v for k, v in before.items() if "JOURNAL" not in k
     }
 
@@ -155,11 +119,11 @@ def test_forget_a_pattern(agent: AgentMemory, capsys: pytest.CaptureFixture[str]
 
 
 def test_nothing_to_forget(agent: AgentMemory, capsys: pytest.CaptureFixture[str]) -> None:
-    before = snapshot(agent)
+    before = stored(agent)
     code, out, _ = run(capsys, "forget", "never stored anywhere", "--agent", "pip")
     assert code == 0
     assert out.splitlines()[0] == "Nothing to forget: no stored place holds it."
-    assert {k: v for k, v in snapshot(agent).items() if "JOURNAL" not in k} == {
+    assert {k: v for k, v in stored(agent).items() if "JOURNAL" not in k} == {
         k: v for k, v in before.items() if "JOURNAL" not in k
     }
 
@@ -191,7 +155,7 @@ def test_a_failed_verification_exits_1_and_names_the_places(
 def test_exactly_one_of_text_pattern_or_secrets(
     agent: AgentMemory, capsys: pytest.CaptureFixture[str], argv: list[str]
 ) -> None:
-    before = snapshot(agent)
+    before = stored(agent)
     with pytest.raises(SystemExit) as info:
         main([*argv, "--agent", "pip"])
     assert info.value.code == 2
@@ -199,17 +163,17 @@ def test_exactly_one_of_text_pattern_or_secrets(
     assert "one of the arguments TEXT --pattern --secrets is required" in err or (
         "not allowed with argument" in err
     )
-    assert snapshot(agent) == before
+    assert stored(agent) == before
 
 
 def test_engine_refusals_are_clear_errors(
     agent: AgentMemory, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    before = snapshot(agent)
+    before = stored(agent)
     code, out, err = run(capsys, "forget", "--pattern", "(unclosed", "--agent", "pip")
     assert (code, out) == (1, "")
     assert err.startswith(ERROR)
-    assert snapshot(agent) == before
+    assert stored(agent) == before
 
 
 # -- lint -----------------------------------------------------------------------------------------
@@ -275,8 +239,8 @@ def test_sessions_whose_prompt_was_scrubbed_say_so(
     assert run(capsys, "forget", TEXT, "--agent", "pip")[0] == 0
     code, out, _ = run(capsys, "sessions", "--agent", "pip")
     rows = {line.split()[1]: line for line in out.splitlines()[1:]}
-    assert rows["abcdef0000000001"].endswith("  -  (text forgotten since)")
+    assert rows[SESSION_ID].endswith("  -  (text forgotten since)")
     assert rows["abcdef0000000002"].endswith("  -  (text forgotten since)")
     assert rows["abcdef0000000003"].endswith("  -")
-    code, out, _ = run(capsys, "sessions", "show", "abcdef0000000001", "--agent", "pip")
+    code, out, _ = run(capsys, "sessions", "show", SESSION_ID, "--agent", "pip")
     assert code == 0 and "[forgotten]" in out and TEXT.casefold() not in out.casefold()

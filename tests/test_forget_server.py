@@ -11,11 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from forget_checks import TEXT, TOKEN, copies, holding_text, stored
 
 from jupyter_agent_memory import AgentMemory, PromptBuilder, lint
-
-TEXT = 'Zoë\'s "door" code 4417'
-TOKEN = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
 
 
 @pytest.fixture
@@ -44,37 +42,10 @@ def call(call):
     return _forget
 
 
-def copies(folder: Path, text: str) -> list[str]:
-    """Files under ``folder`` holding ``text`` raw, case-folded or JSON-escaped."""
-    forms = {text, json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1]}
-    found = []
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
-        data = path.read_bytes()
-        folded = data.decode("utf-8", "replace").casefold()
-        if any(f.encode() in data or f.casefold() in folded for f in forms):
-            found.append(str(path.relative_to(folder)))
-    return found
-
-
-def stored(mem: AgentMemory) -> dict[str, bytes]:
-    memory = mem.path / "memory"
-    paths = [memory / "FACT.md", memory / "JOURNAL.jsonl", memory / "SESSIONS.jsonl"]
-    for folder in (memory / ".history", memory / ".sessions"):
-        paths += sorted(folder.rglob("*")) if folder.exists() else []
-    return {str(p): p.read_bytes() for p in paths if p.is_file()}
-
-
 @pytest.fixture
 def mem(agents_root: Path) -> AgentMemory:
-    """The ``demo`` agent holding TEXT in FACT.md, history, the journal and a session."""
-    mem = AgentMemory.open_id("demo", agents_root)
-    mem.update_facts(f"# Facts\n\n- {TEXT.upper()} is on the fridge.\n- Keep this.\n")
-    mem.update_facts(f"# Facts\n\n- {TEXT} opens the side door.\n- Keep this.\n")
-    mem.append(f"Bea asked for {TEXT}", tags=["home"])
-    mem.append("Unrelated entry about lunch", tags=["food"])
-    PromptBuilder().start_session(mem, session_id="abcdef0000000001")
-    assert copies(mem.path, TEXT)
-    return mem
+    """The ``demo`` agent holding TEXT everywhere forgetting looks."""
+    return holding_text(AgentMemory.open_id("demo", agents_root))
 
 
 async def test_dry_run_says_what_would_change_and_changes_nothing(call, mem) -> None:
