@@ -19,6 +19,7 @@ import nbformat
 from conftest import Lab, watch_of
 from hostile import ATTACKER_HOST, HOSTILE_FACTS, PAYLOADS
 from playwright.sync_api import Page, expect
+from test_hostile import FIND_LIVE_PAYLOADS
 
 from jupyter_agent_memory import AgentMemory, PromptBuilder
 
@@ -88,6 +89,8 @@ def test_fact_md_is_rendered_by_jupyterlab_and_runs_nothing(
     assert rendered.locator("img, script, iframe, style, svg, math, mjx-container").count() == 0
     for payload in (PAYLOADS["img"], PAYLOADS["script"]):
         expect(rendered).to_contain_text(payload)
+    # No element carries a payload's handler, script or URL (the hostile notebook's check).
+    assert page.evaluate(FIND_LIVE_PAYLOADS) == []
     watch = watch_of(page)
     assert [u for u in watch.requests if ATTACKER_HOST in u or "example.org" in u] == []
     assert watch.dialogs == [] and watch.errors == []
