@@ -389,6 +389,8 @@ def build_server(
         )
 
     server.add_request_handler(PARKED_METHOD, ParkedParams, on_parked)
+    # serve_stdio hands the same instance to the stdin reader; the SDK's Server declares no
+    # such attribute, so the checker is told it is added here on purpose.
     server.parked_requests = parked  # type: ignore[attr-defined]
     return server
 
@@ -445,9 +447,11 @@ def serve_stdio(memory: AgentMemory | MemoryService, problem: str | None = None)
 
     from .mcp_stdio import surrogate_safe_stdin
 
-    stdin = surrogate_safe_stdin(server.parked_requests)  # type: ignore[attr-defined]
+    stdin = surrogate_safe_stdin(server.parked_requests)  # type: ignore[attr-defined]  # see build_server
 
     async def main() -> None:
+        # The SDK declares an anyio AsyncFile but only iterates its lines (`async for`), which
+        # this async generator of lines does too.
         async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
