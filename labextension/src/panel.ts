@@ -171,14 +171,16 @@ function longText(
   tag: 'div' | 'span' | 'pre',
   className: string,
   text: string,
-  limit = MAX_SHOWN_CHARS
+  limit = MAX_SHOWN_CHARS,
+  query = ''
 ): HTMLElement {
   const node = el(tag, className);
   if (text.length <= limit) {
-    node.textContent = text;
+    node.append(...highlighted(text, query));
     return node;
   }
-  const shown = el('span', '', text.slice(0, limit) + '…');
+  const shown = el('span', '');
+  shown.append(...highlighted(text.slice(0, limit), query), '…');
   const more = button(
     `Show all (${text.length.toLocaleString('en-US')} characters)`,
     'jp-AgentMemory-showAll',
@@ -192,6 +194,33 @@ function longText(
   );
   node.append(shown, more);
   return node;
+}
+
+/**
+ * `text` as text nodes, with each case-insensitive occurrence of `query` in a `<mark>`
+ * (elements made here, text set as text: nothing in `text` or `query` is parsed).
+ */
+export function highlighted(text: string, query: string): (Node | string)[] {
+  if (!query) {
+    return [text];
+  }
+  const haystack = text.toLowerCase();
+  const needle = query.toLowerCase();
+  // Lower-casing can change lengths outside ASCII; then positions would not line up.
+  if (haystack.length !== text.length || needle.length !== query.length) {
+    return [text];
+  }
+  const parts: (Node | string)[] = [];
+  let start = 0;
+  for (let at = haystack.indexOf(needle); at !== -1; at = haystack.indexOf(needle, start)) {
+    if (at > start) {
+      parts.push(text.slice(start, at));
+    }
+    parts.push(el('mark', 'jp-AgentMemory-match', text.slice(at, at + needle.length)));
+    start = at + needle.length;
+  }
+  parts.push(text.slice(start));
+  return parts;
 }
 
 /** A diff as text lines, each marked by its kind for colour. */
@@ -1155,6 +1184,7 @@ export class AgentMemoryPanel extends Widget {
       if (!Array.isArray(result.entries)) {
         throw new Error('The server sent no list of journal entries.');
       }
+      this.shownQuery = this.queryInput.value;
       this.journalList.replaceChildren(
         ...result.entries.map(entry => this.renderEntry(entry))
       );
@@ -1213,7 +1243,10 @@ export class AgentMemoryPanel extends Widget {
       });
       meta.appendChild(chip);
     }
-    item.append(meta, longText('div', 'jp-AgentMemory-entryText', asText(entry.text)));
+    item.append(
+      meta,
+      longText('div', 'jp-AgentMemory-entryText', asText(entry.text), MAX_SHOWN_CHARS, this.shownQuery)
+    );
     for (const [key, value] of Object.entries(entry)) {
       if (ENTRY_KEYS.includes(key)) {
         continue;
@@ -1449,6 +1482,8 @@ export class AgentMemoryPanel extends Widget {
   private readonly openPath: ((path: string) => void) | null;
   private agent = '';
   private agentsRoot = '';
+  /** The query whose matches the journal list highlights. */
+  private shownQuery = '';
   /** Agent folders opened by path this session ('@relative/path'). */
   private folders: string[] = [];
   /** The agent whose memory is on screen (cleared before another one is shown). */

@@ -186,6 +186,7 @@ def test_journal_search_and_append(page: Page, agents_root: Path) -> None:
     page.locator(f"{PANEL} .jp-AgentMemory-query").fill("RECALL")
     page.locator(f"{PANEL} .jp-AgentMemory-search").click()
     expect(entries).to_have_text(["Eval run 2 finished: recall up"])
+    expect(entries.locator("mark")).to_have_text(["recall"])
 
     page.locator(f"{PANEL} .jp-AgentMemory-query").fill("")
     page.locator(f"{PANEL} .jp-AgentMemory-tag").fill("EVAL")

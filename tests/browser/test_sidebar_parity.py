@@ -329,3 +329,19 @@ def test_notebook7_loads_the_sidebar_quietly(
     assert [m for m in messages if "No provider for" in m] == []
     ours = [e for e in watch_of(page).errors if "agent-memory" in e.lower()]
     assert ours == []
+
+
+def test_journal_matches_are_highlighted_as_text(page: Page, agents_root: Path) -> None:
+    mem = default_agent(agents_root)
+    mem.append(PAYLOADS["img"] + " then <b>IMG</b> again", ["odd"])
+    open_sidebar(page)
+    query = page.locator(f"{PANEL} .jp-AgentMemory-query")
+    query.fill("<img")
+    query.press("Enter")  # a change searches, as the Search button does
+    entries = page.locator(f"{PANEL} .jp-AgentMemory-entryText")
+    expect(entries).to_have_count(1)
+    expect(entries.locator("mark")).to_have_text(["<img"])
+    expect(entries).to_have_text(PAYLOADS["img"] + " then <b>IMG</b> again")
+    assert entries.locator("img, b").count() == 0
+    assert page.evaluate(FIND_LIVE_PAYLOADS) == []
+    assert watch_of(page).dialogs == []
