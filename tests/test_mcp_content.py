@@ -18,10 +18,9 @@ from mcp import (
     ClientSession,
     Implementation,
     MCPError,
-    StdioServerParameters,
     stdio_client,
 )
-from mcp_clients.harness import TIMEOUT, child_env, server_command, text_of
+from mcp_clients.harness import TIMEOUT, child_env, server_command, stdio_params, text_of
 
 from jupyter_agent_memory import (
     AgentMemory,
@@ -377,9 +376,7 @@ def test_a_symlinked_memory_folder_starts_and_every_call_reports_the_refusal(tmp
     shutil.move(agent / "memory", elsewhere / "memory")
     os.symlink(elsewhere / "memory", agent / "memory")
     before = sorted(p.name for p in (elsewhere / "memory").iterdir())
-    params = StdioServerParameters(
-        command=sys.executable, args=server_command(agent)[1:], env=child_env(tmp_path)
-    )
+    params = stdio_params(agent, tmp_path)
     calls = [
         {"action": "update", "content": "- replaced\n"},
         {"action": "append", "text": "hello"},

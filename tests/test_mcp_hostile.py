@@ -9,35 +9,23 @@ import threading
 
 import httpx2
 import pytest
-from mcp_clients.harness import TIMEOUT, child_env, http_server, sdk_client, server_command
+from mcp_clients.harness import (
+    INITIALIZED,
+    TIMEOUT,
+    child_env,
+    http_server,
+    initialize_request,
+    sdk_client,
+    server_command,
+    tool_call_request,
+)
 
 from jupyter_agent_memory import AgentMemory, MemoryToolError
 
 # Every test here runs a server process (stdio or HTTP) or an outside client.
 pytestmark = pytest.mark.slow
 
-INIT = [
-    {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "hostile-test", "version": "0"},
-        },
-    },
-    {"jsonrpc": "2.0", "method": "notifications/initialized"},
-]
-
-
-def call(request_id: int, name: str, arguments: dict) -> dict:
-    return {
-        "jsonrpc": "2.0",
-        "id": request_id,
-        "method": "tools/call",
-        "params": {"name": name, "arguments": arguments},
-    }
+INIT = [initialize_request("hostile-test", request_id=0), INITIALIZED]
 
 
 def converse(agent, tmp_path, lines: list[str]) -> dict:
@@ -93,7 +81,7 @@ def test_stdio_answers_requests_with_unpaired_surrogates(tmp_path):
         '{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"agent-memory://\\udc00"}}',
         # A notification nobody answers, then the server still serves.
         '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"\\ud800"}}',
-        json.dumps(call(5, "memory", {"action": "search"})),
+        json.dumps(tool_call_request(5, "memory", {"action": "search"})),
     ]
     replies = converse(agent, tmp_path, lines)
     assert sorted(replies) == [0, 1, 2, 3, 4, 5]
@@ -165,9 +153,8 @@ def test_oversized_text_is_refused_over_mcp_with_the_engine_message(tmp_path):
     agent = tmp_path / "agent"
     mem = AgentMemory.open(agent)
     big = "x" * (mem.max_bytes + 1)
-    replies = converse(
-        agent, tmp_path, [json.dumps(call(1, "memory", {"action": "update", "content": big}))]
-    )
+    update = tool_call_request(1, "memory", {"action": "update", "content": big})
+    replies = converse(agent, tmp_path, [json.dumps(update)])
     result = replies[1]["result"]
     assert result["isError"] is True
     assert result["content"][0]["text"] == engine_refusal(mem, {"action": "update", "content": big})

@@ -13,21 +13,12 @@ import httpx2
 import pytest
 from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from mcp_clients.harness import TIMEOUT, TS, child_env, http_server, text_of
+from mcp_clients.harness import TIMEOUT, TS, child_env, http_server, initialize_request, text_of
 from test_mcp_server import exercise_plain_agent
 
 from jupyter_agent_memory import AgentMemory, PromptBuilder
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "raw-http-test", "version": "0"},
-    },
-}
+INITIALIZE = initialize_request("raw-http-test")
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 

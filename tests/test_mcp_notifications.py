@@ -3,14 +3,13 @@ list, on both protocol eras (handshake-era sessions over stdio, 2026-era listen 
 
 from __future__ import annotations
 
-import sys
 import warnings
 
 import anyio
 import pytest
-from mcp import Client, ClientSession, MCPDeprecationWarning, StdioServerParameters, stdio_client
+from mcp import Client, ClientSession, MCPDeprecationWarning, stdio_client
 from mcp.client.subscriptions import ResourceUpdated, ToolsListChanged
-from mcp_clients.harness import TIMEOUT, child_env, server_command, text_of
+from mcp_clients.harness import TIMEOUT, stdio_params, text_of
 
 from jupyter_agent_memory import AgentMemory, provision
 from jupyter_agent_memory.mcp_server import build_server
@@ -43,12 +42,6 @@ class Inbox:
             while (method, uri) not in self.received:
                 self._changed = anyio.Event()
                 await self._changed.wait()
-
-
-def stdio_params(agent, tmp_path) -> StdioServerParameters:
-    return StdioServerParameters(
-        command=sys.executable, args=server_command(agent)[1:], env=child_env(tmp_path)
-    )
 
 
 @pytest.mark.slow

@@ -14,7 +14,7 @@ import time
 
 import anyio
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import ClientSession, stdio_client
 from mcp_clients.harness import (
     TIMEOUT,
     TS,
@@ -24,6 +24,7 @@ from mcp_clients.harness import (
     node_clients,
     sdk_client,
     server_command,
+    stdio_params,
     text_of,
 )
 
@@ -65,9 +66,7 @@ def normalise(text: str) -> str:
 
 
 def python_results(agent, tmp_path, calls) -> list[tuple[str, bool]]:
-    params = StdioServerParameters(
-        command=sys.executable, args=server_command(agent)[1:], env=child_env(tmp_path)
-    )
+    params = stdio_params(agent, tmp_path)
     results = []
 
     async def main():

@@ -14,41 +14,21 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
+from mcp_clients.harness import (
+    INITIALIZED,
+    TIMEOUT,
+    TS,
+    child_env,
+    initialize_request,
+    server_command,
+    stdio_params,
+    text_of,
+    tool_call_request,
+)
 
 from jupyter_agent_memory import MEMORY_TOOL, AgentMemory, MemoryToolError, product_info, provision
 from jupyter_agent_memory.functions import PRODUCT_INFO_TOOL
 from jupyter_agent_memory.mcp_server import build_server, require_mcp
-
-REPO = Path(__file__).resolve().parents[1]
-TS = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z"
-TIMEOUT = 60
-
-
-def child_env(tmp_path: Path) -> dict[str, str]:
-    """The environment of the server process: explicit, isolated from the user's folders."""
-    return {
-        "PYTHONPATH": str(REPO),
-        "JUPYTER_AGENT_MEMORY_ROOT": str(tmp_path / "root"),
-        "JUPYTER_DATA_DIR": str(tmp_path / "jupyter-data"),
-        "JUPYTER_CONFIG_DIR": str(tmp_path / "jupyter-config"),
-        "IPYTHONDIR": str(tmp_path / "ipython"),
-        "HOME": str(tmp_path / "home"),
-        "PYTHONIOENCODING": "utf-8",
-    }
-
-
-def server_params(agent: Path, tmp_path: Path) -> StdioServerParameters:
-    return StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "jupyter_agent_memory", "mcp", "--agent", str(agent)],
-        env=child_env(tmp_path),
-    )
-
-
-def text_of(result) -> str:
-    assert len(result.content) == 1
-    assert result.content[0].type == "text"
-    return result.content[0].text
 
 
 def engine_error(mem: AgentMemory, args: dict) -> str:
@@ -185,7 +165,7 @@ def test_stdio_plain_agent_lists_tools_runs_every_action_and_error(tmp_path):
     async def body(session):
         await exercise_plain_agent(session, agent)
 
-    anyio.run(over_stdio, server_params(agent, tmp_path), body)
+    anyio.run(over_stdio, stdio_params(agent, tmp_path), body)
 
 
 @pytest.mark.slow
@@ -228,17 +208,13 @@ def test_stdio_product_info_sections_for_the_guide_template(tmp_path):
         result = await session.call_tool("memory", {"action": "search"})
         assert text_of(result) == "No journal entries found."
 
-    anyio.run(over_stdio, server_params(agent, tmp_path), body)
+    anyio.run(over_stdio, stdio_params(agent, tmp_path), body)
 
 
 @pytest.mark.slow
 def test_stdio_agent_id_resolves_under_the_root(tmp_path):
     AgentMemory.open("notebook-helper", root=tmp_path / "root")
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "jupyter_agent_memory", "mcp", "--agent", "notebook-helper"],
-        env=child_env(tmp_path),
-    )
+    params = stdio_params("notebook-helper", tmp_path)
 
     async def body(session):
         result = await session.call_tool("memory", {"action": "update", "content": "- x\n"})
@@ -255,38 +231,19 @@ def test_stdout_carries_only_protocol_messages(tmp_path):
     agent = tmp_path / "agent"
     AgentMemory.open(agent)
     messages = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "raw-test", "version": "0"},
-            },
-        },
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        initialize_request("raw-test"),
+        INITIALIZED,
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-        {
-            "jsonrpc": "2.0",
-            "id": 3,
-            "method": "tools/call",
-            "params": {"name": "memory", "arguments": {"action": "append", "text": "hello"}},
-        },
-        {
-            "jsonrpc": "2.0",
-            "id": 4,
-            "method": "tools/call",
-            "params": {"name": "memory", "arguments": {"action": "bogus"}},
-        },
+        tool_call_request(3, "memory", {"action": "append", "text": "hello"}),
+        tool_call_request(4, "memory", {"action": "bogus"}),
     ]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyter_agent_memory", "mcp", "--agent", str(agent)],
+        server_command(agent),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**child_env(tmp_path), "PATH": os.environ.get("PATH", "")},
+        env=child_env(tmp_path),
     )
     replies = []
     # A hung server must fail the test, not hang it: kill it after TIMEOUT seconds.
@@ -397,7 +354,7 @@ def test_importing_the_module_does_not_import_mcp(tmp_path):
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
-        env={**child_env(tmp_path), "PATH": os.environ.get("PATH", "")},
+        env=child_env(tmp_path),
         timeout=TIMEOUT,
         check=True,
     )

@@ -10,7 +10,6 @@ for ``mcp``, a real MCP client over stdio).
 from __future__ import annotations
 
 import json
-import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -19,8 +18,8 @@ import anyio
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
-from mcp import ClientSession, StdioServerParameters, stdio_client
-from mcp_clients.harness import TIMEOUT, child_env, server_command
+from mcp import ClientSession, stdio_client
+from mcp_clients.harness import TIMEOUT, stdio_params
 
 from jupyter_agent_memory import AgentMemory, PromptBuilder, provision
 from jupyter_agent_memory.cli import main
@@ -267,11 +266,7 @@ def test_cli_mcp_budget_tokens_wins(tmp_path: Path) -> None:
     expected = over_budget_message(mem, tmp_path, EXPLICIT)
 
     async def prompt_meta(*options: str) -> dict[str, Any]:
-        params = StdioServerParameters(
-            command=sys.executable,
-            args=server_command(agent, "--workspace", str(tmp_path), *options)[1:],
-            env=child_env(tmp_path),
-        )
+        params = stdio_params(agent, tmp_path, "--workspace", str(tmp_path), *options)
         with anyio.fail_after(TIMEOUT):
             async with (
                 stdio_client(params) as (read, write),

@@ -11,15 +11,14 @@ the builder's own text.
 from __future__ import annotations
 
 import hashlib
-import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from mcp import ClientSession, Implementation, StdioServerParameters, stdio_client
+from mcp import ClientSession, Implementation, stdio_client
 from mcp.client.session import DEFAULT_CLIENT_INFO
-from mcp_clients.harness import TIMEOUT, child_env, server_command, text_of
+from mcp_clients.harness import TIMEOUT, stdio_params, text_of
 
 from jupyter_agent_memory import AgentMemory, PromptBuilder
 from jupyter_agent_memory.jstext import js_trim
@@ -59,12 +58,7 @@ async def one_session(
     agent: Path, workspace: Path, tmp_path: Path, client: dict[str, str] | None, writes: list
 ) -> dict[str, Any]:
     """Start one stdio session; what it was told, then the model's writes through the tool."""
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=server_command(agent)[1:],
-        env=child_env(tmp_path),
-        cwd=workspace,
-    )
+    params = stdio_params(agent, tmp_path, cwd=workspace)
     info = Implementation(**client) if client else None
     async with (
         stdio_client(params) as (read, write),

@@ -18,7 +18,10 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mcp import StdioServerParameters
 
 REPO = Path(__file__).resolve().parents[2]
 CLIENTS = Path(__file__).resolve().parent
@@ -28,6 +31,32 @@ START_LINE = re.compile(
     r"agent-memory: serving agent folder (?P<path>.+) over (?P<transport>stdio|streamable-http"
     r" at (?P<url>http://\S+)); tools: (?P<tools>[\w, ]+)(?P<rest>.*)"
 )
+#: The notification a client sends once the server has answered ``initialize``.
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+def initialize_request(client: str, request_id: int = 1) -> dict[str, Any]:
+    """A raw JSON-RPC ``initialize`` from a client calling itself ``client``."""
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": client, "version": "0"},
+        },
+    }
+
+
+def tool_call_request(request_id: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """A raw JSON-RPC ``tools/call`` of tool ``name`` with ``arguments``."""
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments},
+    }
 
 
 def child_env(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -48,6 +77,18 @@ def child_env(tmp_path: Path, **extra: str) -> dict[str, str]:
 def server_command(agent: Path | str, *options: str) -> list[str]:
     """The command line an MCP host would run for ``agent``."""
     return [sys.executable, "-m", "jupyter_agent_memory", "mcp", "--agent", str(agent), *options]
+
+
+def stdio_params(
+    agent: Path | str, tmp_path: Path, *options: str, cwd: Path | None = None
+) -> StdioServerParameters:
+    """What the Python client needs to start :func:`server_command` in :func:`child_env`."""
+    from mcp import StdioServerParameters  # the node-client tests run without the Python SDK
+
+    command = server_command(agent, *options)
+    return StdioServerParameters(
+        command=command[0], args=command[1:], env=child_env(tmp_path), cwd=cwd
+    )
 
 
 def text_of(result: Any) -> str:
