@@ -22,26 +22,9 @@ from typing import Any
 
 from .expectations import ExpectationOutcome
 from .models import EVAL_INSTALL_HINT
-from .records import (
-    ModelCallRecord,
-    RetrievalScore,
-    SearchRecord,
-    SessionRecord,
-    ToolCallRecord,
-    TurnRecord,
-    count_facts,
-)
+from .records import SessionRecord
 
-__all__ = [
-    "EvaluationResult",
-    "ModelCallRecord",
-    "RetrievalScore",
-    "SearchRecord",
-    "SessionRecord",
-    "ToolCallRecord",
-    "TurnRecord",
-    "count_facts",
-]
+__all__ = ["EvaluationResult"]
 
 
 FORMAT = "jupyter-agent-memory/evaluation-result"
