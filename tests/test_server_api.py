@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from traitlets import TraitError
 
 from jupyter_agent_memory import AgentMemory, list_templates
 from jupyter_agent_memory.errors import EmptyEditError
+from jupyter_agent_memory.server.config import AgentMemoryServer
 
 API = ("agent-memory", "api")
 
@@ -591,6 +593,22 @@ async def test_extension_state_uses_settings(jp_serverapp, agents_root: Path) ->
     state = jp_serverapp.web_app.settings["agent_memory"]
     assert state.config.resolved_root() == agents_root.resolve()
     assert state.workspace == Path(os.path.abspath(jp_serverapp.root_dir))
+
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "message"),
+    [
+        ("max_body_bytes", 0, "max_body_bytes must be at least 1, got 0"),
+        ("worker_threads", -2, "worker_threads must be at least 1, got -2"),
+        ("prompt_budget_tokens", -1, "prompt_budget_tokens cannot be negative, got -1"),
+    ],
+)
+def test_a_setting_out_of_range_is_refused_by_name(setting: str, value: int, message: str) -> None:
+    with pytest.raises(TraitError) as info:
+        AgentMemoryServer(**{setting: value})
+    assert str(info.value) == message
+    assert getattr(AgentMemoryServer(**{setting: 1}), setting) == 1
 
 
 # -- hostile and careless requests -------------------------------------------------------------

@@ -81,18 +81,11 @@ class AgentMemoryServer(Configurable):
         ),
     ).tag(config=True)
 
-    @validate("max_body_bytes")
-    def _check_max_body_bytes(self, proposal: dict) -> int:
+    @validate("max_body_bytes", "worker_threads")
+    def _check_at_least_one(self, proposal: dict) -> int:
         value = int(proposal["value"])
         if value < 1:
-            raise TraitError(f"max_body_bytes must be at least 1, got {value}")
-        return value
-
-    @validate("worker_threads")
-    def _check_worker_threads(self, proposal: dict) -> int:
-        value = int(proposal["value"])
-        if value < 1:
-            raise TraitError(f"worker_threads must be at least 1, got {value}")
+            raise TraitError(f"{proposal['trait'].name} must be at least 1, got {value}")
         return value
 
     @validate("prompt_budget_tokens")
