@@ -51,6 +51,13 @@ __all__ = [
 EVAL_INSTALL_HINT = 'pip install "jupyter-agent-memory[eval]"'
 
 
+def arguments_text(arguments: dict[str, Any] | str) -> str:
+    """Tool-call arguments as compact JSON; raw text (a model's unparsable JSON) unchanged."""
+    if isinstance(arguments, str):
+        return arguments
+    return json.dumps(arguments, ensure_ascii=False)
+
+
 @dataclass
 class ToolCall:
     """One tool call requested by a model."""
@@ -64,9 +71,7 @@ class ToolCall:
 
     def arguments_json(self) -> str:
         """The arguments as JSON text (raw text is returned unchanged)."""
-        if isinstance(self.arguments, str):
-            return self.arguments
-        return json.dumps(self.arguments, ensure_ascii=False)
+        return arguments_text(self.arguments)
 
 
 @dataclass

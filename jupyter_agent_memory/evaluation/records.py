@@ -6,11 +6,11 @@ loads back equal (``EvaluationResult.to_json`` / ``from_json``).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .expectations import ExpectationOutcome
+from .models import arguments_text
 
 __all__ = [
     "ModelCallRecord",
@@ -60,9 +60,7 @@ class ToolCallRecord:
 
     def arguments_text(self) -> str:
         """The arguments as compact JSON (raw text when the model sent unparsable text)."""
-        if isinstance(self.arguments, str):
-            return self.arguments
-        return json.dumps(self.arguments, ensure_ascii=False)
+        return arguments_text(self.arguments)
 
 
 @dataclass
