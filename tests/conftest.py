@@ -45,6 +45,14 @@ def mem(agents_root: Path):  # noqa: ANN201 - AgentMemory, imported lazily
     return AgentMemory.open("t")
 
 
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """An empty workspace folder (where a prompt looks for ``system.md``)."""
+    folder = tmp_path / "workspace"
+    folder.mkdir()
+    return folder
+
+
 # -- the REST API on pytest-jupyter's server -------------------------------------------------
 
 

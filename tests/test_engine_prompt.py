@@ -23,13 +23,6 @@ LONG_SOUL = "# Soul\n\nI am Ada, a patient research assistant who explains every
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    folder = tmp_path / "workspace"
-    folder.mkdir()
-    return folder
-
-
-@pytest.fixture
 def agent(mem: AgentMemory) -> AgentMemory:
     """An agent that is set up: a real SOUL, a USER and facts."""
     mem.write_soul(LONG_SOUL)

@@ -30,13 +30,6 @@ FORGED_SOUL = (
 )
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    folder = tmp_path / "workspace"
-    folder.mkdir()
-    return folder
-
-
 def lines(text: str) -> list[str]:
     return text.splitlines()
 

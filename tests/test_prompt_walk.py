@@ -21,13 +21,6 @@ SECRET = "SECRET-FROM-OUTSIDE"
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    folder = tmp_path / "workspace"
-    folder.mkdir()
-    return folder
-
-
-@pytest.fixture
 def agent(mem: AgentMemory) -> AgentMemory:
     mem.write_soul("I am Ada, a patient research assistant who explains every step clearly.")
     mem.update_facts("- inside fact\n")

@@ -25,13 +25,6 @@ from jupyter_agent_memory.bootstrap import (
 PIP = "I am Pip: cheerful, brief, and kind."
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    folder = tmp_path / "workspace"
-    folder.mkdir()
-    return folder
-
-
 # -- the 50-character arithmetic ---------------------------------------------------------------
 
 

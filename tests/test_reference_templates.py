@@ -105,6 +105,16 @@ def test_build_refuses_a_bad_budget_with_a_clear_error(mem: AgentMemory, budget:
     assert info.value.message.startswith("'budget_tokens' must be a positive integer, got ")
 
 
+def cli_prompt(agent: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """``jupyter-agent-memory prompt`` for ``agent`` in a child process (bounded wait)."""
+    env = {**os.environ, "JUPYTER_AGENT_MEMORY_ROOT": str(tmp_path / "root")}
+    return subprocess.run(
+        [sys.executable, "-m", "jupyter_agent_memory", "prompt", "--agent", str(agent),
+         "--workspace", str(tmp_path)],
+        capture_output=True, text=True, timeout=60, env=env, check=False,
+    )
+
+
 def test_cli_prompt_reports_a_bad_template_without_a_traceback(tmp_path: Path) -> None:
     # The issue's case: "budget_tokens": "4000" made `prompt` exit 1 with a traceback.
     template = make_template(tmp_path / "tpl", {"name": "T", "configuration": {}})
@@ -113,12 +123,7 @@ def test_cli_prompt_reports_a_bad_template_without_a_traceback(tmp_path: Path) -
     (template / "agent.json").write_text(
         json.dumps({"name": "T", "configuration": {"budget_tokens": "4000"}})
     )
-    env = {**os.environ, "JUPYTER_AGENT_MEMORY_ROOT": str(tmp_path / "root")}
-    done = subprocess.run(
-        [sys.executable, "-m", "jupyter_agent_memory", "prompt", "--agent", str(agent),
-         "--workspace", str(tmp_path)],
-        capture_output=True, text=True, timeout=60, env=env, check=False,
-    )
+    done = cli_prompt(agent, tmp_path)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     assert "## Memories" in done.stdout
@@ -133,12 +138,7 @@ def test_a_template_whose_agent_json_is_a_fifo_does_not_hang_prompt(tmp_path: Pa
     provision_agent(template, agent)
     (template / "agent.json").unlink()
     os.mkfifo(template / "agent.json")
-    env = {**os.environ, "JUPYTER_AGENT_MEMORY_ROOT": str(tmp_path / "root")}
-    done = subprocess.run(
-        [sys.executable, "-m", "jupyter_agent_memory", "prompt", "--agent", str(agent),
-         "--workspace", str(tmp_path)],
-        capture_output=True, text=True, timeout=60, env=env, check=False,
-    )
+    done = cli_prompt(agent, tmp_path)
     assert done.returncode == 0, done.stderr
     assert "## Memories" in done.stdout
     with pytest.raises(TemplateError) as info:
