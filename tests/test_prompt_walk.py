@@ -10,11 +10,13 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from jupyter_agent_memory import AgentMemory, PromptBuilder, UnsafePathError
+from jupyter_agent_memory.prompt import Prompt
 from jupyter_agent_memory.prompt import PromptBuilder as Builder
 
 SECRET = "SECRET-FROM-OUTSIDE"
@@ -56,24 +58,35 @@ def within_seconds(seconds: float, function, *args):  # noqa: ANN001, ANN201
     return result["value"]
 
 
+def build_swapping_after_listing(
+    agent: AgentMemory, workspace: Path, monkeypatch: pytest.MonkeyPatch, swap: Callable[[], None]
+) -> Prompt:
+    """Build ``agent``'s prompt, running ``swap()`` once, right after the agent folder's listing."""
+    original = Builder._names
+    swapped: list[bool] = []
+
+    def list_then_swap(self, folder):  # noqa: ANN001, ANN202
+        listing = original(self, folder)
+        if folder.path == agent.path and not swapped:
+            swap()
+            swapped.append(True)
+        return listing
+
+    monkeypatch.setattr(Builder, "_names", list_then_swap)
+    prompt = PromptBuilder().build(agent, workspace=workspace)
+    assert swapped, "the build never listed the agent folder"
+    return prompt
+
+
 def test_memory_folder_swapped_for_a_link_after_the_listing_is_refused(
     agent: AgentMemory, workspace: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    original = Builder._names
-    swapped: list[Path] = []
+    def swap() -> None:
+        memory = agent.path / "memory"
+        memory.rename(agent.path / "memory.away")
+        memory.symlink_to(outside / "memory")
 
-    def swap_after_listing(self, folder):  # noqa: ANN001, ANN202
-        listing = original(self, folder)
-        if folder.path == agent.path and not swapped:
-            memory = agent.path / "memory"
-            memory.rename(agent.path / "memory.away")
-            memory.symlink_to(outside / "memory")
-            swapped.append(memory)
-        return listing
-
-    monkeypatch.setattr(Builder, "_names", swap_after_listing)
-    prompt = PromptBuilder().build(agent, workspace=workspace)
-    assert swapped
+    prompt = build_swapping_after_listing(agent, workspace, monkeypatch, swap)
     assert SECRET not in prompt.text
     assert "<facts>" not in prompt.context
 
@@ -81,20 +94,11 @@ def test_memory_folder_swapped_for_a_link_after_the_listing_is_refused(
 def test_agent_folder_swapped_for_a_link_mid_build_reads_the_opened_folder(
     agent: AgentMemory, workspace: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    original = Builder._names
-    swapped: list[Path] = []
+    def swap() -> None:
+        agent.path.rename(agent.path.with_name("t.away"))
+        agent.path.symlink_to(outside)
 
-    def swap_agent_folder(self, folder):  # noqa: ANN001, ANN202
-        listing = original(self, folder)
-        if folder.path == agent.path and not swapped:
-            agent.path.rename(agent.path.with_name("t.away"))
-            agent.path.symlink_to(outside)
-            swapped.append(agent.path)
-        return listing
-
-    monkeypatch.setattr(Builder, "_names", swap_agent_folder)
-    prompt = PromptBuilder().build(agent, workspace=workspace)
-    assert swapped
+    prompt = build_swapping_after_listing(agent, workspace, monkeypatch, swap)
     assert SECRET not in prompt.text
     # The folder that was opened is the one read, from first file to last.
     assert "I am Ada" in prompt.context and "- inside fact" in prompt.context
