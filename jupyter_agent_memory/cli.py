@@ -204,7 +204,7 @@ def _fact(args: argparse.Namespace) -> int:
         if as_json:
             _print_json({"path": str(path), "content": text, "sha256": sha})
         elif text:
-            sys.stdout.write(text)
+            sys.stdout.write(_terminal(text))
         else:
             # stderr, so `fact > backup.md` still writes exactly the file's (empty) content
             print(f"FACT.md is empty ({path}).", file=sys.stderr)
@@ -260,11 +260,29 @@ def _journal(args: argparse.Namespace) -> int:
 
 
 def format_entry(entry: dict[str, object]) -> str:
-    """One journal entry as a compact line for people: time, tags, text (indented lines)."""
+    """One journal entry as a compact line for people: time, tags, text (indented lines).
+
+    Everything a model wrote is inert: control and format characters show as escapes, so an
+    entry cannot colour the terminal, set the clipboard (OSC 52) or forge a row.
+    """
     tags = entry.get("tags")
-    shown = " ".join(f"#{t}" for t in tags if isinstance(t, str)) if isinstance(tags, list) else ""
-    body = str(entry.get("text", "")).replace("\n", "\n" + " " * 27)
-    return f"{entry.get('ts', '?'):<25}  {shown + '  ' if shown else ''}{body}"
+    shown = (
+        " ".join(f"#{_shown(t)}" for t in tags if isinstance(t, str))
+        if isinstance(tags, list)
+        else ""
+    )
+    lines = str(entry.get("text", "")).split("\n")
+    body = ("\n" + " " * 27).join(_shown(line) for line in lines)
+    return f"{_shown(entry.get('ts', '?')):<25}  {shown + '  ' if shown else ''}{body}"
+
+
+def _terminal(text: str) -> str:
+    """``text`` as it may reach a terminal: exact when stdout is a file or a pipe (so
+    ``fact > backup.md`` copies the file), inert line by line on a terminal."""
+    if not sys.stdout.isatty():
+        return text
+    return "\n".join("\t".join(_shown(part) for part in line.split("\t"))
+                     for line in text.split("\n"))
 
 
 def _prompt(args: argparse.Namespace) -> int:
@@ -298,7 +316,7 @@ def _prompt(args: argparse.Namespace) -> int:
     if getattr(args, "json", False):
         _print_json({"text": prompt.text, **sizes})
         return 0
-    print(prompt.text)
+    print(_terminal(prompt.text))
     # Sizes go to stderr so the prompt on stdout stays exactly what a session gets.
     by_section = ", ".join(f"{s.name} {s.tokens}" for s in prompt.sections)
     budget = f"; budget {prompt.budget_tokens}" if prompt.budget_tokens else ""
@@ -436,7 +454,7 @@ def _agents(args: argparse.Namespace) -> int:
         return 0
     print(f"Agents under {root}:" if agents else f"No agents under {root} yet.")
     for agent_id in agents:
-        print(f"  {agent_id}")
+        print(f"  {_shown(agent_id)}")
     return 0
 
 
@@ -473,7 +491,7 @@ def _demo(args: argparse.Namespace) -> int:
     prompt = PromptBuilder().build_session(memory)
     print("Session 2 starts with this system prompt (the agent remembers):")
     print(rule)
-    print(prompt.text)
+    print(_terminal(prompt.text))
     print(rule)
     sizes = ", ".join(f"{s.name} {s.tokens}" for s in prompt.sections)
     print(f"About {prompt.tokens} tokens (by section: {sizes}).\n")
@@ -637,9 +655,11 @@ def _find_session(memory: AgentMemory, session_id: str) -> dict[str, Any]:
 
 
 def _write_exact(text: str) -> None:
-    """``text`` on stdout as its exact UTF-8 bytes (no newline added, lone surrogates kept)."""
+    """``text`` on stdout as its exact UTF-8 bytes (no newline added, lone surrogates kept);
+    on a terminal, inert (see :func:`_terminal`)."""
     stream = getattr(sys.stdout, "buffer", None)
-    if stream is None:
+    if stream is None or sys.stdout.isatty():
+        text = _terminal(text)
         sys.stdout.write(text)
         return
     sys.stdout.flush()

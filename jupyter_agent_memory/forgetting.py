@@ -58,11 +58,20 @@ class _Matcher:
                     "Forget one line of text at a time (or give a pattern)", INVALID_PARAMS
                 )
             self.folded = text.casefold()
+        if text is not None:
+            _require_sendable(text, "text")
         if pattern is not None:
             try:
                 self.regex = re.compile(pattern)
             except (re.error, TypeError) as exc:
                 raise MemoryToolError(f"Invalid pattern: {exc}", INVALID_PARAMS) from None
+            _require_sendable(pattern, "pattern")
+            if self.regex.search("") is not None:
+                raise MemoryToolError(
+                    f"The pattern {pattern!r} matches the empty string, so it would forget "
+                    "every line: make it match what is to be forgotten",
+                    INVALID_PARAMS,
+                )
         self.describe = "secrets" if find_secrets else ("pattern" if pattern else "text")
         self.digest = sha256_hex(
             ("\0secrets" if find_secrets else (text if text is not None else "\0" + str(pattern)))
@@ -114,6 +123,17 @@ class _Run:
         self.changed[kind] += count
         self.places.append(place)
         return not self.dry_run
+
+
+def _require_sendable(value: str, field: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise MemoryToolError(
+            f"The {field} to forget is not valid Unicode text: lone surrogate "
+            f"U+{ord(value[exc.start]):04X} at position {exc.start}",
+            INVALID_PARAMS,
+        ) from None
 
 
 def forget(

@@ -9,6 +9,7 @@ are resolved once, when the target is resolved; inside the agent folder nothing 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from .errors import (
@@ -34,6 +35,7 @@ ROOT_ENV = "JUPYTER_AGENT_MEMORY_ROOT"
 AGENT_ENV = "JUPYTER_AGENT_MEMORY_AGENT"
 DEFAULT_AGENT = "default"
 RESERVED_AGENT_IDS = frozenset({"system"})
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 # Most filesystems cap one name at 255 bytes; a longer id could never name a folder.
 MAX_AGENT_ID_BYTES = 255
 
@@ -68,8 +70,10 @@ def validate_agent_id(agent_id: object) -> str:
         raise InvalidAgentIdError(f'Invalid agent id "{agent_id}": it cannot be "." or ".."')
     if "/" in agent_id or "\\" in agent_id:
         raise InvalidAgentIdError(f'Invalid agent id "{agent_id}": it cannot contain "/" or "\\"')
-    if "\0" in agent_id:
-        raise InvalidAgentIdError("Invalid agent id: it cannot contain a NUL character")
+    if _CONTROL.search(agent_id):
+        # A folder name is shown in terminals, tables and the sidebar: no character in it
+        # may move the cursor, colour the screen or start a new row.
+        raise InvalidAgentIdError("Invalid agent id: it cannot contain control characters")
     try:
         size = len(agent_id.encode("utf-8"))
     except UnicodeEncodeError:

@@ -235,7 +235,7 @@ class PromptBuilder:
         hold_files: bool | None = None,
         cache_entries: int = DEFAULT_MAX_ENTRIES,
     ):
-        self.tool_name = tool_name
+        self.tool_name = _check_tool_name(tool_name)
         self.budget_tokens = _check_budget(budget_tokens)
         self.hold_files = _hold_files_default() if hold_files is None else bool(hold_files)
         if isinstance(cache_entries, bool) or not isinstance(cache_entries, int) or (
@@ -871,6 +871,22 @@ def _is_real_dir(path: Path) -> bool:
         return stat.S_ISDIR(os.lstat(path).st_mode)
     except OSError:
         return False
+
+
+#: A tool name as function-calling APIs and MCP clients spell them (``memory``,
+#: ``mcp__agent-memory__memory``, ``agent-memory.memory``): it is placed in the builder's own
+#: text, outside every guarded block, so it must be one name and nothing more.
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/-]{0,127}")
+
+
+def _check_tool_name(value: object) -> str:
+    if not isinstance(value, str) or not _TOOL_NAME.fullmatch(value):
+        raise MemoryToolError(
+            f"'tool_name' must be one tool name (letters, digits, '_', '-', '.', ':', '/'; "
+            f"at most 128 characters), got {value!r}",
+            INVALID_PARAMS,
+        )
+    return value
 
 
 def _section(

@@ -312,10 +312,21 @@ def _versions(receipt: dict[str, Any]) -> set[str]:
     return found
 
 
+#: The most characters of a client's self-chosen name or version kept in a receipt: a client
+#: calling itself a megabyte long must not grow the log by a megabyte a session.
+CLIENT_FIELD_CHARS = 200
+
+
 def _client(client: dict[str, Any] | None) -> dict[str, Any] | None:
     if not client:
         return None
-    return {k: str(v) for k, v in client.items() if k in ("name", "version") and v is not None}
+    kept = {}
+    for key in ("name", "version"):
+        value = client.get(key)
+        if value is not None:
+            text = str(value)
+            kept[key] = text if len(text) <= CLIENT_FIELD_CHARS else text[:CLIENT_FIELD_CHARS] + "…"
+    return kept
 
 
 def _timestamp(mem: AgentMemory) -> str:

@@ -48,7 +48,9 @@ def tree(folder: Path) -> list[str]:
         ("system", 'Invalid agent id "system": "system" is reserved'),
         ("SYSTEM", 'Invalid agent id "SYSTEM": "system" is reserved'),
         ("SyStEm", 'Invalid agent id "SyStEm": "system" is reserved'),
-        ("a\0b", "Invalid agent id: it cannot contain a NUL character"),
+        ("a\0b", "Invalid agent id: it cannot contain control characters"),
+        ("a\x1b[31mb", "Invalid agent id: it cannot contain control characters"),
+        ("a\nb", "Invalid agent id: it cannot contain control characters"),
     ],
 )
 def test_invalid_agent_ids_raise_one_clear_error(bad: object, message: str) -> None:

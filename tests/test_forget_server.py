@@ -107,12 +107,12 @@ async def test_forget_a_pattern_and_secrets(call, agents_root: Path) -> None:
         # A misspelt dry_run must not turn a rehearsal into forgetting for real.
         (
             {"text": TEXT, "dryrun": True},
-            "Unknown field 'dryrun' in the forget request; expected text, pattern, secrets, "
+            "Unknown field 'dryrun' in the request; expected text, pattern, secrets, "
             "dry_run, reason",
         ),
         (
             {"text": TEXT, "dry-run": True, "why": "x"},
-            "Unknown fields 'dry-run', 'why' in the forget request; expected text, pattern,",
+            "Unknown fields 'dry-run', 'why' in the request; expected text, pattern,",
         ),
     ],
 )

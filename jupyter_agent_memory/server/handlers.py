@@ -83,12 +83,15 @@ class AgentCreatedResponse(TypedDict):
 
 
 class FactsResponse(TypedDict):
-    """``GET agents/{id}/facts``."""
+    """``GET agents/{id}/facts``: ``content`` is cut to the view bound (``truncated``);
+    ``chars`` and ``sha256`` are always those of the whole file."""
 
     agent: str
     path: str
     content: str
     sha256: str
+    chars: int
+    truncated: bool
 
 
 class FactsSavedResponse(TypedDict):
@@ -138,6 +141,8 @@ class PromptResponse(TypedDict):
     agent: str
     workspace: str
     text: str
+    chars: int
+    truncated: bool
     base: str | None
     context: str
     bootstrap: bool
@@ -180,11 +185,14 @@ class SessionsResponse(TypedDict):
 
 
 class SessionResponse(TypedDict):
-    """``GET agents/{id}/sessions/{sid}``: the receipt and the exact prompt text."""
+    """``GET agents/{id}/sessions/{sid}``: the receipt and the exact prompt text (cut to the
+    view bound: ``truncated``; ``chars`` is the whole prompt's length)."""
 
     agent: str
     receipt: dict[str, Any]
     text: str
+    chars: int
+    truncated: bool
 
 
 class SessionDiffResponse(TypedDict):
@@ -329,6 +337,19 @@ class _State:
             return self._builder.build_session(mem, workspace=self.workspace)
 
 
+#: How many characters of a file or prompt a view sends unless the request asks otherwise
+#: (``max_chars``): about 100 KB of text, enough to read, small enough for any front end.
+DEFAULT_VIEW_CHARS = 100_000
+
+
+def bounded_text(text: str, bound: int | None) -> tuple[str, bool]:
+    """``text`` cut to at most ``bound`` characters (never inside a character), and whether
+    anything was cut; ``bound`` None keeps it whole."""
+    if bound is None or len(text) <= bound:
+        return text, False
+    return text[:bound], True
+
+
 class AgentMemoryHandler(APIHandler):
     """Base class: JSON errors with the engine's message, agent lookup, body parsing."""
 
@@ -370,8 +391,13 @@ class AgentMemoryHandler(APIHandler):
         except MemoryToolError as exc:  # the engine's one error family (I/O included)
             raise _engine_error(exc) from exc
 
-    def json_body(self) -> dict[str, Any]:
-        """The request body as a JSON object; 413 over the size limit, 400 when malformed."""
+    def json_body(self, fields: tuple[str, ...] | None = None) -> dict[str, Any]:
+        """The request body as a JSON object; 413 over the size limit, 400 when malformed.
+
+        With ``fields``, any other key is refused (400 naming it): a misspelt or misread
+        field (``sha256`` for ``expected_sha256``, ``dryrun``) must never be silently
+        ignored and turn a careful request into a careless one.
+        """
         limit = self.state.config.max_body_bytes
         size = len(self.request.body or b"")
         if size > limit:
@@ -388,7 +414,45 @@ class AgentMemoryHandler(APIHandler):
             raise ApiError(400, "Request body is not valid JSON: nested too deeply") from None
         if not isinstance(data, dict):
             raise ApiError(400, "Request body must be a JSON object")
+        unknown = sorted(set(data) - set(fields)) if fields is not None else []
+        if unknown:
+            raise ApiError(
+                400,
+                f"Unknown field{'s' if len(unknown) > 1 else ''} "
+                f"{', '.join(repr(name) for name in unknown)} in the request; "
+                f"expected {', '.join(fields or ())}",
+            )
         return data
+
+    def edit_body(self) -> tuple[Any, str | None]:
+        """``(content, expected_sha256)`` of a PUT that replaces a memory file."""
+        body = self.json_body(("content", "expected_sha256"))
+        expected = body.get("expected_sha256")
+        # `content` is checked by the engine (its message); `expected_sha256` only here,
+        # because the engine would report a non-string as a conflict.
+        if expected is not None and not isinstance(expected, str):
+            raise ApiError(400, "'expected_sha256' must be a sha256 hex string or null")
+        return body.get("content"), expected
+
+    def view_bound(self) -> int | None:
+        """The ``max_chars`` query argument: how much text a view sends (None: all of it).
+
+        Absent means :data:`DEFAULT_VIEW_CHARS`; ``0`` or ``all`` ask for the whole text.
+        """
+        raw = self.get_query_argument("max_chars", None)
+        if raw is None:
+            return DEFAULT_VIEW_CHARS
+        value = raw.strip()
+        if value.lower() == "all":
+            return None
+        if not value.isdigit() or not value.isascii():
+            raise ApiError(
+                400,
+                f"'max_chars' must be a whole number of characters (0 for all) or 'all'; "
+                f"got {raw!r}",
+            )
+        number = int(value)
+        return None if number == 0 else number
 
     def agent_id(self, raw: object) -> str:
         """Validate an agent id from the URL or a body (400 with the engine's message).
@@ -527,17 +591,21 @@ class FactsHandler(AgentMemoryHandler):
     @tornado.web.authenticated
     @authorized
     async def get(self, agent: str) -> None:
-        """Return the current FACT.md text and the sha256 to send back when saving."""
+        """Return FACT.md's text (up to ``max_chars``) and the sha256 to send back when saving."""
         agent_id = self.agent_id(agent)
+        bound = self.view_bound()
 
         def work() -> FactsResponse:
             mem = self.open_agent(agent_id)
             content, sha = mem.read_facts()
+            shown, truncated = bounded_text(content, bound)
             return {
                 "agent": agent_id,
                 "path": str(mem.file_path("FACT.md")),
-                "content": content,
+                "content": shown,
                 "sha256": sha,
+                "chars": len(content),
+                "truncated": truncated,
             }
 
         self.reply(await self.run(work))
@@ -547,13 +615,7 @@ class FactsHandler(AgentMemoryHandler):
     async def put(self, agent: str) -> None:
         """Replace FACT.md; with ``expected_sha256`` it is compare-and-swap (409 on mismatch)."""
         agent_id = self.agent_id(agent)
-        body = self.json_body()
-        content: Any = body.get("content")  # any JSON value: the engine checks it
-        expected = body.get("expected_sha256")
-        # `content` is checked by the engine (its message); `expected_sha256` only here,
-        # because the engine would report a non-string as a conflict.
-        if expected is not None and not isinstance(expected, str):
-            raise ApiError(400, "'expected_sha256' must be a sha256 hex string or null")
+        content, expected = self.edit_body()
 
         def work() -> FactsSavedResponse:
             mem = self.open_agent(agent_id)
@@ -625,17 +687,24 @@ class PromptHandler(AgentMemoryHandler):
     @tornado.web.authenticated
     @authorized
     async def get(self, agent: str) -> None:
-        """Build the prompt with the server's root directory as the workspace."""
+        """Build the prompt with the server's root directory as the workspace.
+
+        ``text`` is cut to ``max_chars``; the sizes and sections describe the whole prompt.
+        """
         agent_id = self.agent_id(agent)
         state = self.state
+        bound = self.view_bound()
 
         def work() -> PromptResponse:
             mem = self.open_agent(agent_id)
             prompt = state.build_prompt(mem)
+            shown, truncated = bounded_text(prompt.text, bound)
             return {
                 "agent": agent_id,
                 "workspace": str(state.workspace),
-                "text": prompt.text,
+                "text": shown,
+                "chars": len(prompt.text),
+                "truncated": truncated,
                 "base": prompt.base,
                 "context": prompt.context,
                 "bootstrap": bool(prompt.bootstrap),
@@ -740,14 +809,18 @@ class SessionHandler(AgentMemoryHandler):
     @tornado.web.authenticated
     @authorized
     async def get(self, agent: str, sid: str) -> None:
-        """By full id or a prefix of at least 6 hex digits (engine rules)."""
+        """By full id or a prefix of at least 6 hex digits (engine rules); ``text`` is cut
+        to ``max_chars`` (``chars`` is the whole prompt's length)."""
         agent_id = self.agent_id(agent)
+        bound = self.view_bound()
 
         def work() -> SessionResponse:
             mem = self.open_agent(agent_id)
             receipt = _receipt(mem, sid)
             text = mem.session_prompt(receipt["session_id"])
-            return {"agent": agent_id, "receipt": receipt, "text": text}
+            shown, truncated = bounded_text(text, bound)
+            return {"agent": agent_id, "receipt": receipt, "text": shown,
+                    "chars": len(text), "truncated": truncated}
 
         self.reply(await self.run(work))
 
@@ -815,17 +888,9 @@ class ForgetHandler(AgentMemoryHandler):
         """Remove a text, every match of a pattern, or every stored credential (200 with the
         receipt; ``receipt.verified`` false means a copy was still found, in ``remaining``)."""
         agent_id = self.agent_id(agent)
-        body = self.json_body()
         # Forgetting cannot be undone: a misspelt "dry_run" (or "pattern") must not be
         # ignored and turn a rehearsal into the real thing.
-        unknown = sorted(set(body) - set(_FORGET_FIELDS))
-        if unknown:
-            raise ApiError(
-                400,
-                f"Unknown field{'s' if len(unknown) > 1 else ''} "
-                f"{', '.join(repr(name) for name in unknown)} in the forget request; "
-                f"expected {', '.join(_FORGET_FIELDS)}",
-            )
+        body = self.json_body(_FORGET_FIELDS)
         text, pattern = body.get("text"), body.get("pattern")
         secrets, dry_run = body.get("secrets", False), body.get("dry_run", False)
         reason = body.get("reason", "")
@@ -860,6 +925,8 @@ class PersonaResponse(TypedDict):
     path: str
     content: str
     sha256: str
+    chars: int
+    truncated: bool
 
 
 class PersonaSavedResponse(TypedDict):
@@ -887,15 +954,18 @@ class _PersonaHandler(AgentMemoryHandler):
     @tornado.web.authenticated
     @authorized
     async def get(self, agent: str) -> None:
-        """Return the file's text and the sha256 to send back when saving."""
+        """Return the file's text (up to ``max_chars``) and the sha256 to send back when
+        saving."""
         agent_id = self.agent_id(agent)
+        bound = self.view_bound()
 
         def work() -> PersonaResponse:
             mem = self.open_agent(agent_id)
             content, sha = self._read(mem)
+            shown, truncated = bounded_text(content, bound)
             return {"agent": agent_id, "name": self.file_name,
-                    "path": str(mem.file_path(self.file_name)), "content": content,
-                    "sha256": sha}
+                    "path": str(mem.file_path(self.file_name)), "content": shown,
+                    "sha256": sha, "chars": len(content), "truncated": truncated}
 
         self.reply(await self.run(work))
 
@@ -904,11 +974,7 @@ class _PersonaHandler(AgentMemoryHandler):
     async def put(self, agent: str) -> None:
         """Replace the file; with ``expected_sha256`` it is compare-and-swap."""
         agent_id = self.agent_id(agent)
-        body = self.json_body()
-        content: Any = body.get("content")  # the engine checks it
-        expected = body.get("expected_sha256")
-        if expected is not None and not isinstance(expected, str):
-            raise ApiError(400, "'expected_sha256' must be a sha256 hex string or null")
+        content, expected = self.edit_body()
 
         def work() -> PersonaSavedResponse:
             mem = self.open_agent(agent_id)
@@ -954,6 +1020,20 @@ HANDLERS: list[tuple[str, type[AgentMemoryHandler]]] = [
 ]
 
 
+class NotFoundHandler(AgentMemoryHandler):
+    """Any other path under the API prefix: a JSON 404 like every other error of the API,
+    never jupyter_server's HTML page (a client parses every error the same way)."""
+
+    def _missing(self, *args: Any) -> None:
+        raise ApiError(404, f"No such agent-memory API route: {self.request.path}")
+
+    get = tornado.web.authenticated(authorized(_missing))
+    post = tornado.web.authenticated(authorized(_missing))
+    put = tornado.web.authenticated(authorized(_missing))
+    delete = tornado.web.authenticated(authorized(_missing))
+    patch = tornado.web.authenticated(authorized(_missing))
+
+
 def setup_handlers(serverapp: Any) -> None:
     """Register the handlers on ``serverapp.web_app`` under its base URL."""
     web_app = serverapp.web_app
@@ -961,8 +1041,9 @@ def setup_handlers(serverapp: Any) -> None:
     workspace = Path(os.path.abspath(os.path.expanduser(serverapp.root_dir)))
     web_app.settings[_SETTINGS_KEY] = _State(config, workspace)
     base_url = web_app.settings["base_url"]
+    routes = [*HANDLERS, (f"{API_PREFIX}(?:/.*)?", NotFoundHandler)]  # the fallback last
     web_app.add_handlers(
-        ".*$", [(url_path_join(base_url, pattern), handler) for pattern, handler in HANDLERS]
+        ".*$", [(url_path_join(base_url, pattern), handler) for pattern, handler in routes]
     )
     serverapp.log.info(
         "jupyter_agent_memory: REST API at %s (agents root %s)",
