@@ -550,3 +550,41 @@ def test_fact_set_over_the_size_limit_is_refused_with_the_engine_text(
         1, "", ERROR + "'content' is too large: 1048577 bytes, the limit is 1048576 bytes\n"
     )
     assert AgentMemory.open().facts == "kept\n"
+
+
+def test_on_a_terminal_model_written_control_codes_are_inert(agents_root: Path) -> None:
+    import pty
+
+    mem = AgentMemory.open()
+    hostile = "- fact\x1b]52;c;cHduZWQ=\x07 and \x1b[2J end\n"
+    mem.update_facts(hostile)
+    env = script_env(agents_root)
+    outputs = {}
+    for argv in (["fact"], ["prompt"]):
+        main_fd, child_fd = pty.openpty()
+        done = subprocess.run(
+            [sys.executable, "-m", "jupyter_agent_memory", *argv],
+            stdout=child_fd, stderr=subprocess.PIPE, env=env, timeout=60,
+        )
+        os.close(child_fd)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(main_fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        os.close(main_fd)
+        assert done.returncode == 0
+        outputs[argv[0]] = b"".join(chunks).decode()
+    for text in outputs.values():
+        assert "\x1b" not in text and "\x07" not in text
+        assert "\\x1b]52;c;cHduZWQ=\\x07" in text
+    # Not a terminal: the exact bytes, so `fact > backup.md` is a faithful copy.
+    piped = subprocess.run(
+        [sys.executable, "-m", "jupyter_agent_memory", "fact"],
+        capture_output=True, env=env, timeout=60,
+    )
+    assert piped.stdout.decode() == hostile
