@@ -15,12 +15,17 @@ import anyio
 import pytest
 from mcp import (
     Client,
-    ClientSession,
     Implementation,
     MCPError,
-    stdio_client,
 )
-from mcp_clients.harness import TIMEOUT, child_env, server_command, stdio_params, text_of
+from mcp_clients.harness import (
+    TIMEOUT,
+    child_env,
+    server_command,
+    stdio_params,
+    stdio_session,
+    text_of,
+)
 
 from jupyter_agent_memory import (
     AgentMemory,
@@ -385,11 +390,7 @@ def test_a_symlinked_memory_folder_starts_and_every_call_reports_the_refusal(tmp
 
     async def main():
         with anyio.fail_after(TIMEOUT):
-            async with (
-                stdio_client(params) as (read, write),
-                ClientSession(read, write) as session,
-            ):
-                init = await session.initialize()
+            async with stdio_session(params) as (session, init):
                 assert "The memory folder cannot be used right now: Refusing" in init.instructions
                 for args in calls:
                     result = await session.call_tool("memory", args)

@@ -7,9 +7,9 @@ import warnings
 
 import anyio
 import pytest
-from mcp import Client, ClientSession, MCPDeprecationWarning, stdio_client
+from mcp import Client, MCPDeprecationWarning, stdio_client
 from mcp.client.subscriptions import ResourceUpdated, ToolsListChanged
-from mcp_clients.harness import TIMEOUT, stdio_params, text_of
+from mcp_clients.harness import TIMEOUT, stdio_params, stdio_session, text_of
 
 from jupyter_agent_memory import AgentMemory, provision
 from jupyter_agent_memory.mcp_server import build_server
@@ -52,11 +52,9 @@ def test_stdio_subscribers_hear_about_their_resources_only(tmp_path):
 
     async def main():
         with anyio.fail_after(TIMEOUT * 2):
-            async with (
-                stdio_client(stdio_params(agent, tmp_path)) as (read, write),
-                ClientSession(read, write, message_handler=inbox) as session,
-            ):
-                init = await session.initialize()
+            async with stdio_session(
+                stdio_params(agent, tmp_path), message_handler=inbox
+            ) as (session, init):
                 assert init.capabilities.resources.subscribe is True
                 assert init.capabilities.tools.list_changed is True
                 with warnings.catch_warnings():
@@ -98,11 +96,9 @@ def test_stdio_tools_list_changed_when_product_info_appears(tmp_path):
 
     async def main():
         with anyio.fail_after(TIMEOUT * 2):
-            async with (
-                stdio_client(stdio_params(agent, tmp_path)) as (read, write),
-                ClientSession(read, write, message_handler=inbox) as session,
-            ):
-                await session.initialize()
+            async with stdio_session(
+                stdio_params(agent, tmp_path), message_handler=inbox
+            ) as (session, _init):
                 assert [t.name for t in (await session.list_tools()).tools] == ["memory"]
                 provision("guide", mem)
                 await inbox.wait_for("notifications/tools/list_changed")

@@ -14,7 +14,6 @@ import time
 
 import anyio
 import pytest
-from mcp import ClientSession, stdio_client
 from mcp_clients.harness import (
     TIMEOUT,
     TS,
@@ -25,6 +24,7 @@ from mcp_clients.harness import (
     sdk_client,
     server_command,
     stdio_params,
+    stdio_session,
     text_of,
 )
 
@@ -71,11 +71,7 @@ def python_results(agent, tmp_path, calls) -> list[tuple[str, bool]]:
 
     async def main():
         with anyio.fail_after(TIMEOUT):
-            async with (
-                stdio_client(params) as (read, write),
-                ClientSession(read, write) as session,
-            ):
-                await session.initialize()
+            async with stdio_session(params) as (session, _init):
                 for name, args in calls:
                     result = await session.call_tool(name, args)
                     results.append((normalise(text_of(result)), result.is_error))

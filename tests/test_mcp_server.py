@@ -13,7 +13,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from mcp import Client, ClientSession, StdioServerParameters, stdio_client
+from mcp import Client, StdioServerParameters
 from mcp_clients.harness import (
     INITIALIZED,
     TIMEOUT,
@@ -22,6 +22,7 @@ from mcp_clients.harness import (
     initialize_request,
     server_command,
     stdio_params,
+    stdio_session,
     text_of,
     tool_call_request,
 )
@@ -151,8 +152,7 @@ async def exercise_plain_agent(session, agent: Path) -> None:
 
 async def over_stdio(params: StdioServerParameters, body) -> None:
     with anyio.fail_after(TIMEOUT):
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-            init = await session.initialize()
+        async with stdio_session(params) as (session, init):
             assert init.server_info.name == "agent-memory"
             await body(session)
 

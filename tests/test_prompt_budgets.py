@@ -18,8 +18,7 @@ import anyio
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
-from mcp import ClientSession, stdio_client
-from mcp_clients.harness import TIMEOUT, stdio_params
+from mcp_clients.harness import TIMEOUT, stdio_params, stdio_session
 
 from jupyter_agent_memory import AgentMemory, PromptBuilder, provision
 from jupyter_agent_memory.cli import main
@@ -268,11 +267,7 @@ def test_cli_mcp_budget_tokens_wins(tmp_path: Path) -> None:
     async def prompt_meta(*options: str) -> dict[str, Any]:
         params = stdio_params(agent, tmp_path, "--workspace", str(tmp_path), *options)
         with anyio.fail_after(TIMEOUT):
-            async with (
-                stdio_client(params) as (read, write),
-                ClientSession(read, write) as session,
-            ):
-                await session.initialize()
+            async with stdio_session(params) as (session, _init):
                 result = await session.read_resource("agent-memory://agent/prompt")
                 return dict(result.contents[0].meta or {})
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import ClientSession, Implementation, stdio_client
+from mcp import Implementation
 from mcp.client.session import DEFAULT_CLIENT_INFO
-from mcp_clients.harness import TIMEOUT, stdio_params, text_of
+from mcp_clients.harness import TIMEOUT, stdio_params, stdio_session, text_of
 
 from jupyter_agent_memory import AgentMemory, PromptBuilder
 from jupyter_agent_memory.jstext import js_trim
@@ -60,11 +60,7 @@ async def one_session(
     """Start one stdio session; what it was told, then the model's writes through the tool."""
     params = stdio_params(agent, tmp_path, cwd=workspace)
     info = Implementation(**client) if client else None
-    async with (
-        stdio_client(params) as (read, write),
-        ClientSession(read, write, client_info=info) as session,
-    ):
-        init = await session.initialize()
+    async with stdio_session(params, client_info=info) as (session, init):
         seen: dict[str, Any] = {"instructions": init.instructions}
         # Previews, read before anything changes: they must equal the recorded prompt.
         got = await session.get_prompt("new-session")

@@ -16,12 +16,13 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mcp import StdioServerParameters
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.types import InitializeResult
 
 REPO = Path(__file__).resolve().parents[2]
 CLIENTS = Path(__file__).resolve().parent
@@ -89,6 +90,24 @@ def stdio_params(
     return StdioServerParameters(
         command=command[0], args=command[1:], env=child_env(tmp_path), cwd=cwd
     )
+
+
+@contextlib.asynccontextmanager
+async def stdio_session(
+    params: StdioServerParameters, **session_options: Any
+) -> AsyncIterator[tuple[ClientSession, InitializeResult]]:
+    """A Python-client session with the stdio server ``params`` start, already initialized.
+
+    ``session_options`` go to ``ClientSession`` (``message_handler``, ``client_info``, ...);
+    the caller bounds the wait.
+    """
+    from mcp import ClientSession, stdio_client
+
+    async with (
+        stdio_client(params) as (read, write),
+        ClientSession(read, write, **session_options) as session,
+    ):
+        yield session, await session.initialize()
 
 
 def text_of(result: Any) -> str:
