@@ -13,6 +13,7 @@ import types
 from pathlib import Path
 
 import pytest
+from cli_calls import run
 
 import jupyter_agent_memory
 from jupyter_agent_memory import AgentMemory, PromptBuilder
@@ -21,12 +22,6 @@ from jupyter_agent_memory.errors import EmptyEditError
 
 ADDED = re.compile(r"^Journal entry added at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\.\n$")
 ERROR = "jupyter-agent-memory: error: "
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def sha(text: str) -> str:

@@ -13,6 +13,7 @@ import types
 from pathlib import Path
 
 import pytest
+from cli_calls import run
 from forget_checks import SESSION_ID, TEXT, TOKEN, copies, holding_text, stored
 
 from jupyter_agent_memory import AgentMemory, PromptBuilder, lint
@@ -20,12 +21,6 @@ from jupyter_agent_memory.cli import main
 
 ERROR = "jupyter-agent-memory: error: "
 KINDS = ("facts", "journal", "history", "sessions", "caches")  # at least these, in order
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

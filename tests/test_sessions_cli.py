@@ -9,17 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_calls import run
 
 from jupyter_agent_memory import AgentMemory, PromptBuilder
 from jupyter_agent_memory.cli import main
 
 ERROR = "jupyter-agent-memory: error: "
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture
