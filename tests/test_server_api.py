@@ -235,6 +235,8 @@ async def test_get_facts_written_by_engine(call, mem: AgentMemory) -> None:
         "path": str(fact_file(mem)),
         "content": "- Prefers metric units.\n",
         "sha256": sha("- Prefers metric units.\n"),
+        "chars": 24,
+        "truncated": False,
     }
 
 

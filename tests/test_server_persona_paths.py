@@ -50,7 +50,8 @@ async def test_soul_and_user_read_and_compare_and_swap(call, agents_root: Path) 
     status, body = await call("GET", "demo", "soul")
     assert status == 200
     assert body == {"agent": "demo", "name": "SOUL.md", "path": str(mem.path / "SOUL.md"),
-                    "content": "I am Ada.\n", "sha256": sha("I am Ada.\n")}
+                    "content": "I am Ada.\n", "sha256": sha("I am Ada.\n"),
+                    "chars": 10, "truncated": False}
     status, body = await call("PUT", "demo", "soul",
                               body={"content": "I am Ada, careful.\n",
                                     "expected_sha256": sha("I am Ada.\n")})

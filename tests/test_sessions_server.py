@@ -60,7 +60,9 @@ async def test_one_session_has_its_receipt_and_exact_prompt(call, mem: AgentMemo
     status, body = await call("GET", "agents", "demo", "sessions", "aaaaaa")
     assert status == 200
     receipt = mem.sessions()[1]
-    assert body == {"agent": "demo", "receipt": receipt, "text": mem.session_prompt("a" * 16)}
+    text = mem.session_prompt("a" * 16)
+    assert body == {"agent": "demo", "receipt": receipt, "text": text, "chars": len(text),
+                    "truncated": False}
     assert hashlib.sha256(body["text"].encode()).hexdigest() == receipt["prompt_sha256"]
     assert "- Zoë prefers metric units." in body["text"]
 

@@ -24,12 +24,17 @@ export interface IAgentCreatedResponse {
   template: string | null;
 }
 
-/** `GET agents/{id}/facts`. */
+/**
+ * `GET agents/{id}/facts`: `content` is cut to the view bound when `truncated`; `chars` and
+ * `sha256` are always those of the whole file.
+ */
 export interface IFactsResponse {
   agent: string;
   path: string;
   content: string;
   sha256: string;
+  chars: number;
+  truncated: boolean;
 }
 
 /** `PUT agents/{id}/facts`. */
@@ -78,6 +83,8 @@ export interface IPromptResponse {
   agent: string;
   workspace: string;
   text: string;
+  chars: number;
+  truncated: boolean;
   base: string | null;
   context: string;
   bootstrap: boolean;
@@ -116,6 +123,8 @@ export interface IPersonaResponse {
   path: string;
   content: string;
   sha256: string;
+  chars: number;
+  truncated: boolean;
 }
 
 /** `PUT agents/{id}/soul` and `.../user`. */
@@ -151,6 +160,8 @@ export interface ISessionResponse {
   agent: string;
   receipt: ISessionReceipt;
   text: string;
+  chars: number;
+  truncated: boolean;
 }
 
 /** `GET agents/{id}/sessions/{sid}/diff/{other}`. */
@@ -177,6 +188,19 @@ export interface ISessionWhyResponse {
   session_id: string;
   text: string;
   origins: ISessionOrigin[];
+}
+
+/**
+ * How much text a view asks for (`max_chars`): a number of characters, or `'all'`. Left out,
+ * the server sends its default bound (about 100 KB).
+ */
+export type ViewBound = number | 'all';
+
+/** The query string asking for `bound` (none: the server's default). */
+function boundParams(bound?: ViewBound): URLSearchParams | undefined {
+  return bound === undefined
+    ? undefined
+    : new URLSearchParams({ max_chars: `${bound}` });
 }
 
 /** Which persona file: SOUL.md (`soul`) or USER.md (`user`). */
@@ -238,9 +262,14 @@ export class AgentMemoryClient {
     });
   }
 
-  /** Read FACT.md and its sha256. */
-  getFacts(agent: string): Promise<IFactsResponse> {
-    return this.request<IFactsResponse>('GET', ['agents', agent, 'facts']);
+  /** Read FACT.md (up to `bound` characters) and the sha256 of the whole file. */
+  getFacts(agent: string, bound?: ViewBound): Promise<IFactsResponse> {
+    return this.request<IFactsResponse>(
+      'GET',
+      ['agents', agent, 'facts'],
+      undefined,
+      boundParams(bound)
+    );
   }
 
   /**
@@ -292,9 +321,14 @@ export class AgentMemoryClient {
     );
   }
 
-  /** Build the system prompt the agent would get. */
-  getPrompt(agent: string): Promise<IPromptResponse> {
-    return this.request<IPromptResponse>('GET', ['agents', agent, 'prompt']);
+  /** Build the system prompt the agent would get (its text up to `bound` characters). */
+  getPrompt(agent: string, bound?: ViewBound): Promise<IPromptResponse> {
+    return this.request<IPromptResponse>(
+      'GET',
+      ['agents', agent, 'prompt'],
+      undefined,
+      boundParams(bound)
+    );
   }
 
   /** List stored FACT.md versions, newest first. */
@@ -312,9 +346,18 @@ export class AgentMemoryClient {
     ]);
   }
 
-  /** Read SOUL.md or USER.md and its sha256. */
-  getPersona(agent: string, name: PersonaName): Promise<IPersonaResponse> {
-    return this.request<IPersonaResponse>('GET', ['agents', agent, name]);
+  /** Read SOUL.md or USER.md (up to `bound` characters) and the whole file's sha256. */
+  getPersona(
+    agent: string,
+    name: PersonaName,
+    bound?: ViewBound
+  ): Promise<IPersonaResponse> {
+    return this.request<IPersonaResponse>(
+      'GET',
+      ['agents', agent, name],
+      undefined,
+      boundParams(bound)
+    );
   }
 
   /** Save SOUL.md or USER.md only if it is still the version `expectedSha256`. */
@@ -335,9 +378,21 @@ export class AgentMemoryClient {
     return this.request<ISessionsResponse>('GET', ['agents', agent, 'sessions']);
   }
 
-  /** One recorded session: its receipt and the exact prompt it started with. */
-  getSession(agent: string, sid: string): Promise<ISessionResponse> {
-    return this.request<ISessionResponse>('GET', ['agents', agent, 'sessions', sid]);
+  /**
+   * One recorded session: its receipt and the exact prompt it started with (up to `bound`
+   * characters).
+   */
+  getSession(
+    agent: string,
+    sid: string,
+    bound?: ViewBound
+  ): Promise<ISessionResponse> {
+    return this.request<ISessionResponse>(
+      'GET',
+      ['agents', agent, 'sessions', sid],
+      undefined,
+      boundParams(bound)
+    );
   }
 
   /** A unified diff from one recorded session's prompt to another's. */

@@ -20,7 +20,8 @@ import {
   IHistoryVersion,
   IPromptResponse,
   ISessionReceipt,
-  PersonaName
+  PersonaName,
+  ViewBound
 } from './api';
 import { diffLines, diffSummary, IDiffLine } from './diff';
 import { MemoryMarkdown } from './markdown';
@@ -197,6 +198,42 @@ function longText(
 }
 
 /**
+ * A long text the server may have cut (`truncated`): the first `MAX_SHOWN_TEXT` characters,
+ * and a Show all that shows the whole of it, fetched with `fetchAll` only when the server's
+ * view was cut (the whole text is never sent unless the reader asks for it).
+ */
+function cutText(
+  tag: 'div' | 'pre',
+  className: string,
+  view: { text: string; chars: number; truncated: boolean },
+  fetchAll: () => Promise<string>
+): HTMLElement {
+  if (!view.truncated) {
+    return longText(tag, className, view.text, MAX_SHOWN_TEXT);
+  }
+  const node = el(tag, className);
+  const more = button(
+    `Show all (${view.chars.toLocaleString('en-US')} characters)`,
+    'jp-AgentMemory-showAll',
+    async () => {
+      more.disabled = true;
+      try {
+        const all = el('textarea', 'jp-mod-styled jp-AgentMemory-fullText');
+        all.readOnly = true;
+        all.rows = 8;
+        all.value = await fetchAll();
+        node.replaceChildren(all);
+      } catch (error) {
+        more.disabled = false;
+        node.appendChild(el('div', 'jp-AgentMemory-note jp-mod-error', `Could not load it all: ${describe(error)}`));
+      }
+    }
+  );
+  node.append(view.text.slice(0, MAX_SHOWN_TEXT), '…', more);
+  return node;
+}
+
+/**
  * `text` as text nodes, with each case-insensitive occurrence of `query` in a `<mark>`
  * (elements made here, text set as text: nothing in `text` or `query` is parsed).
  */
@@ -257,10 +294,20 @@ export interface IPanelOptions {
   openInEditor?: (path: string) => void;
 }
 
+/** One memory file as the REST API sends it: maybe cut to the view bound (`truncated`). */
+interface ILoadedFile {
+  path: string;
+  content: string;
+  sha256: string;
+  chars: number;
+  truncated: boolean;
+}
+
 /** One memory file as the REST API reads and writes it. */
 interface IFileSource {
   label: string;
-  load(agent: string): Promise<{ path: string; content: string; sha256: string }>;
+  /** The server's bounded view by default; `'all'` for the whole text (editing, Show all). */
+  load(agent: string, bound?: ViewBound): Promise<ILoadedFile>;
   save(agent: string, content: string, expected: string): Promise<{ sha256: string }>;
 }
 
@@ -294,7 +341,7 @@ class FileSection {
       this.escapeArmed = false;
     });
     this.note = el('div', `jp-AgentMemory-note ${cls('Note')}`);
-    this.editButton = button('Edit', buttonClass('edit'), () => this.startEditing());
+    this.editButton = button('Edit', buttonClass('edit'), () => void this.startEditing());
     this.saveButton = button('Save', buttonClass('save'), () => void this.save());
     this.cancelButton = button('Cancel', buttonClass('cancel'), () => this.stopEditing());
     this.textToggle = button('Text', `jp-AgentMemory-textToggle ${cls('TextToggle')}`, () =>
@@ -347,11 +394,14 @@ class FileSection {
     return this.sha;
   }
 
-  /** Show the file as it is now; `note` replaces the default note under it. */
+  /**
+   * Show the file as it is now; `note` replaces the default note under it. Only the server's
+   * bounded view is fetched unless the reader asked for all of it (Show all).
+   */
   async load(note?: string): Promise<void> {
     const agent = this.owner.currentAgent;
     try {
-      const file = await this.source.load(agent);
+      const file = await this.source.load(agent, this.showAll ? 'all' : undefined);
       if (agent !== this.owner.currentAgent) {
         return;
       }
@@ -372,9 +422,13 @@ class FileSection {
       }
       this.shown = file.content;
       this.sha = file.sha256;
+      this.truncated = file.truncated;
       this.view.textContent = file.content;
       this.view.classList.toggle('jp-mod-empty', !file.content);
-      await this.render(file.content);
+      if (file.truncated) {
+        this.view.append('…', this.showAllButton(file.chars));
+      }
+      await this.render(file.content, file.truncated ? file.chars : null);
       this.editButton.disabled = false;
       this.setNote(note ?? (file.content ? '' : this.emptyText()));
     } catch (error) {
@@ -394,12 +448,31 @@ class FileSection {
     return `${this.source.label} is empty.`;
   }
 
-  private async render(content: string): Promise<void> {
+  /** A button that fetches and shows the whole file (`chars` characters). */
+  private showAllButton(chars: number): HTMLButtonElement {
+    return button(
+      `Show all (${chars.toLocaleString('en-US')} characters)`,
+      'jp-AgentMemory-showAll',
+      () => {
+        this.showAll = true;
+        this.renderAll = true;
+        void this.load();
+      }
+    );
+  }
+
+  /** Render `content`; `wholeChars` is the whole file's length when the server cut it. */
+  private async render(content: string, wholeChars: number | null = null): Promise<void> {
     if (this.markdown === null) {
       return;
     }
     if (!content) {
       this.rendered.replaceChildren();
+      return;
+    }
+    if (wholeChars !== null) {
+      const node = await this.markdown.render(content);
+      this.rendered.replaceChildren(node, this.showAllButton(wholeChars));
       return;
     }
     const shown = content.length > MAX_SHOWN_TEXT * 5 && !this.renderAll
@@ -427,6 +500,8 @@ class FileSection {
     this.shown = '';
     this.filePath = '';
     this.renderAll = false;
+    this.showAll = false;
+    this.truncated = false;
     this.path.textContent = '';
     this.view.textContent = '';
     this.view.classList.remove('jp-mod-empty');
@@ -456,9 +531,32 @@ class FileSection {
     }
   }
 
-  startEditing(): void {
-    if (this.sha === null) {
-      return; // nothing loaded, so nothing to compare a save with
+  /**
+   * Edit the whole file: when the view is cut, the full text (and its hash, the version the
+   * save compares with) is fetched first, so a save never writes back only the part shown.
+   */
+  async startEditing(): Promise<void> {
+    if (this.sha === null || this.editing || this.fetchingAll) {
+      return; // nothing loaded (nothing to compare a save with), or already under way
+    }
+    if (this.truncated) {
+      const agent = this.owner.currentAgent;
+      this.fetchingAll = true;
+      this.setNote(`Loading all of ${this.source.label} to edit it…`);
+      try {
+        const file = await this.source.load(agent, 'all');
+        if (agent !== this.owner.currentAgent) {
+          return;
+        }
+        this.shown = file.content;
+        this.sha = file.sha256;
+        this.truncated = file.truncated;
+      } catch (error) {
+        this.setNote(`Could not load all of ${this.source.label} to edit it: ${describe(error)}`, true);
+        return;
+      } finally {
+        this.fetchingAll = false;
+      }
     }
     this.editing = true;
     this.escapeArmed = false;
@@ -547,7 +645,7 @@ class FileSection {
   private async showConflict(error: ConflictError, content: string): Promise<void> {
     let current: { content: string; sha256: string };
     try {
-      current = await this.source.load(this.owner.currentAgent);
+      current = await this.source.load(this.owner.currentAgent, 'all');
     } catch (loadError) {
       this.setNote(`Not saved: ${error.message}. ${describe(loadError)}`, true);
       return;
@@ -608,6 +706,11 @@ class FileSection {
   private shown = '';
   private filePath = '';
   private renderAll = false;
+  /** The reader asked for the whole file (Show all): loads fetch it all from then on. */
+  private showAll = false;
+  /** The text on screen is the server's cut of a longer file. */
+  private truncated = false;
+  private fetchingAll = false;
 }
 
 /** The sidebar widget. */
@@ -652,7 +755,7 @@ export class AgentMemoryPanel extends Widget {
       this,
       {
         label: 'FACT.md',
-        load: agent => this.client.getFacts(agent),
+        load: (agent, bound) => this.client.getFacts(agent, bound),
         save: (agent, content, expected) => this.client.saveFacts(agent, content, expected)
       },
       'facts',
@@ -685,7 +788,7 @@ export class AgentMemoryPanel extends Widget {
         this,
         {
           label,
-          load: agent => this.client.getPersona(agent, name),
+          load: (agent, bound) => this.client.getPersona(agent, name, bound),
           save: (agent, content, expected) => this.client.savePersona(agent, name, content, expected)
         },
         name,
@@ -864,7 +967,7 @@ export class AgentMemoryPanel extends Widget {
 
   private async folderExists(agent: string): Promise<boolean> {
     try {
-      await this.client.getFacts(agent);
+      await this.client.getFacts(agent, 1); // only whether it exists
       return true;
     } catch (error) {
       return !(error instanceof ApiError && error.status === 404);
@@ -889,7 +992,7 @@ export class AgentMemoryPanel extends Widget {
     }
     const agent = `@${relative}`;
     try {
-      await this.client.getFacts(agent);
+      await this.client.getFacts(agent, 1); // only whether it exists
     } catch (error) {
       this.setStatus(`Could not open "${relative}" as an agent: ${describe(error)}`, true);
       return false;
@@ -1121,7 +1224,7 @@ export class AgentMemoryPanel extends Widget {
   private async diffVersion(version: IHistoryVersion): Promise<void> {
     try {
       const old = await this.client.getVersion(this.agent, version.sha256);
-      const current = await this.client.getFacts(this.agent);
+      const current = await this.client.getFacts(this.agent, 'all');
       const lines = diffLines(old.content, current.content);
       this.historyDiff.replaceChildren(
         el('div', 'jp-AgentMemory-note', `From ${shortSha(version.sha256)} to the current FACT.md (${shortSha(current.sha256)}): ${diffSummary(lines)}`),
@@ -1302,7 +1405,7 @@ export class AgentMemoryPanel extends Widget {
   }
 
   private renderPrompt(prompt: IPromptResponse): void {
-    let summary = `~${prompt.tokens} tokens, ${prompt.text.length} characters`;
+    let summary = `~${prompt.tokens} tokens, ${prompt.chars} characters`;
     if (prompt.budget_tokens !== null) {
       summary += ` (budget ${prompt.budget_tokens}${prompt.over_budget ? ', over budget' : ''})`;
     }
@@ -1315,8 +1418,11 @@ export class AgentMemoryPanel extends Widget {
     this.promptWarnings.replaceChildren(
       ...prompt.warnings.map(text => el('li', 'jp-mod-error', text))
     );
+    const agent = prompt.agent;
     this.promptText.replaceChildren(
-      longText('pre', 'jp-AgentMemory-promptText', prompt.text, MAX_SHOWN_TEXT)
+      cutText('pre', 'jp-AgentMemory-promptText', prompt, async () =>
+        (await this.client.getPrompt(agent, 'all')).text
+      )
     );
   }
 
@@ -1408,13 +1514,17 @@ export class AgentMemoryPanel extends Widget {
       return;
     }
     try {
-      const { receipt, text } = await this.client.getSession(this.agent, sid);
+      const agent = this.agent;
+      const session = await this.client.getSession(agent, sid);
+      const { receipt } = session;
       const table = el('table', 'jp-AgentMemory-promptSections');
       table.replaceChildren(...this.sectionRows(receipt.sections ?? []));
       this.sessionOutput.replaceChildren(
-        el('div', 'jp-AgentMemory-note', `The exact prompt session ${receipt.session_id} started with (${asText(receipt.ts)}), ${text.length.toLocaleString('en-US')} characters:`),
+        el('div', 'jp-AgentMemory-note', `The exact prompt session ${receipt.session_id} started with (${asText(receipt.ts)}), ${session.chars.toLocaleString('en-US')} characters:`),
         table,
-        longText('pre', 'jp-AgentMemory-promptText jp-AgentMemory-sessionPrompt', text, MAX_SHOWN_TEXT)
+        cutText('pre', 'jp-AgentMemory-promptText jp-AgentMemory-sessionPrompt', session, async () =>
+          (await this.client.getSession(agent, sid, 'all')).text
+        )
       );
     } catch (error) {
       this.sessionOutput.replaceChildren(el('div', 'jp-AgentMemory-note jp-mod-error', describe(error)));
@@ -1430,8 +1540,8 @@ export class AgentMemoryPanel extends Widget {
     }
     try {
       const [a, b] = await Promise.all([
-        this.client.getSession(this.agent, first),
-        this.client.getSession(this.agent, second)
+        this.client.getSession(this.agent, first, 'all'),
+        this.client.getSession(this.agent, second, 'all')
       ]);
       const lines = diffLines(a.text, b.text);
       this.sessionOutput.replaceChildren(
