@@ -10,13 +10,12 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
+from processes import run_python
 
 from jupyter_agent_memory import AgentMemory, AgentNotFoundError, UnsafePathError
 from jupyter_agent_memory.errors import (
@@ -153,9 +152,7 @@ def test_reads_need_no_write_access(agents_root: Path) -> None:
             print(mem.call_tool({{"action": "search", "tag": "x"}}).count("an entry"))
             """
         )
-        done = subprocess.run(
-            [sys.executable, "-c", reader], capture_output=True, text=True, timeout=60
-        )
+        done = run_python(reader)
         for path in [mem.path, mem.path / "memory"]:
             path.chmod(0o700)
         assert (done.returncode, done.stderr) == (0, "")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
+
+from processes import run_python
 
 FORBIDDEN = ("IPython", "ipywidgets", "tornado", "jupyter_server", "mcp")
 ENGINE_MODULES = ("errors", "paths", "store", "tool", "prompt", "templates", "journal",
@@ -21,10 +21,7 @@ def imported_modules(code: str, tmp_path: Path) -> list[str]:
     env.pop("JUPYTER_AGENT_MEMORY_AGENT", None)
     env["IPYTHONDIR"] = str(tmp_path / "ipython")
     program = textwrap.dedent(code) + "\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))\n"
-    done = subprocess.run(
-        [sys.executable, "-c", program], cwd=tmp_path, env=env, capture_output=True, text=True,
-        timeout=60,
-    )
+    done = run_python(program, cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.splitlines()[-1])
 

@@ -7,6 +7,7 @@ import re
 import sys
 
 import pytest
+from processes import run_python
 
 from jupyter_agent_memory import AgentMemory, PromptBuilder, provision
 from jupyter_agent_memory.evaluation import (
@@ -463,12 +464,11 @@ def test_missing_pandas_and_matplotlib_name_the_extra(mem, tmp_path, monkeypatch
 
 
 def test_harness_import_is_light():
-    import subprocess
-
     code = (
         "import sys, jupyter_agent_memory.evaluation; "
         "print(sorted({m.split('.')[0] for m in sys.modules} & "
         "{'openai', 'pandas', 'matplotlib', 'mcp', 'httpx'}))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = run_python(code)
+    assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"

@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import anyio
@@ -26,6 +25,7 @@ from mcp_clients.harness import (
     stdio_session,
     text_of,
 )
+from processes import run_python
 
 from jupyter_agent_memory import (
     AgentMemory,
@@ -336,13 +336,7 @@ def test_a_missing_agent_is_refused_with_its_path_before_mcp_is_imported(tmp_pat
         "rc = main(['mcp', '--agent', 'typo'])\n"
         "print(rc, 'mcp' in sys.modules)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env=child_env(tmp_path),
-        timeout=TIMEOUT,
-    )
+    out = run_python(code, env=child_env(tmp_path), timeout=TIMEOUT)
     assert out.stdout.strip() == "1 False"
     path = tmp_path / "root" / "typo"
     assert f"no folder at {path}" in out.stderr

@@ -26,6 +26,7 @@ from mcp_clients.harness import (
     text_of,
     tool_call_request,
 )
+from processes import run_python
 
 from jupyter_agent_memory import MEMORY_TOOL, AgentMemory, MemoryToolError, product_info, provision
 from jupyter_agent_memory.functions import PRODUCT_INFO_TOOL
@@ -350,12 +351,6 @@ def test_importing_the_module_does_not_import_mcp(tmp_path):
         "import sys, jupyter_agent_memory.mcp_server, jupyter_agent_memory.functions; "
         "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env=child_env(tmp_path),
-        timeout=TIMEOUT,
-        check=True,
-    )
+    out = run_python(code, env=child_env(tmp_path), timeout=TIMEOUT)
+    assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"

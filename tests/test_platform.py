@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from processes import run_python
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "jupyter_agent_memory"
@@ -52,18 +51,14 @@ def test_importing_the_engine_elsewhere_fails_with_the_reason(statement: str) ->
         "else:\n"
         "    print('imported')\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60
-    )
+    done = run_python(code, cwd=REPO)
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"ImportError: {NOT_POSIX}\n"
 
 
 def test_the_same_import_succeeds_on_posix() -> None:
     code = "import jupyter_agent_memory.folder, os; print(os.name)"
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60
-    )
+    done = run_python(code, cwd=REPO)
     assert (done.returncode, done.stdout) == (0, "posix\n"), done.stderr
 
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
+from processes import run_python
 
 from jupyter_agent_memory import AgentMemory, manifest_catalog, product_info, provision
 from jupyter_agent_memory.cli import build_parser
@@ -136,7 +135,6 @@ def test_building_the_manifest_imports_no_surface() -> None:
         "('jupyter_agent_memory.cli', 'jupyter_agent_memory.magics', "
         "'jupyter_agent_memory.server'))))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
-    ).stdout
-    assert json.loads(out) == []
+    done = run_python(probe)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == []

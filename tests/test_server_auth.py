@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
@@ -17,6 +15,7 @@ import pytest
 import tornado.web
 from jupyter_server.serverapp import _has_tornado_web_authenticated
 from jupyter_server.utils import JupyterServerAuthWarning
+from processes import run_python
 
 from jupyter_agent_memory import AgentMemory
 from jupyter_agent_memory.server import API_PREFIX, ROUTES
@@ -104,10 +103,9 @@ def test_server_package_import_is_light() -> None:
         "print(json.dumps([sorted(m for m in sys.modules if m.split('.')[0] in "
         "('tornado', 'jupyter_server')), len(s.ROUTES)]))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], check=True, capture_output=True, text=True
-    ).stdout
-    assert json.loads(out) == [[], len(ROUTES)]
+    done = run_python(code)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [[], len(ROUTES)]
 
 
 @pytest.mark.parametrize(
