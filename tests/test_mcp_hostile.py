@@ -4,8 +4,6 @@ HTTP), oversized text, and well-formed surrogate pairs that must still work."""
 from __future__ import annotations
 
 import json
-import subprocess
-import threading
 
 import httpx2
 import pytest
@@ -15,6 +13,7 @@ from mcp_clients.harness import (
     child_env,
     http_server,
     initialize_request,
+    raw_stdio_exchange,
     sdk_client,
     server_command,
     tool_call_request,
@@ -30,33 +29,11 @@ INIT = [initialize_request("hostile-test", request_id=0), INITIALIZED]
 
 def converse(agent, tmp_path, lines: list[str]) -> dict:
     """Send raw lines (JSON text, escapes as written) to a stdio server; replies by id."""
-    proc = subprocess.Popen(
-        server_command(agent),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        encoding="utf-8",
-        env=child_env(tmp_path),
+    replies, _rest, status = raw_stdio_exchange(
+        agent, tmp_path, [json.dumps(m) for m in INIT] + lines
     )
-    watchdog = threading.Timer(TIMEOUT, proc.kill)
-    watchdog.start()
-    replies = {}
-    try:
-        for line in [json.dumps(m) for m in INIT] + lines:
-            proc.stdin.write(line + "\n")
-            proc.stdin.flush()
-            if '"id"' in line:  # a request: wait for its answer before the next line
-                reply = json.loads(proc.stdout.readline())
-                replies[reply["id"]] = reply
-        proc.stdin.close()
-        assert proc.wait(timeout=TIMEOUT) == 0
-    finally:
-        watchdog.cancel()
-        if proc.poll() is None:
-            proc.kill()
-        proc.stdout.close()
-    return replies
+    assert status == 0
+    return {reply["id"]: reply for reply in replies}
 
 
 def engine_refusal(mem: AgentMemory, args: dict) -> str:

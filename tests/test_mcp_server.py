@@ -6,9 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import anyio
@@ -20,7 +18,7 @@ from mcp_clients.harness import (
     TS,
     child_env,
     initialize_request,
-    server_command,
+    raw_stdio_exchange,
     stdio_params,
     stdio_session,
     text_of,
@@ -238,36 +236,10 @@ def test_stdout_carries_only_protocol_messages(tmp_path):
         tool_call_request(3, "memory", {"action": "append", "text": "hello"}),
         tool_call_request(4, "memory", {"action": "bogus"}),
     ]
-    proc = subprocess.Popen(
-        server_command(agent),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=child_env(tmp_path),
+    replies, rest, status = raw_stdio_exchange(
+        agent, tmp_path, [json.dumps(message) for message in messages]
     )
-    replies = []
-    # A hung server must fail the test, not hang it: kill it after TIMEOUT seconds.
-    watchdog = threading.Timer(TIMEOUT, proc.kill)
-    watchdog.start()
-    try:
-        # Like a real host: send a message, wait for its reply, keep stdin open meanwhile.
-        for message in messages:
-            proc.stdin.write(json.dumps(message) + "\n")
-            proc.stdin.flush()
-            if "id" in message:
-                replies.append(json.loads(proc.stdout.readline()))
-        proc.stdin.close()
-        rest = proc.stdout.read()
-        proc.wait(timeout=TIMEOUT)
-    finally:
-        watchdog.cancel()
-        if proc.poll() is None:
-            proc.kill()
-        proc.stderr.close()
-        proc.stdout.close()
-    assert rest == ""
-    assert proc.returncode == 0
+    assert (rest, status) == ("", 0)
     assert all(reply["jsonrpc"] == "2.0" for reply in replies)
     by_id = {reply["id"]: reply for reply in replies}
     assert sorted(by_id) == [1, 2, 3, 4]

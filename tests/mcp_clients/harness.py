@@ -117,6 +117,46 @@ def text_of(result: Any) -> str:
     return result.content[0].text
 
 
+def raw_stdio_exchange(
+    agent: Path | str, tmp_path: Path, lines: list[str]
+) -> tuple[list[dict[str, Any]], str, int]:
+    """Talk raw JSON-RPC to a stdio server, as a host does, one line at a time.
+
+    ``lines`` are sent as written (so hand-made escapes reach the server untouched); after a
+    request (a line with an ``"id"``) its reply is read before the next line goes out. Then
+    stdin is closed. Returns the replies in order, whatever stdout still held after them, and
+    the exit status. A server that hangs is killed after ``TIMEOUT`` seconds.
+    """
+    proc = subprocess.Popen(
+        server_command(agent),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        encoding="utf-8",
+        env=child_env(tmp_path),
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    watchdog = threading.Timer(TIMEOUT, proc.kill)
+    watchdog.start()
+    replies = []
+    try:
+        for line in lines:
+            proc.stdin.write(line + "\n")
+            proc.stdin.flush()
+            if '"id"' in line:
+                replies.append(json.loads(proc.stdout.readline()))
+        proc.stdin.close()
+        rest = proc.stdout.read()
+        status = proc.wait(timeout=TIMEOUT)
+    finally:
+        watchdog.cancel()
+        if proc.poll() is None:
+            proc.kill()
+        proc.stdout.close()
+    return replies, rest, status
+
+
 def stop(proc: subprocess.Popen) -> None:
     """Stop a process this module started: SIGTERM, then SIGKILL after a bounded wait."""
     if proc.poll() is None:
