@@ -29,6 +29,7 @@ from jupyter_agent_memory.evaluation import (
     SessionState,
     SimulatedClock,
     ToolCalled,
+    ToolCallRecord,
     TurnRecord,
     call_tool,
     journal,
@@ -123,6 +124,22 @@ def test_reply_checks_tell_a_stale_memory_from_a_correct_one(tmp_path):
     outcomes = stale.outcomes_dataframe()
     assert list(outcomes["passed"]) == [0, 0, 0, 1, 0]
     assert list(outcomes.columns) == ["session", "expectation", "passed", "detail"]
+
+
+def test_tool_called_reads_arguments_the_model_sent_as_text() -> None:
+    def state_with(arguments: dict | str) -> SessionState:
+        call = ToolCallRecord("memory", arguments, "ok", is_error=False)
+        return SessionState("", [], "", [TurnRecord("q", "done", tool_calls=[call])])
+
+    as_text = state_with('{"action": "Append", "tags": ["Walk"]}')
+    assert ToolCalled(action="append", arguments={"tags": ["Walk"]}).check(as_text).passed
+    assert not ToolCalled(action="search").check(as_text).passed
+    assert ToolCalled(action="append").check(state_with({"action": "append"})).passed
+    for unusable in ('{"action": "append"', '["append"]', "append"):
+        state = state_with(unusable)
+        assert not ToolCalled(action="append").check(state).passed, unusable
+        assert not ToolCalled(arguments={"action": "append"}).check(state).passed, unusable
+        assert ToolCalled("memory").check(state).passed, unusable
 
 
 def test_reply_matches_abstains_and_missing_turns():

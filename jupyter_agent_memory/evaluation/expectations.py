@@ -431,7 +431,8 @@ class ReplyJudged(Expectation):
 # --------------------------------------------------------------------------- tool calls
 
 
-def _call_action(call: ToolCallRecord) -> Any:
+def _call_arguments(call: ToolCallRecord) -> dict[str, Any] | None:
+    """The call's arguments as a dict; None when the model sent text that is not a JSON object."""
     arguments = call.arguments
     if isinstance(arguments, str):
         import json
@@ -440,7 +441,7 @@ def _call_action(call: ToolCallRecord) -> Any:
             arguments = json.loads(arguments)
         except ValueError:
             return None
-    return arguments.get("action") if isinstance(arguments, dict) else None
+    return arguments if isinstance(arguments, dict) else None
 
 
 @dataclass(frozen=True)
@@ -475,20 +476,13 @@ class ToolCalled(Expectation):
             return False
         if self.ok is not None and call.is_error == self.ok:
             return False
+        arguments = _call_arguments(call)
         if self.action is not None:
-            action = _call_action(call)
+            action = None if arguments is None else arguments.get("action")
             if not isinstance(action, str) or action.casefold() != self.action.casefold():
                 return False
         if self.arguments:
-            arguments = call.arguments
-            if isinstance(arguments, str):
-                import json
-
-                try:
-                    arguments = json.loads(arguments)
-                except ValueError:
-                    return False
-            if not isinstance(arguments, dict):
+            if arguments is None:
                 return False
             for key, wanted in self.arguments.items():
                 value = arguments.get(key)
