@@ -45,6 +45,20 @@ def mem(agents_root: Path):  # noqa: ANN201 - AgentMemory, imported lazily
     return AgentMemory.open("t")
 
 
+@pytest.fixture(scope="session")
+def ip(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201 - InteractiveShell, lazily
+    """The process's one IPython shell, its IPython directory in a temp folder.
+
+    ``InteractiveShell.instance()`` is a singleton: whichever module asks first creates it, so
+    every module that needs a real shell takes it from here.
+    """
+    from IPython.core.interactiveshell import InteractiveShell
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("IPYTHONDIR", str(tmp_path_factory.mktemp("ipython")))
+        return InteractiveShell.instance()
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     """An empty workspace folder (where a prompt looks for ``system.md``)."""

@@ -119,13 +119,6 @@ def test_a_per_call_config_budget_outranks_the_builders(tmp_path: Path) -> None:
 # -- magics (a real InteractiveShell) -----------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def ip(tmp_path_factory: pytest.TempPathFactory) -> InteractiveShell:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("IPYTHONDIR", str(tmp_path_factory.mktemp("ipython")))
-        return InteractiveShell.instance()
-
-
 @pytest.fixture
 def shell(ip: InteractiveShell, agents_root: Path) -> Any:
     ip.run_line_magic("load_ext", "jupyter_agent_memory")

@@ -325,15 +325,6 @@ def test_a_bad_environment_value_is_a_clear_error(monkeypatch: pytest.MonkeyPatc
     assert info.value.code == -32602
 
 
-@pytest.fixture(scope="module")
-def ip(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from IPython.core.interactiveshell import InteractiveShell
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("IPYTHONDIR", str(tmp_path_factory.mktemp("ipython")))
-        return InteractiveShell.instance()
-
-
 @pytest.mark.parametrize("hold", ["1", "0"])
 def test_memprompt_in_a_shell_follows_the_switch(
     ip: Any, agent: AgentMemory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hold: str

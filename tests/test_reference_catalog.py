@@ -15,13 +15,6 @@ from jupyter_agent_memory.cli import build_parser
 from jupyter_agent_memory.manifest import package_manifest
 
 
-@pytest.fixture(scope="module")
-def ip(tmp_path_factory: pytest.TempPathFactory) -> InteractiveShell:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("IPYTHONDIR", str(tmp_path_factory.mktemp("ipython")))
-        return InteractiveShell.instance()
-
-
 def summary_of(func: object) -> str:
     """The first paragraph of a magic's own docstring on one line, as ``%name?`` starts.
 

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -63,19 +64,17 @@ def test_the_cli_prints_them(hostile: AgentMemory, agents_root: Path) -> None:
     assert "half \ufffd emoji" in done.stdout.decode("utf-8")
 
 
-def test_the_journal_magic_shows_them(hostile: AgentMemory) -> None:
-    from IPython.core.interactiveshell import InteractiveShell
+def test_the_journal_magic_shows_them(hostile: AgentMemory, ip: Any) -> None:
     from IPython.utils.capture import capture_output
 
-    shell = InteractiveShell.instance()
-    shell.run_line_magic("load_ext", "jupyter_agent_memory")
+    ip.run_line_magic("load_ext", "jupyter_agent_memory")
     try:
         with capture_output():
-            result = shell.run_line_magic("journal", "search --agent t")
+            result = ip.run_line_magic("journal", "search --agent t")
         assert [e["text"] for e in result] == TEXTS
-        data, _ = shell.display_formatter.format(result)
+        data, _ = ip.display_formatter.format(result)
         for value in data.values():
             str(value).encode("utf-8")
         assert "half \ufffd emoji" in data["text/plain"]
     finally:
-        shell.run_line_magic("unload_ext", "jupyter_agent_memory")
+        ip.run_line_magic("unload_ext", "jupyter_agent_memory")

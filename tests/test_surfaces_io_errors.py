@@ -152,29 +152,21 @@ def test_cli_prints_the_engine_text(
     assert_untouched(agent)
 
 
-@pytest.fixture(scope="module")
-def shell(tmp_path_factory: pytest.TempPathFactory) -> InteractiveShell:
-    """A real IPython shell (its IPython directory in a temp folder)."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("IPYTHONDIR", str(tmp_path_factory.mktemp("ipython")))
-        return InteractiveShell.instance()
-
-
 def test_magic_raises_a_usage_error_with_the_engine_text(
-    agent: AgentMemory, failure: Failure, shell: InteractiveShell
+    agent: AgentMemory, failure: Failure, ip: InteractiveShell
 ) -> None:
-    shell.run_line_magic("load_ext", "jupyter_agent_memory")
+    ip.run_line_magic("load_ext", "jupyter_agent_memory")
     try:
         with capture_output(), pytest.raises(UsageError) as info:
-            shell.run_cell_magic("fact_update", "--agent t", NEW)
+            ip.run_cell_magic("fact_update", "--agent t", NEW)
     finally:
-        shell.run_line_magic("unload_ext", "jupyter_agent_memory")
+        ip.run_line_magic("unload_ext", "jupyter_agent_memory")
     assert str(info.value) == failure.message
     assert_untouched(agent)
 
 
 def test_panel_shows_the_engine_text(
-    agent: AgentMemory, failure: Failure, shell: InteractiveShell
+    agent: AgentMemory, failure: Failure, ip: InteractiveShell
 ) -> None:
     panel = MemoryPanel(agent)
     try:
