@@ -262,16 +262,21 @@ def test_a_failed_compile_is_one_line_naming_the_step(tmp_path: Path) -> None:
     )
 
 
-def test_a_failed_install_with_the_registry_reachable_names_the_step(tmp_path: Path) -> None:
+def _failed_install(tmp_path: Path, registry: str, status: int) -> subprocess.CompletedProcess[str]:
+    """The build hook run with a stand-in ``jlpm install`` that exits with ``status``."""
     fake = _fake_build_tools(tmp_path)
+    return _call_the_hook_function(
+        tmp_path,
+        [fake],
+        FAKE_JLPM_FAIL="install",
+        FAKE_JLPM_STATUS=str(status),
+        YARN_NPM_REGISTRY_SERVER=registry,
+    )
+
+
+def test_a_failed_install_with_the_registry_reachable_names_the_step(tmp_path: Path) -> None:
     with _AnsweringRegistry() as registry:
-        done = _call_the_hook_function(
-            tmp_path,
-            [fake],
-            FAKE_JLPM_FAIL="install",
-            FAKE_JLPM_STATUS="3",
-            YARN_NPM_REGISTRY_SERVER=registry,
-        )
+        done = _failed_install(tmp_path, registry, 3)
     assert done.returncode == 1
     assert _last_line(done) == (
         "jupyter-agent-memory: cannot build the JupyterLab sidebar: `jlpm install` failed with "
@@ -281,15 +286,8 @@ def test_a_failed_install_with_the_registry_reachable_names_the_step(tmp_path: P
 
 
 def test_a_failed_install_with_the_registry_unreachable_names_the_registry(tmp_path: Path) -> None:
-    fake = _fake_build_tools(tmp_path)
     registry = f"http://127.0.0.1:{_closed_port()}"
-    done = _call_the_hook_function(
-        tmp_path,
-        [fake],
-        FAKE_JLPM_FAIL="install",
-        FAKE_JLPM_STATUS="1",
-        YARN_NPM_REGISTRY_SERVER=registry,
-    )
+    done = _failed_install(tmp_path, registry, 1)
     assert done.returncode == 1
     assert _last_line(done) == (
         f"jupyter-agent-memory: cannot build the JupyterLab sidebar: the npm registry {registry} "
