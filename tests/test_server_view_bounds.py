@@ -54,7 +54,9 @@ async def test_facts_default_view_is_bounded_and_keeps_the_whole_files_hash(
     response = await jp_fetch("agent-memory", "api", "agents", "demo", "facts")
     assert len(response.body) < 7 * DEFAULT_VIEW_CHARS
     for everything in ("all", "ALL", "0"):
-        status, body = await call("GET", "agents", "demo", "facts", params={"max_chars": everything})
+        status, body = await call(
+            "GET", "agents", "demo", "facts", params={"max_chars": everything}
+        )
         assert status == 200
         assert (body["content"], body["truncated"], body["chars"]) == (text, False, len(text))
         assert body["sha256"] == sha_before
@@ -142,6 +144,25 @@ async def test_prompt_view_is_bounded_and_its_sizes_describe_the_whole_prompt(
     assert (view["truncated"], view["chars"]) == (True, whole["chars"])
     for same in ("tokens", "memory_tokens", "sections", "warnings", "over_budget"):
         assert view[same] == whole[same], same
+    # The parts are cut where the text is, so the view carries no more than its bound twice.
+    assert whole["text"] == whole["context"] and whole["base"] is None
+    assert view["context"] == view["text"]
+
+
+async def test_prompt_view_cuts_base_and_context_where_the_text_is_cut(
+    call, demo: AgentMemory, jp_root_dir: Path
+) -> None:
+    base = "You are a careful lab assistant.\n" * 40
+    (Path(jp_root_dir) / "system.md").write_text(base, encoding="utf-8")
+    demo.update_facts(long_text(5_000))
+    _, whole = await call("GET", "agents", "demo", "prompt", params={"max_chars": "all"})
+    assert whole["text"] == f"{whole['base']}\n\n{whole['context']}"
+    cut_at = len(whole["base"]) + 500
+    _, view = await call("GET", "agents", "demo", "prompt", params={"max_chars": str(cut_at)})
+    assert view["truncated"] is True
+    assert (view["base"], view["context"]) == (whole["base"], whole["context"][:498])
+    _, view = await call("GET", "agents", "demo", "prompt", params={"max_chars": "100"})
+    assert (view["base"], view["context"]) == (whole["base"][:100], "")
 
 
 async def test_session_prompt_view_is_bounded_and_whole_on_request(
@@ -157,6 +178,8 @@ async def test_session_prompt_view_is_bounded_and_whole_on_request(
     assert len(recorded) > DEFAULT_VIEW_CHARS
     assert view["text"] == recorded[:DEFAULT_VIEW_CHARS]
     assert (view["truncated"], view["chars"]) == (True, len(recorded))
-    _, whole = await call("GET", "agents", "demo", "sessions", "cccccc", params={"max_chars": "all"})
+    _, whole = await call(
+        "GET", "agents", "demo", "sessions", "cccccc", params={"max_chars": "all"}
+    )
     assert (whole["text"], whole["truncated"]) == (recorded, False)
     assert sha(whole["text"]) == receipt["prompt_sha256"]

@@ -689,7 +689,9 @@ class PromptHandler(AgentMemoryHandler):
     async def get(self, agent: str) -> None:
         """Build the prompt with the server's root directory as the workspace.
 
-        ``text`` is cut to ``max_chars``; the sizes and sections describe the whole prompt.
+        ``text`` is cut to ``max_chars``, and ``base`` and ``context`` are the parts of it
+        that cut text holds (``text`` is always ``base``, a blank line, then ``context``); the
+        sizes and sections describe the whole prompt.
         """
         agent_id = self.agent_id(agent)
         state = self.state
@@ -699,14 +701,21 @@ class PromptHandler(AgentMemoryHandler):
             mem = self.open_agent(agent_id)
             prompt = state.build_prompt(mem)
             shown, truncated = bounded_text(prompt.text, bound)
+            base, context = prompt.base, prompt.context
+            if truncated:
+                # Cut where the text is cut, so the view never carries the prompt twice.
+                if base is None:
+                    context = shown
+                else:
+                    base, context = shown[: len(base)], shown[len(base) + 2 :]
             return {
                 "agent": agent_id,
                 "workspace": str(state.workspace),
                 "text": shown,
                 "chars": len(prompt.text),
                 "truncated": truncated,
-                "base": prompt.base,
-                "context": prompt.context,
+                "base": base,
+                "context": context,
                 "bootstrap": bool(prompt.bootstrap),
                 "tokens": int(prompt.tokens),
                 "memory_tokens": int(prompt.memory_tokens),
