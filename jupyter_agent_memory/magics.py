@@ -323,10 +323,8 @@ class AgentMemoryMagics(Magics):
         """A size summary of an agent folder (what ``%agent_memory`` shows in a terminal)."""
         with _engine_errors():
             sizes = {
-                "SOUL.md": len(mem.soul.encode("utf-8")),
-                "USER.md": len(mem.user.encode("utf-8")),
-                "FACT.md": len(mem.facts.encode("utf-8")),
-                "JOURNAL.jsonl": _journal_size(mem),
+                name: max(0, size) if name != "JOURNAL.jsonl" else size
+                for name, size in mem.file_sizes().items()
             }
             info = mem.template_info() or {}
             history = mem.history()
@@ -730,16 +728,6 @@ def _newest_session(mem: AgentMemory) -> str:
     if not receipts:
         raise UsageError(SessionsView.empty_message)
     return str(receipts[0]["session_id"])
-
-
-def _journal_size(mem: AgentMemory) -> int:
-    """Size in bytes of the agent's journal, -1 when it does not exist (no link is followed)."""
-    from .paths import match_name
-    from .store import JOURNAL, MEMORY_DIR
-
-    stats = mem.file_stats()
-    name = match_name(list(stats), f"{MEMORY_DIR}/{JOURNAL}")
-    return stats[name].st_size if name is not None else -1
 
 
 class _JsonValue(dict):

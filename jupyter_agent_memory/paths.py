@@ -133,13 +133,18 @@ def resolve_target(
     return folder, agent_id, base
 
 
+def resolve_root(root: str | os.PathLike[str] | None = None) -> Path:
+    """The agents root as an absolute path with links resolved (``None``: the default)."""
+    base = Path(root).expanduser() if root is not None else default_root()
+    return Path(os.path.realpath(os.path.abspath(base)))
+
+
 def resolve_agent_id(
     agent_id: str, root: str | os.PathLike[str] | None = None
 ) -> tuple[Path, Path]:
     """``(folder, root)`` for an agent id under ``root`` (default: :func:`default_root`)."""
     validate_agent_id(agent_id)
-    base = Path(root).expanduser() if root is not None else default_root()
-    base = Path(os.path.realpath(os.path.abspath(base)))
+    base = resolve_root(root)
     folder = base / agent_id
     if folder.parent != base:  # defence in depth; validate_agent_id already rules this out
         raise UnsafePathError(f"Refusing to use {folder}: it resolves outside {base}")

@@ -43,7 +43,7 @@ from .errors import (
     engine_boundary,
 )
 from .jstext import js_trim
-from .paths import Folder, describe, file_key, match_name
+from .paths import Folder, describe, file_key, match_name, resolve_target
 from .store import FACT, JOURNAL, MEMORY_DIR, SOUL, USER, AgentMemory
 from .watch import DEFAULT_MAX_ENTRIES, CacheInfo, Kind, Plan, PromptCache, Watch
 
@@ -822,8 +822,8 @@ def _lstat_key(path: str) -> tuple[int, int, int, int] | None:
 def _agent_folder(agent: AgentMemory | str | os.PathLike[str]) -> Path:
     if isinstance(agent, AgentMemory):
         return agent.path
-    raw = Path(os.path.abspath(Path(agent).expanduser()))
-    return Path(os.path.realpath(raw.parent)) / raw.name
+    # A folder path, resolved by the engine's one resolver (with its guards).
+    return resolve_target(Path(agent))[0]
 
 
 def _expected_plan(folder: str | os.PathLike[str], space: str) -> Plan:

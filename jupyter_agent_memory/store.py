@@ -363,6 +363,20 @@ class AgentMemory:
         return sha256_hex(self._read_agent_file(USER))
 
     @engine_boundary
+    def file_sizes(self) -> dict[str, int]:
+        """Bytes on disk of SOUL.md, USER.md, FACT.md and JOURNAL.jsonl (``lstat``; -1 when
+        missing). Nothing is read or decoded, so a file that is not UTF-8 reports its size."""
+        sizes = {}
+        for canonical in (SOUL, USER, FACT, JOURNAL):
+            try:
+                st = os.lstat(self.file_path(canonical))
+            except FileNotFoundError:
+                sizes[canonical] = -1
+            else:
+                sizes[canonical] = st.st_size
+        return sizes
+
+    @engine_boundary
     def file_stats(self) -> dict[str, os.stat_result]:
         """``lstat`` of every entry of the agent folder and of ``memory/``, nothing read.
 

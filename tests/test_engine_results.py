@@ -40,3 +40,16 @@ def test_file_path_gives_the_name_on_disk(mem: AgentMemory, tmp_path: Path) -> N
     missing = AgentMemory(tmp_path / "nowhere")
     assert missing.file_path("FACT.md") == tmp_path / "nowhere" / "memory" / "FACT.md"
     assert not (tmp_path / "nowhere").exists()
+
+
+def test_file_sizes_are_bytes_on_disk_even_for_non_utf8(mem: AgentMemory) -> None:
+    (mem.path / "memory" / "fact.md").write_bytes(b"caf\xe9 \xff\n")  # latin-1, 7 bytes
+    mem.append("one")
+    journal = (mem.path / "memory" / "JOURNAL.jsonl").stat().st_size
+    assert mem.file_sizes() == {
+        "SOUL.md": 0, "USER.md": 0, "FACT.md": 7, "JOURNAL.jsonl": journal
+    }
+    assert len(mem.facts.encode()) != 7  # what re-encoding the decoded text would have said
+    assert AgentMemory(mem.path.parent / "none").file_sizes() == dict.fromkeys(
+        ["SOUL.md", "USER.md", "FACT.md", "JOURNAL.jsonl"], -1
+    )

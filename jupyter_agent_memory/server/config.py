@@ -10,7 +10,6 @@ or on the command line: ``jupyter lab --AgentMemoryServer.root=~/agents``.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from traitlets import Float, Int, TraitError, Unicode, validate
@@ -97,10 +96,9 @@ class AgentMemoryServer(Configurable):
 
     def resolved_root(self) -> Path:
         """The agents root as an absolute path with links resolved (the engine's rule)."""
-        from .. import default_root
+        from ..paths import resolve_root
 
-        base = Path(self.root).expanduser() if self.root else default_root()
-        return Path(os.path.realpath(os.path.abspath(base)))
+        return resolve_root(self.root or None)
 
     def resolved_default_agent(self) -> str:
         """The validated id of the agent the sidebar starts on."""
