@@ -19,6 +19,7 @@ from __future__ import annotations
 import difflib
 import functools
 import json
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -259,6 +260,30 @@ def _no_math(method: Callable[[Any], str]) -> Callable[[Any], str]:
     return wrapper
 
 
+#: Unicode categories never written raw to a terminal: controls (ESC, BEL, CR...), format
+#: characters (bidirectional overrides, zero-width joiners), line and paragraph separators
+#: and lone surrogates.
+_NOT_RAW = frozenset(("Cc", "Cf", "Zl", "Zp", "Cs"))
+
+
+def inert_line(value: object) -> str:
+    """``value`` as one line of inert text: every control, format and line-separator
+    character (newlines included) is written as its Python escape, so text a model or a
+    client wrote cannot move the cursor, colour the terminal, set the clipboard (OSC 52),
+    ring the bell or forge a row."""
+    return "".join(
+        ch.encode("unicode_escape", "backslashreplace").decode("ascii")
+        if unicodedata.category(ch) in _NOT_RAW
+        else ch
+        for ch in str(value)
+    )
+
+
+def _inert_lines(text: str) -> str:
+    """``text`` kept on its own lines, each made inert (see :func:`inert_line`)."""
+    return "\n".join(inert_line(line) for line in text.split("\n"))
+
+
 def _indent_continuation(text: str, width: int) -> str:
     """Indent every line after the first so multi-line values stay inside their column."""
     return text.replace("\n", "\n" + " " * width)
@@ -416,14 +441,15 @@ class JournalResult(list):
             tags = entry.get("tags") or []
             if not isinstance(tags, list):  # written by another tool: shown as it is
                 tags = [tags]
-            tag_text = "[" + ", ".join(str(t) for t in tags) + "]" if tags else ""
-            prefix = f"{entry.get('ts', '')}  "
+            # Model-written, so inert: lines stay lines, nothing else reaches a terminal raw.
+            tag_text = "[" + ", ".join(inert_line(t) for t in tags) + "]" if tags else ""
+            prefix = f"{inert_line(entry.get('ts', ''))}  "
             if tag_text:
                 prefix += tag_text + " "
             extras = {k: v for k, v in entry.items() if k not in _ENTRY_KEYS}
-            text = str(entry.get("text", ""))
+            text = _inert_lines(str(entry.get("text", "")))
             if extras:
-                text += "  " + json.dumps(extras, ensure_ascii=False)
+                text += "  " + inert_line(json.dumps(extras, ensure_ascii=False))
             lines.append(prefix + _indent_continuation(text, len(prefix)))
         lines.append(f"({self._footer()})")
         return "\n".join(lines)
@@ -855,6 +881,10 @@ class SessionsView(list):
             for r in self
         ]
 
+    def _plain_rows(self) -> list[tuple[str, ...]]:
+        # Every field may come from a client (its self-chosen name) or a hand-edited log.
+        return [tuple(inert_line(cell) for cell in row) for row in self._rows()]
+
     @_no_math
     def _repr_html_(self) -> str:
         if not self:
@@ -876,7 +906,7 @@ class SessionsView(list):
     def __str__(self) -> str:
         if not self:
             return self.empty_message
-        rows = [("time (UTC)", "id", "client", "~tokens", "prompt"), *self._rows()]
+        rows = [("time (UTC)", "id", "client", "~tokens", "prompt"), *self._plain_rows()]
         widths = [max(len(row[i]) for row in rows) for i in range(4)]
         return "\n".join(
             "  ".join(cell.ljust(widths[i]) if i < 4 else cell for i, cell in enumerate(row))

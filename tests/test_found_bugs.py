@@ -93,11 +93,6 @@ def test_journal_search_shows_model_written_control_codes_inert(
 # -- the sessions view of the magics (display.SessionsView) ------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="display.SessionsView.__str__ (the text/plain of %memprompt --sessions) prints the "
-    "client's self-chosen name raw: ESC sequences reach the terminal and a newline forges a row",
-)
 def test_sessions_view_text_keeps_a_hostile_client_name_inert(agent: AgentMemory) -> None:
     from jupyter_agent_memory.display import SessionsView
 
