@@ -635,6 +635,7 @@ def test_sessions_tab(panel: MemoryPanel, mem: AgentMemory) -> None:
     assert len(mem.sessions()) == 2
 
 
+@pytest.mark.slow  # a benchmark run in a child process
 def test_panel_bench_runs_and_prints_every_figure(tmp_path: Path) -> None:
     """The panel benchmark keeps working (a small run; its targets apply to 1M entries)."""
     import subprocess
