@@ -297,7 +297,7 @@ class MemoryService:
         count = DEFAULT_LATEST if limit is None else normalize_limit(limit)
         facts, sha = self.memory.read_facts()
         return {
-            "path": str(self.memory.path / MEMORY_DIR / FACT),
+            "path": str(self.memory.file_path(FACT)),  # as named on disk (an existing fact.md)
             "facts": facts,
             "sha256": sha,
             "entries": list(self.memory.search(limit=count)),
@@ -361,13 +361,14 @@ class MemoryService:
         """Read one resource now; raises ``MemoryToolError`` (``-32002`` for an unknown URI)."""
         mem = self.memory
         if uri in (SOUL_URI, USER_URI, FACT_URI):
-            reader, source = {
-                SOUL_URI: (mem.read_soul, mem.path / SOUL),
-                USER_URI: (mem.read_user, mem.path / USER),
-                FACT_URI: (mem.read_facts, mem.path / MEMORY_DIR / FACT),
+            reader, canonical = {
+                SOUL_URI: (mem.read_soul, SOUL),
+                USER_URI: (mem.read_user, USER),
+                FACT_URI: (mem.read_facts, FACT),
             }[uri]
             text, sha = reader()
-            meta: dict[str, Any] = {"path": str(source), "sha256": sha}
+            # The engine names the file as it is on disk (an existing fact.md keeps its case).
+            meta: dict[str, Any] = {"path": str(mem.file_path(canonical)), "sha256": sha}
             return ResourceText(uri, text, "text/markdown", meta)
         if uri == JOURNAL_URI:
             entries = list(mem.search(limit=DEFAULT_LATEST))

@@ -450,3 +450,19 @@ def test_a_folder_that_refuses_the_receipt_still_gets_its_instructions(tmp_path,
 
     run_client(build_server(service), body)
     assert mem.sessions() == []
+
+
+def test_resources_and_the_read_tool_name_the_file_as_it_is_on_disk(tmp_path):
+    agent = tmp_path / "agent"
+    (agent / "memory").mkdir(parents=True)
+    (agent / "memory" / "fact.md").write_text("- kept in lower case\n", encoding="utf-8")
+    (agent / "user.md").write_text("- a user\n", encoding="utf-8")
+    mem = AgentMemory.open(agent)
+    service = MemoryService(mem, workspace=tmp_path, read_tool=True)
+    fact = service.read(FACT_URI)
+    lower = str(agent / "memory" / "fact.md")
+    assert (fact.text, fact.meta["path"]) == ("- kept in lower case\n", lower)
+    assert service.read(URI + "USER.md").meta["path"] == str(agent / "user.md")
+    assert service.read(URI + "SOUL.md").meta["path"] == str(agent / "SOUL.md")
+    snapshot = service.read_snapshot()
+    assert (snapshot["facts"], snapshot["path"]) == (fact.text, fact.meta["path"])
