@@ -18,6 +18,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from processes import run_python
 
 from jupyter_agent_memory.__about__ import __version__
 
@@ -138,22 +139,17 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float = 900) -
 # The one-line failure
 
 
+# The sidebar build as the hatch hook calls it, run in a fresh interpreter.
+HOOK_CALL = (
+    "import sidebar_build\n"
+    "sidebar_build.build_sidebar('wheel', 'standard', path='labextension',"
+    " build_cmd='build:prod', npm=['jlpm'])\n"
+)
+
+
 def test_no_node_on_path_is_one_line_naming_node_and_the_skip(tmp_path: Path) -> None:
     # Called as the hook calls it, with this machine's node made unreachable.
-    code = (
-        "import sidebar_build\n"
-        "sidebar_build.build_sidebar('wheel', 'standard', path='labextension',"
-        " build_cmd='build:prod', npm=['jlpm'])\n"
-    )
-    env = _clean_env(tmp_path, PYTHONPATH=str(REPO))
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_python(HOOK_CALL, cwd=REPO, env=_clean_env(tmp_path, PYTHONPATH=str(REPO)))
     assert done.returncode == 1
     assert done.stdout == ""
     assert done.stderr == (
@@ -194,21 +190,9 @@ def _call_the_hook_function(
     tmp: Path, path_dirs: list[Path], **env: str
 ) -> subprocess.CompletedProcess[str]:
     """``build_sidebar`` called as the hook calls it, in ``tmp``, only ``path_dirs`` on PATH."""
-    code = (
-        "import sidebar_build\n"
-        "sidebar_build.build_sidebar('wheel', 'standard', path='labextension',"
-        " build_cmd='build:prod', npm=['jlpm'])\n"
-    )
     full_env = _clean_env(tmp, PYTHONPATH=str(REPO), FAKE_JLPM_LOG=str(tmp / "jlpm.log"), **env)
     full_env["PATH"] = os.pathsep.join(map(str, path_dirs))
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=tmp,
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_python(HOOK_CALL, cwd=tmp, env=full_env)
 
 
 class _AnsweringRegistry:
