@@ -22,7 +22,7 @@ from jupyter_agent_memory import AgentMemory
 PANEL = "#jp-agent-memory"
 TAB = '.jp-SideBar .lm-TabBar-tab[data-id="jp-agent-memory"]'
 HUGE = 1_500_000  # characters in one entry's text (a megabyte and a half)
-SHOWN = 2000  # MAX_SHOWN_CHARS in labextension/src/panel.ts
+SHOWN = 2000  # MAX_SHOWN_CHARS in labextension/src/dom.ts
 
 LIVE_PAYLOADS = """
 () => [...document.querySelectorAll('*')].filter(node =>
@@ -233,7 +233,11 @@ def test_sidebar_source_sets_no_html() -> None:
     renderer on an untrusted model (markdown.ts): no HTML-parsing sink exists in our code."""
     source = Path(__file__).resolve().parents[2] / "labextension" / "src"
     files = sorted(source.glob("*.ts"))
-    assert [f.name for f in files] == ["api.ts", "diff.ts", "index.ts", "markdown.ts", "panel.ts"]
+    assert [f.name for f in files] == [
+        "agentPicker.ts", "api.ts", "diff.ts", "dom.ts", "factsSection.ts", "fileEditor.ts",
+        "index.ts", "journalSection.ts", "markdown.ts", "model.ts", "panel.ts",
+        "personaSection.ts", "promptSection.ts", "section.ts", "sessionsSection.ts",
+    ]
     markdown = (source / "markdown.ts").read_text("utf-8")
     assert "trusted: false" in markdown and "trusted: true" not in markdown
     assert "latexTypesetter:" not in markdown.split("new RenderMimeRegistry(")[1].split("});")[0]

@@ -1,0 +1,127 @@
+/**
+ * The sidebar's header: the agent picker (agents under the agents root, and folders opened
+ * by path), New…, Open folder…, Refresh, and the status line under them.
+ */
+
+import { InputDialog } from '@jupyterlab/apputils';
+import { Message } from '@lumino/messaging';
+import { Widget } from '@lumino/widgets';
+
+import { button, el } from './dom';
+import { AgentMemoryModel, IStatus } from './model';
+
+/** The agent picker and the status line. */
+export class AgentPicker extends Widget {
+  constructor(model: AgentMemoryModel) {
+    super();
+    this.model = model;
+    // Laid out as if the header and the status line were the sidebar's own children.
+    this.addClass('jp-AgentMemory-agentBar');
+    const header = el('div', 'jp-AgentMemory-header');
+    header.appendChild(el('span', 'jp-AgentMemory-heading', 'Agent Memory'));
+    const pickerLabel = el('label', 'jp-AgentMemory-pickerLabel', 'Agent ');
+    this.picker = el('select', 'jp-mod-styled jp-AgentMemory-agentPicker');
+    pickerLabel.appendChild(this.picker);
+    header.appendChild(pickerLabel);
+    header.append(
+      button('New…', 'jp-AgentMemory-newAgent', () => void this.newAgent()),
+      button('Open folder…', 'jp-AgentMemory-openFolder', () => void this.askFolder()),
+      button('Refresh', 'jp-AgentMemory-refresh', () => void this.model.refresh())
+    );
+    this.status = el('div', 'jp-AgentMemory-status');
+    this.node.append(header, this.status);
+  }
+
+  /** A new agent was picked. */
+  handleEvent(event: Event): void {
+    if (event.type === 'change') {
+      void this.model.select(this.picker.value);
+    }
+  }
+
+  protected onAfterAttach(msg: Message): void {
+    super.onAfterAttach(msg);
+    this.picker.addEventListener('change', this);
+    this.model.agentsListed.connect(this.onAgentsListed);
+    this.model.statusChanged.connect(this.onStatus);
+    this.model.editingChanged.connect(this.onEditing);
+  }
+
+  protected onBeforeDetach(msg: Message): void {
+    this.model.editingChanged.disconnect(this.onEditing);
+    this.model.statusChanged.disconnect(this.onStatus);
+    this.model.agentsListed.disconnect(this.onAgentsListed);
+    this.picker.removeEventListener('change', this);
+    super.onBeforeDetach(msg);
+  }
+
+  private readonly onAgentsListed = (listing: {
+    agents: string[];
+    folders: string[];
+    agent: string;
+  }): void => {
+    const options = listing.agents.map(id => {
+      const option = el('option', '', id);
+      option.value = id;
+      return option;
+    });
+    for (const folder of listing.folders) {
+      const option = el('option', 'jp-AgentMemory-folderOption', `${folder.slice(1)} (folder)`);
+      option.value = folder;
+      options.push(option);
+    }
+    this.picker.replaceChildren(...options);
+    this.picker.value = listing.agent;
+  };
+
+  private readonly onStatus = (status: IStatus): void => {
+    this.status.textContent = status.text;
+    this.status.classList.toggle('jp-mod-error', status.isError);
+  };
+
+  /** No switching agents while a file is being edited. */
+  private readonly onEditing = (editing: boolean): void => {
+    this.picker.disabled = editing;
+  };
+
+  private async askFolder(): Promise<void> {
+    const named = await InputDialog.getText({
+      title: 'Open an agent folder',
+      label: "Folder path relative to the server's root (for example demo-agent)",
+      placeholder: 'demo-agent'
+    });
+    if (named.button.accept && named.value) {
+      await this.model.openFolder(named.value);
+    }
+  }
+
+  /** Ask for an id (and a template when there are any), create the agent, show it. */
+  private async newAgent(): Promise<void> {
+    const named = await InputDialog.getText({
+      title: 'New agent',
+      label: 'Agent id (a folder name under the agents root)',
+      placeholder: 'my-agent'
+    });
+    if (!named.button.accept || !named.value) {
+      return;
+    }
+    let template: string | null = null;
+    const listing = await this.model.listAgents().catch(() => null);
+    if (listing && listing.templates.length) {
+      const none = '(no template)';
+      const picked = await InputDialog.getItem({
+        title: `Template for "${named.value}"`,
+        items: [none, ...listing.templates]
+      });
+      if (!picked.button.accept) {
+        return;
+      }
+      template = picked.value && picked.value !== none ? picked.value : null;
+    }
+    await this.model.createAgent(named.value, template);
+  }
+
+  private readonly model: AgentMemoryModel;
+  private readonly picker: HTMLSelectElement;
+  private readonly status: HTMLDivElement;
+}
