@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .display import inert_line as _shown
 from .errors import INTERNAL_ERROR, MemoryToolError
 
 if TYPE_CHECKING:
@@ -633,19 +634,6 @@ def _sessions(args: argparse.Namespace) -> int:
             f"{_shown(receipt.get('prompt_sha256', ''))[:12]:<12}  {named}"
         )
     return 0
-
-
-def _shown(value: object) -> str:
-    """``value`` as one line of inert text: control, format and line-separator characters
-    (ESC, newlines, bidirectional overrides...) are written as escapes."""
-    import unicodedata
-
-    return "".join(
-        ch.encode("unicode_escape").decode("ascii")
-        if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp", "Cs")
-        else ch
-        for ch in str(value)
-    )
 
 
 def _find_session(memory: AgentMemory, session_id: str) -> dict[str, Any]:
