@@ -143,14 +143,6 @@ def test_agent_summary() -> None:
 # every payload must come out as visible text in text/html and raw in text/plain.
 
 
-@pytest.fixture(scope="module")
-def ip(tmp_path_factory: pytest.TempPathFactory) -> InteractiveShell:
-    """The process's shell (it has every MIME formatter a kernel uses)."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("IPYTHONDIR", str(tmp_path_factory.mktemp("ipython")))
-        return InteractiveShell.instance()
-
-
 @pytest.fixture
 def shell(ip: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     """The shell with the extension loaded and a fresh agents root."""

@@ -23,13 +23,6 @@ from jupyter_agent_memory.display import (
 )
 
 
-@pytest.fixture(scope="session")
-def ip(tmp_path_factory: pytest.TempPathFactory) -> InteractiveShell:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("IPYTHONDIR", str(tmp_path_factory.mktemp("ipython")))
-        return InteractiveShell.instance()
-
-
 @pytest.fixture
 def shell(ip: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("JUPYTER_AGENT_MEMORY_ROOT", str(tmp_path / "agents"))

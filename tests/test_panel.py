@@ -18,14 +18,6 @@ from jupyter_agent_memory.display import JournalResult
 from jupyter_agent_memory.panel import _LIVE_PANELS, MemoryPanel, memory_fingerprint
 
 
-@pytest.fixture(scope="session")
-def ip(tmp_path_factory: pytest.TempPathFactory) -> InteractiveShell:
-    """The session's shell (Output widgets format Markdown through it)."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("IPYTHONDIR", str(tmp_path_factory.mktemp("ipython")))
-        return InteractiveShell.instance()
-
-
 @pytest.fixture
 def mem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ip: InteractiveShell) -> AgentMemory:
     monkeypatch.setenv("JUPYTER_AGENT_MEMORY_ROOT", str(tmp_path / "agents"))
