@@ -59,6 +59,13 @@ class VersionNotFoundError(MemoryToolError):
         super().__init__(message, INVALID_PARAMS)
 
 
+class SessionNotFoundError(MemoryToolError):
+    """A well-formed session id (or prefix) that matches no recorded session."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, INVALID_PARAMS)
+
+
 class InvalidAgentIdError(MemoryToolError, ValueError):
     """An agent id that cannot name a folder under the agents root."""
 

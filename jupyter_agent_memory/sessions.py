@@ -24,7 +24,7 @@ import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .errors import INVALID_PARAMS, MemoryToolError, engine_boundary
+from .errors import INVALID_PARAMS, MemoryToolError, SessionNotFoundError, engine_boundary
 from .folder import Folder, sha256_hex
 from .jstext import js_trim
 
@@ -193,7 +193,7 @@ def find(mem: AgentMemory, session_id: str) -> dict[str, Any]:
     matches = [r for r in receipts(mem) if str(r.get("session_id", "")).startswith(wanted)]
     ids = {r["session_id"] for r in matches}
     if not matches:
-        raise MemoryToolError(f'No recorded session matches "{session_id}"', INVALID_PARAMS)
+        raise SessionNotFoundError(f'No recorded session matches "{session_id}"')
     if len(ids) > 1:
         raise MemoryToolError(
             f'Session id "{session_id}" is ambiguous: it matches {len(ids)} sessions',

@@ -16,7 +16,6 @@ import contextlib
 import errno
 import json
 import os
-import re
 import threading
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -46,6 +45,7 @@ from ..errors import (
     ContentTooLargeError,
     LockTimeoutError,
     MemoryIOError,
+    SessionNotFoundError,
 )
 from ..forgetting import forget
 from ..sessions import find as find_session
@@ -777,9 +777,6 @@ class VersionHandler(AgentMemoryHandler):
         self.reply(await self.run(work))
 
 
-_SESSION_ID = re.compile(r"[0-9a-fA-F]{6,32}")
-
-
 def _receipt(mem: AgentMemory, session_id: str) -> dict[str, Any]:
     """The receipt of ``session_id`` (or a prefix); 404 when a well-formed id matches none.
 
@@ -787,13 +784,8 @@ def _receipt(mem: AgentMemory, session_id: str) -> dict[str, Any]:
     """
     try:
         return find_session(mem, session_id)
-    except MemoryToolError as exc:
-        wanted = session_id.lower()
-        if _SESSION_ID.fullmatch(session_id) and not any(
-            str(r.get("session_id", "")).startswith(wanted) for r in mem.sessions()
-        ):
-            raise ApiError(404, exc.message) from None
-        raise
+    except SessionNotFoundError as exc:
+        raise ApiError(404, exc.message) from None
 
 
 class SessionsHandler(AgentMemoryHandler):
