@@ -13,7 +13,6 @@ the test's temporary folder.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ import nbformat
 import pytest
 from conftest import Lab, watch_of
 from hostile import ATTACKER_HOST, HOSTILE_FACTS, PAYLOADS
+from pages import KERNEL_IDLE, THEMES, screenshot_dir, set_theme
 from playwright.sync_api import Page, expect
 
 # Every attribute, script or URL in the DOM that could only have come from a payload.
@@ -57,22 +57,6 @@ FIND_LIVE_PAYLOADS = """
   return found;
 }
 """.replace("ATTACKER", ATTACKER_HOST)
-
-KERNEL_IDLE = """
-() => {
-  const widget = window.jupyterapp.shell.currentWidget;
-  const kernel = widget && widget.sessionContext && widget.sessionContext.session &&
-    widget.sessionContext.session.kernel;
-  return !!kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle';
-}
-"""
-
-
-def screenshot_dir(tmp_path: Path) -> Path:
-    folder = Path(os.environ.get("AGENT_MEMORY_SCREENSHOTS") or tmp_path)
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
 
 def write_notebook(lab: Lab, name: str) -> Path:
     """A notebook in which the model writes every payload and the user looks at memory."""
@@ -136,20 +120,10 @@ def assert_payloads_readable(page: Page) -> None:
     expect(page.locator("pre.jp-AgentMemory-prompt").first).to_contain_text(PAYLOADS["svg"])
 
 
-def set_theme(page: Page, theme: str) -> None:
-    page.evaluate(
-        "theme => window.jupyterapp.commands.execute('apputils:change-theme', {theme})", theme
-    )
-    light = "true" if "Light" in theme else "false"
-    page.wait_for_function(f"() => document.body.dataset.jpThemeLight === '{light}'")
-    # JupyterLab shows its splash screen while the theme's CSS loads.
-    expect(page.locator("#jupyterlab-splash")).to_have_count(0)
-
-
 def screenshots(page: Page, folder: Path, prefix: str) -> list[Path]:
     """Full page in both themes, then the panel's Rendered tab (dark)."""
     shots = []
-    for theme, label in (("JupyterLab Light", "light"), ("JupyterLab Dark", "dark")):
+    for theme, label in THEMES:
         set_theme(page, theme)
         page.locator(".jp-AgentMemory-markdown").first.scroll_into_view_if_needed()
         shot = folder / f"{prefix}-{label}.png"

@@ -6,43 +6,26 @@ agent folder, and the Sessions tab. Screenshots in both themes go to
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 import nbformat
 from conftest import Lab, watch_of
+from pages import KERNEL_IDLE, in_both_themes, screenshot_dir
 from playwright.sync_api import Page, expect
 
 from jupyter_agent_memory import AgentMemory, PromptBuilder
 
-KERNEL_IDLE = """
-() => {
-  const widget = window.jupyterapp.shell.currentWidget;
-  const kernel = widget && widget.sessionContext && widget.sessionContext.session &&
-    widget.sessionContext.session.kernel;
-  return !!kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle';
-}
-"""
-
-
-def set_theme(page: Page, theme: str) -> None:
-    page.evaluate(
-        "theme => window.jupyterapp.commands.execute('apputils:change-theme', {theme})", theme
-    )
-    light = "true" if "Light" in theme else "false"
-    page.wait_for_function(f"() => document.body.dataset.jpThemeLight === '{light}'")
-    expect(page.locator("#jupyterlab-splash")).to_have_count(0)
-
 
 def shots(page: Page, tmp_path: Path, name: str) -> None:
-    folder = Path(os.environ.get("AGENT_MEMORY_SCREENSHOTS") or tmp_path)
-    folder.mkdir(parents=True, exist_ok=True)
-    for theme, label in (("JupyterLab Light", "light"), ("JupyterLab Dark", "dark")):
-        set_theme(page, theme)
-        page.locator(".widget-tab").first.screenshot(path=str(folder / f"panel-{name}-{label}.png"))
-    set_theme(page, "JupyterLab Light")
+    folder = screenshot_dir(tmp_path)
+    in_both_themes(
+        page,
+        lambda label: page.locator(".widget-tab").first.screenshot(
+            path=str(folder / f"panel-{name}-{label}.png")
+        ),
+    )
 
 
 def open_panel(new_page: Any, lab: Lab, folder: str) -> Page:

@@ -9,7 +9,6 @@ temporary folder.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 import nbformat
 from conftest import Lab, watch_of
 from hostile import ATTACKER_HOST, HOSTILE_FACTS, PAYLOADS
+from pages import KERNEL_IDLE, in_both_themes, screenshot_dir
 from playwright.sync_api import Page, expect
 from test_hostile import FIND_LIVE_PAYLOADS
 
@@ -25,16 +25,6 @@ from jupyter_agent_memory import AgentMemory, PromptBuilder
 
 PANEL = "#jp-agent-memory"
 TAB = '.jp-SideBar .lm-TabBar-tab[data-id="jp-agent-memory"]'
-
-KERNEL_IDLE = """
-() => {
-  const widget = window.jupyterapp.shell.currentWidget;
-  const kernel = widget && widget.sessionContext && widget.sessionContext.session &&
-    widget.sessionContext.session.kernel;
-  return !!kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle';
-}
-"""
-
 
 def default_agent(agents_root: Path) -> AgentMemory:
     return AgentMemory.open_id("default", agents_root)
@@ -46,26 +36,13 @@ def open_sidebar(page: Page, agent: str = "default") -> None:
     expect(page.locator(f"{PANEL} .jp-AgentMemory-agentPicker")).to_have_value(agent)
 
 
-def shots_dir(tmp_path: Path) -> Path:
-    folder = Path(os.environ.get("AGENT_MEMORY_SCREENSHOTS") or tmp_path)
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-def set_theme(page: Page, theme: str) -> None:
-    page.evaluate(
-        "theme => window.jupyterapp.commands.execute('apputils:change-theme', {theme})", theme
-    )
-    light = "true" if "Light" in theme else "false"
-    page.wait_for_function(f"() => document.body.dataset.jpThemeLight === '{light}'")
-    expect(page.locator("#jupyterlab-splash")).to_have_count(0)
-
-
 def both_themes(page: Page, folder: Path, name: str) -> None:
-    for theme, label in (("JupyterLab Light", "light"), ("JupyterLab Dark", "dark")):
-        set_theme(page, theme)
-        page.locator(PANEL).screenshot(path=str(folder / f"sidebar-{name}-{label}.png"))
-    set_theme(page, "JupyterLab Light")
+    in_both_themes(
+        page,
+        lambda label: page.locator(PANEL).screenshot(
+            path=str(folder / f"sidebar-{name}-{label}.png")
+        ),
+    )
 
 
 def test_fact_md_is_rendered_by_jupyterlab_and_runs_nothing(
@@ -101,7 +78,7 @@ def test_fact_md_is_rendered_by_jupyterlab_and_runs_nothing(
     expect(view).to_be_visible()
     expect(view).to_have_text(mem.facts)
     page.locator(f"{PANEL} .jp-AgentMemory-factsTextToggle").click()
-    both_themes(page, shots_dir(tmp_path), "rendered")
+    both_themes(page, screenshot_dir(tmp_path), "rendered")
 
 
 def test_ctrl_s_saves_and_escape_cancels(page: Page, agents_root: Path) -> None:
@@ -156,7 +133,7 @@ def test_soul_and_user_are_edited_with_compare_and_swap(
     page.locator(f"{PANEL} .jp-AgentMemory-userSave").click()
     conflict = page.locator(f"{PANEL} .jp-AgentMemory-userConflict")
     expect(conflict).to_be_visible()
-    both_themes(page, shots_dir(tmp_path), "conflict")
+    both_themes(page, screenshot_dir(tmp_path), "conflict")
     expect(conflict.locator(".jp-AgentMemory-diffLine.jp-mod-added")).to_have_text(
         ["+ Prefers metric."])
     assert mem.user == "Written by the agent.\n"
@@ -186,7 +163,7 @@ def test_history_diff_and_restore(page: Page, agents_root: Path, tmp_path: Path)
     expect(page.locator(f"{PANEL} .jp-AgentMemory-factsView")).to_have_text("- a\n- b\n")
     assert mem.facts == "- a\n- b\n"
     expect(versions).to_have_count(2)  # the replaced version is kept
-    both_themes(page, shots_dir(tmp_path), "history")
+    both_themes(page, screenshot_dir(tmp_path), "history")
 
 
 def test_sessions_prompt_diff_and_why(
@@ -225,7 +202,7 @@ def test_sessions_prompt_diff_and_why(
     where = output.locator(".jp-AgentMemory-originWhere")
     (origin,) = mem.why(first["session_id"], "metric")
     expect(where).to_have_text([f"{origin.source} @ {origin.version[:12]} line 1"])
-    both_themes(page, shots_dir(tmp_path), "sessions")
+    both_themes(page, screenshot_dir(tmp_path), "sessions")
 
 
 def test_an_agent_folder_opened_from_the_file_browser(
@@ -325,7 +302,7 @@ def test_notebook7_loads_the_sidebar_quietly(
     page.evaluate("() => window.jupyterapp.commands.execute('agent-memory:open')")
     expect(page.locator(f"{PANEL} .jp-AgentMemory-factsView")).to_have_text(
         "- seen in Notebook 7\n")
-    page.screenshot(path=str(shots_dir(tmp_path) / "sidebar-notebook7-tree.png"))
+    page.screenshot(path=str(screenshot_dir(tmp_path) / "sidebar-notebook7-tree.png"))
     assert [m for m in messages if "No provider for" in m] == []
     ours = [e for e in watch_of(page).errors if "agent-memory" in e.lower()]
     assert ours == []

@@ -14,8 +14,8 @@ from typing import Any
 
 from conftest import watch_of
 from hostile import PAYLOADS
+from pages import screenshot_dir, set_theme
 from playwright.sync_api import Page, expect
-from test_hostile import screenshot_dir, set_theme
 
 from jupyter_agent_memory import AgentMemory
 
