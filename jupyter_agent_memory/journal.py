@@ -67,6 +67,7 @@ corruption goes unnoticed, which is harmless: it could not have matched.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any, BinaryIO
@@ -157,13 +158,14 @@ class SearchResult(list):
 # -- reading the file --------------------------------------------------------------------------
 
 
-def _reader(f: BinaryIO) -> Callable[[int, int], bytes]:
-    """A ``read(pos, size)`` for ``f``: ``os.pread`` when it has a descriptor, else seek+read."""
+def _reader(f: BinaryIO) -> tuple[Callable[[int, int], bytes], os.stat_result | None]:
+    """A ``read(pos, size)`` for ``f`` (``os.pread`` when it has a descriptor, else seek+read),
+    and the descriptor's ``fstat`` (None without one)."""
     try:
         fd = f.fileno()
-        os.fstat(fd)
+        st: os.stat_result | None = os.fstat(fd)
     except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
-        fd = -1
+        fd, st = -1, None
 
     def read(pos: int, size: int) -> bytes:
         parts = []
@@ -180,7 +182,7 @@ def _reader(f: BinaryIO) -> Callable[[int, int], bytes]:
             size -= len(part)
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
-    return read
+    return read, st
 
 
 def _backward_blocks(
@@ -250,11 +252,11 @@ def search(
     """
     matcher = Matcher(query, tag, since, until)
     limit = max(1, int(limit))
-    read = _reader(f)
-    size = f.seek(0, os.SEEK_END)
-    if index is not None:
+    read, st = _reader(f)
+    size = st.st_size if st is not None and stat.S_ISREG(st.st_mode) else f.seek(0, os.SEEK_END)
+    if index is not None and st is not None:
         try:
-            planned = _indexed_plan(f, read, size, matcher, index)
+            planned = _indexed_plan(st, read, size, matcher, index)
         except _index_errors():
             planned = None
         if planned is not None:
@@ -275,23 +277,20 @@ def _index_errors() -> tuple[type[BaseException], ...]:
 
 
 def _indexed_plan(
-    f: BinaryIO,
+    st: os.stat_result,
     read: Callable[[int, int], bytes],
     size: int,
     matcher: Matcher,
     opener: IndexOpener,
 ) -> tuple[list[tuple[int, int]], Iterator[int] | None, int] | None:
     """``(ranges to scan newest first, candidate line offsets, end of the indexed part)`` for
-    a search the index can narrow, or None for a plain search."""
+    a search the index can narrow, or None for a plain search. ``st`` is the journal's
+    ``fstat``."""
     from . import journal_index
 
     window = _window(matcher)
     text_query = matcher.query if journal_index.fts_usable(matcher.query) else ""
     if window is None and not text_query:
-        return None
-    try:
-        st = os.fstat(f.fileno())
-    except (AttributeError, OSError, ValueError):
         return None
     if st.st_size != size:
         st = os.stat_result((*st[:6], size, *st[7:]))
@@ -339,24 +338,23 @@ def _run(
     end: int,
 ) -> SearchResult:
     """Scan ``ranges`` (newest first), then decode ``candidates`` (offsets, newest first)."""
-    needles = []
-    if matcher.query:
-        needles.append(_Needle(matcher.query, quoted=False))
-    if matcher.tag:
-        needles.append(_Needle(matcher.tag, quoted=True))
-    primary = needles[0] if needles else None
-    secondary = needles[1] if len(needles) > 1 else None
+    tag_needle = _Needle(matcher.tag, quoted=True) if matcher.tag else None
+    # Made by the first scan that reads anything: a search the index answers never needs it.
+    query_needle: list[_Needle] = []
     window = _window(matcher)
 
     result = SearchResult()
 
-    def take(line: bytes) -> bool:
-        """Decode and match one line; True once ``limit`` matches are in."""
+    def take(line: bytes, inside_window: bool = False) -> bool:
+        """Decode and match one line; True once ``limit`` matches are in. ``inside_window``:
+        the window plan proved the line's timestamp lies inside the window."""
         result.scanned += 1
         entry = _decode(line)
         if entry is _CORRUPT:
             result.skipped += 1
-        elif entry is not None and matcher.matches(entry):
+        elif entry is not None and (
+            matcher.matches_inside_window(entry) if inside_window else matcher.matches(entry)
+        ):
             result.append(entry)
             return len(result) >= limit
         return False
@@ -365,6 +363,12 @@ def _run(
     first = min(_WINDOW_FIRST_BLOCK, _FIRST_BLOCK) if window is not None else None
 
     def scan(floor: int, top: int) -> bool:
+        if floor >= top:
+            return False
+        if matcher.query and not query_needle:
+            query_needle.append(_Needle(matcher.query, quoted=False))
+        primary = query_needle[0] if query_needle else tag_needle
+        secondary = tag_needle if query_needle else None
         for buf, lo in _backward_blocks(read, floor, top, first):
             trimmed = None
             if primary is not None:
@@ -378,7 +382,7 @@ def _run(
                     continue
                 if trimmed is None and window is not None and window.rejects(line):
                     continue
-                if take(line):
+                if take(line, trimmed is not None):
                     return True
         return False
 
@@ -395,7 +399,7 @@ def _run(
             scan(0, offset + len(_line_at(read, offset, end)) + 1)
             return result
         line = _line_at(read, offset, end)
-        if secondary is not None and not secondary.may_match(line):
+        if tag_needle is not None and not tag_needle.may_match(line):
             continue
         if window is not None and window.rejects(line):
             continue

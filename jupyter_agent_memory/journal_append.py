@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import stat
 import struct
 import threading
 import time
@@ -30,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .errors import LockTimeoutError, UnsafePathError
+from .journal_reader import close_handles, identity
 from .paths import Folder, _full_fsync
 
 
@@ -38,16 +38,6 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
-
-
-def _close_handles(handles: list[object]) -> None:
-    for handle in reversed(handles):
-        with contextlib.suppress(OSError):
-            if isinstance(handle, Folder):
-                handle.close()
-            else:
-                os.close(handle)  # type: ignore[arg-type]
-    handles.clear()
 
 
 # Group commit. After its write, an appender takes the *flush lock* (a POSIX record lock on
@@ -93,11 +83,6 @@ def _flush(fd: int, lock_fd: int, ident: tuple[int, int], end: int) -> None:
     finally:
         if held:
             fcntl.lockf(lock_fd, fcntl.LOCK_UN, 1)
-
-
-def _key(st: os.stat_result) -> tuple[int, int, bool]:
-    """What identifies a file: device, inode, and whether it is a symlink (never ours)."""
-    return (st.st_dev, st.st_ino, stat.S_ISLNK(st.st_mode))
 
 
 def _acquire(fd: int, timeout: float | None, path: Path) -> None:
@@ -162,7 +147,7 @@ class JournalAppender:
         self._lock_path = path
         # Everything open, for the finalizer: descriptors must not outlive the AgentMemory.
         self._handles: list[object] = []
-        self._finalizer = weakref.finalize(self, _close_handles, self._handles)
+        self._finalizer = weakref.finalize(self, close_handles, self._handles)
 
     def close(self) -> None:
         """Close the folders and the journal kept open between appends."""
@@ -170,7 +155,7 @@ class JournalAppender:
             self._drop()
 
     def _drop(self) -> None:
-        _close_handles(self._handles)
+        close_handles(self._handles)
         self._agent = self._mem = None
         self._fd = self._lock_fd = -1
 
@@ -187,11 +172,11 @@ class JournalAppender:
         agent_path, mem_path = self._paths
         agent_id, mem_id, lock_id, journal_id = self._ids
         try:
-            if _key(os.lstat(agent_path)) != agent_id or _key(os.lstat(mem_path)) != mem_id:
+            if identity(os.lstat(agent_path)) != agent_id or identity(os.lstat(mem_path)) != mem_id:
                 return False
-            if _key(os.stat(self.lock, dir_fd=mem.fd, follow_symlinks=False)) != lock_id:
+            if identity(os.stat(self.lock, dir_fd=mem.fd, follow_symlinks=False)) != lock_id:
                 return False
-            if _key(os.stat(self._name, dir_fd=mem.fd, follow_symlinks=False)) != journal_id:
+            if identity(os.stat(self._name, dir_fd=mem.fd, follow_symlinks=False)) != journal_id:
                 return False
         except OSError:
             return False
@@ -216,7 +201,7 @@ class JournalAppender:
         self._handles.append(lock_fd)
         self._agent, self._mem, self._lock_fd = agent, mem, lock_fd
         self._paths = (os.fspath(self.path), os.fspath(mem.path))
-        self._ids = tuple(_key(os.fstat(held)) for held in (agent.fd, mem.fd, lock_fd))
+        self._ids = tuple(identity(os.fstat(held)) for held in (agent.fd, mem.fd, lock_fd))
         self._lock_path = mem.display(self.lock)
         name = mem.lookup(self.journal)
         if name is not None:  # a missing journal is created under the lock, by append
@@ -225,7 +210,7 @@ class JournalAppender:
     def _use_journal(self, name: str, fd: int) -> None:
         self._handles.append(fd)
         self._name, self._fd = name, fd
-        self._ids = (*self._ids[:3], _key(os.fstat(fd)))
+        self._ids = (*self._ids[:3], identity(os.fstat(fd)))
 
     def _create_journal(self) -> None:
         """Create the journal (under the lock), durably: its folder entry is flushed too."""
@@ -259,7 +244,7 @@ class JournalAppender:
         if mem is None or self._fd < 0:
             return
         named = mem.lstat(self._name)
-        if named is not None and _key(named) == self._ids[3]:
+        if named is not None and identity(named) == self._ids[3]:
             return
         with contextlib.suppress(ValueError):
             self._handles.remove(self._fd)

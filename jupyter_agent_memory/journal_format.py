@@ -167,7 +167,7 @@ def decode_line(line: bytes) -> Any:
     except UnicodeDecodeError:
         text = line.decode("utf-8", "replace")
     try:
-        entry = json.loads(text)
+        entry = _loads(text)
     except (ValueError, RecursionError):
         return _CORRUPT if line.strip() else None
     if not isinstance(entry, dict):
@@ -181,6 +181,23 @@ def decode_line(line: bytes) -> Any:
 
 
 _decode = decode_line
+
+# The decoder's C scanner (an attribute json.JSONDecoder sets up but does not declare).
+_scan_once: Any = getattr(json.JSONDecoder(), "scan_once")  # noqa: B009
+
+
+def _loads(text: str) -> Any:
+    """``json.loads(text)``, calling the C scanner directly for a line that is one JSON value
+    from its first character to its last (every line our writer makes); anything else, such
+    as surrounding blanks or an error, takes ``json.loads`` itself, so results and errors
+    are the same."""
+    try:
+        value, end = _scan_once(text, 0)
+    except StopIteration:
+        return json.loads(text)
+    if end != len(text):
+        return json.loads(text)
+    return value
 
 
 def _repair(value: Any) -> Any:
@@ -207,6 +224,35 @@ class Matcher:
 
     def matches(self, entry: dict[str, Any]) -> bool:
         """Whether ``entry`` passes every filter (module docstring, "Matching")."""
+        if not self._matches_text_and_tags(entry):
+            return False
+        if self.since is None and self.until is None:
+            return True
+        ts = entry.get("ts")
+        if not isinstance(ts, str):
+            return False
+        try:
+            when = parse_time(ts)
+        except ValueError:
+            return False
+        if self.since is not None and when < self.since:
+            return False
+        return self.until is None or when <= self.until
+
+    def matches_inside_window(self, entry: dict[str, Any]) -> bool:
+        """:meth:`matches` for an entry whose ``ts`` is already known to be a canonical
+        timestamp inside ``[since, until]`` when compared as text (the byte-level window plan
+        proved it): only whether that text is a real date and time is left to check, as
+        :func:`parse_time` would."""
+        if not self._matches_text_and_tags(entry):
+            return False
+        try:
+            datetime.fromisoformat(entry["ts"][:-1])
+        except (KeyError, TypeError, ValueError):
+            return False
+        return True
+
+    def _matches_text_and_tags(self, entry: dict[str, Any]) -> bool:
         if self.query:
             text = entry.get("text")
             if not isinstance(text, str) or self.query not in text.lower():
@@ -217,18 +263,6 @@ class Matcher:
                 return False
             tag = self.tag
             if not any(isinstance(item, str) and item.lower() == tag for item in tags):
-                return False
-        if self.since is not None or self.until is not None:
-            ts = entry.get("ts")
-            if not isinstance(ts, str):
-                return False
-            try:
-                when = parse_time(ts)
-            except ValueError:
-                return False
-            if self.since is not None and when < self.since:
-                return False
-            if self.until is not None and when > self.until:
                 return False
         return True
 

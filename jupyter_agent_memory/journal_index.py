@@ -61,6 +61,9 @@ FTS_MIN_BYTES = 64 * 1024 * 1024
 CHUNK_BYTES = 32 * 1024
 TAIL_BYTES = 4 * 1024  # the unmapped tail a search scans before it maps it
 FTS_LAG_BYTES = 256 * 1024
+# An update of the full-text index at least this big (and at least as big as what was indexed
+# before it) ends by merging the index into one segment.
+OPTIMIZE_BYTES = 8 * 1024 * 1024
 _READ_BLOCK = 4 * 1024 * 1024
 _FINGERPRINT = 4096
 _SCHEMA = 1
@@ -125,8 +128,9 @@ def _connect(path: Path) -> tuple[sqlite3.Connection, list[object]]:
     except sqlite3.DatabaseError:
         conn.close()
         raise
-    # [pid, inode, connection, tables created, journal version last found valid]
-    record: list[object] = [os.getpid(), inode, conn, False, None]
+    # [pid, inode, connection, tables created, journal version last found valid,
+    #  (data_version, state) last read]
+    record: list[object] = [os.getpid(), inode, conn, False, None, None]
     _connections.by_path[key] = record
     return conn, record
 
@@ -237,7 +241,16 @@ class JournalIndex:
         if not self._record[3]:
             self._create_tables()
             self._record[3] = True
-        self.state = dict(conn.execute("SELECT key, value FROM state").fetchall())
+        # The stored state is read again only when another connection committed meanwhile
+        # (``data_version`` changes then; this connection's own commits keep ``state`` in
+        # step, and a rolled-back transaction forgets it).
+        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        cached = self._record[5]
+        if isinstance(cached, tuple) and cached[0] == version:
+            self.state = cached[1]
+        else:
+            self.state = dict(conn.execute("SELECT key, value FROM state").fetchall())
+            self._record[5] = (version, self.state)
         if not self._still_valid():
             self._reset()
 
@@ -282,6 +295,7 @@ class JournalIndex:
 
     def _reset(self) -> None:
         conn = self.conn
+        self._record[5] = None
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.execute("DELETE FROM runs")
@@ -300,6 +314,7 @@ class JournalIndex:
             conn.executemany("INSERT INTO state VALUES (?, ?)", list(self.state.items()))
             conn.execute("COMMIT")
         except BaseException:
+            self._record[5] = None
             conn.execute("ROLLBACK")
             raise
 
@@ -327,6 +342,7 @@ class JournalIndex:
     def _reload_in_transaction(self) -> None:
         """Another process may have updated the index meanwhile: continue from its state."""
         self.state = dict(self.conn.execute("SELECT key, value FROM state").fetchall())
+        self._record[5] = None  # set again once this transaction commits
         if not self._still_valid():
             raise sqlite3.DatabaseError("index changed under us")
 
@@ -397,6 +413,7 @@ class JournalIndex:
                 )
             conn.execute("COMMIT")
         except BaseException:
+            self._record[5] = None
             conn.execute("ROLLBACK")
             raise
         return end
@@ -489,8 +506,14 @@ class JournalIndex:
                 new_end = base + len(block)
             if new_end != end:
                 self._save(fts_end=new_end, fts_print=self._fingerprint(new_end))
+            if new_end - end >= OPTIMIZE_BYTES and new_end - end >= end:
+                # A (re)build or a big catch-up leaves many segments, and a query reads each
+                # of them: merging them into one costs a fifth of the build and makes queries
+                # several times faster. Small updates are left to FTS5's own automerge.
+                conn.execute("INSERT INTO texts (texts) VALUES ('optimize')")
             conn.execute("COMMIT")
         except BaseException:
+            self._record[5] = None
             conn.execute("ROLLBACK")
             raise
         return new_end
@@ -501,9 +524,10 @@ class JournalIndex:
         lower-cased, at least 3 characters, no NUL)."""
         phrase = '"' + needle.replace('"', '""') + '"'
         with self._snapshot():
+            # Lines past ``end`` (indexed by another process meanwhile) are skipped here:
+            # a rowid bound in the query would cost FTS5 more than it saves.
             cursor = self.conn.execute(
-                "SELECT rowid FROM texts WHERE texts MATCH ? AND rowid < ? ORDER BY rowid DESC",
-                (phrase, end),
+                "SELECT rowid FROM texts WHERE texts MATCH ? ORDER BY rowid DESC", (phrase,)
             )
             batch = 24  # most searches stop at the limit (20): ask for little at first
             while True:
@@ -511,7 +535,8 @@ class JournalIndex:
                 if not rows:
                     return
                 for (offset,) in rows:
-                    yield offset
+                    if offset < end:
+                        yield offset
                 batch = min(batch * 4, 4096)
 
 

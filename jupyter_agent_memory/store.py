@@ -41,6 +41,7 @@ from .errors import (
 from .folder import DEFAULT_LOCK_TIMEOUT, Folder, describe, sha256_hex
 from .history import DEFAULT_HISTORY_LIMIT, HISTORY_DIR
 from .journal_append import JournalAppender
+from .journal_reader import DescriptorFile, JournalReader
 from .paths import resolve_target
 from .sessions import DEFAULT_KEEP_BYTES, DEFAULT_KEEP_SESSIONS, Origin
 from .tool import call_tool, coerce_time, normalize_limit
@@ -612,24 +613,22 @@ class AgentMemory:
             appender = self.__dict__.setdefault("_appender", appender)
         return appender
 
+    def _journal_reader(self) -> JournalReader:
+        """The reader of this agent's journal (kept, with its open folders, between reads)."""
+        reader = self.__dict__.get("_reader")
+        if reader is None:
+            reader = JournalReader(self.path, memory_dir=MEMORY_DIR, journal=JOURNAL)
+            reader = self.__dict__.setdefault("_reader", reader)
+        return reader
+
     @contextlib.contextmanager
     def _journal_file(self) -> Iterator[Any]:
         """The journal opened for binary reading, or None when it does not exist."""
-        try:
-            with self._folders() as (_agent, mem):
-                name = mem.lookup(JOURNAL) if mem is not None else None
-                if mem is None or name is None:
-                    yield None
-                    return
-                try:
-                    fd = mem.open_file(name, os.O_RDONLY)
-                except FileNotFoundError:
-                    yield None
-                    return
-                with os.fdopen(fd, "rb") as handle:
-                    yield handle
-        except FileNotFoundError:
-            yield None
+        with self._journal_reader().opened() as fd:
+            if fd is None:
+                yield None
+                return
+            yield DescriptorFile(fd)
 
     @engine_boundary
     def search_journal(

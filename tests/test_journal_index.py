@@ -115,6 +115,9 @@ def _small(stack: ExitStack, rng: random.Random) -> None:
         mock.patch.object(journal_index, "FTS_LAG_BYTES", rng.choice([0, 0, 200, 10**9]))
     )
     stack.enter_context(mock.patch.object(journal_index, "_READ_BLOCK", rng.randint(64, 4096)))
+    stack.enter_context(
+        mock.patch.object(journal_index, "OPTIMIZE_BYTES", rng.choice([0, 500, 10**9]))
+    )
     stack.enter_context(mock.patch.object(journal, "_FIRST_BLOCK", rng.randint(16, 300)))
     stack.enter_context(mock.patch.object(journal, "_MAX_BLOCK", rng.randint(300, 2000)))
     stack.enter_context(mock.patch.object(journal, "_BISECT_READ", rng.choice([64, 100, 512])))
