@@ -124,6 +124,28 @@ def _aware(dt: datetime | None) -> datetime | None:
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+_LINE_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+# JSON for one string, exactly as the encoder above writes it.
+_json_string: Any = getattr(json.encoder, "encode_basestring")  # noqa: B009
+
+
+def _plain_line(entry: dict[str, Any]) -> str | None:
+    """The JSON of an entry holding just ``ts``, ``tags`` and ``text`` as strings (what every
+    append writes), put together directly: the same text the encoder makes, several times
+    faster. None for any other entry."""
+    if len(entry) != 3:
+        return None
+    ts, tags, text = entry.get("ts"), entry.get("tags"), entry.get("text")
+    if type(ts) is not str or type(text) is not str or type(tags) is not list:
+        return None
+    if not all(type(tag) is str for tag in tags):
+        return None
+    quote = _json_string
+    return (
+        f'{{"ts":{quote(ts)},"tags":[{",".join(map(quote, tags))}],"text":{quote(text)}}}'
+    )
+
+
 def encode_line(entry: dict[str, Any]) -> bytes:
     """One journal line for ``entry``: compact JSON, ``ts``/``tags``/``text`` first, ``\\n``-ended.
 
@@ -134,10 +156,16 @@ def encode_line(entry: dict[str, Any]) -> bytes:
     """
     if not isinstance(entry, dict):
         raise TypeError(f"a journal entry must be a dict, got {type(entry).__name__}")
+    text = _plain_line(entry)
+    if text is not None:
+        try:
+            return text.encode("utf-8") + b"\n"
+        except UnicodeEncodeError:
+            pass  # a lone surrogate: the general path below escapes it
     ordered = {key: entry[key] for key in _FIRST_KEYS if key in entry}
     for key, value in entry.items():
         ordered.setdefault(key, value)
-    text = json.dumps(ordered, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    text = _LINE_ENCODER.encode(ordered)
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError:

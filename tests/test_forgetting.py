@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -271,3 +272,14 @@ def test_a_deeply_nested_line_cannot_crash_forget_or_lint(agents_root: Path) -> 
     assert lint(mem) == []
     receipt = forget(mem, "door code")
     assert receipt["changed"]["journal"] == 1 and receipt["verified"] is True
+
+
+def test_every_credential_pattern_has_hints_its_matches_contain() -> None:
+    # The hints only skip work: each sample still holds one of its pattern's hints, and every
+    # hint is lower case (it is looked for in the lowered text).
+    assert set(credentials.HINTS) == {pattern for _kind, pattern, _word in credentials.PATTERNS}
+    for kind, pattern, _word in credentials.PATTERNS:
+        hints = credentials.HINTS[pattern]
+        assert all(hint == hint.lower() for hint in hints)
+        for match in re.finditer(pattern, FAKE[kind]):
+            assert any(hint in match.group().lower() for hint in hints), kind

@@ -13,6 +13,8 @@ from typing import Any
 from unittest import mock
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from jupyter_agent_memory import journal, journal_plans
 from jupyter_agent_memory.journal import (
@@ -434,3 +436,23 @@ def test_search_result_repr_and_defaults() -> None:
     result = SearchResult([{"text": "a"}], skipped=1, scanned=3)
     assert repr(result) == "SearchResult([{'text': 'a'}], skipped=1, scanned=3)"
     assert (SearchResult().skipped, SearchResult().scanned) == (0, 0)
+
+
+@given(
+    st.text(max_size=30),
+    st.lists(st.text(max_size=8), max_size=4),
+    st.text(max_size=60),
+)
+def test_the_direct_line_writer_writes_what_the_json_encoder_writes(
+    ts: str, tags: list[str], text: str
+) -> None:
+    got = journal.encode_line({"text": text, "ts": ts, "tags": tags})
+    general = json.dumps(
+        {"ts": ts, "tags": tags, "text": text}, ensure_ascii=False, separators=(",", ":")
+    )
+    try:
+        assert got == general.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:  # a lone surrogate: written as an escape, read back as U+FFFD
+        assert got == (json.dumps(json.loads(general), separators=(",", ":")) + "\n").encode(
+            "ascii"
+        ) or isinstance(journal.decode_line(got[:-1]), dict)

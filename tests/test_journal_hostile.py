@@ -4,6 +4,7 @@ out, a failed append leaves the file byte for byte as it was, linked files are r
 from __future__ import annotations
 
 import errno
+import fcntl
 import io
 import json
 import os
@@ -305,42 +306,34 @@ def test_memory_folder_swapped_for_a_symlink_between_appends_is_refused(
     assert list(elsewhere.iterdir()) == []
 
 
-# -- group commit: a flush is skipped only when a completed flush covers the line --------------
+# -- the flush runs after the lock is released, on the appender's own descriptor ------------
 
 
-def test_the_durable_mark_skips_only_flushes_already_done(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_each_append_flushes_its_line_after_releasing_the_lock(
+    mem: AgentMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    flushed: list[int] = []
-    monkeypatch.setattr(journal_append, "_full_fsync", lambda fd: flushed.append(fd))
-    journal = os.open(tmp_path / "j", os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
-    lock = os.open(tmp_path / "lock", os.O_RDWR | os.O_CREAT, 0o600)
-    other = os.open(tmp_path / "other", os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
-    try:
-        st = os.fstat(journal)
-        ident = (st.st_dev, st.st_ino)
-        os.write(journal, b"line one\n")
-        journal_append._flush(journal, lock, ident, 9)  # alone: no mark is written
-        assert len(flushed) == 1 and os.pread(lock, 24, 0) == b""
-        journal_append._flush(journal, lock, ident, 9)
-        assert len(flushed) == 2
-        # Another writer's line two came in before the flush of line one: that flush
-        # covered both, and says so.
-        os.write(journal, b"line two\n")
-        journal_append._flush(journal, lock, ident, 9)
-        assert len(flushed) == 3
-        journal_append._flush(journal, lock, ident, 18)  # line two's own flush: not needed
-        assert len(flushed) == 3
-        os.write(journal, b"line three\n")
-        journal_append._flush(journal, lock, ident, 29)  # written after it: flushed
-        assert len(flushed) == 4
-        # the mark belongs to one file: another journal under the same lock is not covered
-        st_other = os.fstat(other)
-        os.write(other, b"x\ny\n")
-        journal_append._flush(other, lock, (st_other.st_dev, st_other.st_ino), 2)
-        assert len(flushed) == 5
-        journal_append._flush(journal, lock, ident, 18)
-        assert len(flushed) == 6
-    finally:
-        for fd in (journal, lock, other):
-            os.close(fd)
+    lock_path = mem.path / "memory" / ".lock"
+    journal_path = mem.path / "memory" / "JOURNAL.jsonl"
+    seen: list[tuple[bool, bytes]] = []
+    real = journal_append._full_fsync
+
+    def flush(fd: int) -> None:
+        probe = os.open(lock_path, os.O_RDWR)
+        try:
+            fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free: the writer let go
+            fcntl.flock(probe, fcntl.LOCK_UN)
+            free = True
+        except BlockingIOError:
+            free = False
+        finally:
+            os.close(probe)
+        seen.append((free, os.pread(fd, 1 << 16, 0)))
+        real(fd)
+
+    monkeypatch.setattr(journal_append, "_full_fsync", flush)
+    mem.append("first")
+    mem.append("second", ["t"])
+    assert [free for free, _ in seen] == [True, True]
+    # Each flush is of the journal itself, and its line is already in it.
+    assert seen[0][1].endswith(b'"text":"first"}\n')
+    assert seen[1][1] == journal_path.read_bytes()
