@@ -191,6 +191,9 @@ def _forget(
             _history(memory, run)
             _sessions(memory, run)
             _caches(mem, run)
+    if not dry_run:
+        # A replaced journal's old bytes stay on disk while a descriptor holds them.
+        mem.close()
     changed, places = run.changed, run.places
     remaining = [] if dry_run else _scan(mem, match)
     receipt = {

@@ -613,6 +613,14 @@ class AgentMemory:
             appender = self.__dict__.setdefault("_appender", appender)
         return appender
 
+    def close(self) -> None:
+        """Release the descriptors kept open between appends and searches (the folders and
+        the journal); the next append or search opens them again."""
+        for held in ("_appender", "_reader"):
+            handle = self.__dict__.get(held)
+            if handle is not None:
+                handle.close()
+
     def _journal_reader(self) -> JournalReader:
         """The reader of this agent's journal (kept, with its open folders, between reads)."""
         reader = self.__dict__.get("_reader")

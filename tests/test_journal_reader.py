@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jupyter_agent_memory import AgentMemory, UnsafePathError, journal, journal_reader
+from jupyter_agent_memory import AgentMemory, UnsafePathError, forget, journal, journal_reader
 from jupyter_agent_memory.journal_format import Matcher, _loads
 
 T0 = datetime(2026, 5, 1, 12, tzinfo=timezone.utc)
@@ -239,3 +239,20 @@ def test_only_so_many_readers_hold_files_at_once(
     assert _open_fds() - baseline == 3 * 3  # the three most recent readers
     assert _texts(agents[0]) == ["agent 0"]  # an evicted reader opens again on its next use
     assert _open_fds() - baseline == 3 * 3
+
+
+def test_forgetting_lets_go_of_the_replaced_journal(tmp_path: Path) -> None:
+    mem = _agent(tmp_path, _line("the code word is marmalade"), _line("keep this", 1))
+    mem.append("a fresh entry")  # the appender holds the journal open too
+    assert _texts(mem, query="marmalade") == ["the code word is marmalade"]
+    old_inode = (mem.path / "memory" / "JOURNAL.jsonl").stat().st_ino
+    receipt = forget(mem, text="marmalade")
+    assert receipt["verified"] is True
+    held = [
+        os.fstat(int(fd)).st_ino
+        for fd in os.listdir("/proc/self/fd")
+        if os.path.exists(f"/proc/self/fd/{fd}")
+    ] if os.path.isdir("/proc/self/fd") else []
+    assert old_inode not in held
+    assert _texts(mem, query="marmalade") == []
+    assert _texts(mem)[:2] == ["a fresh entry", "keep this"]
