@@ -56,6 +56,9 @@ _COST_LOOKBEHIND_PER_HIT = 20.0
 _BACKSLASH_RARITY = 700
 # Every such loop may run at least this many times before it gives up on a block.
 _MIN_BUDGET = 16
+# A block with more candidate lines than this (and most of its lines) makes a query's plan be
+# chosen again.
+_REPLAN_MIN_LINES = 64
 
 
 class _Needle:
@@ -283,6 +286,18 @@ class _Needle:
             else:
                 hits = _find_all_plain(lowered, self.needle, lo)
             spans = sorted({_line_span(lowered, hit) for hit in hits}, reverse=True)
+        if (
+            not self.quoted
+            and isinstance(spans, list)
+            and len(spans) > _REPLAN_MIN_LINES
+            and len(spans) * 4 > buf.count(b"\n", lo)
+        ):
+            # The needle fills most lines of this block although the plan was chosen where it
+            # did not (a year that starts halfway through the journal, say): choose again here.
+            self.plan = self._choose_plan(buf[lo:])
+            if self.text_only:
+                yield from self._candidates_text_only(buf, lo)
+                return
         hits = self._extra_hits(buf, lo)
         if hits:
             extra = sorted({_line_span(buf, hit) for hit in hits}, reverse=True)
@@ -294,7 +309,12 @@ class _Needle:
         """Text mode: the needle searched in the block with each line's skeleton removed, plus
         the lines the escape and special-character scan names (both by line number)."""
         block = buf[lo:]
-        stripped = strip_skeleton(block.lower())
+        lowered = block.lower()
+        if lowered.count(self.needle) * 4 <= block.count(b"\n"):
+            # No longer in most lines' keys or timestamps: the usual plans are faster again
+            # (chosen afresh from the next block on).
+            self.text_only, self.plan = False, None
+        stripped = strip_skeleton(lowered)
         numbers = _line_numbers(stripped, _find_all_plain(stripped, self.needle, 0), b"\n")
         extra = self._extra_hits(buf, lo)
         if extra:

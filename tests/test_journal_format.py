@@ -456,3 +456,22 @@ def test_the_direct_line_writer_writes_what_the_json_encoder_writes(
         assert got == (json.dumps(json.loads(general), separators=(",", ":")) + "\n").encode(
             "ascii"
         ) or isinstance(journal.decode_line(got[:-1]), dict)
+
+
+def test_a_needle_that_starts_filling_timestamps_halfway_switches_to_text_mode() -> None:
+    # Newest lines in 2026, older ones in 2025: "2025" is in every older line's timestamp, so
+    # the plan chosen on the newest block must change when the scan reaches them, or every
+    # older line is decoded.
+    start = datetime(2025, 12, 1, tzinfo=timezone.utc)
+    lines = []
+    for i in range(40000):
+        text = "released 2025 edition" if i in (5, 20000, 39990) else "plain note"
+        ts = journal.format_timestamp(start + timedelta(minutes=3 * i))
+        lines.append(journal.encode_line({"ts": ts, "tags": ["x"], "text": text}))
+    data = b"".join(lines)
+    assert data.count(b'"ts":"2026') > 20000 and data.count(b'"ts":"2025') > 10000
+    f = io.BytesIO(data)
+    got = journal.search(f, query="2025")
+    assert got == journal.reference_search(f, query="2025")
+    assert [e["text"] for e in got] == ["released 2025 edition"] * 3
+    assert got.scanned < 200  # only lines holding "2025" in their text are decoded

@@ -326,6 +326,7 @@ SETTINGS = settings(
     min_budget=st.sampled_from([16, 0, 1]),
     plan=plans(),
     in_memory=st.booleans(),
+    replan_min=st.sampled_from([64, 0]),
 )
 def test_search_equals_reference(
     plant: str,
@@ -337,6 +338,7 @@ def test_search_equals_reference(
     min_budget: int,
     plan: Any,
     in_memory: bool,
+    replan_min: int,
 ) -> None:
     """Same entries, same order, as the whole-file algorithm; counters consistent."""
     data = extra.draw(journals(plant, plant_tag))
@@ -346,6 +348,7 @@ def test_search_equals_reference(
         stack.enter_context(mock.patch.object(journal, "_MAX_BLOCK", max(max_block, first_block)))
         stack.enter_context(mock.patch.object(journal_plans, "_BACKSLASH_RARITY", backslash_rarity))
         stack.enter_context(mock.patch.object(journal_plans, "_MIN_BUDGET", min_budget))
+        stack.enter_context(mock.patch.object(journal_plans, "_REPLAN_MIN_LINES", replan_min))
         stack.enter_context(mock.patch.object(journal._Needle, "_choose_plan", plan))
         f = io.BytesIO(data) if in_memory else stack.enter_context(_real_file(data))
         got = journal.search(f, **args)
