@@ -59,6 +59,8 @@ _MIN_BUDGET = 16
 # A block with more candidate lines than this (and most of its lines) makes a query's plan be
 # chosen again.
 _REPLAN_MIN_LINES = 64
+# How much of each block text mode looks at to see whether the needle still fills most lines.
+_RECHECK_BYTES = 64 * 1024
 
 
 class _Needle:
@@ -310,7 +312,8 @@ class _Needle:
         the lines the escape and special-character scan names (both by line number)."""
         block = buf[lo:]
         lowered = block.lower()
-        if lowered.count(self.needle) * 4 <= block.count(b"\n"):
+        head = _RECHECK_BYTES
+        if lowered.count(self.needle, 0, head) * 4 <= block.count(b"\n", 0, head):
             # No longer in most lines' keys or timestamps: the usual plans are faster again
             # (chosen afresh from the next block on).
             self.text_only, self.plan = False, None
