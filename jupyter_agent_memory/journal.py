@@ -68,9 +68,13 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 from collections.abc import Callable, Iterator
 from datetime import datetime
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 from .journal_format import (
     _CANONICAL_TS,
@@ -186,7 +190,11 @@ def _reader(f: BinaryIO) -> tuple[Callable[[int, int], bytes], os.stat_result | 
 
 
 def _backward_blocks(
-    read: Callable[[int, int], bytes], floor: int, end: int, first: int | None = None
+    read: Callable[[int, int], bytes],
+    floor: int,
+    end: int,
+    first: int | None = None,
+    read_ahead: bool = False,
 ) -> Iterator[tuple[bytes, int]]:
     """``[floor, end)`` of the file as ``(buf, lo)`` pairs, last part first, where ``buf[lo:]``
     is a run of whole lines and ``buf[:lo]`` the tail of a line that the next pair holds whole.
@@ -194,23 +202,54 @@ def _backward_blocks(
     ``floor`` is a line start. Reads only up to ``end`` (the size the file had when the search
     began), so concurrent appends do not shift the blocks. Blocks grow from 64 KiB to 1 MiB; a
     longer line is read whole. ``first`` overrides the size of the first block.
+
+    With ``read_ahead`` (``read`` is a ``pread``, safe from another thread), once blocks have
+    reached full size the next one is read in a helper thread while the caller works on this
+    one: the read and the search (the compiled scanner's too) both run without the GIL. No
+    read is left running once the generator is done or closed.
     """
     step = first or _FIRST_BLOCK
-    while end > floor:
-        start = max(floor, end - step)
-        buf = read(start, end - start)
-        if not buf:  # the file shrank under us: nothing more to read
-            return
-        if start == floor:
-            yield buf, 0
-            return
-        lo = buf.find(b"\n") + 1
-        if 0 < lo < len(buf):
-            yield buf, lo
-            end = start + lo
-            step = max(step, min(step * 2, _MAX_BLOCK))
-        else:
-            step *= 2  # no whole line in this read: a long line, read more at once
+    pending: tuple[int, Future[bytes]] | None = None
+    try:
+        while end > floor:
+            start = max(floor, end - step)
+            if pending is not None and pending[0] == start:
+                buf = pending[1].result()
+            else:
+                buf = read(start, end - start)
+            pending = None
+            if not buf:  # the file shrank under us: nothing more to read
+                return
+            if start == floor:
+                yield buf, 0
+                return
+            lo = buf.find(b"\n") + 1
+            if 0 < lo < len(buf):
+                end = start + lo
+                step = max(step, min(step * 2, _MAX_BLOCK))
+                if read_ahead and step >= _MAX_BLOCK:
+                    ahead = max(floor, end - step)
+                    pending = (ahead, _read_ahead_pool().submit(read, ahead, end - ahead))
+                yield buf, lo
+            else:
+                step *= 2  # no whole line in this read: a long line, read more at once
+    finally:
+        if pending is not None and not pending[1].cancel():
+            pending[1].exception()  # waits for the read; its error, if any, no longer matters
+
+
+_POOL_LOCK = threading.Lock()
+_POOL: list[ThreadPoolExecutor] = []
+
+
+def _read_ahead_pool() -> ThreadPoolExecutor:
+    """The threads that read blocks ahead for every search of this process (made on first use)."""
+    with _POOL_LOCK:
+        if not _POOL:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _POOL.append(ThreadPoolExecutor(max_workers=2, thread_name_prefix="journal-read"))
+        return _POOL[0]
 
 
 def _line_at(read: Callable[[int, int], bytes], offset: int, end: int) -> bytes:
@@ -253,6 +292,7 @@ def search(
     matcher = Matcher(query, tag, since, until)
     limit = max(1, int(limit))
     read, st = _reader(f)
+    concurrent = st is not None  # a pread: blocks may be read ahead in another thread
     size = st.st_size if st is not None and stat.S_ISREG(st.st_mode) else f.seek(0, os.SEEK_END)
     if index is not None and st is not None:
         try:
@@ -262,10 +302,10 @@ def search(
         if planned is not None:
             ranges, candidates, end = planned
             try:
-                return _run(read, matcher, limit, ranges, candidates, end)
+                return _run(read, matcher, limit, ranges, candidates, end, concurrent)
             except _index_errors():
                 pass  # a plain search below, from the start
-    return _run(read, matcher, limit, [(0, size)], None, size)
+    return _run(read, matcher, limit, [(0, size)], None, size, concurrent)
 
 
 def _index_errors() -> tuple[type[BaseException], ...]:
@@ -336,8 +376,10 @@ def _run(
     ranges: list[tuple[int, int]],
     candidates: Iterator[int] | None,
     end: int,
+    read_ahead: bool = False,
 ) -> SearchResult:
-    """Scan ``ranges`` (newest first), then decode ``candidates`` (offsets, newest first)."""
+    """Scan ``ranges`` (newest first), then decode ``candidates`` (offsets, newest first);
+    ``read_ahead``: ``read`` may run in another thread (see :func:`_backward_blocks`)."""
     tag_needle = _Needle(matcher.tag, quoted=True) if matcher.tag else None
     # Made by the first scan that reads anything: a search the index answers never needs it.
     query_needle: list[_Needle] = []
@@ -369,7 +411,10 @@ def _run(
             query_needle.append(_Needle(matcher.query, quoted=False))
         primary = query_needle[0] if query_needle else tag_needle
         secondary = tag_needle if query_needle else None
-        for buf, lo in _backward_blocks(read, floor, top, first):
+        # Reading ahead pays only while the search itself runs without the GIL (a thread that
+        # waits for the GIL slows a pure-Python scan down instead).
+        ahead = read_ahead and primary is not None and primary.served_compiled()
+        for buf, lo in _backward_blocks(read, floor, top, first, ahead):
             trimmed = None
             if primary is not None:
                 lines = primary.candidates(buf, lo)

@@ -6,18 +6,42 @@ decoded; every line it lets through is decoded and checked by
 let too much through (costing time), never too little. Which lines each plan may skip, and why
 that is exact, is documented on :class:`_Needle` (substrings and tags), :class:`_Window` (time
 windows) and :func:`strip_skeleton` (needles that also occur in keys and timestamps).
+
+When the package was installed with its compiled line scanner (``_linescan``, built from
+``_linescan.c`` where a C compiler was at hand), ASCII needles are found by it instead: it
+finds exactly the lines the lower-case-and-find plans below find (for query needles, those of
+text mode), without holding the GIL. ``JUPYTER_AGENT_MEMORY_PURE_PYTHON=1`` turns it off.
 """
 
 from __future__ import annotations
 
 import bisect
 import heapq
+import os
 import re
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from .journal_format import _CANONICAL_TS, Matcher, format_timestamp
+
+PURE_PYTHON_ENV = "JUPYTER_AGENT_MEMORY_PURE_PYTHON"
+
+
+def _compiled_scanner() -> Any:
+    """``_linescan.find_lines`` when the compiled scanner is installed and not turned off."""
+    if os.environ.get(PURE_PYTHON_ENV, "").strip() not in ("", "0"):
+        return None
+    try:
+        from ._linescan import find_lines
+    except ImportError:
+        return None
+    return find_lines
+
+
+# ``find_lines(buf, needle, lo, text_only) -> [line start, ...]`` (ascending), or None: the
+# pure-Python plans. Tests set it to None to check those plans too.
+FIND_LINES = _compiled_scanner()
 
 # -- the byte-level prefilter ------------------------------------------------------------------
 
@@ -108,9 +132,13 @@ class _Needle:
         # Text mode (see strip_skeleton): for a query whose bytes also occur in the keys,
         # timestamps or tags of most lines, look for it only where each line's text begins.
         self.text_only = False
+        # The compiled scanner serves ASCII needles; a newline never lies inside a raw line.
+        self.compiled = self.ascii and "\n" not in self.text
         if self.ascii:
             self.needle = self.text.encode("ascii")
             self.simple = frozenset(b for b, ch in _SIMPLE_ESCAPES.items() if ch in self.chars)
+            # For the compiled scanner: every \u escape makes its line a candidate there.
+            self.escapes = bytes(sorted(self.simple | {_U}))
             specials = [_KELVIN] if "k" in self.chars else []
             if not quoted and s.endswith("i"):
                 specials.append(_DOTTED_I)
@@ -156,6 +184,12 @@ class _Needle:
                     self._bulk_escape_hits(buf, pos, hits)
         except IndexError:
             pass  # a backslash as the very last byte (a torn line) escapes nothing
+        hits.extend(self._special_hits(buf, lo))
+        return hits
+
+    def _special_hits(self, buf: bytes, lo: int) -> list[int]:
+        """Offsets of the non-ASCII characters whose lower case holds part of the needle."""
+        hits: list[int] = []
         if self.specials and not buf.isascii():
             for pattern in self.specials:
                 hits.extend(_find_all(buf, pattern, lo))
@@ -261,10 +295,17 @@ class _Needle:
                 spans.add(_line_span(buf, match.start()))
         return sorted(spans, reverse=True)
 
+    def served_compiled(self) -> bool:
+        """Whether the compiled scanner finds this needle (it is installed and not off)."""
+        return FIND_LINES is not None and self.compiled
+
     def candidates(self, buf: bytes, lo: int) -> Iterator[tuple[int, bytes]]:
         """``(start, line)`` for each line of ``buf[lo:]`` that may match, last line first."""
         if not self.ascii:
             yield from self._candidates_unicode(buf, lo)
+            return
+        if FIND_LINES is not None and self.compiled:
+            yield from self._candidates_compiled(FIND_LINES, buf, lo)
             return
         if self.plan is None and self._sample:
             # Chosen on the second block only, so a search that ends early never pays for it.
@@ -300,9 +341,31 @@ class _Needle:
             if self.text_only:
                 yield from self._candidates_text_only(buf, lo)
                 return
+        yield from self._with_extra(buf, lo, spans)
+
+    def _with_extra(
+        self, buf: bytes, lo: int, spans: Iterator[tuple[int, int]] | list[tuple[int, int]]
+    ) -> Iterator[tuple[int, bytes]]:
+        """``(start, line)`` for ``spans`` (last line first) and the lines the escape and
+        special-character scan names, each line once."""
         hits = self._extra_hits(buf, lo)
         if hits:
             extra = sorted({_line_span(buf, hit) for hit in hits}, reverse=True)
+            spans = _dedupe(heapq.merge(spans, extra, reverse=True))
+        for start, end in spans:
+            yield start, buf[start:end]
+
+    def _candidates_compiled(
+        self, find_lines: Any, buf: bytes, lo: int
+    ) -> Iterator[tuple[int, bytes]]:
+        """The same lines from the compiled scanner: query needles are looked for only where
+        each line's text begins (text mode, exact for every needle; see strip_skeleton), tag
+        needles anywhere in the line; it also names the lines with a relevant escape."""
+        starts = find_lines(buf, self.needle, lo, not self.quoted, self.escapes)
+        spans: Any = [(start, _line_end(buf, start)) for start in reversed(starts)]
+        special = self._special_hits(buf, lo)
+        if special:
+            extra = sorted({_line_span(buf, hit) for hit in special}, reverse=True)
             spans = _dedupe(heapq.merge(spans, extra, reverse=True))
         for start, end in spans:
             yield start, buf[start:end]
@@ -421,6 +484,12 @@ def _find_all_plain(buf: bytes, pattern: bytes, lo: int) -> list[int]:
         hits.append(hit)
         hit = buf.find(pattern, hit + 1)
     return hits
+
+
+def _line_end(buf: bytes, start: int) -> int:
+    """Where the line of ``buf`` starting at ``start`` ends (its newline, or the end)."""
+    stop = buf.find(b"\n", start)
+    return len(buf) if stop < 0 else stop
 
 
 def _line_span(buf: bytes, pos: int) -> tuple[int, int]:

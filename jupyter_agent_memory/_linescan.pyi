@@ -1,0 +1,3 @@
+def find_lines(
+    buf: bytes, needle: bytes, lo: int, text_only: bool, escapes: bytes, /
+) -> list[int]: ...
