@@ -28,6 +28,9 @@ What it does, in one run:
   four processes together against one;
 - prompt builds with unchanged files: one cached ``PromptBuilder`` against a new one each time.
 
+Whole-file shapes run through the compiled line scanner when it is installed (the header says
+which); the same shapes through the pure-Python plans follow as rows without a target.
+
 It exits with 1 when a target ratio fails on a full-size run (never on an absolute time).
 """
 
@@ -59,6 +62,7 @@ try:
 except ImportError:  # running from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from jupyter_agent_memory import AgentMemory, PromptBuilder, journal, journal_index
+from jupyter_agent_memory import journal_plans
 
 FULL_SIZE = 1_000_000
 RARE_QUERY = "zeppelin"  # planted about once per 100,000 entries
@@ -436,6 +440,11 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
     """All measurements, in the folder ``workdir``."""
     load_before = load()
     print(f"load average before: {load_before}")
+    compiled = journal_plans.FIND_LINES
+    print(
+        "line scanner: "
+        + ("compiled (_linescan)" if compiled is not None else "pure Python (not built, or off)")
+    )
     data_dir = args.data if args.data is not None else workdir / "data"
     source, small, db, built = prepare_data(data_dir, args.entries)
     os.environ[journal_index.CACHE_ENV] = str(workdir / "cache")
@@ -502,6 +511,19 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
                 at_least=1 if len(got) < 20 else None,
                 label="of its speed",
             )
+        if compiled is not None and tool_command("grep", pattern, path) is not None:
+            # The fallback where no compiler was at hand: shown, not held to a target.
+            command = tool_command("grep", pattern, path)
+
+            def pure(k: dict[str, Any] = kwargs) -> Any:
+                journal_plans.FIND_LINES = None
+                try:
+                    return plain.search(**k)
+                finally:
+                    journal_plans.FIND_LINES = compiled
+
+            c = compare(pure, lambda cmd=command: run_command(cmd), ref_rounds)
+            report.ratio("  same, pure Python plans, against grep", c, "grep", label="of its speed")
 
     # 3. a time window in the middle: the time map against naive and SQLite's indexed ts
     middle = START + STEP * (args.entries // 2)

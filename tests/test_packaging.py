@@ -441,6 +441,8 @@ def test_sdist_and_its_wheel_carry_the_prebuilt_sidebar_and_need_no_node(tmp_pat
     assert rc == 0, out
     assert SKIPPED in out
     assert BUILDING not in out
+    # Only python on PATH, so no C compiler either: one line, and a pure-Python wheel.
+    assert "the journal's compiled line scanner is not built (no C compiler" in out
     (wheel,) = wheels.glob("*.whl")
     assert wheel.name == f"{NAME}-py3-none-any.whl"
     with zipfile.ZipFile(wheel) as zf:

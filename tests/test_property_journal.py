@@ -4,7 +4,9 @@ Random journals mix entries written by us and by other tools (escaped characters
 ASCII-only JSON), odd fields (non-string text, non-list tags, bad or missing ``ts``, extra keys),
 corrupted, blank and torn lines. Each search runs with tiny blocks, so that every path of the
 block reader is crossed, and with a search plan drawn at random, so that every way of finding a
-needle (lower-casing, memchr loops, regular expressions, whole-buffer fallbacks) is checked.
+needle (lower-casing, memchr loops, regular expressions, whole-buffer fallbacks) is checked;
+about half of the searches find their needles with the compiled line scanner instead (when it
+is installed), reading blocks ahead from real files.
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from jupyter_agent_memory import journal, journal_plans
+
+# The compiled line scanner, when installed; each search draws whether to use it.
+COMPILED = journal_plans.FIND_LINES
+SCANNERS = [None] if COMPILED is None else [None, COMPILED]
 
 # Property soaks of the journal format against a reference implementation.
 pytestmark = pytest.mark.slow
@@ -327,6 +333,7 @@ SETTINGS = settings(
     plan=plans(),
     in_memory=st.booleans(),
     replan_min=st.sampled_from([64, 0]),
+    scanner=st.sampled_from(SCANNERS),
 )
 def test_search_equals_reference(
     plant: str,
@@ -339,6 +346,7 @@ def test_search_equals_reference(
     plan: Any,
     in_memory: bool,
     replan_min: int,
+    scanner: Any,
 ) -> None:
     """Same entries, same order, as the whole-file algorithm; counters consistent."""
     data = extra.draw(journals(plant, plant_tag))
@@ -350,6 +358,7 @@ def test_search_equals_reference(
         stack.enter_context(mock.patch.object(journal_plans, "_MIN_BUDGET", min_budget))
         stack.enter_context(mock.patch.object(journal_plans, "_REPLAN_MIN_LINES", replan_min))
         stack.enter_context(mock.patch.object(journal._Needle, "_choose_plan", plan))
+        stack.enter_context(mock.patch.object(journal_plans, "FIND_LINES", scanner))
         f = io.BytesIO(data) if in_memory else stack.enter_context(_real_file(data))
         got = journal.search(f, **args)
         want = journal.reference_search(f, **args)
@@ -357,6 +366,7 @@ def test_search_equals_reference(
     query = args.get("query") or ""
     event("query: " + ("none" if not query else "ascii" if query.isascii() else "unicode"))
     event("stopped at limit" if len(want) == args["limit"] else "whole file")
+    event("compiled scanner" if scanner is not None else "pure Python plans")
     assert got == want
     assert [type(e) for e in got] == [dict] * len(got)
     assert got.scanned >= len(got)
@@ -532,6 +542,8 @@ def test_search_equals_reference_soak() -> None:
                     lambda self, sample, seed=seed: _plan_from(self, random.Random(seed)),
                 )
             )
+            scanner = rng.choice(SCANNERS)
+            stack.enter_context(mock.patch.object(journal_plans, "FIND_LINES", scanner))
             f = io.BytesIO(data)
             got = journal.search(f, **args)
             want = journal.reference_search(f, **args)
