@@ -48,8 +48,9 @@ def _tool(var: str) -> list[str]:
     return [program, *words[1:]]
 
 
-def compile_scanner(source: Path, target: Path) -> None:
-    """Compile and link ``source`` into the extension module ``target``."""
+def compile_scanner(source: Path, target: Path, extra_flags: tuple[str, ...] = ()) -> None:
+    """Compile and link ``source`` into the extension module ``target`` (``extra_flags`` go to
+    the compiler: the tests build the portable variant with ``-U__SSE2__``)."""
     include = sysconfig.get_paths()["include"]
     if not (Path(include) / "Python.h").is_file():
         raise ScannerBuildError(f"no Python headers (no Python.h in {include})")
@@ -57,7 +58,8 @@ def compile_scanner(source: Path, target: Path) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         obj = Path(scratch) / "_linescan.o"
         steps = [
-            [*_tool("CC"), *flags, "-O2", "-I", include, "-c", str(source), "-o", str(obj)],
+            [*_tool("CC"), *flags, "-O2", *extra_flags, "-I", include, "-c", str(source)]
+            + ["-o", str(obj)],
             [*_tool("LDSHARED"), str(obj), "-o", str(target)],
         ]
         for step in steps:

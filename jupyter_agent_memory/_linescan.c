@@ -49,6 +49,37 @@ folded_equal(const unsigned char *p, const unsigned char *s, Py_ssize_t n)
     return 1;
 }
 
+#if defined(__SSE2__)
+/* The first and last bytes of a needle, 16 times over, for testing 16 starts at once. For a
+ * lower-case letter c, (b | 0x20) == c holds exactly for b in {c, C}; other bytes are compared
+ * as they are, as bytes.lower() leaves them. */
+typedef struct {
+    __m128i first, last, first_or, last_or;
+} pair_filter;
+
+static pair_filter
+pair_filter_for(const unsigned char *needle, Py_ssize_t m)
+{
+    const unsigned char first = needle[0], last = needle[m - 1];
+    pair_filter f;
+    f.first = _mm_set1_epi8((char)first);
+    f.last = _mm_set1_epi8((char)last);
+    f.first_or = _mm_set1_epi8((char)((first >= 'a' && first <= 'z') ? 0x20 : 0));
+    f.last_or = _mm_set1_epi8((char)((last >= 'a' && last <= 'z') ? 0x20 : 0));
+    return f;
+}
+
+/* Bit k set: the needle's first and last bytes match, folded, for a start at p + k. */
+static inline unsigned int
+pair_mask(const pair_filter *f, __m128i raw, const unsigned char *p, Py_ssize_t m)
+{
+    __m128i a = _mm_or_si128(raw, f->first_or);
+    __m128i b = _mm_or_si128(_mm_loadu_si128((const __m128i *)(p + m - 1)), f->last_or);
+    return (unsigned int)_mm_movemask_epi8(
+        _mm_and_si128(_mm_cmpeq_epi8(a, f->first), _mm_cmpeq_epi8(b, f->last)));
+}
+#endif
+
 /* The first folded occurrence of the m-byte `needle` in [p, end), or NULL. */
 static const unsigned char *
 find_folded(const unsigned char *p, const unsigned char *end, const unsigned char *needle,
@@ -60,18 +91,9 @@ find_folded(const unsigned char *p, const unsigned char *end, const unsigned cha
     }
     const unsigned char *stop = end - m + 1; /* candidate starts lie in [p, stop) */
 #if defined(__SSE2__)
-    /* For a lower-case letter c, (b | 0x20) == c holds exactly for b in {c, C}; other bytes
-     * are compared as they are, as bytes.lower() leaves them. */
-    const int first_or = (first >= 'a' && first <= 'z') ? 0x20 : 0;
-    const int last_or = (last >= 'a' && last <= 'z') ? 0x20 : 0;
-    const __m128i vfirst = _mm_set1_epi8((char)first), vlast = _mm_set1_epi8((char)last);
-    const __m128i vfirst_or = _mm_set1_epi8((char)first_or);
-    const __m128i vlast_or = _mm_set1_epi8((char)last_or);
+    const pair_filter filter = pair_filter_for(needle, m);
     while (stop - p >= 16) {
-        __m128i a = _mm_or_si128(_mm_loadu_si128((const __m128i *)p), vfirst_or);
-        __m128i b = _mm_or_si128(_mm_loadu_si128((const __m128i *)(p + m - 1)), vlast_or);
-        unsigned int mask = (unsigned int)_mm_movemask_epi8(
-            _mm_and_si128(_mm_cmpeq_epi8(a, vfirst), _mm_cmpeq_epi8(b, vlast)));
+        unsigned int mask = pair_mask(&filter, _mm_loadu_si128((const __m128i *)p), p, m);
         while (mask) {
             int bit = __builtin_ctz(mask);
             if (m <= 2 || folded_equal(p + bit + 1, needle + 1, m - 2)) {
@@ -96,20 +118,13 @@ static int
 find_in_line(const unsigned char *p, const unsigned char *end, const unsigned char *needle,
              Py_ssize_t m, const unsigned char **line_end)
 {
-    const unsigned char first = needle[0], last = needle[m - 1];
+    const unsigned char first = needle[0];
 #if defined(__SSE2__)
-    const int first_or = (first >= 'a' && first <= 'z') ? 0x20 : 0;
-    const int last_or = (last >= 'a' && last <= 'z') ? 0x20 : 0;
-    const __m128i vfirst = _mm_set1_epi8((char)first), vlast = _mm_set1_epi8((char)last);
-    const __m128i vfirst_or = _mm_set1_epi8((char)first_or);
-    const __m128i vlast_or = _mm_set1_epi8((char)last_or);
+    const pair_filter filter = pair_filter_for(needle, m);
     const __m128i vnl = _mm_set1_epi8('\n');
     while (end - p >= 16 + m - 1) {
         __m128i raw = _mm_loadu_si128((const __m128i *)p);
-        __m128i a = _mm_or_si128(raw, vfirst_or);
-        __m128i b = _mm_or_si128(_mm_loadu_si128((const __m128i *)(p + m - 1)), vlast_or);
-        unsigned int cand = (unsigned int)_mm_movemask_epi8(
-            _mm_and_si128(_mm_cmpeq_epi8(a, vfirst), _mm_cmpeq_epi8(b, vlast)));
+        unsigned int cand = pair_mask(&filter, raw, p, m);
         unsigned int nl = (unsigned int)_mm_movemask_epi8(_mm_cmpeq_epi8(raw, vnl));
         if (nl) {
             /* Only candidates starting before the newline belong to this line. */

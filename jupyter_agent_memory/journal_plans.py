@@ -341,19 +341,7 @@ class _Needle:
             if self.text_only:
                 yield from self._candidates_text_only(buf, lo)
                 return
-        yield from self._with_extra(buf, lo, spans)
-
-    def _with_extra(
-        self, buf: bytes, lo: int, spans: Iterator[tuple[int, int]] | list[tuple[int, int]]
-    ) -> Iterator[tuple[int, bytes]]:
-        """``(start, line)`` for ``spans`` (last line first) and the lines the escape and
-        special-character scan names, each line once."""
-        hits = self._extra_hits(buf, lo)
-        if hits:
-            extra = sorted({_line_span(buf, hit) for hit in hits}, reverse=True)
-            spans = _dedupe(heapq.merge(spans, extra, reverse=True))
-        for start, end in spans:
-            yield start, buf[start:end]
+        yield from _lines_of(buf, spans, self._extra_hits(buf, lo))
 
     def _candidates_compiled(
         self, find_lines: Any, buf: bytes, lo: int
@@ -362,13 +350,8 @@ class _Needle:
         each line's text begins (text mode, exact for every needle; see strip_skeleton), tag
         needles anywhere in the line; it also names the lines with a relevant escape."""
         starts = find_lines(buf, self.needle, lo, not self.quoted, self.escapes)
-        spans: Any = [(start, _line_end(buf, start)) for start in reversed(starts)]
-        special = self._special_hits(buf, lo)
-        if special:
-            extra = sorted({_line_span(buf, hit) for hit in special}, reverse=True)
-            spans = _dedupe(heapq.merge(spans, extra, reverse=True))
-        for start, end in spans:
-            yield start, buf[start:end]
+        spans = [(start, _line_end(buf, start)) for start in reversed(starts)]
+        yield from _lines_of(buf, spans, self._special_hits(buf, lo))
 
     def _candidates_text_only(self, buf: bytes, lo: int) -> Iterator[tuple[int, bytes]]:
         """Text mode: the needle searched in the block with each line's skeleton removed, plus
@@ -407,6 +390,18 @@ class _Needle:
         if self.ascii:
             return self.needle in line.lower() or bool(self._extra_hits(line))
         return self.text in line.decode("utf-8", "replace").lower() or b"\\" in line
+
+
+def _lines_of(
+    buf: bytes, spans: Iterator[tuple[int, int]] | list[tuple[int, int]], hits: list[int]
+) -> Iterator[tuple[int, bytes]]:
+    """``(start, line)`` for ``spans`` (last line first) and the lines holding the offsets
+    ``hits`` (escapes, special characters), each line once."""
+    if hits:
+        extra = sorted({_line_span(buf, hit) for hit in hits}, reverse=True)
+        spans = _dedupe(heapq.merge(spans, extra, reverse=True))
+    for start, end in spans:
+        yield start, buf[start:end]
 
 
 def _find_all(buf: bytes, pattern: bytes, lo: int) -> list[int]:

@@ -259,16 +259,40 @@ def building(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(scanner_build.PURE_ENV, raising=False)
 
 
-def test_compile_scanner_builds_a_module_that_works(tmp_path: Path, building: None) -> None:
-    target = tmp_path / ("_linescan" + (sysconfig.get_config_var("EXT_SUFFIX") or ".so"))
-    scanner_build.compile_scanner(ROOT / scanner_build.SOURCE, target)
+def _build(folder: Path, *flags: str) -> Any:
+    """The scanner compiled into ``folder`` with ``flags``, imported."""
+    target = folder / ("_linescan" + (sysconfig.get_config_var("EXT_SUFFIX") or ".so"))
+    scanner_build.compile_scanner(ROOT / scanner_build.SOURCE, target, flags)
     spec = importlib.util.spec_from_file_location("jupyter_agent_memory._linescan", target)
     assert spec is not None and spec.loader is not None
     built = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(built)
+    return built
+
+
+def test_compile_scanner_builds_a_module_that_works(tmp_path: Path, building: None) -> None:
+    built = _build(tmp_path)
     buf = b'{"ts":"2025","tags":["tag"],"text":"no"}\n{"ts":"1","tags":[],"text":"A Tag"}\n'
     assert built.find_lines(buf, b"tag", 0, True, b"") == [buf.index(b"\n") + 1]
     assert built.find_lines(buf, b"tag", 0, False, b"") == [0, buf.index(b"\n") + 1]
+
+
+def test_the_portable_variant_without_vector_instructions_equals_the_model(
+    tmp_path: Path, building: None
+) -> None:
+    """What builds where SSE2 is missing (ARM, say): the byte-by-byte loops alone."""
+    portable = _build(tmp_path, "-U__SSE2__")
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(lines(), min_size=1, max_size=12), needles, st.booleans())
+    def check(block: list[str], needle: str, text_only: bool) -> None:
+        buf = "\n".join(block).encode("utf-8")
+        want = model(buf, needle.encode(), 0, text_only, b"u")
+        assert portable.find_lines(buf, needle.encode(), 0, text_only, b"u") == want
+
+    check()
+    text = b'{"ts":"1","tags":[],"text":"' + b"x" * 40 + b'Zeppelin"}'
+    assert portable.find_lines(text + b"\n" + text, b"zeppelin", 0, True, b"") == [0, len(text) + 1]
 
 
 def test_without_a_compiler_the_build_says_so_in_one_line(
