@@ -252,6 +252,16 @@ def _read_ahead_pool() -> ThreadPoolExecutor:
         return _POOL[0]
 
 
+def _forget_pool_in_child() -> None:
+    """A forked child has none of the pool's threads (and maybe a lock held by one): start over."""
+    global _POOL_LOCK
+    _POOL_LOCK = threading.Lock()
+    _POOL.clear()
+
+
+os.register_at_fork(after_in_child=_forget_pool_in_child)
+
+
 def _line_at(read: Callable[[int, int], bytes], offset: int, end: int) -> bytes:
     """The line starting at ``offset`` (without its newline), reading no further than ``end``."""
     size = 4096

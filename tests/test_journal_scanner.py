@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
 import sys
 import sysconfig
 import threading
@@ -230,6 +231,22 @@ def test_no_block_read_is_left_running_after_a_search_stops(
         # What was read ahead is exactly what a plain read gives.
         plain = list(journal._backward_blocks(read, 0, len(data)))
     assert got == plain[:8]
+
+
+@needs_scanner
+def test_a_forked_child_reads_ahead_with_threads_of_its_own(mem: AgentMemory) -> None:
+    """The parent's pool has no threads in a child: a search there must not wait on them."""
+    _big_journal(mem, 60_000)
+    plain = AgentMemory.open(mem.path, journal_index=False)
+    assert len(plain.search(query="zeppelin")) == 2  # the parent's pool now exists
+    assert journal._POOL
+    pid = os.fork()
+    if pid == 0:  # the child: a search that reads ahead, or a hang the alarm ends
+        signal.alarm(20)
+        ok = len(AgentMemory.open(mem.path, journal_index=False).search(query="zeppelin")) == 2
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 def test_pure_python_search_does_not_read_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
