@@ -51,6 +51,10 @@ a non-ASCII query in the lower-cased block. With ``since`` / ``until``, lines in
 whose timestamp lies outside the window are skipped without decoding, a whole block at a time
 by bisection when its lines are in time order (:class:`_Window`).
 
+Where the install built the compiled line scanner (``_linescan``), it finds an ASCII needle's
+lines instead, in text mode for every query, without holding the GIL; full-size blocks are
+then read ahead in a helper thread while it scans (:func:`_backward_blocks`).
+
 With the optional index (:mod:`~jupyter_agent_memory.journal_index`, passed in as ``index``),
 a time window reads only the part of the file it overlaps (found in logarithmic time when the
 journal is in order), and a substring query of three or more characters decodes only the
