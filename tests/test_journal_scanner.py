@@ -117,6 +117,24 @@ def test_find_lines_equals_the_model(
 
 
 @needs_scanner
+@settings(max_examples=400, deadline=None)
+@given(
+    buf=st.binary(max_size=400),
+    needle=needles,
+    text_only=st.booleans(),
+    lo_fraction=st.floats(0, 1),
+)
+def test_find_lines_on_arbitrary_bytes_equals_the_model(
+    buf: bytes, needle: str, text_only: bool, lo_fraction: float
+) -> None:
+    """Any bytes at all (NUL, invalid UTF-8, lone quotes): the same lines, never a crash."""
+    cut = buf.find(b"\n", int(len(buf) * lo_fraction))
+    lo = cut + 1 if cut >= 0 else 0
+    want = model(buf, needle.encode(), lo, text_only, b"nu")
+    assert find_lines(buf, needle.encode(), lo, text_only, b"nu") == want
+
+
+@needs_scanner
 def test_find_lines_on_long_lines_crosses_every_vector_boundary() -> None:
     """Needles at every offset of lines longer than a vector, both cases, in text and keys."""
     for width in range(1, 40):
