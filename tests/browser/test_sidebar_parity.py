@@ -139,6 +139,8 @@ def test_soul_and_user_are_edited_with_compare_and_swap(
     assert mem.user == "Written by the agent.\n"
     conflict.get_by_role("button", name="Overwrite anyway").click()
     expect(conflict).to_be_hidden()
+    # The conflict hides as the write starts: the file is read once the sidebar says it saved.
+    expect(page.locator(f"{PANEL} .jp-AgentMemory-userNote")).to_contain_text("Saved (sha256")
     assert mem.user == "Prefers metric.\n"
 
 
