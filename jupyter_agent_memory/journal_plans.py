@@ -39,8 +39,8 @@ def _compiled_scanner() -> Any:
     return find_lines
 
 
-# ``find_lines(buf, needle, lo, text_only) -> [line start, ...]`` (ascending), or None: the
-# pure-Python plans. Tests set it to None to check those plans too.
+# ``find_lines(buf, needle, lo, text_only, escapes) -> [line start, ...]`` (ascending), or
+# None: the pure-Python plans. Tests set it to None to check those plans too.
 FIND_LINES = _compiled_scanner()
 
 # -- the byte-level prefilter ------------------------------------------------------------------
@@ -304,8 +304,8 @@ class _Needle:
         if not self.ascii:
             yield from self._candidates_unicode(buf, lo)
             return
-        if FIND_LINES is not None and self.compiled:
-            yield from self._candidates_compiled(FIND_LINES, buf, lo)
+        if self.served_compiled():
+            yield from self._candidates_compiled(buf, lo)
             return
         if self.plan is None and self._sample:
             # Chosen on the second block only, so a search that ends early never pays for it.
@@ -343,13 +343,12 @@ class _Needle:
                 return
         yield from _lines_of(buf, spans, self._extra_hits(buf, lo))
 
-    def _candidates_compiled(
-        self, find_lines: Any, buf: bytes, lo: int
-    ) -> Iterator[tuple[int, bytes]]:
+    def _candidates_compiled(self, buf: bytes, lo: int) -> Iterator[tuple[int, bytes]]:
         """The same lines from the compiled scanner: query needles are looked for only where
         each line's text begins (text mode, exact for every needle; see strip_skeleton), tag
         needles anywhere in the line; it also names the lines with a relevant escape."""
-        starts = find_lines(buf, self.needle, lo, not self.quoted, self.escapes)
+        assert FIND_LINES is not None
+        starts = FIND_LINES(buf, self.needle, lo, not self.quoted, self.escapes)
         spans = [(start, _line_end(buf, start)) for start in reversed(starts)]
         yield from _lines_of(buf, spans, self._special_hits(buf, lo))
 
@@ -489,8 +488,7 @@ def _line_end(buf: bytes, start: int) -> int:
 
 def _line_span(buf: bytes, pos: int) -> tuple[int, int]:
     """``(start, end)`` of the line of ``buf`` holding offset ``pos`` (end excludes the newline)."""
-    stop = buf.find(b"\n", pos)
-    return buf.rfind(b"\n", 0, pos) + 1, (len(buf) if stop < 0 else stop)
+    return buf.rfind(b"\n", 0, pos) + 1, _line_end(buf, pos)
 
 
 def _rfind_lines(buf: bytes, pattern: bytes, lo: int = 0) -> Iterator[tuple[int, int]]:
