@@ -58,11 +58,13 @@ from pathlib import Path
 from typing import Any
 
 try:
-    from jupyter_agent_memory import AgentMemory, PromptBuilder, journal, journal_index
+    from jupyter_agent_memory import AgentMemory, PromptBuilder, journal
+    from jupyter_agent_memory.journal import index as journal_index
 except ImportError:  # running from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from jupyter_agent_memory import AgentMemory, PromptBuilder, journal, journal_index
-from jupyter_agent_memory import journal_plans
+    from jupyter_agent_memory import AgentMemory, PromptBuilder, journal
+    from jupyter_agent_memory.journal import index as journal_index
+from jupyter_agent_memory.journal import plans as journal_plans
 
 FULL_SIZE = 1_000_000
 RARE_QUERY = "zeppelin"  # planted about once per 100,000 entries
@@ -306,7 +308,11 @@ def paired_appends(mem: AgentMemory, raw: Path, blocks: int, per_block: int) -> 
     order alternating), so both see the same disk at the same moment; one round per block."""
     fd = os.open(raw, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     line = journal.encode_line(
-        {"ts": journal.now_timestamp(), "tags": ["bench"], "text": "benchmark entry 0: " * 3}
+        {
+            "ts": journal.format_timestamp(datetime.now(timezone.utc)),
+            "tags": ["bench"],
+            "text": "benchmark entry 0: " * 3,
+        }
     )
     clock = time.perf_counter
     result = Comparison([], [])

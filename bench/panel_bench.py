@@ -74,7 +74,7 @@ def prepare(folder: Path, name: str, entries: int, facts: str) -> AgentMemory:
 
 
 def time_open(mem: AgentMemory) -> tuple[float, object]:
-    from jupyter_agent_memory.panel import MemoryPanel
+    from jupyter_agent_memory.notebook.panel import MemoryPanel
 
     start = time.perf_counter()
     panel = MemoryPanel(mem)
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         big_median = statistics.median(times["big"])
         ratio = big_median / small_median
 
-        from jupyter_agent_memory.display import VIEW_LIMIT, FactsView, PromptView
+        from jupyter_agent_memory.notebook.display import VIEW_LIMIT, FactsView, PromptView
 
         prompt_html = len(panel_big.prompt_view.value)  # type: ignore[attr-defined]
         facts_html = len(FactsView(facts)._repr_html_())

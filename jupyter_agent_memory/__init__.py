@@ -25,7 +25,26 @@ from .__about__ import __version__
 
 if TYPE_CHECKING:
     # What type checkers and IDEs see; at run time the same names load on first use
-    # (``__getattr__`` below). tests/test_public_api.py keeps the two lists identical.
+    # (``__getattr__`` below). tests/engine/test_public_api.py keeps the two lists identical.
+    from .engine import (
+        MEMORY_TOOL,
+        AgentMemory,
+        CorruptJournalWarning,
+        Prompt,
+        PromptBudgetWarning,
+        PromptBuilder,
+        WriteResult,
+        call_tool,
+        default_agent_id,
+        default_root,
+        forget,
+        lint,
+        list_agents,
+        list_templates,
+        product_info,
+        provision,
+        validate_agent_id,
+    )
     from .errors import (
         AgentNotFoundError,
         ContentTooLargeError,
@@ -39,54 +58,28 @@ if TYPE_CHECKING:
         UnsafePathError,
         VersionNotFoundError,
     )
-    from .forgetting import forget, lint
-    from .panel import MemoryPanel
-    from .paths import default_agent_id, default_root, list_agents, validate_agent_id
-    from .prompt import Prompt, PromptBudgetWarning, PromptBuilder
-    from .store import AgentMemory, CorruptJournalWarning, WriteResult
-    from .templates import list_templates, product_info, provision
-    from .tool import MEMORY_TOOL, call_tool
+    from .notebook.panel import MemoryPanel
 
-_EXPORTS = {
-    "AgentMemory": ".store",
-    "CorruptJournalWarning": ".store",
-    "WriteResult": ".store",
-    "PromptBuilder": ".prompt",
-    "Prompt": ".prompt",
-    "PromptBudgetWarning": ".prompt",
-    "MemoryToolError": ".errors",
-    "MemoryConflictError": ".errors",
-    "UnsafePathError": ".errors",
-    "InvalidAgentIdError": ".errors",
-    "AgentNotFoundError": ".errors",
-    "ContentTooLargeError": ".errors",
-    "LockTimeoutError": ".errors",
-    "MemoryIOError": ".errors",
-    "VersionNotFoundError": ".errors",
-    "SessionNotFoundError": ".errors",
-    "TemplateError": ".errors",
-    "MEMORY_TOOL": ".tool",
-    "call_tool": ".tool",
-    "provision": ".templates",
-    "product_info": ".templates",
-    "list_templates": ".templates",
-    "list_agents": ".paths",
-    "validate_agent_id": ".paths",
-    "default_root": ".paths",
-    "default_agent_id": ".paths",
-    "MemoryPanel": ".panel",
-    "forget": ".forgetting",
-    "lint": ".forgetting",
-}
-
-__all__ = [
-    "__version__",
+_ENGINE = (
     "AgentMemory",
     "CorruptJournalWarning",
     "WriteResult",
     "PromptBuilder",
     "Prompt",
     "PromptBudgetWarning",
+    "MEMORY_TOOL",
+    "call_tool",
+    "provision",
+    "product_info",
+    "list_templates",
+    "list_agents",
+    "validate_agent_id",
+    "default_root",
+    "default_agent_id",
+    "forget",
+    "lint",
+)
+_ERRORS = (
     "MemoryToolError",
     "MemoryConflictError",
     "UnsafePathError",
@@ -98,6 +91,22 @@ __all__ = [
     "VersionNotFoundError",
     "SessionNotFoundError",
     "TemplateError",
+)
+#: public name -> the module it is loaded from (relative to this package)
+_EXPORTS = {
+    **dict.fromkeys(_ENGINE, ".engine"),
+    **dict.fromkeys(_ERRORS, ".errors"),
+    "MemoryPanel": ".notebook.panel",
+}
+
+__all__ = [
+    "__version__",
+    "AgentMemory",
+    "CorruptJournalWarning",
+    "WriteResult",
+    "PromptBuilder",
+    "Prompt",
+    "PromptBudgetWarning",
     "MEMORY_TOOL",
     "call_tool",
     "provision",
@@ -107,9 +116,20 @@ __all__ = [
     "validate_agent_id",
     "default_root",
     "default_agent_id",
-    "MemoryPanel",
     "forget",
     "lint",
+    "MemoryToolError",
+    "MemoryConflictError",
+    "UnsafePathError",
+    "InvalidAgentIdError",
+    "AgentNotFoundError",
+    "ContentTooLargeError",
+    "LockTimeoutError",
+    "MemoryIOError",
+    "VersionNotFoundError",
+    "SessionNotFoundError",
+    "TemplateError",
+    "MemoryPanel",
 ]
 
 
@@ -130,14 +150,14 @@ def __dir__() -> list[str]:
 
 def load_ipython_extension(ipython: Any) -> None:
     """Register the agent-memory magics (``%load_ext jupyter_agent_memory``)."""
-    from .magics import load_ipython_extension as load
+    from .notebook.magics import load_ipython_extension as load
 
     load(ipython)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     """Remove the agent-memory magics and the panel's refresh hook (``%unload_ext``)."""
-    from .magics import unload_ipython_extension as unload
+    from .notebook.magics import unload_ipython_extension as unload
 
     unload(ipython)
 

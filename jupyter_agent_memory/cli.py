@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .display import inert_line as _shown
 from .errors import INTERNAL_ERROR, MemoryToolError
+from .notebook.display import inert_line as _shown
 
 if TYPE_CHECKING:
-    from .store import AgentMemory
+    from .engine.store import AgentMemory
 
 PROG = "jupyter-agent-memory"
 DEMO_FACT = "- The user tried jupyter-agent-memory with its built-in demo."
@@ -49,7 +49,7 @@ Options such as --agent and --json go before or after the sub-command.
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the command line."""
     from .__about__ import __version__
-    from .tool import DEFAULT_LIMIT
+    from .engine.tool import DEFAULT_LIMIT
 
     agent_help = "agent id under the agents root, or a folder path (default: the default agent)"
     json_help = "print JSON for scripts instead of text for people"
@@ -129,8 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _epilog() -> str:
-    from .paths import default_root
-    from .templates import list_templates
+    from .engine.paths import default_root
+    from .engine.templates import list_templates
 
     try:
         root = str(default_root())
@@ -160,14 +160,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _open(args: argparse.Namespace, create: bool = False) -> AgentMemory:
     """The agent named by ``--agent``; only ``init`` and ``demo`` may create it."""
-    from .store import AgentMemory
+    from .engine.store import AgentMemory
 
     return AgentMemory.open(args.agent, create=create)
 
 
 def _init(args: argparse.Namespace) -> int:
     if args.template:
-        from .templates import load_template, provision
+        from .engine.templates import load_template, provision
 
         load_template(args.template)  # a bad template must not leave an empty agent behind
         memory = _open(args, create=True)
@@ -183,7 +183,7 @@ def _fact(args: argparse.Namespace) -> int:
     memory = _open(args)
     as_json = getattr(args, "json", False)
     if args.set is not None:
-        from .store import check_edit_body
+        from .engine.store import check_edit_body
 
         content = check_edit_body(_read_text(args.set))
         print(memory.call_tool({"action": "update", "content": content}))
@@ -288,8 +288,8 @@ def _terminal(text: str) -> str:
 
 def _prompt(args: argparse.Namespace) -> int:
     memory = _open(args)
-    from .paths import require_workspace
-    from .prompt import DEFAULT_TOOL_NAME, PromptBuilder
+    from .engine.paths import require_workspace
+    from .engine.prompt import DEFAULT_TOOL_NAME, PromptBuilder
 
     workspace = require_workspace(args.workspace) if args.workspace else None
     builder = PromptBuilder(
@@ -297,7 +297,7 @@ def _prompt(args: argparse.Namespace) -> int:
     )
     import warnings
 
-    from .prompt import PromptBudgetWarning
+    from .engine.prompt import PromptBudgetWarning
 
     with warnings.catch_warnings():
         # Reported below as one plain line, not as a Python warning with a source location.
@@ -331,7 +331,7 @@ MCP_TOKEN_ENV = "JUPYTER_AGENT_MEMORY_MCP_TOKEN"
 
 
 def _add_mcp_parser(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    from .prompt import DEFAULT_TOOL_NAME
+    from .engine.prompt import DEFAULT_TOOL_NAME
 
     mcp = commands.add_parser(
         "mcp",
@@ -418,7 +418,7 @@ def _mcp(args: argparse.Namespace) -> int:
     except ImportError as exc:  # the [mcp] extra is missing
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 1
-    from .prompt import DEFAULT_TOOL_NAME, PromptBuilder
+    from .engine.prompt import DEFAULT_TOOL_NAME, PromptBuilder
 
     builder = PromptBuilder(
         tool_name=args.tool_name or DEFAULT_TOOL_NAME, budget_tokens=args.budget_tokens
@@ -446,7 +446,7 @@ def _mcp(args: argparse.Namespace) -> int:
 
 
 def _agents(args: argparse.Namespace) -> int:
-    from .paths import default_root, list_agents
+    from .engine.paths import default_root, list_agents
 
     root = default_root()
     agents = list_agents(root)
@@ -465,7 +465,7 @@ DEMO_ENTRY = "Ran the jupyter-agent-memory demo."
 
 def _demo(args: argparse.Namespace) -> int:
     """The learning loop once, on its own agent: never the default agent or any other."""
-    from .templates import provision
+    from .engine.templates import provision
 
     if args.agent is None:
         args.agent = DEMO_AGENT
@@ -487,7 +487,7 @@ def _demo(args: argparse.Namespace) -> int:
     else:
         result = memory.call_tool({"action": "append", "text": DEMO_ENTRY, "tags": ["demo"]})
         print(f'  memory(action="append")  -> {result}\n')
-    from .prompt import PromptBuilder
+    from .engine.prompt import PromptBuilder
 
     prompt = PromptBuilder().build_session(memory)
     print("Session 2 starts with this system prompt (the agent remembers):")
@@ -637,7 +637,7 @@ def _sessions(args: argparse.Namespace) -> int:
 
 
 def _find_session(memory: AgentMemory, session_id: str) -> dict[str, Any]:
-    from .sessions import find
+    from .engine.sessions import find
 
     return find(memory, session_id)
 
@@ -666,7 +666,7 @@ def _forget(args: argparse.Namespace) -> int:
             if text.endswith(ending):
                 text = text[: -len(ending)]
                 break
-    from .forgetting import forget
+    from .engine.forgetting import forget
 
     receipt = forget(
         memory,
@@ -717,7 +717,7 @@ def _count(value: object) -> int:
 def _lint(args: argparse.Namespace) -> int:
     import shlex
 
-    from .forgetting import lint
+    from .engine.forgetting import lint
 
     memory = _open(args)
     findings = lint(memory)

@@ -234,7 +234,7 @@ class Folder:
                 while view:
                     written = os.write(fd, view)
                     view = view[written:]
-                _full_fsync(fd)
+                full_fsync(fd)
             finally:
                 os.close(fd)
             recheck()
@@ -259,7 +259,7 @@ class Folder:
         failure is raised, because the rename may then be lost in a crash.
         """
         try:
-            _full_fsync(self.fd)
+            full_fsync(self.fd)
         except OSError as exc:
             if exc.errno not in _FSYNC_UNSUPPORTED:
                 raise
@@ -311,7 +311,7 @@ def _lock(fd: int, timeout: float | None, path: Path) -> None:
             pause = min(pause * 2, 0.05)
 
 
-def _full_fsync(fd: int) -> None:
+def full_fsync(fd: int) -> None:
     """fsync, or F_FULLFSYNC where the OS offers it (macOS: fsync alone may stay in cache)."""
     import fcntl
 

@@ -1,4 +1,4 @@
-"""The layering rule, checked: surfaces import the engine, never the reverse; no import cycles.
+"""The layering rules, read in folder names: base, journal, engine, surfaces; no import cycles.
 
 Imports are read from the source with ``ast`` (module level and inside functions alike, since a
 lazy import is still a dependency); only ``if TYPE_CHECKING:`` blocks are left out. Run this
@@ -16,40 +16,33 @@ from pathlib import Path
 PACKAGE = "jupyter_agent_memory"
 ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 
-#: Modules (by name below the package) that know nothing of IPython, widgets, HTTP or MCP.
-ENGINE_PREFIXES = (
-    "__about__",
-    "errors",
-    "folder",
-    "paths",
-    "history",
-    "sessions",
-    "forgetting",
-    "secrets",
-    "journal",
-    "jstext",
-    "store",
-    "tool",
-    "prompt",
-    "watch",
-    "bootstrap",
-    "templates",
-    "manifest",
-)
-#: Adapters over the engine. Everything in the package must be one or the other.
-SURFACE_PREFIXES = (
-    "__init__",
-    "__main__",
-    "cli",
-    "display",
-    "render",
-    "magics",
-    "panel",
-    "functions",
-    "mcp",
-    "server",
-    "evaluation",
-)
+#: Each top-level module or folder of the package, and its layer. The folder list is the
+#: architecture: a new top-level name must be placed here before anything can import it.
+LAYERS = {
+    "__about__": "base",
+    "errors": "base",
+    "folder": "base",
+    "journal": "journal",
+    "engine": "engine",
+    "render": "surface",
+    "notebook": "surface",
+    "mcp_server": "surface",
+    "server": "surface",
+    "evaluation": "surface",
+    "cli": "surface",
+    "__init__": "surface",
+    "__main__": "surface",
+}
+#: What each layer may import at run time (type-only imports may cross).
+ALLOWED = {
+    "base": {"base"},
+    "journal": {"base", "journal"},
+    "engine": {"base", "journal", "engine"},
+    "surface": {"base", "journal", "engine", "surface"},
+}
+#: Surfaces that never import each other, in either direction.
+APART = [("notebook", "mcp_server"), ("notebook", "server"), ("mcp_server", "server"),
+         ("evaluation", "notebook"), ("evaluation", "server"), ("evaluation", "mcp_server")]
 
 
 def module_name(path: Path) -> str:
@@ -59,13 +52,16 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+def unit(name: str) -> str:
+    """The top-level folder or module a module belongs to."""
+    return name.split(".")[0]
+
+
 def layer(name: str) -> str:
-    head = name.split(".")[0]
-    if any(head == p or head.startswith(p + "_") for p in ENGINE_PREFIXES):
-        return "engine"
-    if any(head == p or head.startswith(p + "_") for p in SURFACE_PREFIXES):
-        return "surface"
-    raise AssertionError(f"{name} is in no layer: add it to ENGINE_ or SURFACE_PREFIXES")
+    head = unit(name)
+    if head not in LAYERS:
+        raise AssertionError(f"{name} is in no layer: add {head!r} to LAYERS")
+    return LAYERS[head]
 
 
 class _Imports(ast.NodeVisitor):
@@ -167,7 +163,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def render(graph: dict[str, set[str]]) -> str:
     lines = []
-    for wanted in ("engine", "surface"):
+    for wanted in ("base", "journal", "engine", "surface"):
         lines.append(f"{wanted}:")
         for name in sorted(n for n in graph if layer(n) == wanted):
             deps = ", ".join(sorted(graph[name])) or "-"
@@ -180,14 +176,25 @@ def test_every_module_belongs_to_a_layer() -> None:
         layer(name)
 
 
-def test_the_engine_imports_no_surface() -> None:
+def test_each_layer_imports_only_the_layers_below_it() -> None:
     graph = import_graph()
     offending = {
-        name: sorted(d for d in deps if layer(d) == "surface")
+        name: sorted(d for d in deps if layer(d) not in ALLOWED[layer(name)])
         for name, deps in graph.items()
-        if layer(name) == "engine"
     }
     assert {k: v for k, v in offending.items() if v} == {}, render(graph)
+
+
+def test_surfaces_that_stand_apart_never_import_each_other() -> None:
+    graph = import_graph()
+    crossing = sorted(
+        (name, dep)
+        for name, deps in graph.items()
+        for dep in deps
+        for a, b in APART
+        if {unit(name), unit(dep)} == {a, b}
+    )
+    assert crossing == [], render(graph)
 
 
 def test_there_are_no_import_cycles() -> None:
@@ -203,9 +210,9 @@ def test_the_checker_sees_lazy_imports_and_cycles() -> None:
         "if TYPE_CHECKING:\n    from .panel import MemoryPanel\n"
         "def f():\n    from .magics import AgentMemoryMagics\n"
     )
-    visitor = _Imports("store", False)
+    visitor = _Imports("engine.store", False)
     visitor.visit(ast.parse(source))
-    assert visitor.found == {"magics"}
+    assert visitor.found == {"engine.magics"}
     assert cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
 
 

@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 
 import jupyter_agent_memory
-from jupyter_agent_memory import prompt, tool
+from jupyter_agent_memory.engine import prompt, tool
 
 PACKAGE = Path(jupyter_agent_memory.__file__).parent
 
 HOMES = {
-    prompt.DEFAULT_TOOL_NAME: "prompt.py",
-    tool.UPDATED: "tool.py",
-    tool.NO_JOURNAL: "tool.py",
-    tool.NO_MATCHES: "tool.py",
+    prompt.DEFAULT_TOOL_NAME: "engine/prompt.py",
+    tool.UPDATED: "engine/tool.py",
+    tool.NO_JOURNAL: "engine/tool.py",
+    tool.NO_MATCHES: "engine/tool.py",
     'pip install "jupyter-agent-memory[eval]"': "evaluation/models.py",
 }
 
@@ -67,7 +67,7 @@ def test_each_text_is_written_once_in_its_home(text: str) -> None:
 def test_the_scan_sees_literals_outside_docstrings() -> None:
     # The home's own definition is found, so a copy elsewhere would be too.
     assert literal_places("Memory updated.") == [
-        f"tool.py:{_line_of(PACKAGE / 'tool.py', 'UPDATED = ')}"
+        f"engine/tool.py:{_line_of(PACKAGE / 'engine' / 'tool.py', 'UPDATED = ')}"
     ]
 
 
@@ -77,7 +77,7 @@ def _line_of(path: Path, start: str) -> int:
 
 
 def test_surfaces_take_the_tool_name_from_the_prompt_module() -> None:
-    from jupyter_agent_memory import magics, panel
+    from jupyter_agent_memory.notebook import magics, panel
     from jupyter_agent_memory.server.config import AgentMemoryServer
 
     assert magics.DEFAULT_TOOL_NAME is prompt.DEFAULT_TOOL_NAME
@@ -91,7 +91,7 @@ def test_surfaces_take_the_tool_name_from_the_prompt_module() -> None:
 
 def test_surfaces_take_the_default_limit_from_the_tool() -> None:
     from jupyter_agent_memory.cli import build_parser
-    from jupyter_agent_memory.magics import AgentMemoryMagics
+    from jupyter_agent_memory.notebook.magics import AgentMemoryMagics
 
     assert tool.normalize_limit(None) == tool.DEFAULT_LIMIT
     assert AgentMemoryMagics.class_traits()["journal_limit"].default_value == tool.DEFAULT_LIMIT
@@ -100,8 +100,8 @@ def test_surfaces_take_the_default_limit_from_the_tool() -> None:
 
 
 def test_result_texts_and_install_hint_have_one_object() -> None:
-    from jupyter_agent_memory.display import JournalResult
     from jupyter_agent_memory.evaluation import models, results
+    from jupyter_agent_memory.notebook.display import JournalResult
 
     assert JournalResult().empty_message is tool.NO_MATCHES
     assert results.EVAL_INSTALL_HINT is models.EVAL_INSTALL_HINT

@@ -36,7 +36,7 @@ def test_metadata_declares_posix_linux_and_macos_only() -> None:
     [
         "import jupyter_agent_memory.folder",
         "from jupyter_agent_memory import AgentMemory",
-        "import jupyter_agent_memory.store",
+        "import jupyter_agent_memory.engine.store",
     ],
 )
 def test_importing_the_engine_elsewhere_fails_with_the_reason(statement: str) -> None:

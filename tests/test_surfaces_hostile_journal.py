@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from jupyter_agent_memory import AgentMemory
-from jupyter_agent_memory.functions import dispatch
+from jupyter_agent_memory.engine.functions import dispatch
 
 LINES = [
     b'{"ts":"2026-01-01T00:00:00.000Z","tags":["x"],"text":"half \\ud83d emoji"}\n',

@@ -27,11 +27,11 @@ from mcp import Client
 
 from jupyter_agent_memory import AgentMemory
 from jupyter_agent_memory.cli import main
+from jupyter_agent_memory.engine.functions import dispatch, run_tool
 from jupyter_agent_memory.errors import INTERNAL_ERROR, MemoryIOError, MemoryToolError
 from jupyter_agent_memory.folder import Folder
-from jupyter_agent_memory.functions import dispatch, run_tool
-from jupyter_agent_memory.mcp_server import build_server
-from jupyter_agent_memory.panel import MemoryPanel
+from jupyter_agent_memory.mcp_server.server import build_server
+from jupyter_agent_memory.notebook.panel import MemoryPanel
 
 KEPT = "- kept\n"
 NEW = "- the new text\n"
@@ -215,7 +215,7 @@ def test_a_session_start_that_cannot_be_recorded_is_an_engine_error(
     agent: AgentMemory, full_disk_for_new_files: None, tmp_path: Path
 ) -> None:
     from jupyter_agent_memory import PromptBuilder
-    from jupyter_agent_memory.mcp_memory import MemoryService
+    from jupyter_agent_memory.mcp_server.service import MemoryService
 
     builder = PromptBuilder()
     with pytest.raises(MemoryIOError) as info:

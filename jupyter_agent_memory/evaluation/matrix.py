@@ -120,7 +120,7 @@ def run_matrix(
     ``retrieval_k``...). ``progress=True`` shows one line updated per run.
     """
     from .. import AgentMemory, provision
-    from ..templates import load_template
+    from ..engine.templates import load_template
     from .runner import EvaluationRunner
 
     named = _named(models)

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import functions
+from ..engine import functions
 from .models import ChatModel, ModelTurn
 from .progress import make_progress
 from .records import ModelCallRecord, SearchRecord, SessionRecord, ToolCallRecord, TurnRecord
@@ -65,13 +65,13 @@ def _timestamp(moment: datetime) -> str:
 
 
 def _estimate_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
-    from ..prompt import approx_tokens
+    from ..engine.prompt import approx_tokens
 
     return approx_tokens(json.dumps(list(messages), ensure_ascii=False))
 
 
 def _reply_tokens(turn: ModelTurn) -> int:
-    from ..prompt import approx_tokens
+    from ..engine.prompt import approx_tokens
 
     text = turn.text or ""
     text += "".join(call.name + call.arguments_json() for call in turn.tool_calls)
@@ -302,7 +302,7 @@ class EvaluationRunner:
         text around the prompt, so it records what it built with the same ``record``.
         """
         from .. import __version__
-        from ..sessions import record
+        from ..engine.sessions import record
 
         # The receipt's time is a clock reading; a simulated clock must not move for it, or
         # every later entry of the scenario would get a different time than without records.
@@ -609,7 +609,7 @@ def _as_given(prompt: Prompt, base: str | None, date: str | None) -> Prompt:
         return prompt
     from dataclasses import replace
 
-    from ..prompt import Section, approx_tokens
+    from ..engine.prompt import Section, approx_tokens
 
     def builder_text(name: str, text: str) -> Section:
         return Section(name, None, len(text), approx_tokens(text), text=text)
@@ -632,7 +632,7 @@ def _as_given(prompt: Prompt, base: str | None, date: str | None) -> Prompt:
 def _approx_tokens(system: str, prompt: Prompt) -> int:
     if system == prompt.text:
         return prompt.tokens
-    from ..prompt import approx_tokens
+    from ..engine.prompt import approx_tokens
 
     return approx_tokens(system)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from traitlets import Float, Int, TraitError, Unicode, validate
 from traitlets.config import Configurable
 
-from ..prompt import DEFAULT_TOOL_NAME
+from ..engine.prompt import DEFAULT_TOOL_NAME
 
 
 class AgentMemoryServer(Configurable):
@@ -96,7 +96,7 @@ class AgentMemoryServer(Configurable):
 
     def resolved_root(self) -> Path:
         """The agents root as an absolute path with links resolved (the engine's rule)."""
-        from ..paths import resolve_root
+        from ..engine.paths import resolve_root
 
         return resolve_root(self.root or None)
 

@@ -39,6 +39,10 @@ from .. import (
     provision,
     validate_agent_id,
 )
+from ..engine.forgetting import forget
+from ..engine.sessions import find as find_session
+from ..engine.store import check_edit_body
+from ..engine.tool import normalize_limit
 from ..errors import (
     INVALID_PARAMS,
     AgentNotFoundError,
@@ -47,10 +51,6 @@ from ..errors import (
     MemoryIOError,
     SessionNotFoundError,
 )
-from ..forgetting import forget
-from ..sessions import find as find_session
-from ..store import check_edit_body
-from ..tool import normalize_limit
 from .config import AgentMemoryServer
 from .routes import API_PREFIX
 

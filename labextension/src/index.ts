@@ -72,7 +72,7 @@ function currentKernel(app: JupyterFrontEnd): IKernelLike | null {
 /** Ask a kernel where its active agent is (silently: no history, no output). */
 async function kernelAgent(kernel: IKernelLike): Promise<IKernelAgent> {
   const expression =
-    "__import__('jupyter_agent_memory.magics', fromlist=['active_agent_location'])" +
+    "__import__('jupyter_agent_memory.notebook.magics', fromlist=['active_agent_location'])" +
     '.active_agent_location(get_ipython())';
   const reply = await kernel.requestExecute({
     code: '',

@@ -1,3 +1,0 @@
-def find_lines(
-    buf: bytes, needle: bytes, lo: int, text_only: bool, escapes: bytes, /
-) -> list[int]: ...

@@ -1,0 +1,161 @@
+"""First-run setup: when an agent still needs it, and how it ends.
+
+A brand-new agent gets a ``## Bootstrap Mode`` block in its prompt (see :mod:`.prompt`). The
+block asks the model to finish with a journal append tagged ``bootstrap``; that append ends
+the setup for good: ``AgentMemory.append`` calls :func:`note_append`, which records
+``bootstrap_completed`` in the agent's state file (``<agent>/.state.json``), written
+atomically under the agent's lock. Prompt builds read that small file with the other agent
+files (so no build ever scans the journal), and a SOUL.md as short as "I am Pip:
+cheerful, brief, and kind." no longer sends the user back into onboarding every session.
+
+Whether bootstrap is needed follows the reference (``prompt.ts``): the recorded state, then
+the configuration's ``bootstrap_completed``, then instructions, then the length of SOUL.md
+with the reference's exact arithmetic (:func:`soul_is_configured`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..errors import MemoryConflictError, MemoryToolError
+from ..folder import sha256_hex
+from .jstext import JS_LINE_TERMINATORS, js_trim, utf16_length
+
+if TYPE_CHECKING:
+    from .store import AgentMemory
+
+BOOTSTRAP_TAG = "bootstrap"
+#: The agent's own state, written by the engine only (atomically, under the lock).
+STATE_FILE = ".state.json"
+#: A SOUL.md with at most this many characters of real text is still a stub.
+SOUL_STUB_CHARS = 50
+
+# A whole line starting with "#" or ">", as the reference's /^#.*$/gm and /^>.*$/gm see
+# lines: any JavaScript line terminator ends one, and the terminator itself stays.
+_TEMPLATE_LINE = re.compile(
+    f"(?:\\A|(?<=[{JS_LINE_TERMINATORS}]))[#>][^{JS_LINE_TERMINATORS}]*"
+)
+
+
+class BootstrapStateWarning(UserWarning):
+    """A ``bootstrap`` append was stored but the completion could not be recorded."""
+
+
+def soul_is_configured(soul: str) -> bool:
+    """True when SOUL.md holds real content, by the reference's arithmetic exactly.
+
+    Trim the file; blank every line that starts with ``#`` or ``>`` in place (its line
+    break stays); trim again; the agent is set up when more than 50 characters remain,
+    counted as JavaScript counts them (UTF-16 code units).
+    """
+    content = js_trim(soul)
+    if utf16_length(content) <= SOUL_STUB_CHARS:
+        return False
+    stripped = js_trim(_TEMPLATE_LINE.sub("", content))
+    return utf16_length(stripped) > SOUL_STUB_CHARS
+
+
+def needs_bootstrap(
+    soul: str,
+    config: Mapping[str, Any] | None = None,
+    has_user_instructions: bool = False,
+    recorded: bool | None = None,
+) -> bool:
+    """Whether the bootstrap block belongs in the prompt.
+
+    ``recorded`` is the agent's own state (:func:`recorded_completion`): once a
+    ``bootstrap`` append completed the setup, nothing brings the block back but an explicit
+    reset. Then ``config["bootstrap_completed"]`` (true: no; false: yes, even with
+    instructions), then instructions (no), then :func:`soul_is_configured`.
+    """
+    if recorded is not None:
+        return not recorded
+    completed = (config or {}).get("bootstrap_completed")
+    if completed is True:
+        return False
+    if completed is False:
+        return True
+    if has_user_instructions:
+        return False
+    return not soul_is_configured(soul)
+
+
+def completes_bootstrap(tags: Iterable[Any]) -> bool:
+    """True when an entry with ``tags`` ends bootstrap (a ``bootstrap`` tag, any case)."""
+    return any(isinstance(tag, str) and tag.lower() == BOOTSTRAP_TAG for tag in tags)
+
+
+def parse_state(raw: bytes | str | None) -> dict[str, Any]:
+    """The state file's object, or ``{}`` when it is missing or not a JSON object."""
+    if not raw:
+        return {}
+    try:
+        text = raw if isinstance(raw, str) else raw.decode("utf-8", errors="replace")
+        state = json.loads(text)
+    except ValueError:
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def recorded_completion(raw: bytes | str | None) -> bool | None:
+    """``bootstrap_completed`` as recorded in the state file's bytes (None: not recorded)."""
+    value = parse_state(raw).get("bootstrap_completed")
+    return value if isinstance(value, bool) else None
+
+
+def note_append(memory: AgentMemory, entry: Mapping[str, Any]) -> None:
+    """Record the end of bootstrap when ``entry`` (just stored) is tagged ``bootstrap``.
+
+    :meth:`AgentMemory.append` calls this once the entry is durable; any other entry costs a
+    look at its tags and nothing else. The entry is never undone: if the state cannot be
+    written, a :class:`BootstrapStateWarning` says so and the append still succeeds.
+    """
+    if not completes_bootstrap(entry.get("tags") or ()):
+        return
+    try:
+        _record(memory, True, entry.get("ts"))
+    except (OSError, MemoryToolError) as exc:
+        warnings.warn(
+            "The bootstrap entry was stored, but completing bootstrap could not be recorded "
+            f"in {memory.path / STATE_FILE}: {exc}",
+            BootstrapStateWarning,
+            stacklevel=3,
+        )
+
+
+def set_bootstrap_completed(memory: AgentMemory, completed: bool | None) -> None:
+    """Record (``True``), reopen (``False``) or forget (``None``) the agent's bootstrap.
+
+    ``False`` brings the bootstrap block back in the next session even when instructions
+    exist, as the reference's reset does; ``None`` returns to the default rules.
+    """
+    stamp = memory.now().isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    _record(memory, completed, stamp)
+
+
+def _record(memory: AgentMemory, completed: bool | None, ts: Any) -> None:
+    """Write the state file through the store: atomic, under the agent's lock, and
+    compare-and-swap against what was read, so a concurrent writer is never overwritten."""
+    for _attempt in range(8):
+        raw = memory._read_agent_file(STATE_FILE)  # noqa: SLF001 - the store's own reader
+        state = parse_state(raw)
+        if state.get("bootstrap_completed") is completed:
+            return
+        state.pop("bootstrap_completed_at", None)
+        if completed is None:
+            state.pop("bootstrap_completed", None)
+        else:
+            state["bootstrap_completed"] = completed
+            if completed:
+                state["bootstrap_completed_at"] = ts
+        text = json.dumps(state, indent=2, ensure_ascii=False) + "\n"
+        try:
+            memory._write_agent_file(STATE_FILE, text, sha256_hex(raw))  # noqa: SLF001
+            return
+        except MemoryConflictError:
+            continue  # another writer got there first: read again
+    raise MemoryToolError(f"{memory.path / STATE_FILE} kept changing; bootstrap state not written")

@@ -1,0 +1,118 @@
+"""FACT.md history: earlier versions kept in ``memory/.history/`` (design 4.5).
+
+Each version is a file ``<utc time with microseconds>-<sha12>.md``. The store keeps a version
+before every update that changes a non-empty FACT.md and prunes the oldest beyond its limit;
+this module knows the names, how to store, list, prune and find versions, and nothing about
+locks or the rest of the agent folder (the store holds the lock around every call).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import NamedTuple
+
+from ..errors import INVALID_PARAMS, MemoryToolError, VersionNotFoundError
+from ..folder import Folder, sha256_hex
+
+HISTORY_DIR = ".history"
+DEFAULT_HISTORY_LIMIT = 100
+
+VERSION_NAME = re.compile(r"^(\d{8}T\d{6}\.\d{6}Z)-([0-9a-f]{12})(?:-\d+)?\.md$")
+_STAMP = "%Y%m%dT%H%M%S.%fZ"
+_HEX = re.compile(r"^[0-9a-fA-F]+$")
+
+
+class Version(NamedTuple):
+    """One stored FACT.md version: file name, ISO time it was replaced, and its bytes."""
+
+    name: str
+    ts: str
+    content: bytes
+
+
+def keep(
+    history: Folder, content: bytes, now: datetime, recheck: Callable[[], None]
+) -> str | None:
+    """Store ``content`` as a version; the new file's name, or None if it was there already.
+
+    The newest version already holding ``content`` (left by a crash between keeping it and
+    replacing FACT.md, or by a hand edit back to it) is not stored twice.
+    """
+    short = sha256_hex(content)[:12]
+    names = set(history.names())
+    newest = max((n for n in names if VERSION_NAME.match(n)), default=None)
+    if newest is not None:
+        match = VERSION_NAME.match(newest)
+        if match is not None and match.group(2) == short and history.read_bytes(newest) == content:
+            return None
+    base = f"{now.astimezone(timezone.utc).strftime(_STAMP)}-{short}"
+    name, counter = f"{base}.md", 1
+    while name in names:
+        name, counter = f"{base}-{counter}.md", counter + 1
+    history.write_atomic(name, content, recheck)
+    return name
+
+
+def prune(history: Folder, limit: int) -> None:
+    """Remove the oldest versions beyond ``limit``."""
+    versions = sorted(n for n in history.names() if VERSION_NAME.match(n))
+    for old in versions[: max(0, len(versions) - limit)]:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(old, dir_fd=history.fd)
+
+
+def discard(history: Folder, name: str | None) -> None:
+    """Remove a version just kept, when the update it belonged to failed."""
+    if name is not None:
+        with contextlib.suppress(OSError):
+            os.unlink(name, dir_fd=history.fd)
+
+
+def versions(history: Folder) -> list[Version]:
+    """Every stored version, newest first (files that are not versions are ignored)."""
+    found = []
+    for name in sorted(history.names(), reverse=True):
+        match = VERSION_NAME.match(name)
+        if match is None:
+            continue
+        content = history.read_bytes(name)
+        if content is not None:
+            found.append(Version(name, _iso(match.group(1)), content))
+    return found
+
+
+def find(stored: list[Version], sha: str) -> tuple[str, bytes]:
+    """``(full sha256, content)`` of the one version whose hash starts with ``sha``.
+
+    ``sha`` is a full sha256 or a prefix of at least 7 hex digits. A malformed or ambiguous id
+    raises :class:`MemoryToolError`; one that matches nothing raises
+    :class:`~jupyter_agent_memory.errors.VersionNotFoundError`.
+    """
+    if not isinstance(sha, str) or len(sha) < 7 or not _HEX.fullmatch(sha):
+        raise MemoryToolError(
+            f'Invalid version "{sha}": give a sha256 or a prefix of at least 7 hex digits',
+            INVALID_PARAMS,
+        )
+    prefix = sha.lower()
+    matches: dict[str, bytes] = {}
+    for version in stored:
+        digest = sha256_hex(version.content)
+        if digest.startswith(prefix):
+            matches[digest] = version.content
+    if not matches:
+        raise VersionNotFoundError(f'No FACT.md version matches "{sha}"')
+    if len(matches) > 1:
+        raise MemoryToolError(
+            f'Version "{sha}" is ambiguous: it matches {len(matches)} versions; give more digits',
+            INVALID_PARAMS,
+        )
+    return next(iter(matches.items()))
+
+
+def _iso(stamp: str) -> str:
+    parsed = datetime.strptime(stamp, _STAMP).replace(tzinfo=timezone.utc)
+    return parsed.isoformat(timespec="microseconds").replace("+00:00", "Z")

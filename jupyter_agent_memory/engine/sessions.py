@@ -1,0 +1,341 @@
+"""Sessions on record: what each session's system prompt was, and where every line came from.
+
+When a session really starts (an MCP client initialises, the evaluation runner starts a
+session, or code calls :meth:`AgentMemory.start_session`), one receipt is appended to
+``memory/SESSIONS.jsonl``: the time, a session id, the client, the prompt's sha256, the base
+prompt's source, and per section its source file, that file's version (sha256; for FACT.md the
+same hash :meth:`AgentMemory.history` lists), characters, tokens, the budget and warnings.
+
+The exact prompt text, and each source file's text, are stored once each under
+``memory/.sessions/<sha256>.txt`` (content-addressed), so storage grows only with distinct
+prompts, a past prompt can be shown byte for byte, two sessions can be diffed, and any line of
+a past prompt can be traced to the file, version and line it came from. Previews (``%memprompt``,
+the panel, the sidebar, REST) never record. Retention is bounded by count and by bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import json
+import os
+import re
+import secrets
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import INVALID_PARAMS, MemoryToolError, SessionNotFoundError, engine_boundary
+from ..folder import Folder, sha256_hex
+from .jstext import js_trim
+
+if TYPE_CHECKING:
+    from .prompt import Prompt
+    from .store import AgentMemory
+
+SESSIONS_LOG = "SESSIONS.jsonl"
+BLOBS_DIR = ".sessions"
+DEFAULT_KEEP_SESSIONS = 1000
+DEFAULT_KEEP_BYTES = 64 * 1024 * 1024
+BLOB_NAME = re.compile(r"^[0-9a-f]{64}\.txt$")
+_SESSION_ID = re.compile(r"^[0-9a-f]{6,32}$")
+
+
+@dataclass(frozen=True)
+class SessionStart:
+    """What :meth:`AgentMemory.start_session` returns: the prompt and its receipt."""
+
+    prompt: Prompt
+    receipt: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where one line of a recorded prompt came from.
+
+    ``source`` is the file (None: text the prompt builder wrote, in ``section``), ``version``
+    that file's sha256 at the time, and ``line`` the 1-based line number in that version.
+    """
+
+    section: str
+    source: str | None
+    version: str | None
+    line: int | None
+    text: str
+
+    def __str__(self) -> str:
+        if self.source is None:
+            return f"builder text of the {self.section!r} section: {self.text!r}"
+        version = self.version[:12] if self.version else "?"
+        return f"{self.source} @ {version} line {self.line}: {self.text!r}"
+
+
+# -- recording ----------------------------------------------------------------------------------
+
+
+def record(
+    mem: AgentMemory,
+    prompt: Prompt,
+    *,
+    session_id: str | None = None,
+    client: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Append the receipt of a session that starts with ``prompt``; returns the receipt."""
+    text = prompt.text
+    sections = []
+    blobs: dict[str, str] = {sha256_hex(text.encode("utf-8", "surrogatepass")): text}
+    for section in prompt.sections:
+        version = section.sha256
+        if section.content is not None and version is not None:
+            blobs[version] = section.content
+        sections.append(
+            {
+                "name": section.name,
+                "source": None if section.source is None else str(section.source),
+                "version": version,
+                "chars": section.chars,
+                "tokens": section.tokens,
+            }
+        )
+    base = next((s for s in sections if s["name"] == "system"), None)
+    receipt = {
+        "ts": _timestamp(mem),
+        "session_id": session_id or secrets.token_hex(8),
+        "client": _client(client),
+        "prompt_sha256": next(iter(blobs)),
+        "chars": len(text),
+        "tokens": prompt.tokens,
+        "base": {"source": base["source"], "version": base["version"]} if base else None,
+        "sections": sections,
+        "budget_tokens": prompt.budget_tokens,
+        "warnings": list(prompt.warnings),
+    }
+    line = (json.dumps(receipt, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+    with mem._folders(create_memory=True) as (agent, memory):
+        assert memory is not None
+        stored_bytes = None
+        with memory.subfolder(BLOBS_DIR, create=True) as store:
+            for digest, content in blobs.items():
+                name = f"{digest}.txt"
+                if store.lstat(name) is None:  # content-addressed: each text is kept once
+                    store.write_atomic(
+                        name, content.encode("utf-8", "surrogatepass"), lambda: None
+                    )
+                    stored_bytes = -1
+            if stored_bytes is not None:  # only a new text can push the store over its bound
+                stored_bytes = sum(st.st_size for n in store.names() if (st := store.lstat(n)))
+        with memory.locked(".lock", mem.lock_timeout):
+            fd = memory.open_file(SESSIONS_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            try:
+                size = os.fstat(fd).st_size
+                _write_all(fd, line)
+            finally:
+                os.close(fd)
+            # Receipts are about the same size, so the log's size estimates their count.
+            too_many = (size + len(line)) // max(1, len(line)) > mem.keep_sessions * 1.1
+            if too_many or (stored_bytes or 0) > mem.keep_bytes:
+                _prune(mem, memory)
+    return receipt
+
+
+def _prune(mem: AgentMemory, memory: Folder) -> None:
+    """Keep the newest ``keep_sessions`` receipts within ``keep_bytes`` of stored texts."""
+    receipts = _read_receipts(memory)
+    kept = receipts[-mem.keep_sessions :]
+    with memory.subfolder(BLOBS_DIR, create=True) as store:
+        sizes = {n: st.st_size for n in store.names() if (st := store.lstat(n)) is not None}
+        total = 0
+        chosen: list[tuple[dict[str, Any], set[str]]] = []
+        counted: set[str] = set()
+        for receipt in reversed(kept):  # newest first; the newest is always kept
+            names = {f"{v}.txt" for v in _versions(receipt)}
+            cost = sum(sizes.get(n, 0) for n in names - counted)
+            if chosen and total + cost > mem.keep_bytes:
+                break
+            total += cost
+            counted |= names
+            chosen.append((receipt, names))
+        kept = [receipt for receipt, _ in reversed(chosen)]
+        data = "".join(
+            json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in kept
+        ).encode()
+        memory.write_atomic(SESSIONS_LOG, data, lambda: None)
+        referenced = {n for _, names in chosen for n in names}
+        for name in store.names():
+            if BLOB_NAME.match(name) and name not in referenced:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name, dir_fd=store.fd)
+
+
+# -- looking back -------------------------------------------------------------------------------
+
+
+def receipts(mem: AgentMemory) -> list[dict[str, Any]]:
+    """Every recorded session, newest first."""
+    try:
+        with mem._folders() as (_agent, memory):
+            if memory is None:
+                return []
+            return list(reversed(_read_receipts(memory)))
+    except FileNotFoundError:
+        return []
+
+
+@engine_boundary
+def find(mem: AgentMemory, session_id: str) -> dict[str, Any]:
+    """The receipt whose id is ``session_id`` or starts with it (at least 6 hex digits)."""
+    if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id.lower()):
+        raise MemoryToolError(
+            f'Invalid session id "{session_id}": give an id or a prefix of at least 6 hex '
+            "digits (see the list of sessions)",
+            INVALID_PARAMS,
+        )
+    wanted = session_id.lower()
+    matches = [r for r in receipts(mem) if str(r.get("session_id", "")).startswith(wanted)]
+    ids = {r["session_id"] for r in matches}
+    if not matches:
+        raise SessionNotFoundError(f'No recorded session matches "{session_id}"')
+    if len(ids) > 1:
+        raise MemoryToolError(
+            f'Session id "{session_id}" is ambiguous: it matches {len(ids)} sessions',
+            INVALID_PARAMS,
+        )
+    return matches[0]
+
+
+def prompt_text(mem: AgentMemory, session_id: str) -> str:
+    """The exact system prompt the session started with (checked against its sha256)."""
+    receipt = find(mem, session_id)
+    return _blob(mem, str(receipt["prompt_sha256"]), what="prompt of session " + session_id)
+
+
+def diff(mem: AgentMemory, first: str, second: str) -> str:
+    """A unified diff of two sessions' prompts (empty when they were identical)."""
+    a, b = find(mem, first), find(mem, second)
+    old = prompt_text(mem, a["session_id"]).splitlines(keepends=True)
+    new = prompt_text(mem, b["session_id"]).splitlines(keepends=True)
+    return "".join(
+        difflib.unified_diff(
+            old,
+            new,
+            f"session {a['session_id']} ({a['ts']})",
+            f"session {b['session_id']} ({b['ts']})",
+        )
+    )
+
+
+def why(mem: AgentMemory, session_id: str, needle: str) -> list[Origin]:
+    """Where each line of a past session's prompt that contains ``needle`` came from.
+
+    A line inside a memory block names the file, its version and the line number in that
+    version; any other line is named as text the prompt builder wrote, with its section.
+    """
+    if not isinstance(needle, str) or not needle.strip():
+        raise MemoryToolError("Give the text (or part of a line) to trace", INVALID_PARAMS)
+    receipt = find(mem, session_id)
+    text = prompt_text(mem, receipt["session_id"])
+    origins: list[Origin] = []
+    offset = 0
+    for section in receipt["sections"]:
+        chars = int(section["chars"])
+        body = text[offset : offset + chars]
+        offset += chars + 2  # sections are joined by a blank line
+        content = None
+        if section.get("version"):
+            content = _blob(mem, section["version"], what=f"{section['source']} version")
+        for number, line in enumerate(body.split("\n")):
+            if needle not in line:
+                continue
+            origins.append(_origin(section, content, body, number, line))
+    return origins
+
+
+def _origin(
+    section: dict[str, Any], content: str | None, body: str, number: int, line: str
+) -> Origin:
+    name = str(section["name"])
+    if content is None:
+        return Origin(name, None, None, None, line)
+    # A memory block is "<name>\n<trimmed content>\n</name>"; the system section is the
+    # trimmed file itself. Line numbers count from the file's first line.
+    wrapped = name in ("soul", "user", "facts")
+    inner = number - 1 if wrapped else number
+    last = len(body.split("\n")) - 1
+    if wrapped and (number == 0 or number == last):
+        return Origin(name, None, None, None, line)  # the block's own tags
+    # The builder trims the file (JavaScript's trim, as the reference): count the lines the
+    # trim removed so numbers are the file's own.
+    trimmed = js_trim(content)
+    leading = content.find(trimmed) if trimmed else 0
+    first_line = content[:leading].count("\n") + 1
+    return Origin(name, str(section["source"]), str(section["version"]), first_line + inner, line)
+
+
+# -- storage helpers ------------------------------------------------------------------------------
+
+
+def _read_receipts(memory: Folder) -> list[dict[str, Any]]:
+    data = memory.read_bytes(memory.lookup(SESSIONS_LOG)) or b""
+    found = []
+    for raw in data.splitlines():
+        try:
+            receipt = json.loads(raw)
+        except (ValueError, RecursionError):
+            continue  # a torn last line from a crash: skipped, never fatal
+        if isinstance(receipt, dict) and isinstance(receipt.get("session_id"), str):
+            found.append(receipt)
+    return found
+
+
+def _blob(mem: AgentMemory, digest: str, what: str) -> str:
+    try:
+        with mem._folders() as (_agent, memory):
+            data = None
+            if memory is not None and memory.lookup(BLOBS_DIR) is not None:
+                with memory.subfolder(BLOBS_DIR) as store:
+                    data = store.read_bytes(f"{digest}.txt")
+    except FileNotFoundError:
+        data = None
+    if data is None:
+        raise MemoryToolError(f"The stored text of the {what} is gone", INVALID_PARAMS)
+    if sha256_hex(data) != digest:
+        raise MemoryToolError(
+            f"The stored text of the {what} does not match its sha256 {digest}", INVALID_PARAMS
+        )
+    return data.decode("utf-8", "surrogatepass")
+
+
+def _versions(receipt: dict[str, Any]) -> set[str]:
+    found = {str(receipt.get("prompt_sha256"))}
+    for section in receipt.get("sections") or ():
+        if isinstance(section, dict) and section.get("version"):
+            found.add(str(section["version"]))
+    return found
+
+
+#: The most characters of a client's self-chosen name or version kept in a receipt: a client
+#: calling itself a megabyte long must not grow the log by a megabyte a session.
+CLIENT_FIELD_CHARS = 200
+
+
+def _client(client: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not client:
+        return None
+    kept = {}
+    for key in ("name", "version"):
+        value = client.get(key)
+        if value is not None:
+            text = str(value)
+            kept[key] = text if len(text) <= CLIENT_FIELD_CHARS else text[:CLIENT_FIELD_CHARS] + "…"
+    return kept
+
+
+def _timestamp(mem: AgentMemory) -> str:
+    from ..journal import format_timestamp
+
+    return format_timestamp(mem.now())
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]

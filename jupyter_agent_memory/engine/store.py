@@ -1,0 +1,856 @@
+"""``AgentMemory``: the files of one agent, and the only code that writes them.
+
+Layout (see the design, section 2)::
+
+    <agent>/SOUL.md  USER.md  .template.json
+    <agent>/memory/FACT.md  JOURNAL.jsonl  .lock  .history/
+
+Every write takes the advisory lock ``memory/.lock``, so updates and appends are serialised
+across processes. FACT.md, SOUL.md and USER.md are replaced atomically (temp file, fsync,
+rename, fsync of the folder); journal lines go out in one ``write`` on an ``O_APPEND``
+descriptor. Nothing inside the agent folder is ever reached through a symlink.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import stat
+import warnings
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .. import journal
+from ..errors import (
+    INVALID_PARAMS,
+    AgentNotFoundError,
+    ContentTooLargeError,
+    EmptyEditError,
+    MemoryConflictError,
+    MemoryIOError,
+    MemoryToolError,
+    UnsafePathError,
+    engine_boundary,
+)
+from ..folder import DEFAULT_LOCK_TIMEOUT, Folder, describe, sha256_hex
+from ..journal.append import JournalAppender
+from ..journal.reader import DescriptorFile, JournalReader
+from . import history, secrets, sessions
+from .bootstrap import STATE_FILE
+from .bootstrap import note_append as note_bootstrap_append
+from .history import DEFAULT_HISTORY_LIMIT, HISTORY_DIR
+from .paths import resolve_target
+from .sessions import DEFAULT_KEEP_BYTES, DEFAULT_KEEP_SESSIONS, Origin
+from .tool import call_tool, coerce_time, normalize_limit
+
+SOUL = "SOUL.md"
+USER = "USER.md"
+MEMORY_DIR = "memory"
+FACT = "FACT.md"
+JOURNAL = "JOURNAL.jsonl"
+LOCK = ".lock"
+TEMPLATE_RECORD = ".template.json"
+
+# One limit for FACT.md, SOUL.md, USER.md and each journal entry, whatever surface sends it:
+# memory goes into every prompt, so a runaway write must fail loudly instead of silently
+# filling the context window.
+DEFAULT_MAX_BYTES = 1024 * 1024
+# Temp files are named by Folder.write_atomic: "." + target name + "." + 16 hex + ".tmp".
+_TEMP_NAME = re.compile(r"^\.(?P<target>.+)\.[0-9a-f]{16}\.tmp$")
+EMPTY_SHA256 = sha256_hex(b"")
+
+
+class WriteResult(str):
+    """What a write stored: its sha256 (the value itself, a ``str`` as before), plus
+    ``previous_sha256`` (the bytes it replaced, read under the same lock) and ``path`` (the
+    file as named on disk: an existing ``fact.md`` keeps its casing)."""
+
+    previous_sha256: str
+    path: Path
+
+    def __new__(cls, sha256: str, previous_sha256: str, path: Path) -> WriteResult:
+        result = super().__new__(cls, sha256)
+        result.previous_sha256 = previous_sha256
+        result.path = path
+        return result
+
+    @property
+    def sha256(self) -> str:
+        """The new content's sha256 (the same as ``str(self)``)."""
+        return str(self)
+
+
+class CorruptJournalWarning(UserWarning):
+    """Some journal lines could not be parsed and were skipped."""
+
+
+class AgentMemory:
+    """The long-term memory of one agent: a folder of plain files.
+
+    Create with :meth:`open`, which resolves an agent id or a folder path and makes the
+    layout. Reading a file that is missing gives ``''``; every write is atomic and locked.
+
+    >>> mem = AgentMemory.open("./demo-agent")          # doctest: +SKIP
+    >>> mem.update_facts("- The user prefers metric units.\\n")  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        agent_id: str | None = None,
+        root: str | os.PathLike[str] | None = None,
+        fsync_appends: bool = True,
+        history_limit: int = DEFAULT_HISTORY_LIMIT,
+        clock: Callable[[], datetime] | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        lock_timeout: float | None = DEFAULT_LOCK_TIMEOUT,
+        journal_index: bool | None = None,
+        keep_sessions: int = DEFAULT_KEEP_SESSIONS,
+        keep_session_bytes: int = DEFAULT_KEEP_BYTES,
+        secret_guard: bool = True,
+    ) -> None:
+        self.path = Path(path)
+        self.agent_id = agent_id
+        self.root = Path(root) if root is not None else self.path.parent
+        self.fsync_appends = fsync_appends
+        self.history_limit = max(1, int(history_limit))
+        # Injectable so simulations (the evaluation harness) can run on their own timeline.
+        self.clock = clock
+        self.max_bytes = max(1, int(max_bytes))
+        self.lock_timeout = lock_timeout
+        # Retention of session receipts and the prompt texts they point to (see sessions.py).
+        self.keep_sessions = max(1, int(keep_sessions))
+        self.keep_bytes = max(1, int(keep_session_bytes))
+        # Refuse writes holding credentials (secrets.py); off only where that is intended.
+        self.secret_guard = secret_guard
+        # The journal's derived search index (journal_index): True on, False off (no cache
+        # file at all), None by size; $JUPYTER_AGENT_MEMORY_INDEX decides when None.
+        self.journal_index = journal_index
+
+    def now(self) -> datetime:
+        """The current time as this agent sees it (UTC): ``clock()`` when one was given."""
+        if self.clock is None:
+            return datetime.now(timezone.utc)
+        moment = self.clock()
+        return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+    def exists(self) -> bool:
+        """Whether the agent folder exists (as anything: a link or file is refused later)."""
+        return os.path.lexists(self.path)
+
+    @classmethod
+    @engine_boundary
+    def open(
+        cls,
+        target: str | os.PathLike[str] | None = None,
+        root: str | os.PathLike[str] | None = None,
+        *,
+        create: bool = True,
+        **options: Any,
+    ) -> AgentMemory:
+        """Open an agent by id (under ``root``) or by folder path, creating its layout.
+
+        ``target`` defaults to the default agent. A :class:`~pathlib.Path`, or a string that
+        contains a path separator or starts with ``.`` or ``~``, is a folder path. With
+        ``create=False`` nothing is created and a missing folder raises
+        :class:`~jupyter_agent_memory.errors.AgentNotFoundError` (read-only commands use it).
+        """
+        path, agent_id, base = resolve_target(target, root)
+        memory = cls(path, agent_id=agent_id, root=base, **options)
+        memory._require_or_create(create)
+        return memory
+
+    @classmethod
+    @engine_boundary
+    def open_id(
+        cls,
+        agent_id: str,
+        root: str | os.PathLike[str] | None = None,
+        *,
+        create: bool = True,
+        **options: Any,
+    ) -> AgentMemory:
+        """Open the agent ``agent_id`` under ``root`` even when the id looks like a path.
+
+        For surfaces that receive bare ids (REST, pickers): ``.notes`` is an id here, never
+        a folder relative to the working directory.
+        """
+        from .paths import resolve_agent_id
+
+        path, base = resolve_agent_id(agent_id, root)
+        memory = cls(path, agent_id=agent_id, root=base, **options)
+        memory._require_or_create(create)
+        return memory
+
+    def _require_or_create(self, create: bool) -> None:
+        if create:
+            self.ensure_layout()
+        elif not self.exists():
+            raise AgentNotFoundError(self.path, self.agent_id)
+
+    def __repr__(self) -> str:
+        label = self.agent_id if self.agent_id is not None else str(self.path)
+        return f"<AgentMemory {label!r} at {self.path}>"
+
+    # -- layout ----------------------------------------------------------------------------
+
+    @engine_boundary
+    def ensure_layout(self) -> None:
+        """Create the folder, ``memory/`` and empty SOUL.md/USER.md; sweep crash leftovers.
+
+        Idempotent and safe when several processes do it at once. A file is created only
+        when no case variant of its name exists.
+        """
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(self.path, 0o700)
+        with Folder.open(self.path) as agent:
+            names = agent.names()
+            for name in (SOUL, USER):
+                if agent.lookup(name, names) is None:
+                    agent.create_empty(name)
+            memory_name = agent.lookup(MEMORY_DIR, names) or MEMORY_DIR
+            with (
+                agent.subfolder(memory_name, create=True) as mem,
+                mem.locked(LOCK, self.lock_timeout),
+            ):
+                _sweep_temp_files(agent, _AGENT_FILES)
+                _sweep_temp_files(mem, _MEMORY_FILES)
+                if mem.lookup(HISTORY_DIR) is not None:
+                    with mem.subfolder(HISTORY_DIR) as versions:
+                        _sweep_temp_files(versions, history.VERSION_NAME)
+                if mem.lookup(sessions.BLOBS_DIR) is not None:
+                    with mem.subfolder(sessions.BLOBS_DIR) as blobs:
+                        _sweep_temp_files(blobs, sessions.BLOB_NAME)
+
+    @contextlib.contextmanager
+    def _folders(self, create_memory: bool = False) -> Iterator[tuple[Folder, Folder | None]]:
+        """Open the agent folder and ``memory/`` (None when missing)."""
+        with Folder.open(self.path) as agent:
+            name = agent.lookup(MEMORY_DIR)
+            if name is None and not create_memory:
+                yield agent, None
+                return
+            with agent.subfolder(name or MEMORY_DIR, create=create_memory) as mem:
+                yield agent, mem
+
+    def _recheck(self, agent: Folder, mem: Folder | None = None) -> None:
+        if not agent.same_as(self.path):
+            raise UnsafePathError(f"Refusing to write: {self.path} was replaced while writing")
+        if mem is not None and not mem.same_as(mem.path):
+            raise UnsafePathError(f"Refusing to write: {mem.path} was replaced while writing")
+
+    @engine_boundary
+    def check_folder(self) -> None:
+        """Raise unless the agent folder is valid for memory actions.
+
+        As in the reference, SOUL.md or USER.md that is a link (or anything but a regular
+        file) makes the whole folder invalid: a prompt-injected model must not be able to
+        keep working in a folder someone has tampered with. A missing folder is fine here
+        (a write creates ``memory/`` only inside an existing folder).
+        """
+        try:
+            with Folder.open(self.path) as agent:
+                names = agent.names()
+                for canonical in (SOUL, USER):
+                    name = agent.lookup(canonical, names)
+                    st = agent.lstat(name) if name is not None else None
+                    if name is not None and st is not None and not stat.S_ISREG(st.st_mode):
+                        raise UnsafePathError(
+                            f"Refusing to use the agent folder {self.path}: "
+                            f"{agent.display(name)} is {describe(st)}, not a regular file"
+                        )
+        except FileNotFoundError:
+            return
+
+    @engine_boundary
+    def file_path(self, canonical: str) -> Path:
+        """Where ``SOUL.md``, ``USER.md``, ``FACT.md`` or ``JOURNAL.jsonl`` is on disk.
+
+        Names are matched ignoring case (an existing ``fact.md`` keeps its casing); a file
+        that does not exist yet gets its canonical name. Nothing is created.
+        """
+        inside_memory = canonical in (FACT, JOURNAL)
+        if canonical not in (SOUL, USER, FACT, JOURNAL):
+            raise MemoryToolError(f"Not a memory file: {canonical!r}", INVALID_PARAMS)
+        try:
+            with self._folders() as (agent, mem):
+                if not inside_memory:
+                    return agent.display(agent.lookup(canonical) or canonical)
+                if mem is None:
+                    return self.path / MEMORY_DIR / canonical
+                return mem.display(mem.lookup(canonical) or canonical)
+        except FileNotFoundError:
+            return self.path / (f"{MEMORY_DIR}/{canonical}" if inside_memory else canonical)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _read_agent_file(self, canonical: str) -> bytes:
+        try:
+            with Folder.open(self.path) as agent:
+                return agent.read_bytes(agent.lookup(canonical)) or b""
+        except FileNotFoundError:
+            return b""
+
+    def _read_fact_bytes(self) -> bytes:
+        try:
+            with self._folders() as (_agent, mem):
+                if mem is None:
+                    return b""
+                return mem.read_bytes(mem.lookup(FACT)) or b""
+        except FileNotFoundError:
+            return b""
+
+    @property
+    @engine_boundary
+    def facts(self) -> str:
+        """Current FACT.md text (``''`` when missing)."""
+        return _decode(self._read_fact_bytes())
+
+    @property
+    @engine_boundary
+    def soul(self) -> str:
+        """Current SOUL.md text (``''`` when missing)."""
+        return _decode(self._read_agent_file(SOUL))
+
+    @property
+    @engine_boundary
+    def user(self) -> str:
+        """Current USER.md text (``''`` when missing)."""
+        return _decode(self._read_agent_file(USER))
+
+    @engine_boundary
+    def read_facts(self) -> tuple[str, str]:
+        """FACT.md text and the sha256 of those very bytes, from one read.
+
+        Editors keep the hash and send it back as ``expected_sha256``; reading both at once
+        means the hash can never belong to a newer version than the text.
+        """
+        data = self._read_fact_bytes()
+        return _decode(data), sha256_hex(data)
+
+    @engine_boundary
+    def read_soul(self) -> tuple[str, str]:
+        """SOUL.md text and the sha256 of those very bytes, from one read."""
+        data = self._read_agent_file(SOUL)
+        return _decode(data), sha256_hex(data)
+
+    @engine_boundary
+    def read_user(self) -> tuple[str, str]:
+        """USER.md text and the sha256 of those very bytes, from one read."""
+        data = self._read_agent_file(USER)
+        return _decode(data), sha256_hex(data)
+
+    @property
+    @engine_boundary
+    def facts_sha256(self) -> str:
+        """sha256 of FACT.md as on disk (of ``b''`` when missing): the CAS token for editors."""
+        return sha256_hex(self._read_fact_bytes())
+
+    @property
+    @engine_boundary
+    def soul_sha256(self) -> str:
+        """sha256 of SOUL.md as on disk (of ``b''`` when missing)."""
+        return sha256_hex(self._read_agent_file(SOUL))
+
+    @property
+    @engine_boundary
+    def user_sha256(self) -> str:
+        """sha256 of USER.md as on disk (of ``b''`` when missing)."""
+        return sha256_hex(self._read_agent_file(USER))
+
+    @engine_boundary
+    def file_sizes(self) -> dict[str, int]:
+        """Bytes on disk of SOUL.md, USER.md, FACT.md and JOURNAL.jsonl (``lstat``; -1 when
+        missing). Nothing is read or decoded, so a file that is not UTF-8 reports its size."""
+        sizes = {}
+        for canonical in (SOUL, USER, FACT, JOURNAL):
+            try:
+                st = os.lstat(self.file_path(canonical))
+            except FileNotFoundError:
+                sizes[canonical] = -1
+            else:
+                sizes[canonical] = st.st_size
+        return sizes
+
+    @engine_boundary
+    def file_stats(self) -> dict[str, os.stat_result]:
+        """``lstat`` of every entry of the agent folder and of ``memory/``, nothing read.
+
+        Keys are names as on disk (``"SOUL.md"``, ``"memory/FACT.md"``, …); the lock file,
+        which every writer touches without changing anything, is left out. No link is
+        followed; a missing agent folder gives ``{}``.
+        """
+        stats: dict[str, os.stat_result] = {}
+        try:
+            with Folder.open(self.path) as agent:
+                names = agent.names()
+                for name in names:
+                    st = agent.lstat(name)
+                    if st is not None:
+                        stats[name] = st
+                memory_name = agent.lookup(MEMORY_DIR, names)
+                if memory_name is not None:
+                    with agent.subfolder(memory_name) as mem:
+                        for name in mem.names():
+                            st = mem.lstat(name)
+                            if st is not None and name != LOCK:
+                                stats[f"{memory_name}/{name}"] = st
+        except FileNotFoundError:
+            return {}
+        return stats
+
+    # -- FACT.md ---------------------------------------------------------------------------
+
+    @engine_boundary
+    def update_facts(self, text: str, expected_sha256: str | None = None) -> WriteResult:
+        """Atomically replace FACT.md with ``text``; returns the new version's sha256.
+
+        The result is a :class:`WriteResult`: a ``str`` holding the sha256 that also carries
+        the replaced version's hash and the file's real path.
+
+        With ``expected_sha256`` the write is compare-and-swap: when FACT.md no longer has
+        that hash, :class:`MemoryConflictError` is raised and nothing is written. The previous
+        content (when non-empty and different) is kept in ``memory/.history/``.
+        """
+        data = encode_text(text, "content", self.max_bytes, self.secret_guard)
+        with self._folders(create_memory=True) as (agent, mem):
+            assert mem is not None
+            with mem.locked(LOCK, self.lock_timeout):
+                name = mem.lookup(FACT) or FACT
+                mem.require_replaceable(name)
+                current = mem.read_bytes(name) or b""
+                _check_expected(mem.display(name), expected_sha256, current)
+                if not current or current == data:
+                    mem.write_atomic(name, data, lambda: self._recheck(agent, mem))
+                else:
+                    # The old version is safe on disk before FACT.md is replaced, and removed
+                    # again when the replacement fails, so a failed update leaves no trace.
+                    new_folder = mem.lookup(HISTORY_DIR) is None
+                    recheck = lambda: self._recheck(agent, mem)  # noqa: E731
+                    try:
+                        with mem.subfolder(HISTORY_DIR, create=True) as versions:
+                            kept = history.keep(versions, current, self.now(), recheck)
+                            try:
+                                mem.write_atomic(name, data, recheck)
+                            except BaseException:
+                                history.discard(versions, kept)
+                                raise
+                            history.prune(versions, self.history_limit)
+                    except BaseException:
+                        if new_folder:
+                            with contextlib.suppress(OSError):
+                                os.rmdir(HISTORY_DIR, dir_fd=mem.fd)
+                        raise
+        return WriteResult(sha256_hex(data), sha256_hex(current), mem.display(name))
+
+    def _versions(self) -> list[history.Version]:
+        """Stored FACT.md versions, newest first."""
+        try:
+            with self._folders() as (_agent, mem):
+                if mem is None or mem.lookup(HISTORY_DIR) is None:
+                    return []
+                with mem.subfolder(HISTORY_DIR) as folder:
+                    return history.versions(folder)
+        except FileNotFoundError:
+            return []
+
+    @engine_boundary
+    def history(self) -> list[dict[str, Any]]:
+        """Previous FACT.md versions, newest first: ``{"ts", "sha256", "size"}`` each."""
+        return [
+            {"ts": v.ts, "sha256": sha256_hex(v.content), "size": len(v.content)}
+            for v in self._versions()
+        ]
+
+    @engine_boundary
+    def history_version(self, sha: str) -> tuple[str, str]:
+        """``(full sha256, text)`` of the stored FACT.md version named by ``sha``.
+
+        ``sha`` is a full sha256 or a unique prefix of at least 7 hex digits. A malformed or
+        ambiguous id raises :class:`MemoryToolError`; one that matches nothing raises
+        :class:`~jupyter_agent_memory.errors.VersionNotFoundError`.
+        """
+        digest, content = history.find(self._versions(), sha)
+        return digest, _decode(content)
+
+    @engine_boundary
+    def history_text(self, sha: str) -> str:
+        """Text of the stored FACT.md version named by a full sha256 or unique prefix (>= 7)."""
+        return self.history_version(sha)[1]
+
+    @engine_boundary
+    def restore(self, sha: str) -> WriteResult:
+        """Make a stored FACT.md version current again (a normal update); returns its sha256."""
+        return self.update_facts(self.history_version(sha)[1])
+
+    # -- SOUL.md / USER.md -----------------------------------------------------------------
+
+    @engine_boundary
+    def write_soul(self, text: str, expected_sha256: str | None = None) -> WriteResult:
+        """Atomically replace SOUL.md (optionally compare-and-swap); returns its sha256."""
+        return self._write_agent_file(SOUL, text, expected_sha256)
+
+    @engine_boundary
+    def write_user(self, text: str, expected_sha256: str | None = None) -> WriteResult:
+        """Atomically replace USER.md (optionally compare-and-swap); returns its sha256."""
+        return self._write_agent_file(USER, text, expected_sha256)
+
+    def _write_agent_file(
+        self, canonical: str, text: str, expected: str | None
+    ) -> WriteResult:
+        data = encode_text(text, "content", self.max_bytes, self.secret_guard)
+        with self._folders(create_memory=True) as (agent, mem):
+            assert mem is not None
+            with mem.locked(LOCK, self.lock_timeout):
+                name = agent.lookup(canonical) or canonical
+                agent.require_replaceable(name)
+                current = agent.read_bytes(name) or b""
+                _check_expected(agent.display(name), expected, current)
+                agent.write_atomic(name, data, lambda: self._recheck(agent, mem))
+        return WriteResult(sha256_hex(data), sha256_hex(current), agent.display(name))
+
+    @engine_boundary
+    def replace_if_stock(self, canonical: str, data: bytes, stock_sha256: Iterable[str]) -> bool:
+        """Write ``data`` to SOUL.md/USER.md when it is missing, empty, or a known stock file.
+
+        Used by provisioning; returns True when written. Never writes over user content.
+        """
+        stock = {s.lower() for s in stock_sha256}
+        with self._folders(create_memory=True) as (agent, mem):
+            assert mem is not None
+            with mem.locked(LOCK, self.lock_timeout):
+                name = agent.lookup(canonical) or canonical
+                agent.require_replaceable(name)
+                current = agent.read_bytes(name)
+                if current and sha256_hex(current) not in stock:
+                    return False
+                if current == data:
+                    return False
+                agent.write_atomic(name, data, lambda: self._recheck(agent, mem))
+                return True
+
+    @engine_boundary
+    def add_memory_file_if_missing(self, canonical: str, data: bytes) -> bool:
+        """Create ``memory/<canonical>`` with ``data`` unless any case variant exists."""
+        with self._folders(create_memory=True) as (agent, mem):
+            assert mem is not None
+            with mem.locked(LOCK, self.lock_timeout):
+                name = mem.lookup(canonical)
+                if name is not None:
+                    mem.require_replaceable(name)
+                    return False
+                mem.write_atomic(canonical, data, lambda: self._recheck(agent, mem))
+                return True
+
+    @engine_boundary
+    def write_template_record(self, record: dict[str, Any]) -> None:
+        """Write ``.template.json`` (which template this agent came from)."""
+        data = (json.dumps(record, indent=2, ensure_ascii=False) + "\n").encode()
+        with self._folders(create_memory=True) as (agent, mem):
+            assert mem is not None
+            with mem.locked(LOCK, self.lock_timeout):
+                agent.write_atomic(TEMPLATE_RECORD, data, lambda: self._recheck(agent, mem))
+
+    @engine_boundary
+    def template_info(self) -> dict[str, Any] | None:
+        """Contents of ``.template.json``, or None when the agent has no template record."""
+        raw = self._read_agent_file(TEMPLATE_RECORD)
+        if not raw:
+            return None
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            return None
+        return record if isinstance(record, dict) else None
+
+    # -- journal ---------------------------------------------------------------------------
+
+    @engine_boundary
+    def append(self, text: str, tags: Iterable[str] = ()) -> dict[str, Any]:
+        """Add one journal entry; returns it as stored: ``{"ts", "tags", "text"}``.
+
+        The line is written in one ``write`` under the lock; when the file does not end in a
+        newline (a torn write), the entry starts on a new line. It returns once the line is
+        durable (``fsync``, unless ``fsync_appends`` is off); on any failure the journal is
+        left exactly as it was (see :mod:`~jupyter_agent_memory.journal.append`). Text or
+        tags with a lone surrogate, and text over ``max_bytes``, are refused (-32602).
+        """
+        if not isinstance(text, str) or not text:
+            raise MemoryToolError("'text' is required for append action", INVALID_PARAMS)
+        encode_text(text, "text", self.max_bytes, self.secret_guard)
+        if isinstance(tags, str):
+            tags = [tags]
+        kept = [t for t in tags if isinstance(t, str)]
+        tags_size = sum(len(encode_text(tag, "tags", None, self.secret_guard)) for tag in kept)
+        if tags_size > self.max_bytes:
+            raise ContentTooLargeError("tags", tags_size, self.max_bytes)
+        entry = {"ts": journal.format_timestamp(self.now()), "tags": kept, "text": text}
+        line = journal.encode_line(entry)
+        appender = self._journal_appender()
+        appender.fsync = self.fsync_appends
+        appender.lock_timeout = self.lock_timeout
+        appender.append(line)
+        note_bootstrap_append(self, entry)  # a `bootstrap`-tagged entry completes bootstrap
+        return entry
+
+    def _journal_appender(self) -> JournalAppender:
+        """The appender of this agent (kept, with its open folders, between appends)."""
+        appender = self.__dict__.get("_appender")
+        if appender is None:
+            appender = JournalAppender(
+                self.path,
+                memory_dir=MEMORY_DIR,
+                journal=JOURNAL,
+                lock=LOCK,
+                lock_timeout=self.lock_timeout,
+                fsync=self.fsync_appends,
+            )
+            appender = self.__dict__.setdefault("_appender", appender)
+        return appender
+
+    def close(self) -> None:
+        """Release the descriptors kept open between appends and searches (the folders and
+        the journal); the next append or search opens them again."""
+        for held in ("_appender", "_reader"):
+            handle = self.__dict__.get(held)
+            if handle is not None:
+                handle.close()
+
+    def _journal_reader(self) -> JournalReader:
+        """The reader of this agent's journal (kept, with its open folders, between reads)."""
+        reader = self.__dict__.get("_reader")
+        if reader is None:
+            reader = JournalReader(self.path, memory_dir=MEMORY_DIR, journal=JOURNAL)
+            reader = self.__dict__.setdefault("_reader", reader)
+        return reader
+
+    @contextlib.contextmanager
+    def _journal_file(self) -> Iterator[Any]:
+        """The journal opened for binary reading, or None when it does not exist."""
+        with self._journal_reader().opened() as fd:
+            if fd is None:
+                yield None
+                return
+            yield DescriptorFile(fd)
+
+    @engine_boundary
+    def search_journal(
+        self,
+        query: str = "",
+        tag: str = "",
+        limit: int = 20,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+    ) -> journal.SearchResult | None:
+        """Like :meth:`search`, but None when the journal file does not exist."""
+        window = {"since": coerce_time(since, "since"), "until": coerce_time(until, "until")}
+        with self._journal_file() as handle:
+            if handle is None:
+                return None
+            result = journal.search(
+                handle,
+                query=query or "",
+                tag=tag or "",
+                limit=normalize_limit(limit),
+                index=self._journal_index_opener(),
+                **window,
+            )
+        if result.skipped:
+            warnings.warn(
+                f"Skipped {result.skipped} corrupted line(s) of "
+                f"{result.scanned} read in {self.path / MEMORY_DIR / JOURNAL}",
+                CorruptJournalWarning,
+                stacklevel=3,
+            )
+        return result
+
+    def _journal_index_opener(self) -> journal.IndexOpener | None:
+        """How a search opens the journal's derived index (None: the index is off, or this
+        Python has no ``sqlite3``)."""
+        try:
+            from ..journal.index import index_setting
+        except ImportError:
+            return None
+
+        setting = index_setting(self.journal_index)
+        if setting is False:
+            return None
+        # Computed once: a search can cost less than building this path each time.
+        journal_path = self.__dict__.get("_journal_path")
+        if journal_path is None:
+            journal_path = self.path / MEMORY_DIR / JOURNAL
+            self.__dict__["_journal_path"] = journal_path
+
+        def open_index(read: Callable[[int, int], bytes], st: os.stat_result) -> Any:
+            from ..journal import index as journal_index
+
+            full_text = setting is True or st.st_size >= journal_index.FTS_MIN_BYTES
+            if not full_text and st.st_size < journal_index.MAP_MIN_BYTES:
+                return None
+            return journal_index.JournalIndex.open(
+                journal_path, self.path, read, st, full_text=full_text
+            )
+
+        return open_index
+
+    @engine_boundary
+    def search(
+        self,
+        query: str = "",
+        tag: str = "",
+        limit: int = 20,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+    ) -> journal.SearchResult:
+        """Journal entries matching all filters, newest first (at most ``limit``).
+
+        ``query`` is a case-insensitive substring of the text, ``tag`` an exact tag compared
+        ignoring case, ``since``/``until`` an inclusive time window (ISO-8601 strings or
+        datetimes; no zone means UTC). Corrupted lines are skipped with a warning.
+        """
+        result = self.search_journal(query, tag, limit, since, until)
+        return result if result is not None else journal.SearchResult()
+
+    def entries(self) -> Iterator[dict[str, Any]]:
+        """Every journal entry, oldest first (corrupted lines skipped)."""
+        try:
+            with self._journal_file() as handle:
+                if handle is not None:
+                    yield from journal.iter_entries(handle)
+        except MemoryToolError:
+            raise
+        except OSError as exc:  # the engine boundary, for a generator
+            raise MemoryIOError(exc) from exc
+
+    @engine_boundary
+    def tag_counts(self) -> dict[str, int]:
+        """Every tag in the journal (spelled as first seen, matched ignoring case) → count.
+
+        Tags are grouped with ``str.lower``, the comparison a tag search uses, so each count
+        is exactly what searching for that tag would find.
+        """
+        counts: dict[str, int] = {}
+        spelling: dict[str, str] = {}
+        for entry in self.entries():
+            tags = entry.get("tags")
+            if not isinstance(tags, list):
+                continue
+            for tag in tags:
+                if isinstance(tag, str):
+                    key = spelling.setdefault(tag.lower(), tag)
+                    counts[key] = counts.get(key, 0) + 1
+        return counts
+
+    # -- sessions on record ----------------------------------------------------------------
+
+    @engine_boundary
+    def sessions(self) -> list[dict[str, Any]]:
+        """Receipts of recorded session starts, newest first."""
+        return sessions.receipts(self)
+
+    @engine_boundary
+    def session_prompt(self, session_id: str) -> str:
+        """The exact system prompt a recorded session started with (id or 6+ digit prefix)."""
+        return sessions.prompt_text(self, session_id)
+
+    @engine_boundary
+    def diff_sessions(self, first: str, second: str) -> str:
+        """A unified diff between two recorded sessions' prompts ("" when identical)."""
+        return sessions.diff(self, first, second)
+
+    @engine_boundary
+    def why(self, session_id: str, text: str) -> list[Origin]:
+        """Where each line of a recorded prompt containing ``text`` came from."""
+        return sessions.why(self, session_id, text)
+
+    # -- the memory tool -------------------------------------------------------------------
+
+    @engine_boundary
+    def call_tool(self, args: dict[str, Any]) -> str:
+        """Run the ``memory`` tool with ``args``; returns its exact result text."""
+        return call_tool(self, args)
+
+
+def _check_expected(path: Path, expected: str | None, current: bytes) -> None:
+    if expected is None:
+        return
+    actual = sha256_hex(current)
+    if not isinstance(expected, str) or expected.lower() != actual:
+        raise MemoryConflictError(path, str(expected), actual)
+
+
+def check_edit_body(text: str) -> str:
+    """The one guard of the human editing surfaces (CLI ``fact --set``, ``%%fact_update``,
+    the panel, the sidebar): a FACT.md that is empty after trimming is refused.
+
+    The ``memory`` tool keeps the reference's rule (only ``""`` is refused), because a model
+    sends exactly what it means; an empty editor buffer is almost always an accident.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise EmptyEditError()
+    return text
+
+
+def encode_text(
+    text: str, field: str, max_bytes: int | None = None, refuse_secrets: bool = False
+) -> bytes:
+    """``text`` as UTF-8, refusing what no wire format could carry back.
+
+    A lone surrogate (half an emoji) raises -32602 naming ``field`` and the position, so
+    nothing unencodable is ever stored; with ``max_bytes``, a longer encoding raises -32602
+    naming the size and the limit; with ``refuse_secrets``, text holding a credential raises
+    -32602 naming its kind (see :mod:`~jupyter_agent_memory.engine.secrets`). Every write of model
+    or user text goes through here.
+    """
+    if not isinstance(text, str):
+        raise MemoryToolError(f"'{field}' must be a string", INVALID_PARAMS)
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise MemoryToolError(
+            f"'{field}' is not valid Unicode text: lone surrogate "
+            f"U+{ord(text[exc.start]):04X} at position {exc.start}",
+            INVALID_PARAMS,
+        ) from None
+    if max_bytes is not None and len(data) > max_bytes:
+        raise ContentTooLargeError(field, len(data), max_bytes)
+    if refuse_secrets:
+        secrets.refuse(text, field)
+    return data
+
+
+def _decode(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+# The files each folder's atomic writes target (compared ignoring case, as lookups are).
+_AGENT_FILES = frozenset(n.casefold() for n in (SOUL, USER, TEMPLATE_RECORD, STATE_FILE))
+_MEMORY_FILES = frozenset(n.casefold() for n in (FACT, sessions.SESSIONS_LOG))
+
+
+def _sweep_temp_files(folder: Folder, targets: frozenset[str] | re.Pattern[str]) -> None:
+    """Remove temp files a crashed write of ours left: nothing else, whatever its name.
+
+    Only regular files named as :meth:`Folder.write_atomic` names the temp file of one of
+    ``targets`` (names compared ignoring case, or a pattern the names of that folder's files
+    match) are removed; a user's file or folder that merely looks like one is left alone.
+    """
+    for name in folder.names():
+        match = _TEMP_NAME.match(name)
+        if match is None:
+            continue
+        target = match.group("target")
+        if isinstance(targets, frozenset):
+            ours = target.casefold() in targets
+        else:
+            ours = targets.match(target) is not None
+        st = folder.lstat(name)
+        if ours and st is not None and stat.S_ISREG(st.st_mode):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name, dir_fd=folder.fd)

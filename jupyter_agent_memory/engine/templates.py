@@ -1,0 +1,572 @@
+"""Agent templates: provisioning a data folder, and product knowledge from a manifest.
+
+A template is a folder holding ``agent.json``, ``SOUL.md``, ``USER.md``, ``memory/`` (any
+files, at any depth) and optionally ``product-manifest.json``. Built-in templates ship inside
+the package (``builtin_templates/``); any folder of that shape works too.
+
+:func:`provision` never overwrites what a user or agent wrote: SOUL.md and USER.md are copied
+only when missing or empty (or when SOUL.md is byte-identical to an older stock version the
+template lists), files under ``memory/`` only when missing. Product knowledge is never copied
+into FACT.md: :func:`product_info` reads the template's manifest fresh on every call.
+
+Template files are opened so that a named pipe, a device or a link is refused at once: a
+``.template.json`` naming a hostile folder can never hang a prompt build.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    MemoryToolError,
+    TemplateError,
+    UnsafePathError,
+    engine_boundary,
+)
+from ..folder import Folder, describe, match_name
+from .jstext import js_json, js_ordered, js_string, js_trim
+from .store import LOCK, MEMORY_DIR, SOUL, USER, AgentMemory
+
+BUILTIN_DIR = Path(__file__).parent / "builtin_templates"
+AGENT_JSON = "agent.json"
+MANIFEST = "product-manifest.json"
+#: The language a localised name or instruction falls back to (as the reference does).
+DEFAULT_LOCALE = "en-US"
+#: The only product manifest format there is: ``{"schemaVersion": 1, "package": {...}, ...}``.
+MANIFEST_SCHEMA_VERSION = 1
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_SOURCE_ARGUMENTS = ("source", "section")
+
+#: The ``product_info`` tool (design section 6), in the same neutral shape as ``MEMORY_TOOL``:
+#: ``name``, ``description`` and a JSON schema under ``input_schema``. It is offered only for an
+#: agent provisioned from a template that ships a product manifest.
+PRODUCT_INFO_TOOL: dict[str, Any] = {
+    "name": "product_info",
+    "description": (
+        "Look up facts about the product this agent belongs to (version, features, commands) "
+        "from its template's product manifest, read fresh on every call. Use it for product "
+        "questions instead of storing product knowledge in FACT.md. Without 'section' it "
+        "returns the runtime version, the manifest version and the names of the sections; "
+        "with a section name it returns that section's data; 'all' returns the whole manifest."
+    ),
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "source": {
+                "type": "string",
+                "enum": ["manifest"],
+                "description": 'Where to read product knowledge from; always "manifest".',
+            },
+            "section": {
+                "type": "string",
+                "description": 'A section name from the manifest, or "all".',
+            },
+        },
+        "required": ["source"],
+        "additionalProperties": False,
+    },
+}
+
+
+@dataclass(frozen=True)
+class TemplateDefinition:
+    """A validated template: its ``agent.json`` and where its files are."""
+
+    template_id: str
+    folder: Path
+    builtin: bool
+    name: str
+    names: dict[str, str]
+    instructions: str | None = None
+    configuration: dict[str, Any] = field(default_factory=dict)
+    stock_soul_sha256: tuple[str, ...] = ()
+
+    @property
+    def manifest_path(self) -> Path | None:
+        """The template's ``product-manifest.json``, or None when it has none.
+
+        Only a regular file counts (a link or a pipe would be refused when read anyway).
+        """
+        path = self.folder / MANIFEST
+        try:
+            return path if stat.S_ISREG(os.lstat(path).st_mode) else None
+        except OSError:
+            return None
+
+
+# -- reading template files --------------------------------------------------------------------
+
+
+class _NotReadable(OSError):
+    """A template file that exists but is not a regular file (a link, pipe, device, folder)."""
+
+
+def _read_regular(path: Path) -> bytes:
+    """The bytes of the regular file ``path``; anything else is refused without waiting.
+
+    ``O_NONBLOCK`` makes opening a FIFO return at once, ``O_NOFOLLOW`` refuses a link, and
+    the type is checked on the open descriptor before a single byte is read.
+    """
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK):
+            raise _NotReadable(f"{path} is a symbolic link, not a regular file") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _NotReadable(f"{path} is {describe(st)}, not a regular file")
+        with contextlib.suppress(OSError, AttributeError):
+            os.set_blocking(fd, True)
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _template_file_error(path: Path, exc: OSError) -> TemplateError:
+    if isinstance(exc, _NotReadable):
+        return TemplateError(f"Invalid template: {exc}")
+    return TemplateError(f"Invalid template: cannot read {path} ({exc.strerror or exc})")
+
+
+# -- loading and validating --------------------------------------------------------------------
+
+
+@engine_boundary
+def list_templates() -> list[str]:
+    """Names of the built-in templates."""
+    return sorted(p.name for p in BUILTIN_DIR.iterdir() if (p / AGENT_JSON).is_file())
+
+
+@engine_boundary
+def load_template(
+    template: str | os.PathLike[str], locale: str | None = None
+) -> TemplateDefinition:
+    """Find and validate a template (a built-in name or a folder); writes nothing.
+
+    ``locale`` (default ``en-US``) picks localised names and instructions as the reference
+    does: the exact key, else the first key starting with its language (``zh-TW`` finds
+    ``zh-CN``), else ``en-US``, else the first value.
+    """
+    text = os.fspath(template)
+    builtin = (
+        isinstance(template, str)
+        and ("/" not in text and "\\" not in text)
+        and (BUILTIN_DIR / text / AGENT_JSON).is_file()
+    )
+    folder = BUILTIN_DIR / text if builtin else Path(text).expanduser().resolve()
+    if not builtin and not folder.is_dir():
+        known = ", ".join(list_templates())
+        raise TemplateError(
+            f'Unknown template "{text}": not a built-in template ({known}) nor a folder'
+        )
+    spec_path = folder / AGENT_JSON
+    try:
+        raw = _read_regular(spec_path)
+    except FileNotFoundError:
+        raise TemplateError(f"Invalid template {folder}: {AGENT_JSON} is missing") from None
+    except OSError as exc:
+        raise _template_file_error(spec_path, exc) from None
+    try:
+        spec = json.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise TemplateError(f"Invalid template {spec_path}: not valid JSON ({exc})") from None
+    if not isinstance(spec, dict):
+        raise TemplateError(f"Invalid template {spec_path}: it must hold a JSON object")
+    names = _localized(spec, "name", spec_path, required=True)
+    instructions = _localized(spec, "instructions", spec_path, required=False)
+    configuration = validate_configuration(spec.get("configuration", {}), spec_path)
+    stock = spec.get("stock_soul_sha256", [])
+    if not isinstance(stock, list) or not all(
+        isinstance(s, str) and _SHA256.match(s.lower()) for s in stock
+    ):
+        raise TemplateError(
+            f"Invalid template {spec_path}: "
+            "'stock_soul_sha256' must be a list of sha256 hex strings"
+        )
+    return TemplateDefinition(
+        template_id=text if builtin else str(folder),
+        folder=folder,
+        builtin=builtin,
+        name=pick_localized(names, locale),
+        names=names,
+        instructions=pick_localized(instructions, locale) if instructions else None,
+        configuration=configuration,
+        stock_soul_sha256=tuple(s.lower() for s in stock),
+    )
+
+
+def _positive_int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # 4000.0 is the JSON integer 4000
+    return value if isinstance(value, int) and value >= 1 else None
+
+
+# The configuration keys the engine reads: what each must be, and how to check it. Other keys
+# are kept as they are (a template may carry settings for its own client).
+_CONFIGURATION_RULES = {
+    "budget_tokens": ("a positive integer", _positive_int),
+    "bootstrap_completed": ("true or false", lambda v: v if isinstance(v, bool) else None),
+}
+
+
+def validate_configuration(configuration: Any, source: object) -> dict[str, Any]:
+    """A template's ``configuration``, checked: every key the engine reads has the right type.
+
+    Refuses the whole configuration at load, naming every bad key, so a wrong value (for
+    example ``"budget_tokens": "4000"``) never reaches a session build. ``null`` leaves a
+    key unset. Raises :class:`TemplateError`.
+    """
+    if not isinstance(configuration, dict):
+        raise TemplateError(f"Invalid template {source}: 'configuration' must be an object")
+    checked = dict(configuration)
+    problems = []
+    for key, (wanted, check) in _CONFIGURATION_RULES.items():
+        if key not in checked:
+            continue
+        value = checked[key]
+        if value is None:
+            del checked[key]
+            continue
+        normalised = check(value)
+        if normalised is None:
+            problems.append(f"'{key}' must be {wanted}, got {json.dumps(value)}")
+        else:
+            checked[key] = normalised
+    if problems:
+        raise TemplateError(
+            f"Invalid template {source}: invalid configuration: {'; '.join(problems)}"
+        )
+    return checked
+
+
+def pick_localized(values: dict[str, str], locale: str | None = None) -> str:
+    """One value of a localised map, with the reference's fallback order.
+
+    The exact ``locale``, else the first key starting with its language prefix (``zh-TW``
+    finds ``zh-CN``), else ``en-US``, else the first value. A plain string in ``agent.json``
+    is stored under the key ``""`` and always wins. ``de_DE.UTF-8`` is read as ``de-DE``.
+    """
+    if "" in values:
+        return values[""]
+    wanted = re.split(r"[.@]", locale or DEFAULT_LOCALE)[0].replace("_", "-")
+    if wanted in values:
+        return values[wanted]
+    prefix = wanted.split("-")[0]
+    for key in values:
+        if key.startswith(prefix):
+            return values[key]
+    if DEFAULT_LOCALE in values:
+        return values[DEFAULT_LOCALE]
+    return next(iter(values.values()))
+
+
+def _localized(spec: dict[str, Any], key: str, path: Path, required: bool) -> dict[str, str]:
+    value = spec.get(key)
+    if value is None and not required:
+        return {}
+    if isinstance(value, str) and value.strip():
+        return {"": value}
+    if (
+        isinstance(value, dict)
+        and value
+        and all(isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in value.items())
+    ):
+        return dict(value)
+    need = "is required and " if required else ""
+    raise TemplateError(
+        f"Invalid template {path}: '{key}' {need}must be a non-empty string "
+        "or a map of locale to non-empty string"
+    )
+
+
+# -- provisioning ------------------------------------------------------------------------------
+
+
+@engine_boundary
+def provision(
+    template: str | os.PathLike[str],
+    agent: AgentMemory | str | os.PathLike[str],
+    locale: str | None = None,
+) -> TemplateDefinition:
+    """Fill an agent folder from a template without overwriting anything a user wrote.
+
+    ``agent`` is an :class:`AgentMemory` or a folder path. The template is validated and
+    read before anything is written; a link or a non-regular file at any destination
+    (dangling links included) stops the whole provisioning before the first write. Every
+    file under the template's ``memory/`` is copied when missing, at any depth. Records the
+    template in ``<agent>/.template.json``.
+    """
+    definition = load_template(template, locale)
+    persona = {name: _read_template_file(definition.folder, name) for name in (SOUL, USER)}
+    memory_files = _template_memory_files(definition.folder)
+    memory = agent if isinstance(agent, AgentMemory) else AgentMemory.open(Path(agent))
+    _refuse_links(memory, [n for n, data in persona.items() if data is not None], memory_files)
+    soul, user = persona[SOUL], persona[USER]
+    if soul is not None:
+        memory.replace_if_stock(SOUL, soul, definition.stock_soul_sha256)
+    if user is not None:
+        memory.replace_if_stock(USER, user, ())
+    _copy_missing_memory_files(memory, memory_files)
+    memory.write_template_record(
+        {
+            "template": definition.template_id,
+            "builtin": definition.builtin,
+            "name": definition.name,
+            "provisioned_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+    )
+    return definition
+
+
+@engine_boundary
+def template_for(memory: AgentMemory) -> TemplateDefinition | None:
+    """The template an agent was provisioned from, when it is still available and valid."""
+    record = memory.template_info()
+    if not record or not isinstance(record.get("template"), str):
+        return None
+    try:
+        return load_template(record["template"])
+    except TemplateError:
+        return None
+
+
+@engine_boundary
+def manifest_path_for(memory: AgentMemory) -> Path | None:
+    """The product manifest of the agent's template, or None (no template, or no manifest)."""
+    definition = template_for(memory)
+    return definition.manifest_path if definition is not None else None
+
+
+def _read_template_file(folder: Path, canonical: str) -> bytes | None:
+    try:
+        name = match_name(os.listdir(folder), canonical)
+    except OSError:
+        return None
+    if name is None:
+        return None
+    path = folder / name
+    try:
+        return _read_regular(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _template_file_error(path, exc) from None
+
+
+def _template_memory_files(folder: Path) -> dict[tuple[str, ...], bytes]:
+    """Every file under the template's ``memory/``, keyed by its path parts, read now."""
+    try:
+        memory_name = match_name(os.listdir(folder), MEMORY_DIR)
+    except OSError:
+        return {}
+    if memory_name is None:
+        return {}
+    root = folder / memory_name
+    try:
+        st = os.lstat(root)
+    except FileNotFoundError:
+        return {}
+    if not stat.S_ISDIR(st.st_mode):
+        raise TemplateError(f"Invalid template: {root} is {describe(st)}, not a directory")
+    found: dict[tuple[str, ...], bytes] = {}
+
+    def walk(directory: Path, parts: tuple[str, ...]) -> None:
+        for entry in sorted(os.scandir(directory), key=lambda e: e.name):
+            path = Path(entry.path)
+            if entry.is_dir(follow_symlinks=False):
+                walk(path, (*parts, entry.name))
+                continue
+            key = (*parts, entry.name)
+            try:
+                found[key] = _read_regular(path)
+            except OSError as exc:
+                raise _template_file_error(path, exc) from None
+
+    walk(root, ())
+    return found
+
+
+def _refuse_links(
+    memory: AgentMemory, persona: list[str], memory_files: dict[tuple[str, ...], bytes]
+) -> None:
+    """Fail before any write when a destination is a link or not a regular file."""
+    with Folder.open(memory.path) as agent:
+        checks = [(agent, name) for name in persona]
+        with agent.subfolder(agent.lookup(MEMORY_DIR) or MEMORY_DIR, create=True) as mem:
+            for folder, canonical in checks:
+                existing = folder.lookup(canonical)
+                if existing is not None:
+                    folder.require_replaceable(existing)
+            for parts in memory_files:
+                _check_destination(mem, parts)
+            record = agent.lookup(".template.json")
+            if record is not None:
+                agent.require_replaceable(record)
+
+
+def _check_destination(folder: Folder, parts: tuple[str, ...]) -> None:
+    """Raise when the way to ``parts`` under ``folder`` crosses a link or a wrong type."""
+    name = folder.lookup(parts[0])
+    if name is None:
+        return  # nothing there yet: it will be created
+    if len(parts) == 1:
+        folder.require_replaceable(name)
+        return
+    with folder.subfolder(name) as sub:  # refuses a link or a file where a folder belongs
+        _check_destination(sub, parts[1:])
+
+
+def _copy_missing_memory_files(
+    memory: AgentMemory, memory_files: dict[tuple[str, ...], bytes]
+) -> None:
+    """Create each template file under ``memory/`` that has no case variant yet, any depth.
+
+    One lock for the whole copy; folders are opened by descriptor one level at a time, so a
+    folder swapped for a link on the way is refused, never followed.
+    """
+    if not memory_files:
+        return
+    with memory._folders(create_memory=True) as (agent, mem):  # noqa: SLF001 - engine-internal
+        assert mem is not None
+        with mem.locked(LOCK, getattr(memory, "lock_timeout", None)):
+            for parts, data in memory_files.items():
+                _write_if_missing(memory, agent, mem, mem, parts, data)
+
+
+def _write_if_missing(
+    memory: AgentMemory,
+    agent: Folder,
+    mem: Folder,
+    folder: Folder,
+    parts: tuple[str, ...],
+    data: bytes,
+) -> None:
+    name = folder.lookup(parts[0])
+    if len(parts) == 1:
+        if name is not None:
+            folder.require_replaceable(name)
+            return
+
+        def recheck() -> None:
+            memory._recheck(agent, mem)  # noqa: SLF001 - engine-internal
+            if not folder.same_as(folder.path):
+                raise UnsafePathError(
+                    f"Refusing to write: {folder.path} was replaced while writing"
+                )
+
+        folder.write_atomic(parts[0], data, recheck)
+        return
+    with folder.subfolder(name or parts[0], create=name is None) as sub:
+        _write_if_missing(memory, agent, mem, sub, parts[1:], data)
+
+
+# -- product_info ------------------------------------------------------------------------------
+
+
+def _unavailable() -> MemoryToolError:
+    return MemoryToolError("Product manifest is unavailable", INTERNAL_ERROR)
+
+
+@engine_boundary
+def read_manifest(definition: TemplateDefinition | None) -> dict[str, Any]:
+    """Load and check a template's manifest now (never cached, so it cannot go stale).
+
+    Errors carry the reference's texts and never a path: ``Product manifest is unavailable``
+    (no template, no manifest, not a regular file, unreadable), ``Product manifest contains
+    invalid JSON``, ``Product manifest schema is invalid`` (not an object with
+    ``schemaVersion`` 1 and a non-blank ``package.version``); all -32603.
+    """
+    if definition is None:
+        raise _unavailable()
+    try:
+        raw = _read_regular(definition.folder / MANIFEST)
+    except OSError:
+        raise _unavailable() from None
+    try:
+        manifest = json.loads(raw.decode("utf-8", errors="replace"), parse_constant=_no_constant)
+    except ValueError:
+        raise MemoryToolError("Product manifest contains invalid JSON", INTERNAL_ERROR) from None
+    if definition.builtin and isinstance(manifest, dict) and manifest.get("generated") is True:
+        # Built-in manifests describe this very package, so they are computed from it.
+        from .manifest import package_manifest
+
+        manifest = package_manifest()
+    if not _valid_manifest(manifest):
+        raise MemoryToolError("Product manifest schema is invalid", INTERNAL_ERROR)
+    return js_ordered(manifest)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")  # NaN and Infinity are not JSON
+
+
+def _valid_manifest(manifest: Any) -> bool:
+    if not isinstance(manifest, dict):
+        return False
+    schema = manifest.get("schemaVersion")
+    if isinstance(schema, bool) or not isinstance(schema, (int, float)):
+        return False
+    package = manifest.get("package")
+    return (
+        schema == MANIFEST_SCHEMA_VERSION
+        and isinstance(package, dict)
+        and isinstance(package.get("version"), str)
+        and bool(js_trim(package["version"]))
+    )
+
+
+@engine_boundary
+def product_info(memory: AgentMemory, args: dict[str, Any]) -> str:
+    """The ``product_info`` tool: the agent's product manifest as compact JSON text.
+
+    As the reference's tool: no ``section`` gives ``{runtimeVersion, manifestVersion,
+    sections}`` (the manifest's top-level keys but ``schemaVersion``); a section gives
+    ``{runtimeVersion, manifestVersion, section, data}``; ``"all"`` gives ``{runtimeVersion,
+    manifestVersion, section: "all", manifest}``. ``manifestVersion`` is the manifest's
+    ``package.version``. Arguments other than ``source`` (required, ``"manifest"``) and
+    ``section`` are refused.
+    """
+    from ..__about__ import __version__
+
+    if not isinstance(args, dict):
+        raise MemoryToolError("Tool arguments must be a JSON object", INVALID_PARAMS)
+    for key in args:
+        if key not in _SOURCE_ARGUMENTS:
+            raise MemoryToolError(f"Unsupported product_info argument: {key}", INVALID_PARAMS)
+    source = args.get("source")
+    if not (isinstance(source, str) and source == "manifest"):
+        raise MemoryToolError(
+            f"Unknown product_info source: {js_string(source, missing='source' not in args)}",
+            INVALID_PARAMS,
+        )
+    manifest = read_manifest(template_for(memory))
+    head = {"runtimeVersion": __version__, "manifestVersion": manifest["package"]["version"]}
+    if "section" not in args:
+        return js_json({**head, "sections": [k for k in manifest if k != "schemaVersion"]})
+    section = args["section"]
+    if not isinstance(section, str) or not js_trim(section):
+        raise MemoryToolError("'section' must be a non-empty string", INVALID_PARAMS)
+    if section == "all":
+        return js_json({**head, "section": "all", "manifest": manifest})
+    if section in manifest:
+        return js_json({**head, "section": section, "data": manifest[section]})
+    raise MemoryToolError(f"Unknown product manifest section: {section}", INVALID_PARAMS)

@@ -1,0 +1,30 @@
+"""The journal (``memory/JOURNAL.jsonl``): its line format, appending, reading and searching.
+
+This layer knows files and bytes, nothing of agents, prompts or surfaces; the engine's store
+is its only writer. Modules:
+
+- :mod:`.format`: the line format, timestamps, the one decoder and the matching rules;
+- :mod:`.append`: one durable ``write`` per entry under the agent's lock;
+- :mod:`.reader`: the journal file kept open between searches, checked before each use;
+- :mod:`.scan`: newest-first search by reading the file backwards in blocks;
+- :mod:`.index`: the optional derived index, built only when asked.
+"""
+
+from __future__ import annotations
+
+from .format import CORRUPT, Matcher, decode_line, encode_line, format_timestamp, parse_time
+from .scan import IndexOpener, SearchResult, iter_entries, reference_search, search
+
+__all__ = [
+    "CORRUPT",
+    "IndexOpener",
+    "Matcher",
+    "SearchResult",
+    "decode_line",
+    "encode_line",
+    "format_timestamp",
+    "iter_entries",
+    "parse_time",
+    "reference_search",
+    "search",
+]

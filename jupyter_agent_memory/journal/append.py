@@ -1,0 +1,316 @@
+"""Appending journal lines: one ``write`` under the lock, the disk flush after it.
+
+:class:`JournalAppender` serves every append of one ``AgentMemory``. It keeps the agent folder,
+``memory/`` and the journal open between appends and checks on each append, with a few
+``stat`` calls, that they are still the very objects their paths name (nothing swapped in,
+no symlink, no second hard link), reopening them when not. The lock is held only while the
+line is written; the ``fsync`` that makes it durable runs after the lock is released, so the
+flushes of writers in several processes overlap and the filesystem commits their lines
+together (see ``_flush``) instead of each queueing behind the others'. ``append`` returns only
+once its line is durable.
+
+Failures leave the journal as it was: when the ``write`` fails part-way (a full disk, a file
+size limit), the file is truncated back to its old size before the lock is released; when the
+``fsync`` fails, the lock is taken again and the line is removed (truncated away when it is
+still the last one; when other lines were appended after it, its bytes are overwritten with
+spaces, which readers ignore as a blank line). So an error never leaves an entry behind, and a
+retry never stores it twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import threading
+import time
+import weakref
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..errors import LockTimeoutError, UnsafePathError
+from ..folder import Folder, full_fsync
+from .reader import close_handles, identity
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` (a regular file normally takes it in one ``write``)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+# Sharing disk flushes. The fsync runs after the write lock is released, so appenders in
+# several processes (or threads) flush at the same time, and the filesystem commits all of
+# their lines with one journal commit; measured against flushes taken in turn under a lock of
+# our own (a "durable mark" recording what the last flush covered), this gets more appends
+# through: turn-taking wakes waiters one at a time and keeps the disk idle in between.
+
+
+def _flush(fd: int) -> None:
+    """Make every line written to ``fd`` so far durable."""
+    full_fsync(fd)
+
+
+_YIELDS = 8
+
+
+def _acquire(fd: int, timeout: float | None, path: Path) -> None:
+    """Take the exclusive lock on ``fd``, waiting at most ``timeout`` seconds.
+
+    Appends hold the lock only for one ``write``, so a waiter first gives up the processor a
+    few times, then polls at short intervals (from 50 µs, at most 2 ms), instead of sleeping
+    for milliseconds while the lock is long free.
+    """
+    for _ in range(_YIELDS + 1):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            os.sched_yield()  # the holder is usually a few microseconds from letting go
+    if timeout is None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return
+    deadline = time.monotonic() + max(0.0, timeout)
+    pause = 50e-6
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise LockTimeoutError(path, timeout)
+        time.sleep(min(pause, remaining))
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pause = min(pause * 2, 0.002)
+
+
+class JournalAppender:
+    """Appends complete lines to ``<agent>/memory/<journal>`` (see the module docstring).
+
+    ``memory_dir``, ``journal`` and ``lock`` are the canonical names (existing case variants
+    are used, the exact name winning, as everywhere in the store).
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        memory_dir: str,
+        journal: str,
+        lock: str,
+        lock_timeout: float | None,
+        fsync: bool = True,
+    ) -> None:
+        self.path = path
+        self.memory_dir = memory_dir
+        self.journal = journal
+        self.lock = lock
+        self.lock_timeout = lock_timeout
+        self.fsync = fsync
+        self._mutex = threading.Lock()
+        self._agent: Folder | None = None
+        self._mem: Folder | None = None
+        self._name = ""
+        self._fd = -1
+        self._lock_fd = -1
+        self._paths: tuple[str, str] = ("", "")
+        self._ids: tuple[tuple[int, int, bool], ...] = ()
+        self._lock_path = path
+        # Everything open, for the finalizer: descriptors must not outlive the AgentMemory.
+        self._handles: list[object] = []
+        self._finalizer = weakref.finalize(self, close_handles, self._handles)
+
+    def close(self) -> None:
+        """Close the folders and the journal kept open between appends."""
+        with self._mutex:
+            self._drop()
+
+    def _drop(self) -> None:
+        close_handles(self._handles)
+        self._agent = self._mem = None
+        self._fd = self._lock_fd = -1
+
+    # -- handles ---------------------------------------------------------------------------
+
+    def _still_valid(self) -> bool:
+        """Whether every kept handle is still what its path names (four ``lstat`` calls; the
+        identities of the open handles were taken when they were opened)."""
+        mem = self._mem
+        if mem is None or self._lock_fd < 0:
+            return False
+        if self._fd < 0:  # no journal yet: valid while there still is none
+            return mem.lookup(self.journal) is None
+        agent_path, mem_path = self._paths
+        agent_id, mem_id, lock_id, journal_id = self._ids
+        try:
+            if identity(os.lstat(agent_path)) != agent_id or identity(os.lstat(mem_path)) != mem_id:
+                return False
+            if identity(os.stat(self.lock, dir_fd=mem.fd, follow_symlinks=False)) != lock_id:
+                return False
+            if identity(os.stat(self._name, dir_fd=mem.fd, follow_symlinks=False)) != journal_id:
+                return False
+        except OSError:
+            return False
+        # A file with the exact name now wins over the case variant we hold.
+        return self._name == self.journal or mem.lstat(self.journal) is None
+
+    def _open(self) -> None:
+        self._drop()
+        try:
+            self._open_all()
+        except BaseException:
+            self._drop()
+            raise
+
+    def _open_all(self) -> None:
+        agent = Folder.open(self.path)
+        self._handles.append(agent)
+        memory_name = agent.lookup(self.memory_dir) or self.memory_dir
+        mem = agent.subfolder(memory_name, create=True)
+        self._handles.append(mem)
+        lock_fd = mem.open_file(self.lock, os.O_RDWR | os.O_CREAT)
+        self._handles.append(lock_fd)
+        self._agent, self._mem, self._lock_fd = agent, mem, lock_fd
+        self._paths = (os.fspath(self.path), os.fspath(mem.path))
+        self._ids = tuple(identity(os.fstat(held)) for held in (agent.fd, mem.fd, lock_fd))
+        self._lock_path = mem.display(self.lock)
+        name = mem.lookup(self.journal)
+        if name is not None:  # a missing journal is created under the lock, by append
+            self._use_journal(name, mem.open_file(name, os.O_RDWR | os.O_APPEND))
+
+    def _use_journal(self, name: str, fd: int) -> None:
+        self._handles.append(fd)
+        self._name, self._fd = name, fd
+        self._ids = (*self._ids[:3], identity(os.fstat(fd)))
+
+    def _create_journal(self) -> None:
+        """Create the journal (under the lock), durably: its folder entry is flushed too."""
+        mem = self._mem
+        assert mem is not None
+        name = mem.lookup(self.journal) or self.journal
+        self._use_journal(name, mem.open_file(name, os.O_RDWR | os.O_APPEND | os.O_CREAT))
+        mem.fsync()
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """The store's lock (``memory/.lock``), on the descriptor kept open for it."""
+        _acquire(self._lock_fd, self.lock_timeout, self._lock_path)
+        try:
+            yield
+        finally:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+
+    def _checked_fd(self) -> int:
+        """The journal's descriptor (-1 when there is no journal yet), everything reopened
+        when anything was swapped."""
+        if not self._still_valid():
+            self._open()
+        return self._fd
+
+    def _follow_replacement(self) -> None:
+        """Under the lock: when the journal was replaced since the handles were checked
+        (forgetting rewrites it atomically under this same lock), use the file its name
+        names now, so no line goes into the replaced file."""
+        mem = self._mem
+        if mem is None or self._fd < 0:
+            return
+        named = mem.lstat(self._name)
+        if named is not None and identity(named) == self._ids[3]:
+            return
+        with contextlib.suppress(ValueError):
+            self._handles.remove(self._fd)
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+        self._fd = -1
+        name = mem.lookup(self.journal)
+        if name is not None:
+            self._use_journal(name, mem.open_file(name, os.O_RDWR | os.O_APPEND))
+
+    def _refuse_links(self, st: os.stat_result) -> None:
+        if st.st_nlink > 1:
+            assert self._mem is not None
+            path = self._mem.display(self._name)
+            raise UnsafePathError(
+                f"Refusing to use {path}: it has {st.st_nlink} hard links; memory files "
+                "must not share their data with another file"
+            )
+
+    # -- appending -------------------------------------------------------------------------
+
+    def append(self, line: bytes) -> None:
+        """Append ``line`` (one complete line ending in ``\\n``); return once it is durable."""
+        with self._mutex:
+            self._checked_fd()
+            with self._locked():
+                self._follow_replacement()
+                created = self._fd < 0
+                if created:
+                    self._create_journal()
+                fd = self._fd
+                st = os.fstat(fd)
+                self._refuse_links(st)
+                start = st.st_size
+                data = line
+                if start and os.pread(fd, 1, start - 1) != b"\n":
+                    data = b"\n" + line  # a torn line: never glue the entry to it
+                try:
+                    _write_all(fd, data)
+                except BaseException:
+                    self._truncate(fd, start)
+                    if created:
+                        self._remove_created()
+                    raise
+            if not self.fsync:
+                return
+            # A descriptor of our own: another thread may reopen the shared one meanwhile.
+            sync_fd = os.dup(fd)
+        try:
+            try:
+                _flush(sync_fd)
+            except BaseException:
+                self._undo(sync_fd, start, start + len(data), len(line))
+                raise
+        finally:
+            os.close(sync_fd)
+
+    def _remove_created(self) -> None:
+        """Remove the journal this failed append created (it was empty before the write)."""
+        mem = self._mem
+        assert mem is not None
+        with contextlib.suppress(OSError):
+            os.unlink(self._name, dir_fd=mem.fd)
+            mem.fsync()
+        fd, self._fd = self._fd, -1
+        self._handles.remove(fd)
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+    @staticmethod
+    def _truncate(fd: int, size: int) -> None:
+        """Cut the journal back to ``size`` after a failed write (under the lock)."""
+        with contextlib.suppress(OSError):
+            if os.fstat(fd).st_size > size:
+                os.ftruncate(fd, size)
+                os.fsync(fd)
+
+    def _undo(self, fd: int, start: int, end: int, line_size: int) -> None:
+        """Remove a line whose flush failed: truncate it away, or blank it when not last."""
+        # Best effort: the flush error is what the caller must see, not a second one.
+        with contextlib.suppress(Exception), self._mutex:
+            self._checked_fd()
+            mem = self._mem
+            assert mem is not None
+            with self._locked():
+                size = os.fstat(fd).st_size
+                if size == end:
+                    os.ftruncate(fd, start)
+                elif size > end:
+                    # pwrite on an O_APPEND descriptor would append: use a plain one.
+                    plain = mem.open_file(self._name, os.O_WRONLY)
+                    try:
+                        if os.fstat(plain).st_ino == os.fstat(fd).st_ino:
+                            os.pwrite(plain, b" " * (line_size - 1), end - line_size)
+                    finally:
+                        os.close(plain)
+                os.fsync(fd)

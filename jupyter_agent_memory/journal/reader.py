@@ -1,0 +1,197 @@
+"""Reading the journal: the file kept open between searches of one ``AgentMemory``.
+
+Opening ``<agent>/memory/JOURNAL.jsonl`` safely takes two folder listings (names are matched
+ignoring case) and three descriptors, which costs more than a search that the index or the
+newest block answers. :class:`JournalReader` opens them once and, on each later use, checks
+with three ``stat`` calls that the agent folder, ``memory/`` and the journal's name still name
+the very objects it holds (nothing swapped in, no symlink, no second hard link, a journal
+replaced by forgetting is noticed), reopening everything when not. It never creates anything.
+
+Each use gets a descriptor of its own (a ``dup``), so a search in one thread is never
+disturbed by another thread reopening the shared one. At most :data:`MAX_HELD_READERS` readers
+of the process hold their files at once (the least recently used one closes them), so a
+program that keeps many ``AgentMemory`` objects never runs out of descriptors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import stat
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..folder import Folder
+
+
+def identity(st: os.stat_result) -> tuple[int, int, bool]:
+    """What identifies a file: device, inode, and whether it is a symlink (never ours)."""
+    return (st.st_dev, st.st_ino, stat.S_ISLNK(st.st_mode))
+
+
+def close_handles(handles: list[object]) -> None:
+    """Close kept folders and descriptors, newest first, ignoring errors."""
+    for handle in reversed(handles):
+        with contextlib.suppress(OSError):
+            if isinstance(handle, Folder):
+                handle.close()
+            else:
+                os.close(handle)  # type: ignore[arg-type]
+    handles.clear()
+
+
+#: How many readers of this process may hold their files open at once (three each).
+MAX_HELD_READERS = 32
+
+# Readers holding files, least recently used first: serial number -> weak reference.
+_held: OrderedDict[int, weakref.ref[JournalReader]] = OrderedDict()
+_held_lock = threading.Lock()
+_serials = itertools.count()
+
+
+def _note_use(reader: JournalReader) -> None:
+    """Mark ``reader`` as the most recently used holder; close the ones past the bound."""
+    serial = reader._serial
+    evicted = []
+    with _held_lock:
+        if serial in _held:
+            _held.move_to_end(serial)
+            return
+        _held[serial] = weakref.ref(reader)
+        # (A reader that died meanwhile keeps its place until it is the oldest: the bound on
+        # live holders holds all the same.)
+        while len(_held) > MAX_HELD_READERS:
+            _old, ref = _held.popitem(last=False)
+            if (old := ref()) is not None:
+                evicted.append(old)
+    for old in evicted:  # outside the lock: closing waits for that reader's own mutex
+        old.close()
+
+
+class JournalReader:
+    """Read access to ``<agent>/<memory_dir>/<journal>`` (canonical names; existing case
+    variants are used, the exact name winning, as everywhere in the store)."""
+
+    def __init__(self, path: Path, *, memory_dir: str, journal: str) -> None:
+        self.path = path
+        self.memory_dir = memory_dir
+        self.journal = journal
+        self._mutex = threading.Lock()
+        self._mem: Folder | None = None
+        self._name = ""
+        self._fd = -1
+        self._paths: tuple[str, str] = ("", "")
+        self._ids: tuple[tuple[int, int, bool], ...] = ()
+        self._handles: list[object] = []
+        self._finalizer = weakref.finalize(self, close_handles, self._handles)
+        self._serial = next(_serials)
+
+    def close(self) -> None:
+        """Close the folders and the journal kept open (reopened by the next use)."""
+        with self._mutex:
+            self._drop()
+        with _held_lock:
+            _held.pop(self._serial, None)
+
+    def _drop(self) -> None:
+        close_handles(self._handles)
+        self._mem = None
+        self._fd = -1
+
+    def _still_valid(self) -> bool:
+        mem = self._mem
+        if mem is None or self._fd < 0:
+            return False
+        agent_path, mem_path = self._paths
+        agent_id, mem_id, journal_id = self._ids
+        try:
+            if identity(os.lstat(agent_path)) != agent_id:
+                return False
+            if identity(os.lstat(mem_path)) != mem_id:
+                return False
+            named = os.stat(self._name, dir_fd=mem.fd, follow_symlinks=False)
+        except OSError:
+            return False
+        if identity(named) != journal_id or named.st_nlink != 1:
+            return False  # reopening raises the store's refusal for a second hard link
+        # A file with the exact name now wins over the case variant held.
+        return self._name == self.journal or mem.lstat(self.journal) is None
+
+    def _open(self) -> None:
+        """Open everything afresh; ``_fd`` stays -1 when there is no journal."""
+        self._drop()
+        try:
+            agent = Folder.open(self.path)
+            self._handles.append(agent)
+            memory_name = agent.lookup(self.memory_dir)
+            if memory_name is None:
+                return
+            mem = agent.subfolder(memory_name)
+            self._handles.append(mem)
+            name = mem.lookup(self.journal)
+            if name is None:
+                return
+            try:
+                fd = mem.open_file(name, os.O_RDONLY)
+            except FileNotFoundError:
+                return
+            self._handles.append(fd)
+            self._mem, self._name, self._fd = mem, name, fd
+            self._paths = (os.fspath(self.path), os.fspath(mem.path))
+            self._ids = tuple(identity(os.fstat(held)) for held in (agent.fd, mem.fd, fd))
+        except BaseException:
+            self._drop()
+            raise
+        finally:
+            if self._fd < 0:  # nothing worth keeping: absence is checked afresh next time
+                self._drop()
+
+    @contextlib.contextmanager
+    def opened(self) -> Iterator[int | None]:
+        """A descriptor of the journal for this caller alone (closed afterwards), or None
+        when there is no journal. Raises the store's errors for unsafe paths."""
+        with self._mutex:
+            if not self._still_valid():
+                try:
+                    self._open()
+                except FileNotFoundError:
+                    pass  # the agent folder or memory/ vanished meanwhile: no journal
+            fd = os.dup(self._fd) if self._fd >= 0 else -1
+        if fd < 0:
+            yield None
+            return
+        _note_use(self)
+        try:
+            yield fd
+        finally:
+            os.close(fd)
+
+
+class DescriptorFile:
+    """The binary-file methods the journal functions use (``fileno``, ``seek``, ``read``)
+    over a descriptor its caller owns and closes; cheaper to make than an ``io`` object,
+    which matters to searches that take microseconds."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def fileno(self) -> int:
+        """The descriptor."""
+        return self._fd
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        """Move the file position; returns the new one."""
+        return os.lseek(self._fd, offset, whence)
+
+    def read(self, size: int = -1) -> bytes:
+        """Up to ``size`` bytes from the position (everything left when ``size`` < 0)."""
+        if size >= 0:
+            return os.read(self._fd, size)
+        parts = []
+        while part := os.read(self._fd, 1024 * 1024):
+            parts.append(part)
+        return b"".join(parts)

@@ -1,0 +1,472 @@
+"""What the MCP server offers, as plain Python: tools, resources, the session prompt, changes.
+
+:class:`MemoryService` is the protocol-free half of the MCP server (``mcp_server`` is the other
+half, the only one that imports ``mcp``). Everything here is a thin call into the engine:
+
+- the server ``instructions`` are the session context the prompt builder makes for the agent
+  (``PromptBuilder.build_session``: the bootstrap block when due, then ``## Memories`` with
+  SOUL.md, USER.md and FACT.md), so a host that shows server instructions gives the model
+  exactly what every other surface would;
+- resources expose SOUL.md, USER.md and FACT.md (with the sha256 of the bytes read), the latest
+  journal entries and the built system prompt;
+- tools are ``memory`` and, when the agent's template has a product manifest, ``product_info``
+  (the reference's list), plus an opt-in read-only tool; each with a title and annotations;
+- :meth:`MemoryService.changes` compares two :meth:`MemoryService.snapshot` results to tell
+  which resources and whether the tool list changed, using the engine's stat keys.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..engine import functions
+from ..engine.store import FACT, JOURNAL, MEMORY_DIR, SOUL, USER, normalize_limit
+from ..errors import MemoryToolError
+from ..folder import file_key, match_name
+
+if TYPE_CHECKING:
+    from ..engine.prompt import Prompt, PromptBuilder
+    from ..engine.store import AgentMemory
+
+__all__ = [
+    "JOURNAL_URI",
+    "PROMPT_NAME",
+    "PROMPT_URI",
+    "READ_TOOL_NAME",
+    "RESOURCE_NOT_FOUND",
+    "Changes",
+    "MemoryService",
+    "ResourceSpec",
+]
+
+log = logging.getLogger(__name__)
+
+# MCP's code for a resource URI the server does not know.
+RESOURCE_NOT_FOUND = -32002
+
+URI_BASE = "agent-memory://agent/"
+SOUL_URI = URI_BASE + SOUL
+USER_URI = URI_BASE + USER
+FACT_URI = f"{URI_BASE}{MEMORY_DIR}/{FACT}"
+JOURNAL_URI = URI_BASE + "journal/latest"
+PROMPT_URI = URI_BASE + "prompt"
+
+PROMPT_NAME = "new-session"
+READ_TOOL_NAME = "memory_read"
+DEFAULT_LATEST = 20
+# The template record: provisioning writes it, and it decides whether product_info exists.
+_TEMPLATE_RECORD = ".template.json"
+
+
+@dataclass(frozen=True)
+class ResourceSpec:
+    """One resource the server lists."""
+
+    uri: str
+    name: str
+    title: str
+    description: str
+    mime_type: str
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What differs between two snapshots: resource URIs, and whether the tool list moved."""
+
+    resources: tuple[str, ...] = ()
+    tools: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.resources) or self.tools
+
+
+@dataclass(frozen=True)
+class ResourceText:
+    """A resource as read: its text, MIME type and metadata (hashes, sizes)."""
+
+    uri: str
+    text: str
+    mime_type: str
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+_ANNOTATIONS = {
+    # update replaces the whole of FACT.md, so the tool is destructive; append is not
+    # idempotent; nothing reaches outside the agent folder.
+    functions.MEMORY_TOOL_NAME: {
+        "title": "Agent memory",
+        "readOnlyHint": False,
+        "destructiveHint": True,
+        "idempotentHint": False,
+        "openWorldHint": False,
+    },
+    functions.PRODUCT_INFO_TOOL_NAME: {
+        "title": "Product information",
+        "readOnlyHint": True,
+        "destructiveHint": False,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    },
+    READ_TOOL_NAME: {
+        "title": "Read agent memory",
+        "readOnlyHint": True,
+        "destructiveHint": False,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    },
+}
+
+READ_TOOL = {
+    "name": READ_TOOL_NAME,
+    "description": (
+        "Read this agent's long-term memory: the whole of memory/FACT.md with its sha256, and "
+        "the latest journal entries (newest first). Call it at the start of a conversation "
+        "when the memory is not already in your instructions, and before a memory update, so "
+        "that the new FACT.md keeps everything that is still true."
+    ),
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "limit": {
+                "type": "integer",
+                "description": f"how many of the latest journal entries (default {DEFAULT_LATEST})",
+            }
+        },
+    },
+    "output_schema": {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string"},
+            "facts": {"type": "string"},
+            "sha256": {"type": "string"},
+            "entries": {"type": "array", "items": {"type": "object"}},
+        },
+        "required": ["path", "facts", "sha256", "entries"],
+    },
+}
+
+
+class MemoryService:
+    """The agent-memory MCP server's content for one agent, independent of the protocol.
+
+    ``builder`` makes the session prompt (its ``tool_name`` is how the model sees the memory
+    tool), ``workspace`` is the session workspace whose ``system.md`` becomes the prompt's base
+    (default: the current directory), ``read_tool`` adds the read-only tool. Methods do file
+    I/O and are meant to run off the event loop; they are safe to call from several threads.
+    """
+
+    def __init__(
+        self,
+        memory: AgentMemory,
+        builder: PromptBuilder | None = None,
+        *,
+        workspace: str | os.PathLike[str] | None = None,
+        read_tool: bool = False,
+    ) -> None:
+        from ..engine.prompt import PromptBuilder
+
+        self.memory = memory
+        self.builder = builder if builder is not None else PromptBuilder()
+        self.workspace = Path(os.path.abspath(workspace if workspace is not None else os.getcwd()))
+        self.read_tool = read_tool
+        # Once product_info was offered it stays offered, so a manifest that disappears
+        # mid-session gives the tool's own "unavailable" answer instead of "Unknown tool".
+        self._product_info_offered = False
+
+    # -- the session context -----------------------------------------------------------------
+
+    def prompt(self) -> Prompt:
+        """The system prompt of a new session (``PromptBuilder.build_session``)."""
+        return self.builder.build_session(self.memory, self.workspace)
+
+    def instructions(self) -> str:
+        """The server instructions: the session context of :meth:`prompt`.
+
+        When the engine refuses the agent folder (a symlink, say), the instructions say so in
+        the engine's words instead, so the model and the user learn why memory is missing.
+        """
+        try:
+            prompt = self.prompt()
+        except MemoryToolError as exc:
+            return f"Agent memory is unavailable: {exc.message}"
+        return self._context(prompt)
+
+    def start_session(self, client: Mapping[str, Any] | None = None) -> str:
+        """The instructions of a session that starts now, with the session put on record.
+
+        ``PromptBuilder.start_session`` builds the prompt and appends its receipt to the
+        agent's sessions log (``client`` is the client's ``{"name", "version"}``), so what
+        the client was told can be looked up later. When the folder refuses the receipt the
+        session still gets its instructions, unrecorded.
+        """
+        info = {k: client[k] for k in ("name", "version") if k in client} if client else None
+        try:
+            start = self.builder.start_session(self.memory, self.workspace, client=info)
+        except MemoryToolError as exc:
+            log.warning("session start not recorded: %s", exc.message)
+            return self.instructions()
+        return self._context(start.prompt)
+
+    def _context(self, prompt: Prompt) -> str:
+        # Budget warnings were issued by the builder (PromptBudgetWarning, on stderr).
+        problem = self.problem()
+        if problem is None:
+            return prompt.context
+        # The builder leaves out what it may not read; say why, or the model would think
+        # it simply remembers nothing.
+        return (
+            f"{prompt.context}\n\nThe memory folder cannot be used right now: {problem} "
+            "Every memory tool call reports this until the folder is fixed."
+        )
+
+    def problem(self) -> str | None:
+        """The engine's refusal of the agent folder (a symlinked ``memory/``...), or None."""
+        try:
+            self.memory.file_stats()
+        except MemoryToolError as exc:
+            return exc.message
+        return None
+
+    # -- tools -------------------------------------------------------------------------------
+
+    def tool_names(self) -> list[str]:
+        """Names of the tools offered now: ``memory``, ``product_info``, the read tool."""
+        names = [functions.MEMORY_TOOL_NAME]
+        if self._product_info_offered or self._has_manifest():
+            self._product_info_offered = True
+            names.append(functions.PRODUCT_INFO_TOOL_NAME)
+        if self.read_tool:
+            names.append(READ_TOOL_NAME)
+        return names
+
+    def tools(self) -> list[dict[str, Any]]:
+        """The offered tools as neutral specs with ``title``, ``annotations`` and, where the
+        result is always a JSON object, ``output_schema``."""
+        from .. import MEMORY_TOOL
+
+        specs = {
+            functions.MEMORY_TOOL_NAME: MEMORY_TOOL,
+            functions.PRODUCT_INFO_TOOL_NAME: functions.PRODUCT_INFO_TOOL,
+            READ_TOOL_NAME: READ_TOOL,
+        }
+        tools = []
+        for name in self.tool_names():
+            spec = dict(specs[name])
+            annotations = dict(_ANNOTATIONS[name])
+            spec["title"] = annotations["title"]
+            spec["annotations"] = annotations
+            tools.append(spec)
+        return tools
+
+    def call(self, name: str, arguments: Mapping[str, Any] | None) -> tuple[str, bool, Any]:
+        """Run one tool call: ``(text, is_error, structured)``; never raises.
+
+        ``text`` is the engine's result unchanged, or ``Error: MCP error <code>: <message>``.
+        ``structured`` is the result as a JSON object when the text is one (``product_info``,
+        the read tool), else None: it never changes a byte of the text.
+        """
+        args = dict(arguments) if arguments is not None else {}
+        try:
+            if name not in self.tool_names():
+                raise functions.unknown_tool_error(name, self.tool_names())
+            if name == functions.MEMORY_TOOL_NAME:
+                text = self.memory.call_tool(args)
+            elif name == functions.PRODUCT_INFO_TOOL_NAME:
+                from ..engine.templates import product_info
+
+                text = product_info(self.memory, args)
+            else:
+                text = json.dumps(
+                    self.read_snapshot(args.get("limit")), indent=2, ensure_ascii=False
+                )
+        except MemoryToolError as exc:  # the engine's one error family, I/O failures included
+            return functions.error_text(exc), True, None
+        except Exception as exc:  # a bug, not an engine error: logged; the session goes on
+            log.warning("tool %r failed unexpectedly", name, exc_info=True)
+            return functions.error_text(exc), True, None
+        return text, False, _json_object(text)
+
+    def read_snapshot(self, limit: object = None) -> dict[str, Any]:
+        """The read tool's result: FACT.md, its sha256 and the latest journal entries."""
+        count = DEFAULT_LATEST if limit is None else normalize_limit(limit)
+        facts, sha = self.memory.read_facts()
+        return {
+            "path": str(self.memory.file_path(FACT)),  # as named on disk (an existing fact.md)
+            "facts": facts,
+            "sha256": sha,
+            "entries": list(self.memory.search(limit=count)),
+        }
+
+    def _has_manifest(self) -> bool:
+        from ..engine.templates import manifest_path_for
+
+        try:
+            return manifest_path_for(self.memory) is not None
+        except MemoryToolError:
+            return False
+
+    # -- resources ---------------------------------------------------------------------------
+
+    def resources(self) -> list[ResourceSpec]:
+        """The resources the server lists (always the same five)."""
+        path = self.memory.path
+        return [
+            ResourceSpec(
+                SOUL_URI,
+                SOUL,
+                "Agent persona (SOUL.md)",
+                f"Who the agent is: name, personality, tone. File: {path / SOUL}",
+                "text/markdown",
+            ),
+            ResourceSpec(
+                USER_URI,
+                USER,
+                "User profile (USER.md)",
+                f"Who the user is: name, preferences, timezone. File: {path / USER}",
+                "text/markdown",
+            ),
+            ResourceSpec(
+                FACT_URI,
+                FACT,
+                "Durable knowledge (FACT.md)",
+                "What will still matter in six months; its sha256 is in the contents' _meta. "
+                f"File: {path / MEMORY_DIR / FACT}",
+                "text/markdown",
+            ),
+            ResourceSpec(
+                JOURNAL_URI,
+                "journal",
+                "Latest journal entries",
+                f"The {DEFAULT_LATEST} newest entries of {path / MEMORY_DIR / JOURNAL}, newest "
+                "first, as a JSON array.",
+                "application/json",
+            ),
+            ResourceSpec(
+                PROMPT_URI,
+                "prompt",
+                "Session system prompt",
+                "The system prompt a new session starts with: the workspace's system.md (when "
+                "there is one) and the memory context.",
+                "text/markdown",
+            ),
+        ]
+
+    def read(self, uri: str) -> ResourceText:
+        """Read one resource now; raises ``MemoryToolError`` (``-32002`` for an unknown URI)."""
+        mem = self.memory
+        if uri in (SOUL_URI, USER_URI, FACT_URI):
+            reader, canonical = {
+                SOUL_URI: (mem.read_soul, SOUL),
+                USER_URI: (mem.read_user, USER),
+                FACT_URI: (mem.read_facts, FACT),
+            }[uri]
+            text, sha = reader()
+            # The engine names the file as it is on disk (an existing fact.md keeps its case).
+            meta: dict[str, Any] = {"path": str(mem.file_path(canonical)), "sha256": sha}
+            return ResourceText(uri, text, "text/markdown", meta)
+        if uri == JOURNAL_URI:
+            entries = list(mem.search(limit=DEFAULT_LATEST))
+            text = json.dumps(entries, indent=2, ensure_ascii=False)
+            return ResourceText(uri, text, "application/json", {"count": len(entries)})
+        if uri == PROMPT_URI:
+            prompt = self.prompt()
+            meta = {
+                "tokens": prompt.tokens,
+                "bootstrap": prompt.bootstrap,
+                "budget_tokens": prompt.budget_tokens,
+                "warnings": list(prompt.warnings),
+                "sections": [
+                    {
+                        "name": s.name,
+                        "source": str(s.source) if s.source else None,
+                        "tokens": s.tokens,
+                    }
+                    for s in prompt.sections
+                ],
+            }
+            return ResourceText(uri, prompt.text, "text/markdown", meta)
+        raise MemoryToolError(f"Resource not found: {uri}", RESOURCE_NOT_FOUND)
+
+    # -- change detection --------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """The engine's stat keys of everything the resources and the tool list depend on.
+
+        One ``AgentMemory.file_stats()`` call (an ``lstat`` per entry of the agent folder and
+        of ``memory/``, nothing read), keyed with ``paths.file_key`` as the prompt cache does,
+        plus the workspace's ``system.md``. A refused folder gives its error text as the key,
+        so a folder that becomes readable again is noticed too.
+        """
+        try:
+            stats = self.memory.file_stats()
+        except MemoryToolError as exc:
+            return {"error": exc.message}
+        top = [name for name in stats if "/" not in name]
+        memory_name = match_name(top, MEMORY_DIR)
+        inside = [
+            name.split("/", 1)[1]
+            for name in stats
+            if memory_name and name.startswith(memory_name + "/")
+        ]
+
+        def key(names: list[str], canonical: str, prefix: str = "") -> Any:
+            found = match_name(names, canonical)
+            return file_key(stats[prefix + found]) if found is not None else None
+
+        facts = key(inside, FACT, f"{memory_name}/") if memory_name else None
+        journal = key(inside, JOURNAL, f"{memory_name}/") if memory_name else None
+        return {
+            SOUL_URI: key(top, SOUL),
+            USER_URI: key(top, USER),
+            FACT_URI: facts,
+            JOURNAL_URI: journal,
+            "template": key(top, _TEMPLATE_RECORD),
+            "workspace": _workspace_key(self.workspace),
+        }
+
+    def changes(self, before: Mapping[str, Any], after: Mapping[str, Any]) -> Changes:
+        """Which resource URIs changed between two snapshots, and whether the tool list may
+        have (it is recomputed only when the template record moved)."""
+        if "error" in before or "error" in after:
+            if before == after:
+                return Changes()
+            return Changes(tuple(spec.uri for spec in self.resources()), tools=True)
+        changed = [
+            uri
+            for uri in (SOUL_URI, USER_URI, FACT_URI, JOURNAL_URI)
+            if before.get(uri) != after.get(uri)
+        ]
+        prompt_inputs = (SOUL_URI, USER_URI, FACT_URI, "template", "workspace")
+        if any(before.get(name) != after.get(name) for name in prompt_inputs):
+            changed.append(PROMPT_URI)
+        return Changes(tuple(changed), tools=before.get("template") != after.get("template"))
+
+
+def _workspace_key(workspace: Path) -> Any:
+    """The workspace folder's key (it moves when system.md appears, goes or is renamed) and
+    the key of ``system.md`` itself (it moves when the file is edited). A case variant such
+    as ``System.md`` edited in place is only seen at the next rename in the folder."""
+    keys: list[tuple[int, int, int, int] | None] = []
+    for path in (workspace, workspace / "system.md"):
+        try:
+            keys.append(file_key(os.lstat(path)))
+        except OSError:
+            keys.append(None)
+    return tuple(keys)
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    """``text`` parsed when it is a JSON object (structured content), else None."""
+    if not text.startswith("{"):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None

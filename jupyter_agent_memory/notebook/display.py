@@ -1,0 +1,1033 @@
+"""Rich output objects shared by the IPython magics and the ipywidgets panel.
+
+Every object here renders twice: as HTML in a notebook (``_repr_html_``) and as plain text in
+a terminal IPython (``_repr_pretty_`` / ``__repr__``); the ``text/plain`` form is the raw text.
+They only format what the engine returns; no rule about memory lives here.
+
+Journal text, tags and FACT.md are written by a language model and must be treated as untrusted:
+notebook front ends run the HTML of live outputs as it is. Every value that goes into HTML is
+escaped, and FACT.md's Markdown is converted by :mod:`jupyter_agent_memory.render` (raw HTML
+shown as text, unsafe links dropped, the result sanitised). Nothing here emits ``text/markdown``,
+which front ends would render with raw HTML enabled.
+
+This module deliberately imports nothing from ipywidgets, so the magics can use it while
+``%load_ext jupyter_agent_memory`` stays light.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import unicodedata
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..engine.tool import NO_MATCHES
+from ..render import escape_html, markdown_html, no_math_block
+
+__all__ = [
+    "VIEW_LIMIT",
+    "AgentSummary",
+    "DiffView",
+    "FactsView",
+    "ForgetReceipt",
+    "HistoryView",
+    "JournalResult",
+    "PromptView",
+    "RawText",
+    "SessionsView",
+    "WhyView",
+    "format_size",
+    "format_when",
+    "highlight_html",
+    "short_sha",
+]
+
+#: About how many characters of memory text one view sends to the front end by default. A
+#: 3 MB FACT.md or prompt put into a notebook in full makes it slow to save, scroll and
+#: reopen; the view says what it left out and how to get all of it (``show_all=True``).
+VIEW_LIMIT = 100_000
+
+# Keys every journal entry has; anything else was written by another tool and is shown as-is.
+_ENTRY_KEYS = ("ts", "tags", "text")
+
+
+def short_sha(sha256: str, length: int = 12) -> str:
+    """Return the first ``length`` hex digits of a sha256, the form shown to people."""
+    return sha256[:length]
+
+
+def format_size(n_bytes: int) -> str:
+    """Format a byte count for people: ``512 B``, ``1.5 KB``, ``2.0 MB``."""
+    if n_bytes < 1024:
+        return f"{n_bytes} B"
+    if n_bytes < 1024 * 1024:
+        return f"{n_bytes / 1024:.1f} KB"
+    return f"{n_bytes / (1024 * 1024):.1f} MB"
+
+
+_esc = escape_html
+
+# Inline styles only (no <style> element: a notebook output's stylesheet would apply to the
+# whole page), built on JupyterLab's theme variables so light and dark themes both read well;
+# the fallbacks serve front ends without those variables.
+TABLE_STYLE = (
+    "border-collapse:collapse;width:auto;font-size:var(--jp-ui-font-size1,13px);"
+    "color:var(--jp-content-font-color1,inherit)"
+)
+TH_STYLE = (
+    "text-align:left;padding:3px 10px;position:sticky;top:0;"
+    "background:var(--jp-layout-color2,#eee);color:var(--jp-ui-font-color1,inherit);"
+    "border-bottom:1px solid var(--jp-border-color1,#bbb);white-space:nowrap"
+)
+TD_STYLE = (
+    "text-align:left;vertical-align:top;padding:3px 10px;"
+    "border-bottom:1px solid var(--jp-border-color2,#ddd)"
+)
+#: Wrap at spaces; break a word only when it alone is wider than the line.
+TEXT_WRAP = "white-space:pre-wrap;overflow-wrap:break-word;word-break:normal"
+#: A box of bounded height that scrolls, for long tables and texts.
+SCROLL_STYLE = "max-height:32em;overflow:auto;border:1px solid var(--jp-border-color2,#ddd)"
+MARK_STYLE = (
+    "background:var(--jp-warn-color3,#ffe0b2);color:var(--jp-ui-font-color0,#000);"
+    "padding:0 1px;border-radius:2px"
+)
+#: Status colours per kind, from the theme (both themes define readable variants).
+STATUS_COLOURS = {
+    "info": "inherit",
+    "ok": "var(--jp-success-color1,#1a7f37)",
+    "error": "var(--jp-error-color1,#cf222e)",
+    "warning": "var(--jp-warn-color0,#9a6700)",
+}
+
+
+def _table(
+    head: Sequence[str],
+    rows: Iterable[Sequence[str]],
+    css_class: str,
+    limit: int | None = VIEW_LIMIT,
+) -> str:
+    """A themed, scrollable table; ``head`` is plain text, ``rows`` hold ready HTML cells.
+
+    Rows stop once about ``limit`` characters of HTML are reached; a last row says how many
+    were left out (the list in code still has them all).
+    """
+    header = "".join(f'<th style="{TH_STYLE}">{_esc(name)}</th>' for name in head)
+    all_rows = list(rows)
+    body, sent = [], 0
+    for number, row in enumerate(all_rows):
+        if limit is not None and sent > limit:
+            left = len(all_rows) - number
+            body.append(
+                f'<tr><td colspan="{len(head)}" style="{TD_STYLE};'
+                f'color:var(--jp-warn-color0,#9a6700)">… {left:,} more row'
+                f"{'' if left == 1 else 's'} not shown here, so the notebook stays small (the "
+                "list in code has all of them)</td></tr>"
+            )
+            break
+        body.append("<tr>" + "".join(f'<td style="{TD_STYLE}">{cell}</td>' for cell in row)
+                    + "</tr>")
+        sent += len(body[-1])
+    return (
+        f'<div style="{SCROLL_STYLE}"><table class="{css_class}" style="{TABLE_STYLE}">'
+        f"<thead><tr>{header}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+#: Longest value one table cell shows; the entry in code keeps all of it.
+CELL_LIMIT = 5_000
+
+
+def _cell_text(text: str, query: str = "") -> str:
+    """A cell's text, escaped and highlighted, cut at ``CELL_LIMIT`` characters."""
+    shown, left_out = _cut(text, CELL_LIMIT)
+    html_text = highlight_html(shown, query)
+    if left_out:
+        html_text += (f' <small style="color:var(--jp-warn-color0,#9a6700)">… {left_out:,} '
+                      "more characters</small>")
+    return html_text
+
+
+def highlight_html(text: str, query: str) -> str:
+    """``text`` escaped, with every case-insensitive occurrence of ``query`` in ``<mark>``.
+
+    Both the matches and the text between them are escaped, so a query or a text holding
+    markup highlights it as text.
+    """
+    if not query:
+        return _esc(text)
+    import re
+
+    parts = re.split(f"({re.escape(query)})", text, flags=re.IGNORECASE)
+    return "".join(
+        f'<mark style="{MARK_STYLE}">{_esc(part)}</mark>' if i % 2 else _esc(part)
+        for i, part in enumerate(parts)
+    )
+
+
+def _parse_ts(ts: object) -> datetime | None:
+    if not isinstance(ts, str) or not ts:
+        return None
+    try:
+        moment = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def relative_time(ts: object, now: datetime | None = None) -> str:
+    """How long ago an ISO-8601 time was: ``just now``, ``5 min ago``, ``3 days ago``."""
+    moment = _parse_ts(ts)
+    if moment is None:
+        return ""
+    now = now or datetime.now(timezone.utc)
+    seconds = (now - moment).total_seconds()
+    future = seconds < 0
+    seconds = abs(seconds)
+    for size, unit in ((86400 * 365, "year"), (86400 * 30, "month"), (86400, "day"),
+                       (3600, "hour"), (60, "min")):
+        if seconds >= size:
+            n = int(seconds // size)
+            label = unit if unit == "min" or n == 1 else unit + "s"
+            return f"in {n} {label}" if future else f"{n} {label} ago"
+    return "just now"
+
+
+def format_when(ts: object, now: datetime | None = None) -> str:
+    """An entry time for people: absolute (UTC, to the second) and relative."""
+    moment = _parse_ts(ts)
+    if moment is None:
+        return str(ts or "")
+    absolute = moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return f"{absolute} ({relative_time(ts, now)})"
+
+
+def _when_html(ts: object, now: datetime | None = None) -> str:
+    """The time cell: relative time shown, the exact stored value as its tooltip."""
+    moment = _parse_ts(ts)
+    if moment is None:
+        return f"<code>{_esc(ts or '')}</code>"
+    absolute = moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    return (
+        f'<span title="{_esc(ts)}" style="white-space:nowrap"><code>{_esc(absolute)}</code>'
+        f" <small>{_esc(relative_time(ts, now))}</small></span>"
+    )
+
+
+def _cut(text: str, limit: int | None) -> tuple[str, int]:
+    """``text`` cut to about ``limit`` characters at a line end; returns it and how many
+    characters were left out (0: all of it)."""
+    if limit is None or len(text) <= limit:
+        return text, 0
+    end = text.rfind("\n", 0, limit)
+    end = limit if end < limit // 2 else end + 1
+    return text[:end], len(text) - end
+
+
+def _left_out_html(left_out: int, how: str, unit: str = "characters") -> str:
+    return (
+        f'<p style="color:var(--jp-warn-color0,#9a6700)"><small>… {left_out:,} more {unit} '
+        f"not shown here, so the notebook stays small: {_esc(how)}.</small></p>"
+    )
+
+
+def _bounded_plain(text: str, limit: int | None) -> str:
+    shown, left_out = _cut(text, limit)
+    if not left_out:
+        return text
+    return shown + f"\n… {left_out:,} more characters not shown (str() of the view has all)"
+
+
+class RawText(str):
+    """Memory text returned to code (``facts = %fact --raw``): a plain ``str`` whose display
+    is the text itself, exactly, without quotes or escapes."""
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        """Plain-text form for IPython: the text as it is."""
+        p.text(str(self)[:-1] if self.endswith("\n") else str(self))
+
+
+def _no_math(method: Callable[[Any], str]) -> Callable[[Any], str]:
+    """Make a ``_repr_html_`` return its HTML inside a block MathJax does not typeset."""
+
+    @functools.wraps(method)
+    def wrapper(self: Any) -> str:
+        return no_math_block(method(self))
+
+    return wrapper
+
+
+#: Unicode categories never written raw to a terminal: controls (ESC, BEL, CR...), format
+#: characters (bidirectional overrides, zero-width joiners), line and paragraph separators
+#: and lone surrogates.
+_NOT_RAW = frozenset(("Cc", "Cf", "Zl", "Zp", "Cs"))
+
+
+def inert_line(value: object) -> str:
+    """``value`` as one line of inert text: every control, format and line-separator
+    character (newlines included) is written as its Python escape, so text a model or a
+    client wrote cannot move the cursor, colour the terminal, set the clipboard (OSC 52),
+    ring the bell or forge a row."""
+    return "".join(
+        ch.encode("unicode_escape", "backslashreplace").decode("ascii")
+        if unicodedata.category(ch) in _NOT_RAW
+        else ch
+        for ch in str(value)
+    )
+
+
+def _inert_lines(text: str) -> str:
+    """``text`` kept on its own lines, each made inert (see :func:`inert_line`)."""
+    return "\n".join(inert_line(line) for line in text.split("\n"))
+
+
+def _indent_continuation(text: str, width: int) -> str:
+    """Indent every line after the first so multi-line values stay inside their column."""
+    return text.replace("\n", "\n" + " " * width)
+
+
+# --------------------------------------------------------------------------------------------
+# FACT.md
+# --------------------------------------------------------------------------------------------
+
+
+class FactsView:
+    """FACT.md content: safely rendered Markdown in a notebook, the raw text in a terminal.
+
+    The notebook form is ``text/html`` from :func:`~jupyter_agent_memory.render.markdown_html`
+    (raw HTML in FACT.md shows as text); ``text/plain`` is FACT.md exactly as stored.
+    """
+
+    empty_text = "(FACT.md is empty)"
+
+    def __init__(
+        self,
+        text: str,
+        path: Path | str | None = None,
+        sha256: str | None = None,
+        *,
+        limit: int | None = VIEW_LIMIT,
+    ):
+        self.text = text
+        self.path = Path(path) if path is not None else None
+        self.sha256 = sha256
+        self.limit = limit
+
+    def _repr_html_(self) -> str:
+        if not self.text.strip():
+            return "<p><em>FACT.md is empty.</em></p>"
+        shown, left_out = _cut(self.text, self.limit)
+        if not left_out:
+            return markdown_html(self.text)
+        return markdown_html(shown) + _left_out_html(
+            left_out, "facts = %fact --raw gives all of it, FactsView(text, limit=None) shows it"
+        )
+
+    def __str__(self) -> str:
+        return self.text if self.text.strip() else self.empty_text
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        """Plain-text form for IPython: the text, bounded like the HTML (``str`` has all)."""
+        p.text(_bounded_plain(str(self), self.limit))
+
+    def __repr__(self) -> str:
+        return f"FactsView({len(self.text)} chars)"
+
+
+# --------------------------------------------------------------------------------------------
+# Journal
+# --------------------------------------------------------------------------------------------
+
+
+# IPython's pretty printer uses ``_repr_pretty_`` only when the class itself defines it (a
+# ``__repr__`` found first in the MRO wins), so every class below defines its own.
+class JournalResult(list):
+    """Journal entries (dicts with ``ts``, ``tags``, ``text``), newest first.
+
+    In code it is a normal ``list`` of entry dicts (index it, loop over it, compare it with a
+    list). In a notebook it renders as an HTML table with every value escaped; in a terminal
+    as aligned plain text.
+
+    ``skipped`` counts corrupted journal lines the engine skipped while reading, ``scanned``
+    the lines it read (``None`` when unknown). ``empty_message`` is shown when there are no
+    entries.
+    """
+
+    def __init__(
+        self,
+        entries: Iterable[Mapping[str, Any]] = (),
+        *,
+        skipped: int = 0,
+        scanned: int | None = None,
+        empty_message: str = NO_MATCHES,
+        highlight: str = "",
+        now: datetime | None = None,
+    ):
+        super().__init__(entries)
+        self.skipped = skipped
+        self.scanned = scanned
+        self.empty_message = empty_message
+        self.highlight = highlight
+        self.now = now
+
+    @classmethod
+    def from_search(cls, result: Sequence[Mapping[str, Any]], **kwargs: Any) -> JournalResult:
+        """Wrap the engine's ``SearchResult`` (a list with ``skipped`` / ``scanned``)."""
+        return cls(
+            result,
+            skipped=getattr(result, "skipped", 0) or 0,
+            scanned=getattr(result, "scanned", None),
+            **kwargs,
+        )
+
+    # Extra keys written by other tools, in first-seen order, so the table can show them.
+    def extra_keys(self) -> list[str]:
+        """Keys beyond ts/tags/text present in any entry, in first-seen order."""
+        seen: dict[str, None] = {}
+        for entry in self:
+            for key in entry:
+                if key not in _ENTRY_KEYS:
+                    seen.setdefault(key, None)
+        return list(seen)
+
+    def _footer(self) -> str:
+        parts = [f"{len(self)} entr{'y' if len(self) == 1 else 'ies'}, newest first"]
+        if self.skipped:
+            parts.append(
+                f"{self.skipped} corrupted line{'' if self.skipped == 1 else 's'} skipped"
+            )
+        return "; ".join(parts)
+
+    @_no_math
+    def _repr_html_(self) -> str:
+        if not self:
+            return f"<p><em>{_esc(self.empty_message)}</em>{self._skipped_html()}</p>"
+        extras = self.extra_keys()
+        rows = []
+        for entry in self:
+            tags = entry.get("tags") or []
+            tag_text = ", ".join(str(t) for t in tags) if isinstance(tags, list) else str(tags)
+            cells = [
+                _when_html(entry.get("ts", ""), self.now),
+                _cell_text(tag_text),
+                f'<div style="{TEXT_WRAP};min-width:16em">'
+                f"{_cell_text(str(entry.get('text', '')), self.highlight)}</div>",
+            ]
+            for key in extras:
+                value = entry.get(key, "")
+                if not isinstance(value, str):
+                    value = json.dumps(value, ensure_ascii=False)
+                cells.append(f'<div style="{TEXT_WRAP}">{_cell_text(value)}</div>')
+            rows.append(cells)
+        return _table(("time (UTC)", "tags", "text", *extras), rows,
+                      "jp-AgentMemory-journal") + f"<p><small>{_esc(self._footer())}</small></p>"
+
+    def _skipped_html(self) -> str:
+        if not self.skipped:
+            return ""
+        return f" <small>({_esc(self.skipped)} corrupted lines skipped)</small>"
+
+    def __str__(self) -> str:
+        if not self:
+            text = self.empty_message
+            if self.skipped:
+                text += f" ({self.skipped} corrupted lines skipped)"
+            return text
+        lines = []
+        for entry in self:
+            tags = entry.get("tags") or []
+            if not isinstance(tags, list):  # written by another tool: shown as it is
+                tags = [tags]
+            # Model-written, so inert: lines stay lines, nothing else reaches a terminal raw.
+            tag_text = "[" + ", ".join(inert_line(t) for t in tags) + "]" if tags else ""
+            prefix = f"{inert_line(entry.get('ts', ''))}  "
+            if tag_text:
+                prefix += tag_text + " "
+            extras = {k: v for k, v in entry.items() if k not in _ENTRY_KEYS}
+            text = _inert_lines(str(entry.get("text", "")))
+            if extras:
+                text += "  " + inert_line(json.dumps(extras, ensure_ascii=False))
+            lines.append(prefix + _indent_continuation(text, len(prefix)))
+        lines.append(f"({self._footer()})")
+        return "\n".join(lines)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        """Plain-text form for IPython (terminal output and ``text/plain``)."""
+        p.text(str(self))
+
+    def __repr__(self) -> str:
+        return f"JournalResult({list.__repr__(self)})"
+
+
+# --------------------------------------------------------------------------------------------
+# FACT.md history
+# --------------------------------------------------------------------------------------------
+
+
+class HistoryView(list):
+    """FACT.md versions (dicts with ``ts``, ``sha256``, ``size``), newest first.
+
+    A normal ``list`` in code; a table in a notebook; aligned text in a terminal. Pass a version's
+    sha256 (or a unique prefix of 7+ hex digits) to ``%fact --diff`` or ``%fact --restore``.
+    """
+
+    empty_message = "No earlier FACT.md versions yet."
+
+    @_no_math
+    def _repr_html_(self) -> str:
+        if not self:
+            return f"<p><em>{_esc(self.empty_message)}</em></p>"
+        rows = [
+            [
+                _when_html(v.get("ts", "")),
+                f'<code title="{_esc(v.get("sha256", ""))}">'
+                f"{_esc(short_sha(str(v.get('sha256', ''))))}</code>",
+                _esc(format_size(int(v.get("size", 0)))),
+            ]
+            for v in self
+        ]
+        return _table(("saved (UTC)", "sha256", "size"), rows, "jp-AgentMemory-history")
+
+    def __str__(self) -> str:
+        if not self:
+            return self.empty_message
+        return "\n".join(
+            f"{v.get('ts', '')}  {short_sha(str(v.get('sha256', '')))}  "
+            f"{format_size(int(v.get('size', 0)))}"
+            for v in self
+        )
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        """Plain-text form for IPython (terminal output and ``text/plain``)."""
+        p.text(str(self))
+
+    def __repr__(self) -> str:
+        return f"HistoryView({list.__repr__(self)})"
+
+
+# --------------------------------------------------------------------------------------------
+# Diffs
+# --------------------------------------------------------------------------------------------
+
+
+class DiffView:
+    """A unified diff between two texts, coloured in a notebook and plain in a terminal."""
+
+    no_changes = "No differences."
+
+    def __init__(
+        self,
+        old: str,
+        new: str,
+        fromfile: str = "before",
+        tofile: str = "after",
+        context: int = 3,
+        *,
+        limit: int | None = VIEW_LIMIT,
+    ):
+        self.limit = limit
+        self.old = old
+        self.new = new
+        self.fromfile = fromfile
+        self.tofile = tofile
+        self.lines = list(
+            difflib.unified_diff(
+                old.splitlines(),
+                new.splitlines(),
+                fromfile=fromfile,
+                tofile=tofile,
+                n=context,
+                lineterm="",
+            )
+        )
+
+    @property
+    def changed(self) -> bool:
+        """True when the texts differ (line endings at the very end are ignored)."""
+        return bool(self.lines)
+
+    @property
+    def added(self) -> int:
+        """Number of added lines."""
+        return sum(1 for ln in self.lines if ln.startswith("+") and not ln.startswith("+++"))
+
+    @property
+    def removed(self) -> int:
+        """Number of removed lines."""
+        return sum(1 for ln in self.lines if ln.startswith("-") and not ln.startswith("---"))
+
+    @property
+    def text(self) -> str:
+        """The unified diff as text ('' when nothing changed)."""
+        return "\n".join(self.lines)
+
+    def summary(self) -> str:
+        """One line: ``+2 -1 lines`` or ``No differences.``."""
+        if not self.changed:
+            return self.no_changes
+        return f"+{self.added} -{self.removed} lines"
+
+    @_no_math
+    def _repr_html_(self) -> str:
+        if not self.changed:
+            return f"<p><em>{_esc(self.no_changes)}</em></p>"
+        out = []
+        sent, left_out = 0, 0
+        for number, line in enumerate(self.lines):
+            if self.limit is not None and sent > self.limit:
+                left_out = len(self.lines) - number
+                break
+            style = ""
+            if line.startswith(("+++", "---")):
+                style = "font-weight:bold"
+            elif line.startswith("@@"):
+                style = "color:var(--jp-info-color0,#6f42c1)"
+            elif line.startswith("+"):
+                style = "background:rgba(76,175,80,0.22)"
+            elif line.startswith("-"):
+                style = "background:rgba(244,67,54,0.22)"
+            # display:block keeps one line per span even without newlines inside <pre>.
+            out.append(f'<span style="display:block;{style}">{_esc(line) or " "}</span>')
+            sent += len(out[-1])
+        return (
+            f'<pre class="jp-AgentMemory-diff" style="line-height:1.3;{TEXT_WRAP};'
+            f'{SCROLL_STYLE};padding:4px">'
+            + "".join(out)
+            + f"</pre><p><small>{_esc(self.summary())}</small></p>"
+            + (_left_out_html(left_out, "str(view) has all of it", "diff lines")
+               if left_out else "")
+        )
+
+    def __str__(self) -> str:
+        return self.text if self.changed else self.no_changes
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        """Plain-text form for IPython (terminal output and ``text/plain``)."""
+        p.text(str(self))
+
+    def __repr__(self) -> str:
+        return f"DiffView({self.fromfile!r} -> {self.tofile!r}: {self.summary()})"
+
+
+# --------------------------------------------------------------------------------------------
+# Prompt
+# --------------------------------------------------------------------------------------------
+
+
+class _RecordedSection:
+    """A section of a session receipt, shaped like the prompt builder's ``Section``."""
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self.name = str(data.get("name", ""))
+        self.source = data.get("source")
+        self.chars = int(data.get("chars") or 0)
+        self.tokens = int(data.get("tokens") or 0)
+
+
+class PromptView:
+    """A built system prompt with per-section sizes and any budget warning.
+
+    ``sections`` are objects with ``name``, ``source`` (a path or ``None``), ``chars`` and
+    ``tokens`` (the engine's ``Section``); ``tokens`` is the approximate total.
+    """
+
+    def __init__(
+        self,
+        text: str,
+        *,
+        title: str = "System prompt",
+        sections: Sequence[Any] = (),
+        tokens: int | None = None,
+        budget_tokens: int | None = None,
+        warnings: Sequence[str] = (),
+        memory_tokens: int | None = None,
+        base_from_file: bool | None = None,
+        bootstrap: bool | None = None,
+        limit: int | None = VIEW_LIMIT,
+    ):
+        self.limit = limit
+        self.text = text
+        self.title = title
+        self.sections = list(sections)
+        self.tokens = tokens
+        self.budget_tokens = budget_tokens
+        self.warnings = list(warnings)
+        self.memory_tokens = memory_tokens
+        self.base_from_file = base_from_file
+        self.bootstrap = bootstrap
+
+    @classmethod
+    def from_prompt(cls, prompt: Any, title: str = "System prompt") -> PromptView:
+        """Build the view from the engine's ``Prompt``."""
+        return cls(
+            prompt.text,
+            title=title,
+            sections=prompt.sections,
+            tokens=prompt.tokens,
+            budget_tokens=prompt.budget_tokens,
+            warnings=prompt.warnings,
+            memory_tokens=prompt.memory_tokens,
+            base_from_file=prompt.base is not None,
+            bootstrap=prompt.bootstrap,
+        )
+
+    @classmethod
+    def from_receipt(cls, receipt: Mapping[str, Any], text: str) -> PromptView:
+        """The view of a recorded session's prompt: ``text`` with the receipt's sections,
+        sizes, budget and warnings as they were when the session started."""
+        return cls(
+            text,
+            title=f"Session {receipt.get('session_id')} ({format_when(receipt.get('ts'))}), "
+            "as recorded",
+            sections=[_RecordedSection(s) for s in receipt.get("sections") or ()
+                      if isinstance(s, Mapping)],
+            tokens=receipt.get("tokens"),
+            budget_tokens=receipt.get("budget_tokens"),
+            warnings=receipt.get("warnings") or (),
+        )
+
+    @property
+    def over_budget(self) -> bool:
+        """True when a budget is set and the memory part (or, if unknown, the whole) exceeds it."""
+        used = self.memory_tokens if self.memory_tokens is not None else self.tokens
+        return self.budget_tokens is not None and used is not None and used > self.budget_tokens
+
+    def summary(self) -> str:
+        """One line: size, memory size against the budget, base and bootstrap state."""
+        parts = [f"{len(self.text)} chars"]
+        if self.tokens is not None:
+            parts.append(f"~{self.tokens} tokens")
+        if self.memory_tokens is not None:
+            memory = f"memory ~{self.memory_tokens} tokens"
+            if self.budget_tokens is not None:
+                memory += f" of a {self.budget_tokens}-token budget"
+            parts.append(memory)
+        elif self.budget_tokens is not None:
+            parts.append(f"budget {self.budget_tokens} tokens")
+        if self.base_from_file is not None:
+            parts.append("base: system.md" if self.base_from_file else "base: client default")
+        if self.bootstrap is not None:
+            parts.append("bootstrap: on" if self.bootstrap else "bootstrap: off")
+        return " · ".join(parts)
+
+    @staticmethod
+    def _source(section: Any) -> str:
+        source = getattr(section, "source", None)
+        return "" if source is None else str(source)
+
+    @_no_math
+    def _repr_html_(self) -> str:
+        parts = [f"<p><strong>{_esc(self.title)}</strong> — {_esc(self.summary())}</p>"]
+        for warning in self.warnings:
+            parts.append(
+                '<div class="jp-AgentMemory-warning" style="border-left:4px solid '
+                "var(--jp-warn-color1,#d9822b);background:rgba(245,124,0,0.12);"
+                'padding:4px 8px;margin:4px 0">'
+                f"⚠ {_esc(warning)}</div>"
+            )
+        if self.sections:
+            rows = [
+                [
+                    _esc(s.name),
+                    f"<code>{_esc(self._source(s))}</code>" if self._source(s)
+                    else "<em>builder text</em>",
+                    _esc(f"{s.chars:,}"),
+                    _esc(f"{s.tokens:,}"),
+                ]
+                for s in self.sections
+            ]
+            parts.append(_table(("section", "source", "chars", "~tokens"), rows,
+                                "jp-AgentMemory-sections"))
+        shown, left_out = _cut(self.text, self.limit)
+        parts.append(
+            f'<pre class="jp-AgentMemory-prompt" style="{TEXT_WRAP};{SCROLL_STYLE};'
+            f'padding:6px;margin-top:6px">{_esc(shown)}</pre>'
+        )
+        if left_out:
+            parts.append(_left_out_html(
+                left_out, "text = %memprompt --raw gives all of it, and the panel has Show all"))
+        return "".join(parts)
+
+    def __str__(self) -> str:
+        return self._plain(self.text)
+
+    def _plain(self, text: str) -> str:
+        lines = [f"{self.title}: {self.summary()}"]
+        lines.extend(f"WARNING: {w}" for w in self.warnings)
+        if self.sections:
+            width = max(len(s.name) for s in self.sections)
+            for s in self.sections:
+                source = self._source(s)
+                lines.append(
+                    f"  {s.name:<{width}}  {s.chars} chars, ~{s.tokens} tokens"
+                    + (f"  {source}" if source else "")
+                )
+        rule = "-" * 72
+        lines.extend([rule, text, rule])
+        return "\n".join(lines)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        """Plain-text form for IPython: bounded like the HTML (``str`` has all of it)."""
+        p.text(self._plain(_bounded_plain(self.text, self.limit)))
+
+    def __repr__(self) -> str:
+        return f"PromptView({self.title!r}: {self.summary()})"
+
+
+# --------------------------------------------------------------------------------------------
+# Agent summary (``%agent_memory`` in a terminal)
+# --------------------------------------------------------------------------------------------
+
+
+class AgentSummary:
+    """A short description of an agent folder: where it is and how big each part is."""
+
+    def __init__(
+        self,
+        *,
+        agent_id: str | None,
+        path: Path | str,
+        sizes: Mapping[str, int],
+        facts_sha256: str = "",
+        history_versions: int = 0,
+        template: str | None = None,
+    ):
+        self.agent_id = agent_id
+        self.path = Path(path)
+        self.sizes = dict(sizes)
+        self.facts_sha256 = facts_sha256
+        self.history_versions = history_versions
+        self.template = template
+
+    def _rows(self) -> list[tuple[str, str]]:
+        rows = [
+            ("agent", self.agent_id if self.agent_id is not None else "(folder path)"),
+            ("folder", str(self.path)),
+        ]
+        for name, size in self.sizes.items():
+            value = format_size(size) if size >= 0 else "missing"
+            if name == "FACT.md" and self.facts_sha256 and size >= 0:
+                value += f" (sha256 {short_sha(self.facts_sha256)}, "
+                value += f"{self.history_versions} earlier versions)"
+            rows.append((name, value))
+        if self.template:
+            rows.append(("template", self.template))
+        return rows
+
+    @_no_math
+    def _repr_html_(self) -> str:
+        body = "".join(
+            f"<tr><th style='text-align:left'>{_esc(k)}</th><td><code>{_esc(v)}</code></td></tr>"
+            for k, v in self._rows()
+        )
+        return f'<table class="jp-AgentMemory-summary">{body}</table>'
+
+    def __str__(self) -> str:
+        rows = self._rows()
+        width = max(len(k) for k, _ in rows)
+        return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        """Plain-text form for IPython (terminal output and ``text/plain``)."""
+        p.text(str(self))
+
+    def __repr__(self) -> str:
+        return f"AgentSummary({self.agent_id!r}, {str(self.path)!r})"
+
+
+# --------------------------------------------------------------------------------------------
+# Sessions on record
+# --------------------------------------------------------------------------------------------
+
+
+def _client_label(receipt: Mapping[str, Any]) -> str:
+    client = receipt.get("client")
+    if not isinstance(client, Mapping) or not client.get("name"):
+        return "(unknown client)"
+    version = client.get("version")
+    return f"{client['name']} {version}" if version else str(client["name"])
+
+
+class SessionsView(list):
+    """Receipts of recorded session starts (dicts as ``AgentMemory.sessions()`` returns them),
+    newest first: a list in code, a table in a notebook, aligned text in a terminal.
+
+    Give a session's id (or its first 6+ digits) to ``%memprompt --session``, ``--diff`` and
+    ``--why``.
+    """
+
+    empty_message = (
+        "No sessions on record yet: one is recorded when a client really starts a session "
+        "(an MCP client connecting, the evaluation runner, or PromptBuilder.start_session); "
+        "previews such as %memprompt never record."
+    )
+
+    def __init__(self, receipts: Iterable[Mapping[str, Any]] = (), *, now: datetime | None = None):
+        super().__init__(receipts)
+        self.now = now
+
+    def _rows(self) -> list[tuple[str, str, str, str, str]]:
+        return [
+            (
+                str(r.get("ts", "")),
+                str(r.get("session_id", "")),
+                _client_label(r),
+                f"{r.get('tokens', '?')}",
+                short_sha(str(r.get("prompt_sha256", ""))),
+            )
+            for r in self
+        ]
+
+    def _plain_rows(self) -> list[tuple[str, ...]]:
+        # Every field may come from a client (its self-chosen name) or a hand-edited log.
+        return [tuple(inert_line(cell) for cell in row) for row in self._rows()]
+
+    @_no_math
+    def _repr_html_(self) -> str:
+        if not self:
+            return f"<p><em>{_esc(self.empty_message)}</em></p>"
+        rows = [
+            [
+                _when_html(ts, self.now),
+                f"<code>{_esc(sid)}</code>",
+                _esc(client),
+                _esc(tokens),
+                f"<code>{_esc(sha)}</code>",
+            ]
+            for ts, sid, client, tokens, sha in self._rows()
+        ]
+        count = f"{len(self)} session{'' if len(self) == 1 else 's'}, newest first"
+        return _table(("time (UTC)", "id", "client", "~tokens", "prompt sha256"), rows,
+                      "jp-AgentMemory-sessions") + f"<p><small>{_esc(count)}</small></p>"
+
+    def __str__(self) -> str:
+        if not self:
+            return self.empty_message
+        rows = [("time (UTC)", "id", "client", "~tokens", "prompt"), *self._plain_rows()]
+        widths = [max(len(row[i]) for row in rows) for i in range(4)]
+        return "\n".join(
+            "  ".join(cell.ljust(widths[i]) if i < 4 else cell for i, cell in enumerate(row))
+            .rstrip()
+            for row in rows
+        )
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        """Plain-text form for IPython (terminal output and ``text/plain``)."""
+        p.text(str(self))
+
+    def __repr__(self) -> str:
+        return f"SessionsView({len(self)} sessions)"
+
+
+class WhyView(list):
+    """Where lines of a recorded prompt came from: a list of the engine's ``Origin``s.
+
+    Each names the file, its version (sha256) and the line in that version, or the prompt
+    builder's own text and its section.
+    """
+
+    def __init__(self, origins: Iterable[Any] = (), *, session_id: str = "", needle: str = ""):
+        super().__init__(origins)
+        self.session_id = session_id
+        self.needle = needle
+
+    @property
+    def empty_message(self) -> str:
+        """What is shown when no line of the prompt holds the text."""
+        return f"No line of session {self.session_id}'s prompt contains {self.needle!r}."
+
+    @staticmethod
+    def _place(origin: Any) -> tuple[str, str, str]:
+        if origin.source is None:
+            return (f"builder text ({origin.section})", "", "")
+        return (str(origin.source), short_sha(origin.version or ""), str(origin.line))
+
+    @_no_math
+    def _repr_html_(self) -> str:
+        if not self:
+            return f"<p><em>{_esc(self.empty_message)}</em></p>"
+        rows = []
+        for origin in self:
+            source, version, line = self._place(origin)
+            rows.append([
+                _esc(origin.section), f"<code>{_esc(source)}</code>",
+                f"<code>{_esc(version)}</code>", _esc(line),
+                f'<div style="{TEXT_WRAP}">{highlight_html(origin.text, self.needle)}</div>',
+            ])
+        return _table(("section", "source", "version", "line", "text"), rows,
+                      "jp-AgentMemory-why")
+
+    def __str__(self) -> str:
+        if not self:
+            return self.empty_message
+        return "\n".join(str(origin) for origin in self)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        """Plain-text form for IPython (terminal output and ``text/plain``)."""
+        p.text(str(self))
+
+    def __repr__(self) -> str:
+        return f"WhyView({len(self)} origins)"
+
+
+class ForgetReceipt(dict):
+    """The engine's receipt of a forget (or of a dry run): a ``dict`` in code, a short
+    report of the kinds of places changed, their counts and the verification in a notebook.
+    It never holds the forgotten text, only its hash."""
+
+    @staticmethod
+    def _count(value: object) -> int:
+        if isinstance(value, bool):
+            return int(value)
+        if isinstance(value, int):
+            return value
+        return len(value) if isinstance(value, (list, tuple, dict, set)) else 0
+
+    def counts(self) -> dict[str, int]:
+        """Places changed (or that would change), per kind."""
+        changed = self.get("changed") or {}
+        return {str(k): self._count(v) for k, v in changed.items()} if isinstance(
+            changed, Mapping) else {}
+
+    def _lines(self) -> list[tuple[str, str]]:
+        counts = self.counts()
+        dry = bool(self.get("dry_run"))
+        lines: list[tuple[str, str]] = []
+        if not any(counts.values()) and not self.get("places"):
+            lines.append(("info", "Nothing to forget: no stored place holds it."))
+        else:
+            lines.append(("info", "Dry run, nothing changed. Forgetting would change:" if dry
+                          else "Forgotten. Changed:"))
+            lines.extend(("info", f"  {kind}: {n}") for kind, n in counts.items())
+            lines.extend(("info", f"  - {place}") for place in self.get("places") or ())
+        digest = short_sha(str(self.get("forgotten_sha256") or ""))
+        lines.append(("info", f"Receipt {self.get('ts', '?')}, sha256 of what was forgotten "
+                      f"{digest}."))
+        if not dry:
+            if self.get("verified"):
+                lines.append(("ok", "Verified: found in no form (raw, case-folded, "
+                              "JSON-escaped) in the agent's files."))
+            else:
+                remaining = ", ".join(str(p) for p in self.get("remaining") or ()) or "?"
+                lines.append(("error", f"Verification FAILED: still found in {remaining}"))
+        return lines
+
+    @_no_math
+    def _repr_html_(self) -> str:
+        return "".join(
+            f'<div style="color:{STATUS_COLOURS[kind]};{TEXT_WRAP}">{_esc(text)}</div>'
+            for kind, text in self._lines()
+        )
+
+    def __str__(self) -> str:
+        return "\n".join(text for _kind, text in self._lines())
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        """Plain-text form for IPython (terminal output and ``text/plain``)."""
+        p.text(str(self))
+
+    def __repr__(self) -> str:
+        return f"ForgetReceipt({dict.__repr__(self)})"
