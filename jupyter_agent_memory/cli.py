@@ -328,11 +328,11 @@ def _prompt(args: argparse.Namespace) -> int:
 
 
 MCP_TOKEN_ENV = "JUPYTER_AGENT_MEMORY_MCP_TOKEN"
+#: How MCP hosts (Claude Code, Cherry Studio) name our memory tool: mcp__<server>__<tool>.
+MCP_TOOL_NAME = "mcp__agent-memory__memory"
 
 
 def _add_mcp_parser(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    from .engine.prompt import DEFAULT_TOOL_NAME
-
     mcp = commands.add_parser(
         "mcp",
         parents=[common],
@@ -383,7 +383,7 @@ def _add_mcp_parser(commands: argparse._SubParsersAction, common: argparse.Argum
         "--tool-name",
         default=None,
         metavar="NAME",
-        help=f"how the model sees the memory tool in the prompt ({DEFAULT_TOOL_NAME})",
+        help=f"how the model sees the memory tool in the prompt ({MCP_TOOL_NAME})",
     )
     mcp.add_argument(
         "--budget-tokens",
@@ -418,11 +418,13 @@ def _mcp(args: argparse.Namespace) -> int:
     except ImportError as exc:  # the [mcp] extra is missing
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 1
-    from .engine.prompt import DEFAULT_TOOL_NAME, PromptBuilder
+    from .engine.functions import Toolset
+    from .engine.prompt import PromptBuilder
 
-    builder = PromptBuilder(
-        tool_name=args.tool_name or DEFAULT_TOOL_NAME, budget_tokens=args.budget_tokens
-    )
+    # An MCP host shows our tools under its own prefix and usually has file tools of its own,
+    # with which the model edits SOUL.md and USER.md (as in Cherry Studio).
+    tools = Toolset(memory=args.tool_name or MCP_TOOL_NAME, file_edits=True)
+    builder = PromptBuilder(tools=tools, budget_tokens=args.budget_tokens)
     service = MemoryService(memory, builder, workspace=workspace, read_tool=args.read_tool)
     if args.transport == "stdio":
         serve_stdio(service, problem)

@@ -19,7 +19,7 @@ from jupyter_agent_memory.engine import prompt, tool
 PACKAGE = Path(jupyter_agent_memory.__file__).parent
 
 HOMES = {
-    prompt.DEFAULT_TOOL_NAME: "engine/prompt.py",
+    "mcp__agent-memory__memory": "cli.py",
     tool.UPDATED: "engine/tool.py",
     tool.NO_JOURNAL: "engine/tool.py",
     tool.NO_MATCHES: "engine/tool.py",

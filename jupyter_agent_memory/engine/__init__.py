@@ -17,6 +17,7 @@ model, a notebook user and a REST client see the same texts and errors. Modules:
 from __future__ import annotations
 
 from .forgetting import forget, lint
+from .functions import Toolset
 from .paths import default_agent_id, default_root, list_agents, validate_agent_id
 from .prompt import Prompt, PromptBudgetWarning, PromptBuilder
 from .store import AgentMemory, CorruptJournalWarning, WriteResult
@@ -30,6 +31,7 @@ __all__ = [
     "Prompt",
     "PromptBudgetWarning",
     "PromptBuilder",
+    "Toolset",
     "WriteResult",
     "call_tool",
     "default_agent_id",

@@ -1,22 +1,28 @@
-"""Function calling: the ``memory`` tool for any chat API that takes JSON-schema tools.
+"""The tools a surface offers a model, and the one way their calls reach the engine.
 
-The engine owns the tool (its schema, rules and result texts live in ``MEMORY_TOOL`` and
-``AgentMemory.call_tool``); this module only reshapes the spec for the two common tool formats
-and routes a model's tool call back to the engine::
+A :class:`Toolset` names what one surface offers: the ``memory`` tool (always), ``profile``
+(SOUL.md and USER.md, opt-in), ``product_info`` (when the agent's template ships a product
+manifest), and whether the model can also edit files with tools of its host. The prompt
+builder describes exactly that set (``PromptBuilder(tools=toolset)``), and the same object
+gives the specs to send and routes the calls back, so the prompt never names a tool the
+model does not have::
 
-    from jupyter_agent_memory import AgentMemory
-    from jupyter_agent_memory.engine.functions import dispatch, openai_tools
+    from jupyter_agent_memory import AgentMemory, PromptBuilder, Toolset
 
     mem = AgentMemory.open("./demo-agent")
-    response = client.chat.completions.create(model=..., messages=..., tools=openai_tools(mem))
+    tools = Toolset(profile="profile")          # function calling, with the SOUL/USER tool
+    system = PromptBuilder(tools=tools).build(mem).text
+    response = client.chat.completions.create(model=..., messages=..., tools=tools.openai(mem))
     for call in response.choices[0].message.tool_calls or []:
-        text = dispatch(mem, call.function.name, call.function.arguments)
+        text = tools.dispatch(mem, call.function.name, call.function.arguments)
         messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
 
-``dispatch`` never raises for a bad call: an unknown tool, arguments that are not JSON or not a
-JSON object, and every engine error come back as text of the form
-``Error: MCP error <code>: <message>`` -- exactly what the MCP server returns for the same call --
-so a tool loop can hand it to the model and carry on.
+``dispatch`` never raises for a bad call: an unknown tool (the text lists the offered names),
+arguments that are not JSON or not a JSON object, and every engine error come back as text of
+the form ``Error: MCP error <code>: <message>`` -- what the MCP server returns for the same
+call -- so a tool loop can hand it to the model and carry on. The module-level
+``openai_tools``, ``anthropic_tools`` and ``dispatch`` use the default ``Toolset()``, which is
+what ``PromptBuilder()`` describes.
 
 This module is light on purpose (standard library only): the MCP server and the evaluation
 harness import it for the shared error formatting.
@@ -27,11 +33,14 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, MemoryToolError
 from .templates import PRODUCT_INFO_TOOL
+from .tool import MEMORY_TOOL, PROFILE_TOOL
 
 if TYPE_CHECKING:
     from .store import AgentMemory
@@ -40,13 +49,13 @@ __all__ = [
     "MEMORY_TOOL_NAME",
     "PRODUCT_INFO_TOOL",
     "PRODUCT_INFO_TOOL_NAME",
-    "anthropic_tool",
+    "PROFILE_TOOL_NAME",
+    "Toolset",
     "anthropic_tools",
     "available_tools",
     "call",
     "dispatch",
     "error_text",
-    "openai_tool",
     "openai_tools",
     "run_tool",
     "to_anthropic",
@@ -56,7 +65,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-MEMORY_TOOL_NAME = "memory"
+MEMORY_TOOL_NAME = MEMORY_TOOL["name"]
+PROFILE_TOOL_NAME = PROFILE_TOOL["name"]
 PRODUCT_INFO_TOOL_NAME = PRODUCT_INFO_TOOL["name"]
 
 
@@ -75,26 +85,39 @@ def error_text(error: BaseException) -> str:
     return f"Error: MCP error {code}: {message}"
 
 
-def _neutral_memory_tool() -> dict[str, Any]:
-    from .tool import MEMORY_TOOL
-
-    return MEMORY_TOOL
-
-
-def to_openai(tool: dict[str, Any]) -> dict[str, Any]:
+def to_openai(tool: dict[str, Any], *, strict: bool = False) -> dict[str, Any]:
     """Reshape a neutral tool spec (``name``, ``description``, ``input_schema``) for OpenAI.
 
     Returns ``{"type": "function", "function": {"name", "description", "parameters"}}``, the
     shape the Chat Completions API (and every OpenAI-compatible server) takes in ``tools``.
-    The schema is deep-copied so callers may modify the result freely.
+    With ``strict``, the schema follows OpenAI's strict rules (see :func:`strict_schema`) and
+    ``"strict": true`` is set. The schema is copied so callers may modify the result freely.
+    """
+    function: dict[str, Any] = {
+        "name": tool["name"],
+        "description": tool["description"],
+        "parameters": strict_schema(tool["input_schema"]) if strict else copy.deepcopy(
+            tool["input_schema"]
+        ),
+    }
+    if strict:
+        function["strict"] = True
+    return {"type": "function", "function": function}
+
+
+def to_responses(tool: dict[str, Any], *, strict: bool = False) -> dict[str, Any]:
+    """Reshape a neutral tool spec for OpenAI's Responses API (a flat function tool).
+
+    Returns ``{"type": "function", "name", "description", "parameters", "strict"}``.
     """
     return {
         "type": "function",
-        "function": {
-            "name": tool["name"],
-            "description": tool["description"],
-            "parameters": copy.deepcopy(tool["input_schema"]),
-        },
+        "name": tool["name"],
+        "description": tool["description"],
+        "parameters": strict_schema(tool["input_schema"]) if strict else copy.deepcopy(
+            tool["input_schema"]
+        ),
+        "strict": strict,
     }
 
 
@@ -110,14 +133,46 @@ def to_anthropic(tool: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def openai_tool() -> dict[str, Any]:
-    """The ``memory`` tool as an OpenAI ``{"type": "function", "function": {...}}`` dict."""
-    return to_openai(_neutral_memory_tool())
+def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` under OpenAI's strict rules: every property required, optional ones
+    nullable, ``additionalProperties: false``, no keywords strict mode does not take.
+
+    A model using the strict spec sends ``null`` for what it leaves out; the toolset's
+    dispatcher treats a ``null`` argument as absent, so the engine sees the same call.
+    """
+    required = set(schema.get("required", ()))
+    properties = {}
+    for name, spec in schema["properties"].items():
+        spec = {k: copy.deepcopy(v) for k, v in spec.items() if k != "minimum"}
+        if name not in required:
+            spec["type"] = [spec["type"], "null"]
+            if "enum" in spec:
+                spec["enum"] = [*spec["enum"], None]
+        properties[name] = spec
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
 
 
-def anthropic_tool() -> dict[str, Any]:
-    """The ``memory`` tool as an Anthropic ``{"name", "description", "input_schema"}`` dict."""
-    return to_anthropic(_neutral_memory_tool())
+#: A tool name as function-calling APIs and MCP clients spell them (``memory``,
+#: ``mcp__agent-memory__memory``, ``agent-memory.memory``): it is placed in the prompt builder's
+#: own text, outside every guarded block, so it must be one name and nothing more.
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/-]{0,127}")
+
+
+def check_tool_name(value: object, role: str = "memory") -> str:
+    """``value`` when it is one tool name as APIs spell them, else -32602 naming ``role``."""
+    if not isinstance(value, str) or not _TOOL_NAME.fullmatch(value):
+        field = "tool_name" if role == "memory" else f"{role} tool name"
+        raise MemoryToolError(
+            f"'{field}' must be one tool name (letters, digits, '_', '-', '.', ':', '/'; "
+            f"at most 128 characters), got {value!r}",
+            INVALID_PARAMS,
+        )
+    return value
 
 
 def _has_product_info(memory: AgentMemory) -> bool:
@@ -126,26 +181,124 @@ def _has_product_info(memory: AgentMemory) -> bool:
     return manifest_path_for(memory) is not None
 
 
-def available_tools(memory: AgentMemory | None = None) -> list[dict[str, Any]]:
-    """The neutral specs of the tools offered for ``memory``.
+@dataclass(frozen=True)
+class Toolset:
+    """The tools one surface offers a model, under the names the model sees.
 
-    Always ``memory``; ``product_info`` too when ``memory`` is given and its agent came from a
-    template with a product manifest (checked on every call, so provisioning later is seen).
+    - ``memory``: the ``memory`` tool's name (``memory`` for function calling; an MCP host
+      such as Claude Code shows it as ``mcp__agent-memory__memory``).
+    - ``profile``: the ``profile`` tool's name when the surface offers it (None: not offered).
+      Offer it where the model has no file tools, so it can write SOUL.md and USER.md.
+    - ``file_edits``: the model can edit SOUL.md and USER.md itself, with its host's file
+      tools (an MCP host with file access, Cherry Studio's agents).
+    - ``strict``: the specs follow OpenAI's strict rules and ``null`` arguments mean absent.
+
+    ``product_info`` is offered, under its own name, whenever the agent came from a template
+    with a product manifest (checked on every call, so provisioning later is seen).
     """
-    tools = [_neutral_memory_tool()]
-    if memory is not None and _has_product_info(memory):
-        tools.append(PRODUCT_INFO_TOOL)
-    return tools
+
+    memory: str = MEMORY_TOOL_NAME
+    profile: str | None = None
+    file_edits: bool = False
+    strict: bool = False
+
+    def __post_init__(self) -> None:
+        check_tool_name(self.memory, "memory")
+        if self.profile is not None:
+            check_tool_name(self.profile, "profile")
+            if self.profile == self.memory:
+                raise MemoryToolError(
+                    "The memory and profile tools need two different names", INVALID_PARAMS
+                )
+
+    @property
+    def can_write_persona(self) -> bool:
+        """Whether a model on this surface can write SOUL.md and USER.md at all."""
+        return self.file_edits or self.profile is not None
+
+    def specs(self, memory: AgentMemory | None = None) -> list[dict[str, Any]]:
+        """The neutral specs (``name``, ``description``, ``input_schema``) offered for
+        ``memory``, named as the model sees them."""
+        tools = [{**MEMORY_TOOL, "name": self.memory}]
+        if self.profile is not None:
+            tools.append({**PROFILE_TOOL, "name": self.profile})
+        if memory is not None and _has_product_info(memory):
+            tools.append(PRODUCT_INFO_TOOL)
+        return tools
+
+    def names(self, memory: AgentMemory | None = None) -> list[str]:
+        """The names of the offered tools."""
+        return [tool["name"] for tool in self.specs(memory)]
+
+    def openai(self, memory: AgentMemory | None = None) -> list[dict[str, Any]]:
+        """The offered tools for the Chat Completions API's ``tools`` parameter."""
+        return [to_openai(tool, strict=self.strict) for tool in self.specs(memory)]
+
+    def responses(self, memory: AgentMemory | None = None) -> list[dict[str, Any]]:
+        """The offered tools for the Responses API's ``tools`` parameter."""
+        return [to_responses(tool, strict=self.strict) for tool in self.specs(memory)]
+
+    def anthropic(self, memory: AgentMemory | None = None) -> list[dict[str, Any]]:
+        """The offered tools for Anthropic's Messages API."""
+        return [to_anthropic(tool) for tool in self.specs(memory)]
+
+    def call(self, memory: AgentMemory, name: str, arguments: dict[str, Any]) -> str:
+        """Run one call of an offered tool; errors are raised (see :func:`run_tool`)."""
+        if self.strict:
+            arguments = {k: v for k, v in arguments.items() if v is not None}
+        if name == self.memory:
+            return memory.call_tool(arguments)
+        if name == self.profile:
+            from .tool import call_profile_tool
+
+            return call_profile_tool(memory, arguments)
+        if name == PRODUCT_INFO_TOOL_NAME and _has_product_info(memory):
+            from .templates import product_info
+
+            return product_info(memory, arguments)
+        raise unknown_tool_error(name, self.names(memory))
+
+    def run(self, memory: AgentMemory, name: str, arguments: Any) -> tuple[str, bool]:
+        """Run one call and return ``(text, is_error)``; never raises.
+
+        The one place where a tool call becomes the text a model sees: the engine's result
+        as is, or ``error_text(error)`` for any failure (unknown tool, arguments that are not
+        a JSON object or a JSON text of one, engine errors, unexpected exceptions).
+        """
+        try:
+            return self.call(memory, name, _parse_arguments(arguments)), False
+        except MemoryToolError as exc:  # the engine's one error family, I/O failures included
+            return error_text(exc), True
+        except Exception as exc:  # a bug, not an engine error: logged, and the loop goes on
+            log.warning("tool %r failed unexpectedly", name, exc_info=True)
+            return error_text(exc), True
+
+    def dispatch(self, memory: AgentMemory, name: str, arguments: Any) -> str:
+        """Run a model's tool call and return the text to send back to it. Never raises.
+
+        ``arguments`` is a dict or the JSON string most APIs deliver; ``None`` or an empty
+        string mean no arguments.
+        """
+        return self.run(memory, name, arguments)[0]
+
+
+#: What ``PromptBuilder()`` describes and the module-level helpers below offer.
+FUNCTION_CALLING = Toolset()
+
+
+def available_tools(memory: AgentMemory | None = None) -> list[dict[str, Any]]:
+    """The neutral specs of the default toolset's tools for ``memory``."""
+    return FUNCTION_CALLING.specs(memory)
 
 
 def openai_tools(memory: AgentMemory | None = None) -> list[dict[str, Any]]:
-    """``available_tools(memory)`` in OpenAI's format, ready for the ``tools`` parameter."""
-    return [to_openai(tool) for tool in available_tools(memory)]
+    """The default toolset in OpenAI's format, ready for the ``tools`` parameter."""
+    return FUNCTION_CALLING.openai(memory)
 
 
 def anthropic_tools(memory: AgentMemory | None = None) -> list[dict[str, Any]]:
-    """``available_tools(memory)`` in Anthropic's format, ready for the ``tools`` parameter."""
-    return [to_anthropic(tool) for tool in available_tools(memory)]
+    """The default toolset in Anthropic's format, ready for the ``tools`` parameter."""
+    return FUNCTION_CALLING.anthropic(memory)
 
 
 def _parse_arguments(arguments: Any) -> dict[str, Any]:
@@ -160,9 +313,16 @@ def _parse_arguments(arguments: Any) -> dict[str, Any]:
         try:
             arguments = json.loads(text)
         except json.JSONDecodeError as exc:
+            # json's "Invalid control character at" names the place only in str(exc).
+            reason = exc.msg.removesuffix(" at")
+            hint = (
+                "; a raw newline or tab inside a string must be escaped (\\n, \\t)"
+                if "control character" in reason
+                else ""
+            )
             raise MemoryToolError(
-                f"Tool arguments are not valid JSON: {exc.msg} at line {exc.lineno} "
-                f"column {exc.colno}",
+                f"Tool arguments are not valid JSON: {reason} at line {exc.lineno} "
+                f"column {exc.colno}{hint}",
                 INVALID_PARAMS,
             ) from None
     if not isinstance(arguments, dict):
@@ -187,56 +347,25 @@ def _json_type(value: Any) -> str:
 
 
 def unknown_tool_error(name: object, offered: Sequence[str] = ()) -> MemoryToolError:
-    """The error for a call to a tool that is not offered (shared by MCP and ``dispatch``).
-
-    The reference's text and JSON-RPC's "method not found" code: ``-32601``
-    ``Unknown tool: <name>``. ``offered`` is accepted for callers that list the tools.
-    """
-    return MemoryToolError(f"Unknown tool: {name}", METHOD_NOT_FOUND)
+    """The error for a call to a tool that is not offered (-32601, JSON-RPC's "method not
+    found"): ``Unknown tool: <name>``, followed by the offered names when given."""
+    listed = f"; offered tools: {', '.join(offered)}" if offered else ""
+    return MemoryToolError(f"Unknown tool: {name}{listed}", METHOD_NOT_FOUND)
 
 
 def call(memory: AgentMemory, name: str, arguments: dict[str, Any]) -> str:
-    """Run one tool call against the engine and return its text; errors are raised.
-
-    ``arguments`` go to the engine unchanged. Raises ``MemoryToolError`` for an unknown tool
-    (or ``product_info`` on an agent without a manifest) and whatever the engine raises.
-    Both the MCP server and ``dispatch`` route calls through here.
-    """
-    if name == MEMORY_TOOL_NAME:
-        return memory.call_tool(arguments)
-    if name == PRODUCT_INFO_TOOL_NAME and _has_product_info(memory):
-        from .templates import product_info
-
-        return product_info(memory, arguments)
-    raise unknown_tool_error(name, [tool["name"] for tool in available_tools(memory)])
+    """Run one call of the default toolset against the engine; errors are raised."""
+    return FUNCTION_CALLING.call(memory, name, arguments)
 
 
 def run_tool(memory: AgentMemory, name: str, arguments: Any) -> tuple[str, bool]:
-    """Run one tool call and return ``(text, is_error)``; never raises.
-
-    The one place where a tool call becomes the text a model sees: the engine's result as is,
-    or ``error_text(error)`` for any failure (unknown tool, arguments that are not a JSON object
-    or a JSON text of one, engine errors, unexpected exceptions). The MCP server and
-    ``dispatch`` both use it, so both report identical texts.
-    """
-    try:
-        return call(memory, name, _parse_arguments(arguments)), False
-    except MemoryToolError as exc:  # the engine's one error family, I/O failures included
-        return error_text(exc), True
-    except Exception as exc:  # a bug, not an engine error: logged, and the tool loop goes on
-        log.warning("tool %r failed unexpectedly", name, exc_info=True)
-        return error_text(exc), True
+    """Run one call of the default toolset and return ``(text, is_error)``; never raises."""
+    return FUNCTION_CALLING.run(memory, name, arguments)
 
 
 def dispatch(memory: AgentMemory, name: str, arguments: dict[str, Any] | str | None) -> str:
-    """Run a model's tool call and return the text to send back to the model. Never raises.
+    """Run a model's call of the default toolset and return the text for the model.
 
-    ``name`` is the tool name the model used (``memory``, or ``product_info`` when the agent has
-    a product manifest). ``arguments`` is a dict or the JSON string most APIs deliver; ``None``
-    or an empty string mean no arguments. The engine's result text is returned as is; any
-    failure -- an unknown tool, arguments that are not JSON or not an object, an engine error,
-    an unexpected exception -- is returned as ``Error: MCP error <code>: <message>``
-    (see ``error_text``), so a tool loop can pass it to the model instead of crashing.
-    Use ``run_tool`` to also learn whether the call failed.
+    Never raises: see :meth:`Toolset.dispatch`.
     """
-    return run_tool(memory, name, arguments)[0]
+    return FUNCTION_CALLING.dispatch(memory, name, arguments)

@@ -1,8 +1,13 @@
-"""The ``memory`` tool: what a model calls to write and search its long-term memory.
+"""The model's tools: ``memory`` (FACT.md and the journal) and the opt-in ``profile`` tool.
 
-This module owns the tool's schema, its argument rules and its result texts. Every surface
-(Python, magics, REST, MCP, function calling) goes through :func:`call_tool`, so a model sees
-the same texts and errors wherever it runs.
+This module owns each tool's schema, its argument rules and its result texts. Every surface
+(Python, magics, REST, MCP, function calling) goes through :func:`call_tool` and
+:func:`call_profile_tool`, so a model sees the same texts and errors wherever it runs.
+
+``profile`` rewrites SOUL.md or USER.md as a whole. It exists for surfaces whose model has no
+file tools of its own (a function-calling loop, the evaluation runner): without it such a model
+could never write the persona and user files that bootstrap asks for. It is offered only when a
+surface opts in, and the prompt then describes it (see :mod:`.functions`).
 """
 
 from __future__ import annotations
@@ -126,6 +131,71 @@ def call_tool(memory: AgentMemory, args: dict[str, Any]) -> str:
     raise MemoryToolError(
         f'Unknown action "{shown}", expected update/append/search', INVALID_PARAMS
     )
+
+
+#: The opt-in tool for SOUL.md and USER.md, in the same neutral shape as ``MEMORY_TOOL``.
+PROFILE_TOOL: dict[str, Any] = {
+    "name": "profile",
+    "description": (
+        "Rewrite SOUL.md (who you are: name, personality, tone, communication style) or "
+        "USER.md (who the user is: name, preferences, timezone, context) as a whole. Send the "
+        "complete new file, keeping what is still true. Durable knowledge about projects and "
+        "decisions belongs in FACT.md (the memory tool), one-off events in the journal."
+    ),
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "file": {
+                "type": "string",
+                "enum": ["soul", "user"],
+                "description": "soul: SOUL.md, your persona; user: USER.md, the user's profile.",
+            },
+            "content": {
+                "type": "string",
+                "description": "The complete new file (replaces the whole file).",
+            },
+            "expected_sha256": {
+                "type": "string",
+                "description": (
+                    "Optional: the sha256 of the version you are replacing (from this tool's "
+                    "previous result); the write is refused if the file changed since."
+                ),
+            },
+        },
+        "required": ["file", "content"],
+    },
+}
+
+#: ``profile``'s ``file`` values and the file each names.
+PROFILE_FILES = {"soul": "SOUL.md", "user": "USER.md"}
+
+
+def call_profile_tool(memory: AgentMemory, args: dict[str, Any]) -> str:
+    """Run one ``profile`` tool call; returns ``<FILE> updated (sha256 <hex>).``
+
+    The same rules as a ``memory`` update: arguments are checked before any file is touched,
+    only ``""`` is refused as content, the size limit and the credential guard apply, and
+    ``expected_sha256`` makes the write compare-and-swap (a mismatch raises
+    :class:`~jupyter_agent_memory.errors.MemoryConflictError` and writes nothing).
+    """
+    if not isinstance(args, dict):
+        raise MemoryToolError("Tool arguments must be a JSON object", INVALID_PARAMS)
+    which = args.get("file")
+    if which not in PROFILE_FILES:
+        shown = which if isinstance(which, str) else json.dumps(which, default=str)
+        raise MemoryToolError(
+            f'Unknown file "{shown}", expected soul/user', INVALID_PARAMS
+        )
+    content = args.get("content")
+    if not isinstance(content, str) or not content:
+        raise MemoryToolError("'content' is required for the profile tool", INVALID_PARAMS)
+    expected = args.get("expected_sha256")
+    if expected is not None and not isinstance(expected, str):
+        raise MemoryToolError("'expected_sha256' must be a string", INVALID_PARAMS)
+    memory.check_folder()
+    write = memory.write_soul if which == "soul" else memory.write_user
+    written = write(content, expected_sha256=expected or None)
+    return f"{PROFILE_FILES[which]} updated (sha256 {written.sha256})."
 
 
 def _optional_string(args: dict[str, Any], field: str) -> str:

@@ -67,7 +67,8 @@ class AgentMemoryServer(Configurable):
         DEFAULT_TOOL_NAME,
         help=(
             "Name of the memory tool as the model sees it, used in the prompt preview "
-            f"(the MCP default is {DEFAULT_TOOL_NAME})."
+            f"(default {DEFAULT_TOOL_NAME}, the name function calling offers; MCP hosts show "
+            "it under their own prefix)."
         ),
     ).tag(config=True)
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import warnings
 from pathlib import Path
 
 import pytest
 
-from jupyter_agent_memory import AgentMemory, PromptBuilder, provision
+from jupyter_agent_memory import AgentMemory, PromptBuilder, Toolset, provision
 from jupyter_agent_memory import journal as journal_module
 from jupyter_agent_memory.engine.bootstrap import (
     STATE_FILE,
@@ -174,8 +175,13 @@ def test_the_state_write_leaves_no_temp_file(mem: AgentMemory) -> None:
 # -- the two variants --------------------------------------------------------------------------
 
 
-def blocks(mem: AgentMemory, workspace: Path) -> tuple[str, str]:
-    builder = PromptBuilder(tool_name="memory")
+FILE_TOOLS = Toolset(file_edits=True)
+
+
+def blocks(mem: AgentMemory, workspace: Path, tools: Toolset = FILE_TOOLS) -> tuple[str, str]:
+    """The bootstrap block without and with instructions. The default toolset is the
+    reference's situation: the model edits SOUL.md and USER.md with file tools of its host."""
+    builder = PromptBuilder(tools=tools)
     plain = builder.build(mem, workspace=workspace)
     guided = builder.build(
         mem, workspace=workspace, config={"bootstrap_completed": False},
@@ -232,6 +238,56 @@ def test_the_plain_variant_discovers_the_role(mem: AgentMemory, workspace: Path)
         "Write your role definition, name, personality, tone, principles and boundaries",
     ):
         assert needed in plain, needed
+
+
+@pytest.mark.parametrize(
+    ("tools", "soul_step"),
+    [
+        (Toolset(file_edits=True), "- Write {} to `{}`."),
+        (Toolset(profile="profile"), "- Save {} with `profile` (`file`: `soul`"),
+        (Toolset(), "- No tool of this session can write SOUL.md or USER.md"),
+    ],
+    ids=["file tools", "profile tool", "memory tool only"],
+)
+def test_each_toolset_gets_steps_it_can_carry_out(
+    mem: AgentMemory, workspace: Path, tools: Toolset, soul_step: str
+) -> None:
+    offered = [spec["name"] for spec in tools.specs(mem)]
+    for block, soul_part in zip(
+        blocks(mem, workspace, tools),
+        (
+            "your role definition, name, personality, tone, principles and boundaries",
+            "your name, personality, tone and communication style",
+        ),
+        strict=True,
+    ):
+        assert soul_step.format(soul_part, mem.path / "SOUL.md") in block
+        # Every tool the block tells the model to call is one it is offered.
+        named = set(re.findall(r"(?:with|Finish with) `([A-Za-z_][\w.:/-]*)`", block))
+        assert named <= set(offered), (named, offered)
+        # ... and the one step that completes bootstrap is always possible.
+        assert '`memory`: action `append`, tags `["bootstrap"]`' in block
+        if not tools.can_write_persona:
+            assert "Write only SOUL.md and USER.md" not in block
+    mem.call_tool({"action": "append", "text": "setup done", "tags": ["bootstrap"]})
+    assert PromptBuilder(tools=tools).build(mem, workspace=workspace).bootstrap is False
+
+
+def test_the_memories_table_says_how_each_toolset_changes_the_persona(
+    mem: AgentMemory, workspace: Path
+) -> None:
+    def rows(tools: Toolset) -> list[str]:
+        intro = PromptBuilder(tools=tools).build(mem, workspace=workspace).sections[-1].text
+        return [line for line in intro.splitlines() if "SOUL.md`" in line or "USER.md`" in line]
+
+    assert all(r.endswith("| edit the file directly |") for r in rows(Toolset(file_edits=True)))
+    soul, user = rows(Toolset(profile="persona"))
+    through = "| only through `persona` (`file`: `{}`), sending the whole new file |"
+    assert soul.endswith(through.format("soul")) and user.endswith(through.format("user"))
+    assert all(
+        r.endswith("| the user edits it; no tool of this session can change it |")
+        for r in rows(Toolset())
+    )
 
 
 def test_a_state_write_left_by_a_crash_is_swept(mem: AgentMemory) -> None:

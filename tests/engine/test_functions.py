@@ -12,12 +12,10 @@ import pytest
 from jupyter_agent_memory import MEMORY_TOOL, AgentMemory, provision
 from jupyter_agent_memory.engine.functions import (
     PRODUCT_INFO_TOOL,
-    anthropic_tool,
     anthropic_tools,
     available_tools,
     dispatch,
     error_text,
-    openai_tool,
     openai_tools,
     run_tool,
 )
@@ -65,7 +63,7 @@ def mem(tmp_path):
 
 
 def test_openai_spec_has_the_tool_shape_and_the_engine_schema():
-    spec = openai_tool()
+    spec = openai_tools()[0]
     jsonschema.validate(spec, OPENAI_TOOL_SHAPE)
     assert spec["function"]["name"] == "memory"
     assert spec["function"]["description"] == MEMORY_TOOL["description"]
@@ -76,7 +74,7 @@ def test_openai_spec_has_the_tool_shape_and_the_engine_schema():
 
 
 def test_anthropic_spec_has_the_tool_shape_and_the_engine_schema():
-    spec = anthropic_tool()
+    spec = anthropic_tools()[0]
     jsonschema.validate(spec, ANTHROPIC_TOOL_SHAPE)
     assert spec == {
         "name": "memory",
@@ -87,9 +85,9 @@ def test_anthropic_spec_has_the_tool_shape_and_the_engine_schema():
 
 
 def test_specs_are_copies_so_callers_cannot_change_the_engine_schema():
-    spec = openai_tool()
+    spec = openai_tools()[0]
     spec["function"]["parameters"]["required"].append("content")
-    anthropic_tool()["input_schema"]["properties"].clear()
+    anthropic_tools()[0]["input_schema"]["properties"].clear()
     assert MEMORY_TOOL["input_schema"]["required"] == ["action"]
     assert "content" in MEMORY_TOOL["input_schema"]["properties"]
 
@@ -103,7 +101,7 @@ def test_specs_are_copies_so_callers_cannot_change_the_engine_schema():
     ],
 )
 def test_valid_calls_validate_against_the_parameters_schema(arguments):
-    jsonschema.validate(arguments, openai_tool()["function"]["parameters"])
+    jsonschema.validate(arguments, openai_tools()[0]["function"]["parameters"])
 
 
 @pytest.mark.parametrize(
@@ -111,7 +109,7 @@ def test_valid_calls_validate_against_the_parameters_schema(arguments):
 )
 def test_invalid_calls_fail_the_parameters_schema(arguments):
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(arguments, anthropic_tool()["input_schema"])
+        jsonschema.validate(arguments, anthropic_tools()[0]["input_schema"])
 
 
 def test_product_info_spec_is_a_valid_schema_in_both_shapes():
@@ -201,11 +199,15 @@ def test_dispatch_search_without_journal(mem):
             "Error: MCP error -32602: Tool arguments must be a JSON object, got a number",
         ),
         # reference: the agent-memory MCP server answers an unknown tool with -32601.
-        ("shell", {"cmd": "ls"}, "Error: MCP error -32601: Unknown tool: shell"),
+        (
+            "shell",
+            {"cmd": "ls"},
+            "Error: MCP error -32601: Unknown tool: shell; offered tools: memory",
+        ),
         (
             "product_info",
             {"source": "manifest"},
-            "Error: MCP error -32601: Unknown tool: product_info",
+            "Error: MCP error -32601: Unknown tool: product_info; offered tools: memory",
         ),
     ],
 )

@@ -19,7 +19,7 @@ from jupyter_agent_memory import (
 )
 from jupyter_agent_memory.folder import Folder
 
-TOOL = "mcp__agent-memory__memory"
+TOOL = "memory"  # the default toolset: function calling
 LONG_SOUL = "# Soul\n\nI am Ada, a patient research assistant who explains every step clearly.\n"
 
 
@@ -168,9 +168,9 @@ def test_memories_section_explains_the_files(agent: AgentMemory, workspace: Path
 
 
 def test_the_configured_tool_name_is_used(agent: AgentMemory, workspace: Path) -> None:
-    prompt = build(agent, workspace, tool_name="memory")
-    assert "`memory` with action `update`" in prompt.context
-    assert TOOL not in prompt.context
+    prompt = build(agent, workspace, tool_name="mcp__agent-memory__memory")
+    assert "`mcp__agent-memory__memory` with action `update`" in prompt.context
+    assert "`memory`" not in prompt.context
 
 
 def test_missing_empty_and_linked_files_are_left_out(

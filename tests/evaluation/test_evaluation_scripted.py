@@ -242,7 +242,7 @@ def test_tool_errors_are_fed_back_and_the_loop_continues(mem, tmp_path):
             "Expecting value at line 1 column 12",
             True,
         ),
-        ("Error: MCP error -32601: Unknown tool: shell", True),
+        ("Error: MCP error -32601: Unknown tool: shell; offered tools: memory", True),
     ]
     assert (
         session.turns[0].reply == "Error: MCP error -32602: 'content' is required for update action"
@@ -326,7 +326,7 @@ def test_mcp_style_tool_name(mem, tmp_path):
     result = run_scenario(mem, Unprefixed(), Scenario([Session(["x"])]), tool_name=name)
     assert result.model == "Unprefixed"
     assert result.sessions[0].tool_calls[0].result == (
-        "Error: MCP error -32601: Unknown tool: memory"
+        f"Error: MCP error -32601: Unknown tool: memory; offered tools: {name}"
     )
 
 

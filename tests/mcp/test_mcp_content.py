@@ -237,7 +237,9 @@ def test_the_read_tool_is_opt_in_read_only_and_structured(tmp_path):
     async def without(client):
         assert [t.name for t in (await client.list_tools()).tools] == ["memory"]
         result = await client.call_tool("memory_read", {})
-        assert text_of(result) == "Error: MCP error -32601: Unknown tool: memory_read"
+        assert text_of(result) == (
+            "Error: MCP error -32601: Unknown tool: memory_read; offered tools: memory"
+        )
 
     run_client(build_server(mem), without)
 

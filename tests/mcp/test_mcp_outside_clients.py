@@ -143,7 +143,9 @@ def test_every_call_gives_the_same_text_in_python_typescript_and_the_inspector(t
     assert len(journals["python"]) == 2
     # Spot-check the texts themselves (the engine's, unchanged).
     assert expected[0] == ("No journal entries found.", False)
-    assert expected[8] == ("Error: MCP error -32601: Unknown tool: shell", True)
+    assert expected[8] == (
+        "Error: MCP error -32601: Unknown tool: shell; offered tools: memory", True
+    )
     assert expected[-1] == ("No matching journal entries found.", False)
 
 

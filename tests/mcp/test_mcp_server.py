@@ -90,7 +90,9 @@ async def exercise_plain_agent(session, agent: Path) -> None:
     for name in ("shell", "product_info"):
         result = await session.call_tool(name, {"source": "manifest"})
         assert result.is_error
-        assert text_of(result) == f"Error: MCP error -32601: Unknown tool: {name}"
+        assert text_of(result) == (
+            f"Error: MCP error -32601: Unknown tool: {name}; offered tools: memory"
+        )
 
     result = await session.call_tool("memory", {"action": "search"})
     assert (result.is_error, text_of(result)) == (False, "No journal entries found.")

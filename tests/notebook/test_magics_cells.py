@@ -725,12 +725,16 @@ def test_memprompt_uses_template_configuration(shell: InteractiveShell) -> None:
 
 def test_memprompt_follows_tool_name_config(shell: InteractiveShell, mem: AgentMemory) -> None:
     before, _ = line(shell, "memprompt")
-    assert "`mcp__agent-memory__memory`" in before.text
+    assert before.text == PromptBuilder().build(mem).text  # what openai_tools() offers
     with capture_output():
-        shell.run_line_magic("config", "AgentMemoryMagics.tool_name = 'memory'")
-    after, _ = line(shell, "memprompt")
-    assert "`mcp__agent-memory__memory`" not in after.text
-    assert after.text == PromptBuilder(tool_name="memory").build(mem).text
+        shell.run_line_magic("config", "AgentMemoryMagics.tool_name = 'mcp__agent-memory__memory'")
+    try:
+        after, _ = line(shell, "memprompt")
+    finally:
+        with capture_output():
+            shell.run_line_magic("config", "AgentMemoryMagics.tool_name = 'memory'")
+    assert "`mcp__agent-memory__memory`" in after.text
+    assert after.text == PromptBuilder(tool_name="mcp__agent-memory__memory").build(mem).text
 
 
 def test_symlinked_fact_file_is_refused(shell: InteractiveShell, mem: AgentMemory,
