@@ -49,8 +49,9 @@ def default_agent_id() -> str:
 def validate_agent_id(agent_id: object) -> str:
     """Return ``agent_id`` when it can name a folder under the root, else raise.
 
-    An id is a non-empty string, not ``.`` or ``..``, without ``/`` or ``\\``, and not the
-    reserved name ``system`` in any case.
+    An id is a non-empty string, not ``.`` or ``..``, without ``/`` or ``\\``, not starting
+    with ``@``, without control characters, at most 255 bytes of UTF-8, and not the reserved
+    name ``system`` in any case.
     """
     if not isinstance(agent_id, str) or not agent_id:
         raise InvalidAgentIdError("Invalid agent id: it must be a non-empty string")
@@ -73,6 +74,10 @@ def validate_agent_id(agent_id: object) -> str:
             f"Invalid agent id: it is {size} bytes long; the limit is "
             f"{MAX_AGENT_ID_BYTES} (a folder name)"
         )
+    if agent_id.startswith("@"):
+        # Surfaces that take ids and folders in one field (the REST API's "@relative/path")
+        # read a leading "@" as a folder path: such an id could never be opened by id there.
+        raise InvalidAgentIdError(f'Invalid agent id "{agent_id}": it cannot start with "@"')
     if agent_id.lower() in RESERVED_AGENT_IDS:
         raise InvalidAgentIdError(f'Invalid agent id "{agent_id}": "system" is reserved')
     return agent_id

@@ -9,8 +9,8 @@ following a link, and ``memory/`` and every file are opened relative to it, so a
 file swapped for a link (or a hard link) while a build runs is refused, never followed.
 
 Memory content sits inside ``<soul>``, ``<user>`` and ``<facts>`` blocks that it cannot close
-and in which it cannot produce the builder's own headings (see :func:`guard_block_text`);
-content that does neither is placed byte for byte.
+and in which it cannot produce the builder's own headings (see :mod:`.blocks`); content that
+does neither is placed byte for byte.
 
 Builds are cached: file contents are keyed by ``(mtime_ns, ctime_ns, size, inode)`` and the
 assembled prompt by the keys of everything it used, so an unchanged build costs a few
@@ -25,7 +25,6 @@ import enum
 import errno
 import hashlib
 import os
-import re
 import stat
 import warnings
 from collections.abc import Mapping
@@ -42,6 +41,7 @@ from ..errors import (
 )
 from ..folder import Folder, describe, file_key, match_name
 from . import bootstrap as _bootstrap
+from .blocks import guard_block_text
 from .bootstrap import BOOTSTRAP_TAG, SOUL_STUB_CHARS, STATE_FILE
 from .functions import MEMORY_TOOL_NAME, Toolset
 from .jstext import js_trim
@@ -61,7 +61,6 @@ __all__ = [
     "PromptBuilder",
     "Section",
     "approx_tokens",
-    "guard_block_text",
 ]
 
 #: The ``memory`` tool's name in the default toolset (function calling): what ``PromptBuilder()``
@@ -71,35 +70,6 @@ DEFAULT_TOOL_NAME = MEMORY_TOOL_NAME
 #: otherwise keep no descriptor open between builds (``hold_files=False``), on every surface.
 HOLD_FILES_ENV = "JUPYTER_AGENT_MEMORY_HOLD_FILES"
 SYSTEM_FILE = "system.md"
-
-# What could end a memory block from inside: a closing tag of any block, in any case, with
-# any spacing a reader might still take for one.
-_CLOSING_TAG = re.compile(r"<(\s*)/(\s*(?:soul|user|facts)\s*)>", re.IGNORECASE)
-# A line holding one of the builder's own headings (any level, any case). Lines end where
-# str.splitlines ends them, so a lone CR or U+2028 cannot hide one either.
-_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
-_OWN_HEADING = re.compile(
-    f"(?:\\A|(?<=[{_LINE_BREAKS}]))([ \\t]{{0,3}})(?=#{{1,6}}[ \\t]+"
-    f"(?:memories|bootstrap mode|agent knowledge)[ \\t#]*(?:[{_LINE_BREAKS}]|\\Z))",
-    re.IGNORECASE,
-)
-
-
-def guard_block_text(text: str) -> str:
-    """``text`` made safe to place inside a ``<soul>``/``<user>``/``<facts>`` block.
-
-    A closing tag (``</facts>``, ``</ SOUL >``, ...) becomes ``<\\/facts>``, and a line that
-    is one of the builder's headings (``## Memories``, ``## Bootstrap Mode``,
-    ``## Agent Knowledge``) gets a Markdown escape (``\\## Memories``). Both still read as
-    what they say, but neither can end the block or open a section of the prompt. Text
-    without either is returned unchanged, so well-formed memory is placed byte for byte.
-    """
-    if "<" in text:
-        text = _CLOSING_TAG.sub(r"<\1\\/\2>", text)
-    if "#" in text:
-        text = _OWN_HEADING.sub(lambda m: m.group(1) + "\\", text)
-    return text
-
 
 class PromptBudgetWarning(UserWarning):
     """The memory loaded into the prompt is larger than the configured token budget."""

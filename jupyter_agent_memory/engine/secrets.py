@@ -5,9 +5,19 @@ stores once is repeated for ever. Writes whose text matches a well-known credent
 are refused with a -32602 error that names the kind of secret and tells the model not to store
 credentials; :func:`find` is also what ``lint`` uses to report secrets already stored.
 
-The patterns are the published, prefix-marked formats (cloud keys, tokens of the major model
-and code hosts, private key blocks, bearer headers, passwords inside URLs): specific enough
-that ordinary prose, hashes and identifiers do not match (see the corpus in the tests).
+The formats (:data:`FORMATS`) are the published, prefix-marked ones: cloud keys, tokens of the
+major model, code and messaging hosts, private key blocks, bearer tokens, passwords inside
+URLs. Each is specific enough that ordinary prose, hashes, identifiers and documented
+placeholders (``postgres://user:password@host``, ``https://${TOKEN}@host``, "bearer
+authentication") do not match; the corpus in the tests holds every format and its innocent
+look-alikes. Zero-width characters and soft hyphens are ignored while looking, so a key cannot
+slip through with one hidden inside it.
+
+Every check is linear in the text's length, whatever the text: model-written text is checked
+on every write, so one crafted write must never hold a server. Candidates are found by their
+literal prefix; each candidate is matched once, and after a failure the search goes on past
+the run of key characters the candidate started, since every later start inside that run would
+meet the same end. Parts that are not runs of key characters have bounded lengths.
 """
 
 from __future__ import annotations
@@ -17,63 +27,147 @@ from typing import NamedTuple
 
 from ..errors import INVALID_PARAMS, MemoryToolError
 
-#: (kind shown to people and models, pattern, whether the match must start a word). Each
-#: pattern begins with a literal, which Python's ``re`` searches for quickly; word starts are
-#: checked afterwards, since a leading ``\b`` would disable that fast search.
-PATTERNS: tuple[tuple[str, str, bool], ...] = (
-    ("a private key block", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", False),
-    ("an AWS access key", r"A(?:KIA|SIA|GPA|IDA|ROA|NPA|NVA|IPA)[A-Z0-9]{16}\b", True),
-    (
+#: Characters that render as nothing; ignored while looking for credentials.
+INVISIBLE = "\u00ad\u180e\u200b\u200c\u200d\u2060\ufeff"
+_INVISIBLE = re.compile(f"[{INVISIBLE}]")
+#: The characters most keys and tokens are made of.
+_KEY_RUN = re.compile(r"[A-Za-z0-9_\-]*")
+
+# A password that only stands for one: a variable, a template slot, or a documented word.
+_PLACEHOLDER = re.compile(
+    r"(?:\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\{\{?[^{}]*\}?\}|%\([^)]*\)s|\[[^\]]*\]|\*+|x+|\.\.\.|…"
+    r"|(?:your|my|the)?[_\-]?(?:pass(?:word|wd)?|pwd|secret|token|changeme|example|placeholder))",
+    re.IGNORECASE,
+)
+
+
+class Format(NamedTuple):
+    """One credential format.
+
+    ``kind`` is how people and models read it; ``start`` the literal (a regular expression of
+    literals) every credential begins with; ``pattern`` the whole credential, matched at a
+    start; ``hints`` lower-case strings one of which every match contains (lowered), so a text
+    holding none is skipped at once; ``word_start``: the credential begins a word.
+    """
+
+    kind: str
+    start: re.Pattern[str]
+    pattern: re.Pattern[str]
+    hints: tuple[str, ...]
+
+
+def _format(
+    kind: str, start: str, rest: str, *hints: str, word_start: bool = True
+) -> Format:
+    return Format(
+        kind,
+        re.compile(("(?<!\\w)" if word_start else "") + f"(?:{start})"),
+        re.compile(f"(?:{start}){rest}"),
+        hints,
+    )
+
+
+#: Every format refused on write and reported by ``lint``. ``(?!...)`` keeps a longer run
+#: of key characters from counting as a key of a fixed length.
+FORMATS: tuple[Format, ...] = (
+    _format(
+        "a private key block",
+        "-----BEGIN ",
+        r"(?:[A-Z0-9]{1,12} ){0,4}PRIVATE KEY(?: BLOCK)?-----",
+        "-----begin ",
+        word_start=False,
+    ),
+    _format(
+        "an AWS access key",
+        "A(?:KIA|SIA|GPA|IDA|ROA|NPA|NVA|IPA)",
+        r"[A-Z0-9]{16}(?![A-Za-z0-9_])",
+        "akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa",
+    ),
+    _format(
         "an AWS secret access key",
-        r"(?i:aws_?secret_?access_?key)\s*[=:]\s*[\"']?[A-Za-z0-9/+=]{40}\b",
-        False,
+        # The label may be a variable or prose ("my AWS secret access key is ..."); the
+        # value is the 40 base64 characters that follow it.
+        "(?i:aws)",
+        r"[\s_\-]{0,3}(?i:secret)(?:[\s_\-]{0,3}(?i:access))?[\s_\-]{0,3}(?i:key)"
+        r"[\s\"'`:=]{0,6}(?:(?i:is|was|=>|->)[\s\"'`:=]{1,6})?"
+        r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])",
+        "aws",
+        word_start=False,
     ),
-    ("a Google API key", r"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])", True),
-    ("an Anthropic API key", r"sk-ant-[a-z]{3,6}\d{2}-[A-Za-z0-9_\-]{20,}", True),
-    (
+    _format("a Google API key", "AIza", r"[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])", "aiza"),
+    _format(
+        "a Google OAuth client secret",
+        "GOCSPX-",
+        r"[A-Za-z0-9_\-]{28}(?![A-Za-z0-9_\-])",
+        "gocspx-",
+    ),
+    _format("an Anthropic API key", "sk-ant-", r"[a-z]{3,6}\d{2}-[A-Za-z0-9_\-]{20,}", "sk-ant-"),
+    _format(
         "an OpenAI API key",
-        r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_\-]*\d)(?=[A-Za-z0-9_\-]*[A-Za-z])"
+        "sk-(?!ant-)",
+        r"(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_\-]*\d)(?=[A-Za-z0-9_\-]*[A-Za-z])"
         r"[A-Za-z0-9_\-]{32,}",
-        True,
+        "sk-",
     ),
-    ("a GitHub token", r"gh[pousr]_[A-Za-z0-9]{36,}\b", True),
-    ("a GitHub token", r"github_pat_\w{22,}", True),
-    ("a GitLab token", r"glpat-[A-Za-z0-9_\-]{20,}", True),
-    ("a Hugging Face token", r"hf_[A-Za-z0-9]{30,}\b", True),
-    ("a Slack token", r"xox[abprs]-[A-Za-z0-9\-]{10,}", True),
-    ("a Stripe secret key", r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,}\b", True),
-    ("a JSON Web Token", r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", True),
-    ("a bearer token", r"(?i:bearer)\s+[A-Za-z0-9\-._~+/]{20,}=*", True),
-    ("a password in a URL", r"://[^\s/:@'\"<>]+:[^\s/@'\"<>]+@[^\s/'\"<>]+", False),
+    _format("a Groq API key", "gsk_", r"[A-Za-z0-9]{52}(?![A-Za-z0-9_])", "gsk_"),
+    _format(
+        "a GitHub token",
+        "gh[pousr]_",
+        r"[A-Za-z0-9]{36,}(?![A-Za-z0-9_])",
+        "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
+    ),
+    _format("a GitHub token", "github_pat_", r"[A-Za-z0-9_]{22,}", "github_pat_"),
+    _format("a GitLab token", "glpat-", r"[A-Za-z0-9_\-]{20,}", "glpat-"),
+    _format("a Hugging Face token", "hf_", r"[A-Za-z0-9]{30,}(?![A-Za-z0-9_])", "hf_"),
+    _format("an npm token", "npm_", r"[A-Za-z0-9]{36}(?![A-Za-z0-9_])", "npm_"),
+    _format("a PyPI token", "pypi-AgEIcHlwaS5vcmc", r"[A-Za-z0-9_\-]{50,}", "pypi-ageichlwas5vcmc"),
+    _format(
+        "a Slack token",
+        "xox[abprs]-",
+        r"[A-Za-z0-9\-]{10,}",
+        "xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-",
+    ),
+    _format(
+        "a Slack webhook URL",
+        r"https://hooks\.slack\.com/",
+        r"(?:services|workflows|triggers)/T[A-Z0-9]{6,12}/[A-Z0-9]{6,12}/[A-Za-z0-9]{16,48}",
+        "hooks.slack.com/",
+        word_start=False,
+    ),
+    _format(
+        "a SendGrid API key",
+        r"SG\.",
+        r"[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}(?![A-Za-z0-9_\-])",
+        "sg.",
+    ),
+    _format(
+        "a Stripe secret key",
+        "[sr]k_(?:live|test)_",
+        r"[A-Za-z0-9]{16,}(?![A-Za-z0-9_])",
+        "k_live_", "k_test_",
+    ),
+    _format(
+        "a JSON Web Token",
+        "eyJ",
+        r"[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+        "eyj",
+    ),
+    _format(
+        "a bearer token",
+        # A token has a digit and a letter: "Bearer authentication" is prose, not a token.
+        "(?i:bearer)",
+        r"[\t :]{1,4}(?=[A-Za-z0-9\-._~+/]{0,4096}\d)(?=[A-Za-z0-9\-._~+/]{0,4096}[A-Za-z])"
+        r"[A-Za-z0-9\-._~+/]{20,4096}=*",
+        "bearer",
+    ),
+    _format(
+        "a password in a URL",
+        "://",
+        r"[^\s/:@'\"<>]{1,256}:(?P<password>[^\s/@'\"<>]{1,256})@[^\s/'\"<>@]{1,256}",
+        "://",
+        word_start=False,
+    ),
 )
-
-#: For each pattern, lower-case strings one of which every match contains (lowered): a text
-#: holding none of them is skipped without running the pattern. Every write is checked, and
-#: most hold no hint at all, so this makes the check a few substring tests.
-HINTS: dict[str, tuple[str, ...]] = {
-    PATTERNS[0][1]: ("-----begin ",),
-    PATTERNS[1][1]: ("akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa"),
-    PATTERNS[2][1]: ("aws",),
-    PATTERNS[3][1]: ("aiza",),
-    PATTERNS[4][1]: ("sk-ant-",),
-    PATTERNS[5][1]: ("sk-",),
-    PATTERNS[6][1]: ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
-    PATTERNS[7][1]: ("github_pat_",),
-    PATTERNS[8][1]: ("glpat-",),
-    PATTERNS[9][1]: ("hf_",),
-    PATTERNS[10][1]: ("xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-"),
-    PATTERNS[11][1]: ("k_live_", "k_test_"),
-    PATTERNS[12][1]: ("eyj",),
-    PATTERNS[13][1]: ("bearer",),
-    PATTERNS[14][1]: ("://",),
-}
-
-_COMPILED = tuple(
-    (kind, re.compile(pattern), word, HINTS[pattern]) for kind, pattern, word in PATTERNS
-)
-_WORD = re.compile(r"\w")
-# Any hint at all: one search that clears most texts at once.
-_ANY_HINT = re.compile("|".join(re.escape(h) for hints in HINTS.values() for h in hints))
 
 
 class Secret(NamedTuple):
@@ -85,20 +179,52 @@ class Secret(NamedTuple):
 
 
 def find(text: str) -> list[Secret]:
-    """Every credential-shaped span of ``text``, in order of position."""
+    """Every credential-shaped span of ``text``, in order of position.
+
+    Positions are those of ``text`` itself, invisible characters included.
+    """
+    visible, positions = _without_invisible(text)
+    lowered = visible.lower()
     found: list[Secret] = []
-    lowered = text.lower()
-    if _ANY_HINT.search(lowered) is None:
-        return found
-    for kind, pattern, word, hints in _COMPILED:
-        if not any(hint in lowered for hint in hints):
+    for fmt in FORMATS:
+        if not any(hint in lowered for hint in fmt.hints):
             continue
-        for match in pattern.finditer(text):
-            start = match.start()
-            if word and start and _WORD.match(text, start - 1):
-                continue  # inside a longer word: "mask-..." is no OpenAI key
-            found.append(Secret(kind, start, match.end()))
+        for start, end in _matches(visible, fmt):
+            if positions is not None:
+                start, end = positions[start], positions[end - 1] + 1
+            found.append(Secret(fmt.kind, start, end))
     return sorted(found, key=lambda secret: secret.start)
+
+
+def _matches(text: str, fmt: Format) -> list[tuple[int, int]]:
+    """Spans of ``fmt`` in ``text``, each tried once per candidate start (see the module
+    docstring for why skipping the rest of a failed candidate's key run is exact)."""
+    spans = []
+    pos = 0
+    while (candidate := fmt.start.search(text, pos)) is not None:
+        start = candidate.start()
+        match = fmt.pattern.match(text, start)
+        if match is not None and _accepted(match):
+            spans.append((start, match.end()))
+            pos = match.end()
+        else:
+            pos = max(candidate.end(), _KEY_RUN.match(text, start).end())
+    return spans
+
+
+def _accepted(match: re.Match[str]) -> bool:
+    """Whether a match is a real credential: a URL whose password is a placeholder is not."""
+    password = match.groupdict().get("password")
+    return password is None or _PLACEHOLDER.fullmatch(password) is None
+
+
+def _without_invisible(text: str) -> tuple[str, list[int] | None]:
+    """``text`` without invisible characters, and for each kept character its position in
+    ``text`` (None when nothing was removed)."""
+    if _INVISIBLE.search(text) is None:
+        return text, None
+    positions = [i for i, char in enumerate(text) if char not in INVISIBLE]
+    return "".join(text[i] for i in positions), positions
 
 
 def refuse(text: str, field: str) -> None:

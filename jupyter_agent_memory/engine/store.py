@@ -36,7 +36,7 @@ from ..errors import (
     UnsafePathError,
     engine_boundary,
 )
-from ..folder import DEFAULT_LOCK_TIMEOUT, Folder, describe, sha256_hex
+from ..folder import DEFAULT_LOCK_TIMEOUT, Folder, sha256_hex
 from ..journal.append import JournalAppender
 from ..journal.reader import DescriptorFile, JournalReader
 from . import history, secrets, sessions
@@ -192,6 +192,7 @@ class AgentMemory:
             self.ensure_layout()
         elif not self.exists():
             raise AgentNotFoundError(self.path, self.agent_id)
+        self.check_folder()  # a tampered folder is refused at once, not at its first write
 
     def __repr__(self) -> str:
         label = self.agent_id if self.agent_id is not None else str(self.path)
@@ -249,10 +250,11 @@ class AgentMemory:
     def check_folder(self) -> None:
         """Raise unless the agent folder is valid for memory actions.
 
-        As in the reference, SOUL.md or USER.md that is a link (or anything but a regular
-        file) makes the whole folder invalid: a prompt-injected model must not be able to
-        keep working in a folder someone has tampered with. A missing folder is fine here
-        (a write creates ``memory/`` only inside an existing folder).
+        SOUL.md or USER.md that is a link (or anything but a regular file) makes the whole
+        folder invalid, with Cherry Studio's text: a prompt-injected model must not be able
+        to keep working in a folder someone has tampered with. :meth:`open` checks it, and so
+        does every memory action. A missing folder is fine here (a write creates
+        ``memory/`` only inside an existing folder).
         """
         try:
             with Folder.open(self.path) as agent:
@@ -262,8 +264,7 @@ class AgentMemory:
                     st = agent.lstat(name) if name is not None else None
                     if name is not None and st is not None and not stat.S_ISREG(st.st_mode):
                         raise UnsafePathError(
-                            f"Refusing to use the agent folder {self.path}: "
-                            f"{agent.display(name)} is {describe(st)}, not a regular file"
+                            f"Agent data file must be a real file: {agent.display(name)}"
                         )
         except FileNotFoundError:
             return

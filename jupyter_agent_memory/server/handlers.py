@@ -451,8 +451,12 @@ class AgentMemoryHandler(APIHandler):
                 f"'max_chars' must be a whole number of characters (0 for all) or 'all'; "
                 f"got {raw!r}",
             )
-        number = int(value)
-        return None if number == 0 else number
+        digits = value.lstrip("0")
+        # More digits than any text has characters: the whole text (and int() refuses very
+        # long digit strings outright).
+        if not digits or len(digits) > 15:
+            return None
+        return int(digits)
 
     def agent_id(self, raw: object) -> str:
         """Validate an agent id from the URL or a body (400 with the engine's message).

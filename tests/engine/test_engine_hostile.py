@@ -186,7 +186,12 @@ def test_a_linked_soul_or_user_invalidates_every_memory_action(
     with pytest.raises(UnsafePathError) as info:
         mem.call_tool(args)
     assert info.value.code == -32603
-    assert f"{mem.path / name} is a symbolic link" in info.value.message
+    # Cherry Studio's text, here and when the folder is opened (ensureAgentDataDirectory).
+    assert info.value.message == f"Agent data file must be a real file: {mem.path / name}"
+    for create in (True, False):
+        with pytest.raises(UnsafePathError) as opened:
+            AgentMemory.open(mem.path, create=create)
+        assert opened.value.message == info.value.message
     assert not fact_file(mem).exists()
     assert not (mem.path / "memory" / "JOURNAL.jsonl").exists()
     assert target.read_text() == "outside\n"

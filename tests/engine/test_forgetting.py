@@ -4,81 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 
 import pytest
+from credential_corpus import FAKE
 
 from jupyter_agent_memory import AgentMemory, MemoryToolError, PromptBuilder, forget, lint
-from jupyter_agent_memory.engine import secrets as credentials
-
-# Built at run time, so the repository itself holds no credential-shaped string.
-FAKE = {
-    "an AWS access key": "AKIA" + "IOSFODNN7EXAMPLE",
-    "an OpenAI API key": "sk-" + "proj-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
-    "an Anthropic API key": "sk-ant-" + "api03-" + "x" * 24,
-    "a GitHub token": "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
-    "a GitLab token": "glpat-" + "x1Y2z3W4v5U6t7S8r9Q0",
-    "a Hugging Face token": "hf_" + "aB3" * 11,
-    "a Slack token": "xoxb-" + "1234567890-abcdefghij",
-    "a Stripe secret key": "sk_" + "live_" + "4eC39HqLyjWDarjtT1zdp7dc",
-    "a Google API key": "AIza" + "SyA-1234567890abcdefghijklmnopqrstu",
-    "a private key block": "-----BEGIN " + "RSA PRIVATE KEY-----",
-    "a JSON Web Token": "eyJ" + "hbGciOiJIUzI1NiJ9.eyJ" + "zdWIiOiIxMjM0In0.dozjgNryP4J3jVmNHl0w5N",
-    "a bearer token": "Authorization: " + "Bearer " + "abcdefghijklmnopqrstuvwxyz012345",
-    "a password in a URL": "postgres://" + "admin:hunter2@db.internal:5432/app",
-    "an AWS secret access key": "aws_secret_access_key = "
-    + "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-}
-
-#: Ordinary memory that must never be refused.
-INNOCENT = [
-    "- The user prefers scikit-learn (sk-learn) for quick baselines.",
-    "- Ask-me-anything sessions happen on Fridays; task-runner is make.",
-    "- Passwords live in the team vault; never ask for one.",
-    "- Docs: https://example.org/guide?x=1 and http://localhost:8888/lab",
-    "- The commit 3f2a9c1d4e5b6a7980c1d2e3f4a5b6c7d8e9f0a1 fixed the CSV import.",
-    "- Request id 123e4567-e89b-12d3-a456-426614174000 failed twice.",
-    "- -----BEGIN PUBLIC KEY----- blocks are fine to keep.",
-    "- Bearer tokens are required by the API (ask ops for one).",
-    "- The AKIA prefix marks AWS access keys.",
-    "- mask-" + "a" * 40 + " is a CSS class, not a key.",
-    "- email me at ada@example.org; ssh git@github.com:org/repo.git",
-    "- hf_hub_download is the function to fetch a file.",
-    "- ghp_ is the prefix of GitHub personal tokens.",
-    "- xoxb- tokens belong to Slack bots.",
-]
-
-
-@pytest.mark.parametrize(("kind", "secret"), sorted(FAKE.items()))
-def test_each_credential_format_is_found_and_refused_on_every_write(
-    mem: AgentMemory, kind: str, secret: str
-) -> None:
-    text = f"- Remember this: {secret} (for the deploy)"
-    assert [s.kind for s in credentials.find(text)] == [kind]
-    for call, field in [
-        ({"action": "update", "content": text}, "content"),
-        ({"action": "append", "text": text}, "text"),
-        ({"action": "append", "text": "x", "tags": [secret]}, "tags"),
-    ]:
-        with pytest.raises(MemoryToolError) as info:
-            mem.call_tool(call)
-        assert info.value.code == -32602
-        assert info.value.message.startswith(
-            f"Refusing to store '{field}': it contains what looks like {kind}. "
-            "Do not store credentials in memory"
-        )
-    with pytest.raises(MemoryToolError):
-        mem.write_user(text)
-    assert not (mem.path / "memory" / "FACT.md").exists()
-    assert not (mem.path / "memory" / "JOURNAL.jsonl").exists()
-
-
-@pytest.mark.parametrize("text", INNOCENT)
-def test_ordinary_memory_is_never_refused(mem: AgentMemory, text: str) -> None:
-    assert credentials.find(text) == []
-    assert mem.call_tool({"action": "update", "content": text + "\n"}) == "Memory updated."
-    assert mem.call_tool({"action": "append", "text": text}).startswith("Journal entry added")
 
 
 def test_the_guard_can_be_turned_off_per_agent(agents_root: Path) -> None:
@@ -272,17 +203,6 @@ def test_a_deeply_nested_line_cannot_crash_forget_or_lint(agents_root: Path) -> 
     assert lint(mem) == []
     receipt = forget(mem, "door code")
     assert receipt["changed"]["journal"] == 1 and receipt["verified"] is True
-
-
-def test_every_credential_pattern_has_hints_its_matches_contain() -> None:
-    # The hints only skip work: each sample still holds one of its pattern's hints, and every
-    # hint is lower case (it is looked for in the lowered text).
-    assert set(credentials.HINTS) == {pattern for _kind, pattern, _word in credentials.PATTERNS}
-    for kind, pattern, _word in credentials.PATTERNS:
-        hints = credentials.HINTS[pattern]
-        assert all(hint == hint.lower() for hint in hints)
-        for match in re.finditer(pattern, FAKE[kind]):
-            assert any(hint in match.group().lower() for hint in hints), kind
 
 
 def _agent_bytes(mem: AgentMemory) -> dict[str, bytes]:

@@ -194,7 +194,8 @@ def test_symlinked_agent_folder_is_refused(
     error = refused(lambda: AgentMemory.open("linked"), link)
     assert error.message == f"Refusing to use {link}: it is a symbolic link, not a directory"
     refused(lambda: AgentMemory.open(link), link)
-    lazy = AgentMemory.open("linked", create=False)
+    refused(lambda: AgentMemory.open("linked", create=False), link)
+    lazy = AgentMemory(link)  # not opened: every action checks again
     refused(lambda: lazy.call_tool({"action": "update", "content": "evil\n"}), link)
     refused(lambda: lazy.call_tool({"action": "append", "text": "evil"}), link)
     refused(lambda: lazy.call_tool({"action": "search"}), link)

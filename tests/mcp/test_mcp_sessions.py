@@ -21,8 +21,8 @@ from mcp.client.session import DEFAULT_CLIENT_INFO
 from mcp_harness import TIMEOUT, stdio_params, stdio_session, text_of
 
 from jupyter_agent_memory import AgentMemory, PromptBuilder
+from jupyter_agent_memory.engine.blocks import guard_block_text
 from jupyter_agent_memory.engine.jstext import js_trim
-from jupyter_agent_memory.engine.prompt import guard_block_text
 
 pytestmark = pytest.mark.slow
 

@@ -132,6 +132,8 @@ async def test_create_agent_rejects_unknown_template_before_writing(
         ("", "Invalid agent id: it must be a non-empty string"),
         (None, "Invalid agent id: it must be a non-empty string"),
         (7, "Invalid agent id: it must be a non-empty string"),
+        # Routes read "@path" as a folder: an agent by that id could never be opened.
+        ("@x", 'Invalid agent id "@x": it cannot start with "@"'),
     ],
 )
 async def test_create_agent_rejects_bad_ids(call, agents_root: Path, agent_id, message) -> None:
