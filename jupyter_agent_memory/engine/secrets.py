@@ -208,7 +208,8 @@ def _matches(text: str, fmt: Format) -> list[tuple[int, int]]:
             spans.append((start, match.end()))
             pos = match.end()
         else:
-            pos = max(candidate.end(), _KEY_RUN.match(text, start).end())
+            run = _KEY_RUN.match(text, start)  # never None: the pattern matches "" too
+            pos = max(candidate.end(), run.end() if run else start)
     return spans
 
 
