@@ -59,11 +59,10 @@ from typing import Any
 
 try:
     from jupyter_agent_memory import AgentMemory, PromptBuilder, journal
-    from jupyter_agent_memory.journal import index as journal_index
 except ImportError:  # running from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from jupyter_agent_memory import AgentMemory, PromptBuilder, journal
-    from jupyter_agent_memory.journal import index as journal_index
+from jupyter_agent_memory import environment
 from jupyter_agent_memory.journal import plans as journal_plans
 
 FULL_SIZE = 1_000_000
@@ -453,7 +452,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
     )
     data_dir = args.data if args.data is not None else workdir / "data"
     source, small, db, built = prepare_data(data_dir, args.entries)
-    os.environ[journal_index.CACHE_ENV] = str(workdir / "cache")
+    os.environ[environment.CACHE] = str(workdir / "cache")
 
     plain = AgentMemory.open(workdir / "agent", fsync_appends=False, journal_index=False)
     path = plain.path / "memory" / "JOURNAL.jsonl"

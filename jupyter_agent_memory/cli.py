@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import environment
 from .errors import INTERNAL_ERROR, MemoryToolError
 from .notebook.display import inert_line as _shown
 
@@ -327,7 +328,6 @@ def _prompt(args: argparse.Namespace) -> int:
     return 0
 
 
-MCP_TOKEN_ENV = "JUPYTER_AGENT_MEMORY_MCP_TOKEN"
 #: How MCP hosts (Claude Code, Cherry Studio) name our memory tool: mcp__<server>__<tool>.
 MCP_TOOL_NAME = "mcp__agent-memory__memory"
 
@@ -354,7 +354,7 @@ def _add_mcp_parser(commands: argparse._SubParsersAction, common: argparse.Argum
     mcp.add_argument(
         "--token",
         default=None,
-        help=f"HTTP: require 'Authorization: Bearer TOKEN' (or set ${MCP_TOKEN_ENV})",
+        help=f"HTTP: require 'Authorization: Bearer TOKEN' (or set ${environment.MCP_TOKEN})",
     )
     mcp.add_argument(
         "--allow-origin",
@@ -434,7 +434,7 @@ def _mcp(args: argparse.Namespace) -> int:
                 service,
                 host=args.host,
                 port=args.port,
-                token=args.token or os.environ.get(MCP_TOKEN_ENV) or None,
+                token=args.token or environment.text(environment.MCP_TOKEN),
                 allowed_hosts=tuple(args.allow_host),
                 allowed_origins=tuple(args.allow_origin),
                 problem=problem,

@@ -22,6 +22,7 @@ LAYERS = {
     "__about__": "base",
     "errors": "base",
     "folder": "base",
+    "environment": "base",
     "journal": "journal",
     "engine": "engine",
     "render": "surface",

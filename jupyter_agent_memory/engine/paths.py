@@ -12,6 +12,7 @@ import os
 import re
 from pathlib import Path
 
+from .. import environment
 from ..errors import (
     InvalidAgentIdError,
     InvalidWorkspaceError,
@@ -19,8 +20,6 @@ from ..errors import (
     engine_boundary,
 )
 
-ROOT_ENV = "JUPYTER_AGENT_MEMORY_ROOT"
-AGENT_ENV = "JUPYTER_AGENT_MEMORY_AGENT"
 DEFAULT_AGENT = "default"
 RESERVED_AGENT_IDS = frozenset({"system"})
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
@@ -33,7 +32,7 @@ def default_root() -> Path:
 
     ``$JUPYTER_AGENT_MEMORY_ROOT`` when set, else ``<jupyter data dir>/agent-memory``.
     """
-    configured = os.environ.get(ROOT_ENV)
+    configured = environment.text(environment.ROOT)
     if configured:
         return Path(configured).expanduser()
     from jupyter_core.paths import jupyter_data_dir
@@ -43,7 +42,7 @@ def default_root() -> Path:
 
 def default_agent_id() -> str:
     """The agent every surface starts on: ``$JUPYTER_AGENT_MEMORY_AGENT`` or ``default``."""
-    return validate_agent_id(os.environ.get(AGENT_ENV) or DEFAULT_AGENT)
+    return validate_agent_id(environment.text(environment.AGENT) or DEFAULT_AGENT)
 
 
 def validate_agent_id(agent_id: object) -> str:

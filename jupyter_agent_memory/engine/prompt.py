@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import environment
 from ..errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -68,7 +69,6 @@ __all__ = [
 DEFAULT_TOOL_NAME = MEMORY_TOOL_NAME
 #: Set to ``0`` (or ``false``, ``no``, ``off``) to make every builder that is not told
 #: otherwise keep no descriptor open between builds (``hold_files=False``), on every surface.
-HOLD_FILES_ENV = "JUPYTER_AGENT_MEMORY_HOLD_FILES"
 SYSTEM_FILE = "system.md"
 
 class PromptBudgetWarning(UserWarning):
@@ -813,16 +813,7 @@ class PromptBuilder:
 
 def _hold_files_default() -> bool:
     """Whether builders hold files open, from ``$JUPYTER_AGENT_MEMORY_HOLD_FILES`` (default on)."""
-    value = os.environ.get(HOLD_FILES_ENV, "")
-    raw = value.strip().lower()
-    if raw in ("", "1", "true", "yes", "on"):
-        return True
-    if raw in ("0", "false", "no", "off"):
-        return False
-    raise MemoryToolError(
-        f"${HOLD_FILES_ENV} must be 1 or 0 (true/false, yes/no, on/off), got {value!r}",
-        INVALID_PARAMS,
-    )
+    return bool(environment.switch(environment.HOLD_FILES, default=True))
 
 
 def _check_budget(value: Any) -> int | None:

@@ -38,21 +38,18 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from .. import environment
 from .format import CORRUPT, decode_line
 from .plans import layout_keys
 
 __all__ = [
-    "CACHE_ENV",
     "FTS_MIN_BYTES",
-    "INDEX_ENV",
     "MAP_MIN_BYTES",
     "JournalIndex",
     "cache_dir",
     "index_setting",
 ]
 
-CACHE_ENV = "JUPYTER_AGENT_MEMORY_CACHE"
-INDEX_ENV = "JUPYTER_AGENT_MEMORY_INDEX"  # "on", "off" or "auto" (the default)
 # Below these sizes a scan is already fast, so no cache file is written at all.
 MAP_MIN_BYTES = 1024 * 1024
 FTS_MIN_BYTES = 64 * 1024 * 1024
@@ -70,10 +67,10 @@ _SCHEMA = 1
 
 def cache_dir() -> Path:
     """The folder for derived caches (``$JUPYTER_AGENT_MEMORY_CACHE`` or the user cache)."""
-    configured = os.environ.get(CACHE_ENV)
+    configured = environment.text(environment.CACHE)
     if configured:
         return Path(configured).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
+    xdg = environment.text(environment.XDG_CACHE_HOME)
     base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
     return base / "jupyter-agent-memory"
 
@@ -85,12 +82,7 @@ def index_setting(value: bool | None) -> bool | None:
     """
     if value is not None:
         return bool(value)
-    env = os.environ.get(INDEX_ENV, "").strip().lower()
-    if env in ("1", "on", "true", "yes"):
-        return True
-    if env in ("0", "off", "false", "no"):
-        return False
-    return None
+    return environment.switch(environment.INDEX)
 
 
 class _Connections(threading.local):
@@ -141,8 +133,11 @@ _locations: dict[tuple[object, ...], Path | None] = {}
 
 
 def _location(journal: Path, agent: Path, root: Path | None) -> Path | None:
-    environ = os.environ
-    key = (journal, agent, root, environ.get(CACHE_ENV), environ.get("XDG_CACHE_HOME"))
+    cache_settings = (
+        environment.text(environment.CACHE),
+        environment.text(environment.XDG_CACHE_HOME),
+    )
+    key = (journal, agent, root, *cache_settings)
     if key in _locations:
         return _locations[key]
     configured = os.fspath(root if root is not None else cache_dir())

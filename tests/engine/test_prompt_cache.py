@@ -321,7 +321,7 @@ def test_a_bad_environment_value_is_a_clear_error(monkeypatch: pytest.MonkeyPatc
     with pytest.raises(MemoryToolError) as info:
         PromptBuilder()
     assert info.value.message == (
-        "$JUPYTER_AGENT_MEMORY_HOLD_FILES must be 1 or 0 (true/false, yes/no, on/off), "
+        "$JUPYTER_AGENT_MEMORY_HOLD_FILES must be 1 or 0 (also true/false, yes/no, on/off), "
         "got 'maybe'"
     )
     assert info.value.code == -32602

@@ -24,7 +24,7 @@ from test_search_properties import (
     _random_text,
 )
 
-from jupyter_agent_memory import AgentMemory
+from jupyter_agent_memory import AgentMemory, environment
 from jupyter_agent_memory.journal import encode_line, format_timestamp
 from jupyter_agent_memory.journal import index as journal_index
 from jupyter_agent_memory.journal import scan as journal
@@ -35,8 +35,8 @@ BASE = datetime(2026, 3, 1, tzinfo=timezone.utc)
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "cache"
-    monkeypatch.setenv(journal_index.CACHE_ENV, str(folder))
-    monkeypatch.delenv(journal_index.INDEX_ENV, raising=False)
+    monkeypatch.setenv(environment.CACHE, str(folder))
+    monkeypatch.delenv(environment.INDEX, raising=False)
     return folder
 
 
@@ -221,7 +221,7 @@ def test_the_full_text_index_confirms_every_candidate(
 def test_the_index_lives_in_the_cache_folder_never_in_the_agent_folder(
     tmp_path: Path, agents_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv(journal_index.CACHE_ENV, raising=False)
+    monkeypatch.delenv(environment.CACHE, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     mem = AgentMemory.open(tmp_path / "agent", journal_index=True)
     mem.append("something to find")
@@ -229,7 +229,7 @@ def test_the_index_lives_in_the_cache_folder_never_in_the_agent_folder(
     assert len(list((tmp_path / "xdg" / "jupyter-agent-memory" / "journal-index").iterdir()))
     before = sorted(p.relative_to(mem.path) for p in mem.path.rglob("*"))
     # a cache folder configured inside the agent folder is not used at all
-    monkeypatch.setenv(journal_index.CACHE_ENV, str(mem.path / "memory" / "cache"))
+    monkeypatch.setenv(environment.CACHE, str(mem.path / "memory" / "cache"))
     assert [e["text"] for e in mem.search(query="thing")] == ["something to find"]
     assert sorted(p.relative_to(mem.path) for p in mem.path.rglob("*")) == before
     assert not (mem.path / "memory" / "cache").exists()
@@ -239,7 +239,7 @@ def test_the_index_can_be_turned_off(
     tmp_path: Path, agents_root: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(journal_index, "MAP_MIN_BYTES", 0)
-    monkeypatch.setenv(journal_index.INDEX_ENV, "off")
+    monkeypatch.setenv(environment.INDEX, "off")
     mem = AgentMemory.open(tmp_path / "agent")
     mem.append("x")
     assert [e["text"] for e in mem.search(query="x", since="2000-01-01")] == ["x"]
