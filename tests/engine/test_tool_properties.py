@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from properties import examples
 
 from jupyter_agent_memory import AgentMemory, MemoryToolError, journal
 from jupyter_agent_memory.engine.store import normalize_limit
@@ -160,7 +161,7 @@ def check_files(mem: AgentMemory, model: Model) -> tuple[bytes, bytes]:
 
 
 @settings(
-    max_examples=200,
+    max_examples=examples(200),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
