@@ -473,41 +473,95 @@ def _demo(args: argparse.Namespace) -> int:
         args.agent = DEMO_AGENT
     memory = _open(args, create=True)
     definition = provision("guide", memory)
-    rule = "-" * 72
-    print(f"Agent {definition.name!r} at {memory.path}\n")
-    print("Session 1: the agent learns something and writes it down with the memory tool.")
+    written = []
     facts = memory.facts
     if DEMO_FACT not in facts:
         content = facts.rstrip("\n") + ("\n\n" if facts.strip() else "") + DEMO_FACT + "\n"
-        result = memory.call_tool({"action": "update", "content": content})
-        print(f'  memory(action="update")  -> {result}')
+        written.append(("update", memory.call_tool({"action": "update", "content": content})))
     else:
-        print('  memory(action="update")  -> (FACT.md already holds the demo fact)')
+        written.append(("update", "(FACT.md already holds the demo fact)"))
     # Idempotent: a second run finds its entry instead of logging the same event again.
     if memory.search(query=DEMO_ENTRY, tag="demo", limit=1):
-        print('  memory(action="append")  -> (the journal already records the demo)\n')
+        written.append(("append", "(the journal already records the demo)"))
     else:
-        result = memory.call_tool({"action": "append", "text": DEMO_ENTRY, "tags": ["demo"]})
-        print(f'  memory(action="append")  -> {result}\n')
+        entry = {"action": "append", "text": DEMO_ENTRY, "tags": ["demo"]}
+        written.append(("append", memory.call_tool(entry)))
     from .engine.prompt import PromptBuilder
 
     prompt = PromptBuilder().build_session(memory)
-    print("Session 2 starts with this system prompt (the agent remembers):")
+    steps = _next_steps(memory)
+    if getattr(args, "json", False):
+        _print_json(
+            {
+                "agent": memory.agent_id,
+                "path": str(memory.path),
+                "template": definition.template_id,
+                "session_1": [{"action": action, "result": text} for action, text in written],
+                "prompt": prompt.text,
+                "sections": [{"name": s.name, "tokens": s.tokens} for s in prompt.sections],
+                "next": [{"what": what, "commands": commands} for what, commands in steps],
+            }
+        )
+        return 0
+    rule = "-" * 72
+    print(f"Agent {definition.name!r} at {memory.path}\n")
+    print("Session 1: the agent learns something and writes it down with the memory tool.")
+    for action, text in written:
+        print(f'  memory(action="{action}")  -> {text}')
+    print("\nSession 2 starts with this system prompt (the agent remembers):")
     print(rule)
     print(_terminal(prompt.text))
     print(rule)
     sizes = ", ".join(f"{s.name} {s.tokens}" for s in prompt.sections)
     print(f"About {prompt.tokens} tokens (by section: {sizes}).\n")
-    target = memory.agent_id or str(memory.path)
-    script = _script_path()
     print("Next:")
-    print(f"  1. jupyter lab: the Agent Memory sidebar (left) shows the agent '{target}'.")
-    print(f"  2. In a notebook: %load_ext jupyter_agent_memory, then %agent_memory {target}")
-    print(
-        "  3. An MCP client: "
-        f'{{"command": "{script}", "args": ["mcp", "--agent", "{target}"]}}'
-    )
+    for number, (what, commands) in enumerate(steps, 1):
+        print(f"  {number}. {what}")
+        for command in commands:
+            print(f"       {command}")
     return 0
+
+
+def _next_steps(memory: Any) -> list[tuple[str, list[str]]]:
+    """What to try after the demo, as commands that work pasted into this shell."""
+    import importlib.util
+    import os
+
+    target = memory.agent_id or str(memory.path)
+    jupyter = _beside_python("jupyter")
+    lab = [jupyter, "lab"]
+    if memory.agent_id is not None:
+        # The server's setting makes the sidebar open on this agent instead of the default.
+        lab.append(f"--AgentMemoryServer.default_agent={memory.agent_id}")
+    if os.path.isfile(QUICKSTART):
+        lab.append(QUICKSTART)
+    mcp = [f'{{"command": "{_script_path()}", "args": ["mcp", "--agent", "{target}"]}}']
+    if importlib.util.find_spec("mcp") is None:
+        mcp.insert(0, f'{_beside_python("pip")} install "jupyter-agent-memory[mcp]"')
+    return [
+        (f"JupyterLab, with the Agent Memory sidebar (left) on '{target}':", [" ".join(lab)]),
+        (
+            "In a notebook cell:",
+            ["%load_ext jupyter_agent_memory", f"%agent_memory {target}"],
+        ),
+        ("An MCP client (Claude Desktop, VS Code, Cursor, Cherry Studio) starts:", mcp),
+    ]
+
+
+#: The first tutorial, where a checkout has it.
+QUICKSTART = "notebooks/01-quickstart.ipynb"
+
+
+def _beside_python(name: str) -> str:
+    """``name`` as it can be typed here: the script installed beside this Python (relative
+    to the working folder when it is below it, as ``.venv/bin/jupyter``), else ``name``."""
+    import os
+
+    beside = os.path.join(os.path.dirname(sys.executable), name)
+    if not os.path.exists(beside):
+        return name
+    relative = os.path.relpath(beside)
+    return relative if not relative.startswith("..") else beside
 
 
 def _script_path() -> str:

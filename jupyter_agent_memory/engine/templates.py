@@ -326,14 +326,16 @@ def provision(
     if user is not None:
         memory.replace_if_stock(USER, user, ())
     _copy_missing_memory_files(memory, memory_files)
-    memory.write_template_record(
-        {
-            "template": definition.template_id,
-            "builtin": definition.builtin,
-            "name": definition.name,
-            "provisioned_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        }
-    )
+    record = {
+        "template": definition.template_id,
+        "builtin": definition.builtin,
+        "name": definition.name,
+    }
+    current = memory.template_info() or {}
+    if any(current.get(key) != value for key, value in record.items()):
+        # Provisioning again from the same template keeps the record (and its date) as is.
+        record["provisioned_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        memory.write_template_record(record)
     return definition
 
 

@@ -353,13 +353,19 @@ def test_demo_runs_on_its_own_agent_and_is_idempotent(
     assert re.search(r'  memory\(action="append"\)  -> Journal entry added at \S+Z\.\n', out)
     assert DEMO_FACT in mem.facts
     assert f"<facts>\n{mem.facts.strip()}\n</facts>" in out
-    script = Path(sys.executable).parent / "jupyter-agent-memory"
+    bin_dir = Path(sys.executable).parent
+    script = bin_dir / "jupyter-agent-memory"
     assert out.endswith(
         "Next:\n"
-        "  1. jupyter lab: the Agent Memory sidebar (left) shows the agent 'demo'.\n"
-        "  2. In a notebook: %load_ext jupyter_agent_memory, then %agent_memory demo\n"
-        f'  3. An MCP client: {{"command": "{script}", "args": ["mcp", "--agent", "demo"]}}\n'
+        "  1. JupyterLab, with the Agent Memory sidebar (left) on 'demo':\n"
+        f"       {bin_dir / 'jupyter'} lab --AgentMemoryServer.default_agent=demo\n"
+        "  2. In a notebook cell:\n"
+        "       %load_ext jupyter_agent_memory\n"
+        "       %agent_memory demo\n"
+        "  3. An MCP client (Claude Desktop, VS Code, Cursor, Cherry Studio) starts:\n"
+        f'       {{"command": "{script}", "args": ["mcp", "--agent", "demo"]}}\n'
     )
+    record = (mem.path / ".template.json").read_bytes()
     before = (mem.path / "memory" / "JOURNAL.jsonl").read_bytes(), mem.facts
     # Run again: nothing is written twice.
     code, out, _ = run(capsys, "demo")
@@ -367,7 +373,27 @@ def test_demo_runs_on_its_own_agent_and_is_idempotent(
     assert "(FACT.md already holds the demo fact)" in out
     assert "(the journal already records the demo)" in out
     assert ((mem.path / "memory" / "JOURNAL.jsonl").read_bytes(), mem.facts) == before
+    assert (mem.path / ".template.json").read_bytes() == record  # not even its date
     assert list_agent_ids(agents_root) == ["demo"]
+
+
+def test_demo_json_is_one_object_with_the_same_steps(
+    agents_root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (agents_root.parent / "notebooks").mkdir()
+    (agents_root.parent / "notebooks" / "01-quickstart.ipynb").write_text("{}")
+    code, out, err = run(capsys, "demo", "--json")
+    assert (code, err) == (0, "")
+    data = json.loads(out)  # nothing but the object on stdout
+    mem = AgentMemory.open("demo", create=False)
+    assert (data["agent"], data["path"], data["template"]) == ("demo", str(mem.path), "guide")
+    assert [step["action"] for step in data["session_1"]] == ["update", "append"]
+    assert data["prompt"] == PromptBuilder().build_session(mem).text
+    lab = data["next"][0]["commands"]
+    assert lab == [
+        f"{Path(sys.executable).parent / 'jupyter'} lab --AgentMemoryServer.default_agent=demo "
+        "notebooks/01-quickstart.ipynb"
+    ]
 
 
 def list_agent_ids(root: Path) -> list[str]:
