@@ -9,7 +9,6 @@ build requirement). The fast ones call the hook's build function with stand-in t
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -18,11 +17,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from checkouts import REPO, clean_checkout, clean_env, run
 from processes import run_python
 
 from jupyter_agent_memory.__about__ import __version__
 
-REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 import sidebar_build  # noqa: E402  (a build module at the repository root, not in the package)
 
@@ -36,69 +35,6 @@ HINT = "to install without the sidebar: SKIP_JUPYTER_BUILDER=1 pip install ."
 # not call the build function at all.
 SKIPPED = "Skip-if-exists file(s) found"
 BUILDING = "jupyter-agent-memory: building the JupyterLab sidebar"
-
-
-def _only_python_on_path(tmp: Path) -> Path:
-    """A directory holding nothing but a ``python3`` (and ``python``) link to this interpreter."""
-    bin_dir = tmp / "bin-only-python"
-    if not bin_dir.exists():
-        bin_dir.mkdir()
-        for name in ("python3", "python"):
-            (bin_dir / name).symlink_to(sys.executable)
-    return bin_dir
-
-
-def _clean_env(tmp: Path, **extra: str) -> dict[str, str]:
-    """An ``env -i``-like environment: a temp HOME, PATH with only python, Jupyter folders in
-    temp dirs. Kept from this machine: its pip and proxy settings and the certificate
-    authorities it trusts (so pip, Python and node reach the same registries), and its pip and
-    yarn download caches (so the test does not download node and the npm packages again)."""
-    kept = {
-        k: v
-        for k, v in os.environ.items()
-        if k.startswith("PIP_")
-        or k.lower() in ("http_proxy", "https_proxy", "no_proxy")
-        or k in ("SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE")
-    }
-    caches = {
-        "PIP_CACHE_DIR": Path.home() / ".cache" / "pip",
-        "YARN_GLOBAL_FOLDER": Path.home() / ".yarn" / "berry",
-    }
-    kept.update({k: str(v) for k, v in caches.items() if k not in kept and v.is_dir()})
-    home = tmp / "home"
-    home.mkdir(exist_ok=True)
-    env = {
-        **kept,
-        "HOME": str(home),
-        "PATH": str(_only_python_on_path(tmp)),
-        "JUPYTER_DATA_DIR": str(tmp / "jupyter-data"),
-        "JUPYTER_AGENT_MEMORY_ROOT": str(tmp / "agents"),
-        "LANG": "C.UTF-8",
-    }
-    env.update(extra)
-    return env
-
-
-def _clean_checkout(dest: Path) -> Path:
-    """The files of this working tree that git tracks or would track (not ignored) copied to
-    ``dest``: what a fresh clone of the next commit holds (no built sidebar, node_modules, lib/)."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO,
-        capture_output=True,
-        check=True,
-    ).stdout.split(b"\0")
-    for raw in filter(None, listed):
-        rel = raw.decode()
-        source = REPO / rel
-        if not source.is_file():  # deleted in the working tree, not yet committed
-            continue
-        target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source, target)
-    assert not (dest / "jupyter_agent_memory" / "labextension").exists()
-    assert (dest / "sidebar_build.py").is_file(), "sidebar_build.py must be tracked by git"
-    return dest
 
 
 def _closed_port() -> int:
@@ -122,19 +58,6 @@ def _unreachable_registry_env(tmp: Path) -> dict[str, str]:
     }
 
 
-def _run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float = 900) -> tuple[int, str]:
-    done = subprocess.run(
-        cmd,
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=timeout,
-    )
-    return done.returncode, done.stdout
-
-
 # ---------------------------------------------------------------------------------------------
 # The one-line failure
 
@@ -149,7 +72,7 @@ HOOK_CALL = (
 
 def test_no_node_on_path_is_one_line_naming_node_and_the_skip(tmp_path: Path) -> None:
     # Called as the hook calls it, with this machine's node made unreachable.
-    done = run_python(HOOK_CALL, cwd=REPO, env=_clean_env(tmp_path, PYTHONPATH=str(REPO)))
+    done = run_python(HOOK_CALL, cwd=REPO, env=clean_env(tmp_path, PYTHONPATH=str(REPO)))
     assert done.returncode == 1
     assert done.stdout == ""
     assert done.stderr == (
@@ -190,7 +113,7 @@ def _call_the_hook_function(
     tmp: Path, path_dirs: list[Path], **env: str
 ) -> subprocess.CompletedProcess[str]:
     """``build_sidebar`` called as the hook calls it, in ``tmp``, only ``path_dirs`` on PATH."""
-    full_env = _clean_env(tmp, PYTHONPATH=str(REPO), FAKE_JLPM_LOG=str(tmp / "jlpm.log"), **env)
+    full_env = clean_env(tmp, PYTHONPATH=str(REPO), FAKE_JLPM_LOG=str(tmp / "jlpm.log"), **env)
     full_env["PATH"] = os.pathsep.join(map(str, path_dirs))
     return run_python(HOOK_CALL, cwd=tmp, env=full_env)
 
@@ -332,10 +255,10 @@ def test_registry_probe_tells_refused_from_answering(tmp_path: Path) -> None:
 def test_pip_install_with_the_registry_unreachable_fails_in_one_line(tmp_path: Path) -> None:
     """README command 1's ``pip install .`` from a clean clone, npm out of reach: no traceback,
     one line naming the registry and the way to install without the sidebar."""
-    src = _clean_checkout(tmp_path / "clone")
-    env = _clean_env(tmp_path, **_unreachable_registry_env(tmp_path))
+    src = clean_checkout(tmp_path / "clone")
+    env = clean_env(tmp_path, **_unreachable_registry_env(tmp_path))
     registry = env["YARN_NPM_REGISTRY_SERVER"]
-    rc, out = _run(
+    rc, out = run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(tmp_path / "out"), "."],
         cwd=src,
         env=env,
@@ -362,14 +285,14 @@ def _sidebar_files(names: list[str], prefix: str) -> dict[str, str]:
 
 @pytest.mark.slow
 def test_sdist_and_its_wheel_carry_the_prebuilt_sidebar_and_need_no_node(tmp_path: Path) -> None:
-    src = _clean_checkout(tmp_path / "clone")
+    src = clean_checkout(tmp_path / "clone")
     dist = tmp_path / "dist"
 
     # 1. The sdist from a clean clone builds the sidebar (node from the build requirements).
-    rc, out = _run(
+    rc, out = run(
         [sys.executable, "-m", "build", "--sdist", "--outdir", str(dist), "."],
         cwd=src,
-        env=_clean_env(tmp_path),
+        env=clean_env(tmp_path),
     )
     assert rc == 0, out
     assert BUILDING in out
@@ -394,7 +317,7 @@ def test_sdist_and_its_wheel_carry_the_prebuilt_sidebar_and_need_no_node(tmp_pat
     #    any npm download bound to fail. It must take the hook's skip-if-exists path.
     tools = tmp_path / "tools"
     subprocess.run([sys.executable, "-m", "venv", str(tools)], check=True, timeout=120)
-    rc, out = _run(
+    rc, out = run(
         [
             str(tools / "bin" / "python"),
             "-m",
@@ -406,11 +329,11 @@ def test_sdist_and_its_wheel_carry_the_prebuilt_sidebar_and_need_no_node(tmp_pat
             "hatch-jupyter-builder>=0.9",
         ],
         cwd=tmp_path,
-        env=_clean_env(tmp_path),
+        env=clean_env(tmp_path),
     )
     assert rc == 0, out
-    no_node_env = _clean_env(tmp_path, **_unreachable_registry_env(tmp_path))
-    rc, out = _run(
+    no_node_env = clean_env(tmp_path, **_unreachable_registry_env(tmp_path))
+    rc, out = run(
         [
             str(tools / "bin" / "python"),
             "-c",
@@ -423,7 +346,7 @@ def test_sdist_and_its_wheel_carry_the_prebuilt_sidebar_and_need_no_node(tmp_pat
     )
     assert rc == 0, "the no-node build environment can still reach node, npm or jlpm"
     wheels = tmp_path / "wheels"
-    rc, out = _run(
+    rc, out = run(
         [
             str(tools / "bin" / "python"),
             "-m",
@@ -461,7 +384,7 @@ def test_sdist_and_its_wheel_carry_the_prebuilt_sidebar_and_need_no_node(tmp_pat
         assert not [n for n in names if n.endswith((".c", ".so", ".pyd"))]
 
     # 3. The way a user installs the sdist (pip, isolated build environment): still the skip path.
-    rc, out = _run(
+    rc, out = run(
         [
             sys.executable,
             "-m",
