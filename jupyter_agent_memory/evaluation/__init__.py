@@ -48,9 +48,13 @@ from .expectations import (
     ExpectationOutcome,
     FactContains,
     JournalContains,
+    JudgeError,
+    Judgement,
+    LongMemEvalJudge,
     ModelJudge,
     PromptContains,
     ReplyAbstains,
+    ReplyAnswers,
     ReplyContains,
     ReplyJudged,
     ReplyMatches,
@@ -58,6 +62,7 @@ from .expectations import (
     ToolCalled,
 )
 from .longmemeval import (
+    JUDGE_ONLY_TYPES,
     SAMPLE_PATH,
     load_longmemeval,
     load_longmemeval_sample,
@@ -66,6 +71,7 @@ from .longmemeval import (
 from .matrix import MatrixResult, MatrixRun, run_matrix
 from .models import (
     ChatModel,
+    ModelCallRecord,
     ModelResponseError,
     ModelTurn,
     OpenAIChatModel,
@@ -82,7 +88,6 @@ from .models import (
 from .policies import FactsPolicy, JournalPolicy
 from .progress import Progress
 from .records import (
-    ModelCallRecord,
     RetrievalScore,
     SearchRecord,
     SessionRecord,
@@ -92,12 +97,14 @@ from .records import (
 )
 from .results import EvaluationResult
 from .retrieval import Evidence, bm25_rank, mrr, ndcg, recall_all, recall_any, session_recall
-from .runner import BASELINES, EvaluationRunner, SimulatedClock, run_scenario
-from .scenario import Scenario, Session, parse_date
+from .runner import BASELINES, EvaluationRunner, SimulatedClock, default_toolset, run_scenario
+from .scenario import CLOSING_TURN, Scenario, Session, parse_date
 
 __all__ = [
     "ABSTAIN_PATTERNS",
     "BASELINES",
+    "CLOSING_TURN",
+    "JUDGE_ONLY_TYPES",
     "ChatModel",
     "Check",
     "EvaluationResult",
@@ -110,6 +117,9 @@ __all__ = [
     "FactsPolicy",
     "JournalContains",
     "JournalPolicy",
+    "JudgeError",
+    "Judgement",
+    "LongMemEvalJudge",
     "MatrixResult",
     "MatrixRun",
     "ModelCallRecord",
@@ -120,6 +130,7 @@ __all__ = [
     "Progress",
     "PromptContains",
     "ReplyAbstains",
+    "ReplyAnswers",
     "ReplyContains",
     "ReplyJudged",
     "ReplyMatches",
@@ -141,6 +152,7 @@ __all__ = [
     "bm25_rank",
     "call_tool",
     "count_facts",
+    "default_toolset",
     "journal",
     "leave_one_fact_out",
     "load_longmemeval",

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ChatModel",
+    "ModelCallRecord",
     "ModelResponseError",
     "ModelTurn",
     "OpenAIChatModel",
@@ -40,7 +42,9 @@ __all__ = [
     "ScriptContext",
     "ScriptedModel",
     "ToolCall",
+    "call_model",
     "call_tool",
+    "error_line",
     "journal",
     "known_facts",
     "recall",
@@ -85,10 +89,114 @@ class ModelTurn:
     is any; the runner estimates it otherwise."""
     finish_reason: str = ""
     """Why the model stopped (``stop``, ``tool_calls``, ``length``...), when it says."""
+    retries: int = 0
+    """Attempts that failed and were retried before this answer came."""
+    retry_errors: list[str] = field(default_factory=list)
+    """One line per retried attempt: what went wrong with it."""
+    cached: bool = False
+    """True when the answer came from a request cache (``CachedModel``), not the model."""
 
 
 class ModelResponseError(RuntimeError):
-    """The endpoint answered, but not with something a turn can be made of (no choices...)."""
+    """The endpoint answered, but not with something a turn can be made of (no choices, a
+    body that is not a chat completion...)."""
+
+
+@dataclass
+class ModelCallRecord:
+    """One call of a model's ``complete``: the agent's, or a judge's. Failed calls too."""
+
+    input_tokens: int
+    """Prompt tokens: the model's reported usage, else an estimate (4 characters a token)."""
+    output_tokens: int
+    """Completion tokens, reported or estimated the same way (0 for a failed call)."""
+    estimated: bool
+    """True when the model reported no usage and the counts are estimates."""
+    latency_s: float
+    """Wall-clock seconds the call took, retries and their waits included."""
+    finish_reason: str = ""
+    """As reported (``stop``, ``tool_calls``, ``length``...); ``''`` when unknown."""
+    error: str = ""
+    """For a call that failed: the exception's class and message, on one line."""
+    retries: int = 0
+    """Attempts that failed and were retried within this call."""
+    retry_errors: list[str] = field(default_factory=list)
+    """What went wrong with each retried attempt."""
+    role: str = "agent"
+    """``agent`` (the model being evaluated) or ``judge`` (grading an answer)."""
+    cached: bool = False
+    """True when the answer came from a request cache and cost no model time."""
+
+
+def error_line(error: BaseException) -> str:
+    """``ClassName: message`` on one line, for records and tables."""
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _estimate_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
+    from ..engine.prompt import approx_tokens
+
+    return approx_tokens(json.dumps(list(messages), ensure_ascii=False))
+
+
+def _reply_tokens(turn: ModelTurn) -> int:
+    from ..engine.prompt import approx_tokens
+
+    text = turn.text or ""
+    text += "".join(call.name + call.arguments_json() for call in turn.tool_calls)
+    return approx_tokens(text)
+
+
+def call_model(
+    model: Any,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    calls: list[ModelCallRecord],
+    *,
+    role: str = "agent",
+) -> ModelTurn:
+    """``model.complete(messages, tools)``, with one ``ModelCallRecord`` appended to ``calls``
+    whatever happens: a call that raises is recorded with its time, error and retries (read
+    from the exception's ``retries`` and ``retry_errors`` attributes, which
+    ``OpenAIChatModel`` sets), then the exception propagates."""
+    started = time.perf_counter()
+    try:
+        turn = model.complete(messages, tools)
+        if not isinstance(turn, ModelTurn):
+            raise TypeError(f"model.complete must return a ModelTurn, got {turn!r}")
+    except Exception as exc:
+        calls.append(
+            ModelCallRecord(
+                input_tokens=_estimate_tokens(messages),
+                output_tokens=0,
+                estimated=True,
+                latency_s=time.perf_counter() - started,
+                error=error_line(exc),
+                retries=int(getattr(exc, "retries", 0) or 0),
+                retry_errors=[str(line) for line in getattr(exc, "retry_errors", ()) or ()],
+                role=role,
+            )
+        )
+        raise
+    usage = turn.usage or {}
+    reported = isinstance(usage.get("prompt_tokens"), int)
+    calls.append(
+        ModelCallRecord(
+            input_tokens=usage["prompt_tokens"] if reported else _estimate_tokens(messages),
+            output_tokens=(
+                int(usage.get("completion_tokens") or 0) if reported else _reply_tokens(turn)
+            ),
+            estimated=not reported,
+            latency_s=time.perf_counter() - started,
+            finish_reason=turn.finish_reason or "",
+            retries=turn.retries,
+            retry_errors=list(turn.retry_errors),
+            role=role,
+            cached=turn.cached,
+        )
+    )
+    return turn
 
 
 @runtime_checkable
@@ -350,8 +458,19 @@ class OpenAIChatModel:
 
     ``base_url`` (e.g. ``http://localhost:11434/v1``), ``api_key`` and ``model`` are passed to
     ``openai.OpenAI``; ``None`` lets the client read ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``.
-    Extra keyword arguments (``temperature``, ``max_tokens``...) go to every
+    Extra keyword arguments (``temperature``, ``max_tokens``, ``seed``...) go to every
     ``chat.completions.create`` call. Needs the ``[eval]`` extra.
+
+    ``tool_choice`` (default ``"auto"``) is sent whenever tools are: local servers such as
+    llama-cpp-python ignore the tools without it. ``None`` leaves it out.
+
+    Retries are this class's own, not the client's, so none is invisible: a connection error,
+    a timeout, HTTP 408, 409, 429 or 5xx is retried up to ``max_retries`` times, waiting
+    ``retry_wait`` seconds, doubled after each attempt. The answer's ``ModelTurn.retries``
+    and ``retry_errors`` say what happened; a call that still fails raises the last error
+    with ``retries`` and ``retry_errors`` attributes set, and the runner records both. On a
+    local CPU server use ``max_retries=0`` and a long ``timeout``: a retry of a request that
+    timed out sends the same slow request again.
     """
 
     def __init__(
@@ -362,6 +481,8 @@ class OpenAIChatModel:
         *,
         timeout: float = 120.0,
         max_retries: int = 2,
+        retry_wait: float = 0.5,
+        tool_choice: str | None = "auto",
         **create_kwargs: Any,
     ) -> None:
         try:
@@ -370,22 +491,78 @@ class OpenAIChatModel:
             raise ImportError(
                 f"OpenAIChatModel needs the 'openai' package: {EVAL_INSTALL_HINT}"
             ) from exc
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise ValueError(f"max_retries must be a whole number, 0 or more, got {max_retries!r}")
         self.model = model
         self.name = f"openai:{model}"
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.retry_wait = retry_wait
+        self.tool_choice = tool_choice
         self.create_kwargs = create_kwargs
         self.client = openai.OpenAI(
-            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
+            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0
         )
+
+    def spec(self) -> dict[str, Any]:
+        """Everything needed to make this model again, except the API key (see ``rerun``)."""
+        return {
+            "kind": "openai",
+            "base_url": str(self.client.base_url),
+            "model": self.model,
+            "timeout": self.timeout,
+            "max_retries": self.max_retries,
+            "retry_wait": self.retry_wait,
+            "tool_choice": self.tool_choice,
+            "create_kwargs": dict(self.create_kwargs),
+        }
+
+    def _create(self, kwargs: dict[str, Any]) -> Any:
+        """One request; the parsed completion, or ``ModelResponseError`` for a body that is
+        not JSON (a proxy's HTML error page, say), quoting its start."""
+        raw = self.client.chat.completions.with_raw_response.create(**kwargs)
+        kind = raw.headers.get("content-type", "")
+        if "json" not in kind.lower():
+            body = " ".join(raw.text.split())
+            raise ModelResponseError(
+                f"{self.name}: the endpoint answered HTTP {raw.status_code} with "
+                f"{kind or 'no content type'}, not a chat completion: {body[:200]!r}"
+            )
+        return raw.parse()
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelTurn:
         """Send the conversation to the endpoint and convert its first choice."""
+        import openai
+
         kwargs = dict(self.create_kwargs)
         if tools:
             kwargs["tools"] = tools
+            if self.tool_choice is not None:
+                kwargs.setdefault("tool_choice", self.tool_choice)
         # The runner builds messages as plain dicts in the Chat Completions shape; the SDK
         # declares one TypedDict per role, which a dict built at run time cannot be shown to be.
         sent = cast("list[ChatCompletionMessageParam]", messages)
-        response = self.client.chat.completions.create(model=self.model, messages=sent, **kwargs)
+        kwargs.update(model=self.model, messages=sent)
+        retry_errors: list[str] = []
+        while True:
+            try:
+                response = self._create(kwargs)
+                break
+            except (openai.APIConnectionError, openai.APIStatusError) as exc:
+                status = getattr(exc, "status_code", None)
+                retryable = status is None or status in (408, 409, 429) or status >= 500
+                if not retryable or len(retry_errors) >= self.max_retries:
+                    # Read by ``call_model``: the record says how often this call was tried.
+                    setattr(exc, "retries", len(retry_errors))  # noqa: B010
+                    setattr(exc, "retry_errors", retry_errors)  # noqa: B010
+                    raise
+                retry_errors.append(error_line(exc))
+                time.sleep(self.retry_wait * 2 ** (len(retry_errors) - 1))
+        turn = self._turn(response)
+        turn.retries, turn.retry_errors = len(retry_errors), retry_errors
+        return turn
+
+    def _turn(self, response: Any) -> ModelTurn:
         choices = getattr(response, "choices", None) or []
         if not choices:
             raise ModelResponseError(

@@ -40,6 +40,7 @@ from .expectations import (
 from .retrieval import Evidence
 
 __all__ = [
+    "CLOSING_TURN",
     "Expectation",
     "ExpectationOutcome",
     "FactContains",
@@ -50,6 +51,13 @@ __all__ = [
     "SessionState",
     "parse_date",
 ]
+
+CLOSING_TURN = (
+    "(The conversation is over and the user has left. If anything in it is worth "
+    "remembering, save it now with your memory tools; then reply OK.)"
+)
+"""What the runner says after a transcript that ends with the assistant, so the model sees
+that last reply too (``EvaluationRunner(closing_turn=...)``)."""
 
 _LONGMEMEVAL_DATE = re.compile(
     r"^\s*(\d{4})/(\d{1,2})/(\d{1,2})(?:\s*\([A-Za-z]+\))?(?:\s+(\d{1,2}):(\d{2}))?\s*$"
@@ -88,7 +96,7 @@ def parse_date(value: datetime | str) -> datetime:
         ) from None
 
 
-def _transcript(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
+def _transcript(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     result = []
     for number, message in enumerate(messages, 1):
         if not isinstance(message, Mapping):
@@ -100,7 +108,11 @@ def _transcript(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
             )
         if not isinstance(content, str):
             raise TypeError(f"Transcript message {number} content must be a string")
-        result.append({"role": role, "content": content})
+        kept: dict[str, Any] = {"role": role, "content": content}
+        if message.get("has_answer") is True:
+            # Turn-level evidence (LongMemEval's mark): kept for scoring, never sent.
+            kept["has_answer"] = True
+        result.append(kept)
     if not any(message["role"] == "user" for message in result):
         raise ValueError("A transcript needs at least one user message")
     return result
@@ -118,7 +130,7 @@ class Session:
     turns: list[str] = field(default_factory=list)
     expect: list[Expectation] = field(default_factory=list)
     name: str = ""
-    transcript: list[dict[str, str]] | None = None
+    transcript: list[dict[str, Any]] | None = None
     date: datetime | str | None = None
     evidence: Evidence | None = None
     query: str | None = None
@@ -207,7 +219,7 @@ def _expectation_from_dict(data: Any) -> Expectation:
 def _evidence_from_dict(data: Any) -> Evidence:
     if not isinstance(data, Mapping):
         raise ValueError("'evidence' must be an object")
-    unknown = set(data) - {"entries", "texts", "sessions"}
+    unknown = set(data) - {"entries", "texts", "sessions", "turns"}
     if unknown:
         raise ValueError(f"unknown evidence keys {sorted(unknown)}")
     for key, value in data.items():
