@@ -68,8 +68,9 @@ from .longmemeval import (
     load_longmemeval_sample,
     longmemeval_scenario,
 )
-from .matrix import MatrixResult, MatrixRun, run_matrix
+from .matrix import MatrixResult, MatrixRun, rerun, run_matrix
 from .models import (
+    CachedModel,
     ChatModel,
     ModelCallRecord,
     ModelResponseError,
@@ -99,14 +100,17 @@ from .results import EvaluationResult
 from .retrieval import Evidence, bm25_rank, mrr, ndcg, recall_all, recall_any, session_recall
 from .runner import BASELINES, EvaluationRunner, SimulatedClock, default_toolset, run_scenario
 from .scenario import CLOSING_TURN, Scenario, Session, parse_date
+from .stats import Comparison, Interval, bootstrap_interval, paired_comparison
 
 __all__ = [
     "ABSTAIN_PATTERNS",
     "BASELINES",
     "CLOSING_TURN",
+    "CachedModel",
     "JUDGE_ONLY_TYPES",
     "ChatModel",
     "Check",
+    "Comparison",
     "EvaluationResult",
     "EvaluationRunner",
     "Evidence",
@@ -115,6 +119,7 @@ __all__ = [
     "FactAblation",
     "FactContains",
     "FactsPolicy",
+    "Interval",
     "JournalContains",
     "JournalPolicy",
     "JudgeError",
@@ -150,6 +155,7 @@ __all__ = [
     "ToolCalled",
     "TurnRecord",
     "bm25_rank",
+    "bootstrap_interval",
     "call_tool",
     "count_facts",
     "default_toolset",
@@ -160,11 +166,13 @@ __all__ = [
     "longmemeval_scenario",
     "mrr",
     "ndcg",
+    "paired_comparison",
     "parse_date",
     "recall",
     "recall_all",
     "recall_any",
     "remember",
+    "rerun",
     "run_matrix",
     "run_scenario",
     "run_scores",

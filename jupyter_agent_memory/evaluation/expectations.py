@@ -135,6 +135,20 @@ class Expectation:
         """Whether the positive form holds in ``state``, and a detail explaining why not."""
         raise NotImplementedError
 
+    def to_dict(self) -> dict[str, Any]:
+        """This expectation as plain data (``Scenario.from_dict``'s keys). One that cannot be
+        written as data (a custom check, a judge function) gives ``{"custom": ...}``, and
+        ``rerun`` then needs the scenarios given again."""
+        return {"custom": self.describe()}
+
+    def _with_flags(self, data: dict[str, Any]) -> dict[str, Any]:
+        if not self.present:
+            data["present"] = False
+        turn = getattr(self, "turn", -1)
+        if turn != -1:
+            data["turn"] = turn
+        return data
+
     def check(self, state: SessionState) -> ExpectationOutcome:
         """Check the expectation (honouring ``present``) and return its outcome.
 
@@ -182,6 +196,10 @@ class FactContains(Expectation):
     text: str
     present: bool = True
 
+    def to_dict(self) -> dict[str, Any]:
+        """See ``Expectation.to_dict``."""
+        return self._with_flags({"fact": self.text})
+
     def describe(self) -> str:
         """See ``Expectation.describe``."""
         return f"FACT.md {_verb(self.present, 'contains', 'does not contain')} {self.text!r}"
@@ -208,6 +226,15 @@ class JournalContains(Expectation):
     def __post_init__(self) -> None:
         if self.text is None and self.tag is None:
             raise ValueError("JournalContains needs 'text', 'tag' or both")
+
+    def to_dict(self) -> dict[str, Any]:
+        """See ``Expectation.to_dict``."""
+        data: dict[str, Any] = {}
+        if self.text is not None:
+            data["journal"] = self.text
+        if self.tag is not None:
+            data["tag"] = self.tag
+        return self._with_flags(data)
 
     def describe(self) -> str:
         """See ``Expectation.describe``."""
@@ -245,6 +272,10 @@ class PromptContains(Expectation):
 
     text: str
     present: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        """See ``Expectation.to_dict``."""
+        return self._with_flags({"prompt": self.text})
 
     def describe(self) -> str:
         """See ``Expectation.describe``."""
@@ -304,6 +335,10 @@ class ReplyContains(Expectation):
     present: bool = True
     scorer: ClassVar[str] = "substring"
 
+    def to_dict(self) -> dict[str, Any]:
+        """See ``Expectation.to_dict``."""
+        return self._with_flags({"reply": self.text})
+
     def describe(self) -> str:
         """See ``Expectation.describe``."""
         verb = _verb(self.present, "contains", "does not contain")
@@ -332,6 +367,10 @@ class ReplyMatches(Expectation):
             re.compile(self.pattern)
         except re.error as exc:
             raise ValueError(f"ReplyMatches: invalid pattern {self.pattern!r}: {exc}") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        """See ``Expectation.to_dict``."""
+        return self._with_flags({"reply_matches": self.pattern})
 
     def describe(self) -> str:
         """See ``Expectation.describe``."""
@@ -370,6 +409,12 @@ class ReplyAbstains(Expectation):
     patterns: tuple[str, ...] = ABSTAIN_PATTERNS
     present: bool = True
     scorer: ClassVar[str] = "abstain-patterns"
+
+    def to_dict(self) -> dict[str, Any]:
+        """See ``Expectation.to_dict``."""
+        if self.patterns != ABSTAIN_PATTERNS:
+            return {"custom": self.describe()}
+        return self._with_flags({"abstains": True})
 
     def describe(self) -> str:
         """See ``Expectation.describe``."""
@@ -448,6 +493,10 @@ class ReplyAnswers(Expectation):
             raise ValueError(
                 f"ReplyAnswers: the answer {self.answer!r} has no word or number to match"
             )
+
+    def to_dict(self) -> dict[str, Any]:
+        """See ``Expectation.to_dict``."""
+        return self._with_flags({"answers": self.answer})
 
     def describe(self) -> str:
         """See ``Expectation.describe``."""
@@ -627,6 +676,50 @@ class LongMemEvalJudge(ModelJudge):
         return "yes" in said.lower()
 
 
+def judge_spec(judge: Any) -> dict[str, Any]:
+    """A judge as plain data: its kind and its model's spec (``model_spec``); a function
+    judge is named only (``rerun(judges={name: function})`` supplies it again)."""
+    from .models import model_spec
+
+    if isinstance(judge, LongMemEvalJudge):
+        return {"kind": judge.kind, "model": model_spec(judge.model)}
+    if isinstance(judge, ModelJudge):
+        return {
+            "kind": judge.kind,
+            "model": model_spec(judge.model),
+            "prompt": judge.prompt,
+            "abstention_prompt": judge.abstention_prompt,
+        }
+    return {"kind": "function", "name": str(getattr(judge, "__name__", type(judge).__name__))}
+
+
+def judge_from_spec(spec: dict[str, Any], judges: Mapping[str, Any] | None = None) -> Any:
+    """The judge ``judge_spec`` described: rebuilt from its model's spec, or looked up by
+    name (its model's name, or the function's) in ``judges``; ``ValueError`` otherwise."""
+    from .models import model_from_spec
+
+    judges = judges or {}
+    kind = spec.get("kind")
+    if kind == "function":
+        name = str(spec.get("name"))
+        if name not in judges:
+            raise ValueError(f"the judge function {name!r} must be given again: judges={{...}}")
+        return judges[name]
+    model_data = spec.get("model") or {}
+    model = judges.get(str(model_data.get("name")))
+    if model is None:
+        model = model_from_spec(model_data)
+    if model is None:
+        raise ValueError(
+            f"the judge model {model_data.get('name')!r} cannot be rebuilt from the export: "
+            "give it again with judges={name: model}"
+        )
+    if kind == LongMemEvalJudge.kind:
+        return LongMemEvalJudge(model)
+    return ModelJudge(model, spec.get("prompt", JUDGE_PROMPT),
+                      spec.get("abstention_prompt", ABSTENTION_JUDGE_PROMPT))
+
+
 Judge = Callable[[str, str, str], "bool | tuple[bool, str]"]
 
 
@@ -666,6 +759,17 @@ class ReplyJudged(Expectation):
         judge = self._judge
         name = getattr(judge, "name", None) or getattr(judge, "__name__", None)
         return str(name or type(judge).__name__)
+
+    def to_dict(self) -> dict[str, Any]:
+        """See ``Expectation.to_dict``: the judge as its spec (``judge_spec``)."""
+        data: dict[str, Any] = {"judged": self.answer, "judge": judge_spec(self._judge)}
+        if self.question is not None:
+            data["question"] = self.question
+        if self.question_type is not None:
+            data["question_type"] = self.question_type
+        if self.abstention:
+            data["abstention"] = True
+        return self._with_flags(data)
 
     def describe(self) -> str:
         """See ``Expectation.describe``."""
@@ -758,6 +862,15 @@ class ToolCalled(Expectation):
     arguments: Mapping[str, Any] = field(default_factory=dict)
     ok: bool | None = None
     present: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        """See ``Expectation.to_dict``."""
+        data: dict[str, Any] = {"tool": self.name, "action": self.action}
+        if self.arguments:
+            data["arguments"] = dict(self.arguments)
+        if self.ok is not None:
+            data["ok"] = self.ok
+        return self._with_flags(data)
 
     def describe(self) -> str:
         """See ``Expectation.describe``."""

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam
 
 __all__ = [
+    "CachedModel",
     "ChatModel",
     "ModelCallRecord",
     "ModelResponseError",
@@ -208,6 +209,127 @@ class ChatModel(Protocol):
     ) -> ModelTurn:  # pragma: no cover - protocol
         """Answer the conversation ``messages``, optionally calling some of ``tools``."""
         ...
+
+
+# ------------------------------------------------------------------------------ the cache
+
+
+class CachedModel:
+    """``model`` behind an on-disk cache of its answers, keyed by request.
+
+    The key is the SHA-256 of ``key`` (default: the model's name), the model's spec, the
+    messages and the tools, as canonical JSON; only successful answers are kept, one file
+    each under ``folder`` (``ab/abcdef....json``, written whole or not at all), so threads,
+    processes and Dask workers may share the folder. An answer from the cache has
+    ``ModelTurn.cached`` set and costs no model time. Opt-in: ``run_matrix(cache=...)``.
+    """
+
+    def __init__(self, model: Any, folder: str | Any, *, key: str = "") -> None:
+        if not callable(getattr(model, "complete", None)):
+            raise TypeError(f"CachedModel needs a model with complete(), got {model!r}")
+        from pathlib import Path
+
+        self.model = model
+        self.folder = Path(folder)
+        self.name = str(getattr(model, "name", None) or type(model).__name__)
+        self.key = key or self.name
+        self.hits = 0
+        self.misses = 0
+
+    def spec(self) -> dict[str, Any]:
+        """The wrapped model's spec: caching does not change what a model is."""
+        inner = model_spec(self.model)
+        return {k: v for k, v in inner.items() if k not in ("name", "rebuild")}
+
+    def _path(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+        import hashlib
+
+        request = {
+            "key": self.key,
+            "model": model_spec(self.model),
+            "messages": messages,
+            "tools": tools,
+        }
+        text = json.dumps(request, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        return self.folder / digest[:2] / f"{digest}.json"
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelTurn:
+        """The cached answer to this request, or the model's (then cached)."""
+        import os
+
+        path = self._path(messages, tools)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = None
+        if isinstance(data, dict):
+            self.hits += 1
+            return ModelTurn(
+                text=data["text"],
+                tool_calls=[ToolCall(c["name"], c["arguments"], c["id"]) for c in data["calls"]],
+                usage=data["usage"],
+                finish_reason=data["finish_reason"],
+                cached=True,
+            )
+        self.misses += 1
+        turn = self.model.complete(messages, tools)
+        record = {
+            "text": turn.text,
+            "calls": [{"name": c.name, "arguments": c.arguments, "id": c.id}
+                      for c in turn.tool_calls],
+            "usage": turn.usage,
+            "finish_reason": turn.finish_reason,
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.name}.{os.getpid()}.{id(turn)}.partial")
+        partial.write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
+        os.replace(partial, path)
+        return turn
+
+
+# ------------------------------------------------------------------------------ model specs
+
+
+def model_spec(model: Any) -> dict[str, Any]:
+    """A model as plain data, for exports: ``model.spec()`` when it has one (the shipped
+    policies and ``OpenAIChatModel`` do), else its name and class, marked
+    ``"rebuild": false`` (``rerun`` then needs the model given again)."""
+    name = str(getattr(model, "name", None) or type(model).__name__)
+    spec = getattr(model, "spec", None)
+    if callable(spec):
+        return {"name": name, **spec(), "rebuild": True}
+    kind = f"{type(model).__module__}.{type(model).__qualname__}"
+    return {"name": name, "kind": kind, "rebuild": False}
+
+
+def model_from_spec(spec: dict[str, Any], *, api_key: str | None = None) -> Any:
+    """The model ``model_spec`` described, or None when it cannot be rebuilt from data.
+
+    An ``OpenAIChatModel`` gets ``api_key`` (default: the client reads ``OPENAI_API_KEY``):
+    keys are never exported.
+    """
+    if not spec.get("rebuild"):
+        return None
+    kind = spec.get("kind")
+    if kind == "openai":
+        return OpenAIChatModel(
+            spec["base_url"],
+            api_key,
+            spec["model"],
+            timeout=spec["timeout"],
+            max_retries=spec["max_retries"],
+            retry_wait=spec["retry_wait"],
+            tool_choice=spec["tool_choice"],
+            **spec.get("create_kwargs", {}),
+        )
+    from .policies import FactsPolicy, JournalPolicy
+
+    if kind == "facts-policy":
+        return FactsPolicy(spec["name"])
+    if kind == "journal-policy":
+        return JournalPolicy(spec["name"], limit=spec["limit"])
+    return None
 
 
 # --------------------------------------------------------------------------- scripted model

@@ -80,6 +80,10 @@ class FactsPolicy:
     def __init__(self, name: str = "facts") -> None:
         self.name = name
 
+    def spec(self) -> dict[str, Any]:
+        """What ``model_from_spec`` rebuilds this policy from."""
+        return {"kind": "facts-policy"}
+
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelTurn:
         """Answer the last user turn (see the module docstring)."""
         user, system, _results, called = _conversation(messages)
@@ -117,6 +121,10 @@ class JournalPolicy:
     def __init__(self, name: str = "journal", limit: int = 5) -> None:
         self.name = name
         self.limit = limit
+
+    def spec(self) -> dict[str, Any]:
+        """What ``model_from_spec`` rebuilds this policy from."""
+        return {"kind": "journal-policy", "limit": self.limit}
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelTurn:
         """Answer the last user turn (see the module docstring)."""
