@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .models import ModelCallRecord, call_model
+from .models import ModelCallRecord, call_model, model_spec
 
 if TYPE_CHECKING:
     from .records import SearchRecord, ToolCallRecord, TurnRecord
@@ -679,8 +679,6 @@ class LongMemEvalJudge(ModelJudge):
 def judge_spec(judge: Any) -> dict[str, Any]:
     """A judge as plain data: its kind and its model's spec (``model_spec``); a function
     judge is named only (``rerun(judges={name: function})`` supplies it again)."""
-    from .models import model_spec
-
     if isinstance(judge, LongMemEvalJudge):
         return {"kind": judge.kind, "model": model_spec(judge.model)}
     if isinstance(judge, ModelJudge):
@@ -691,33 +689,6 @@ def judge_spec(judge: Any) -> dict[str, Any]:
             "abstention_prompt": judge.abstention_prompt,
         }
     return {"kind": "function", "name": str(getattr(judge, "__name__", type(judge).__name__))}
-
-
-def judge_from_spec(spec: dict[str, Any], judges: Mapping[str, Any] | None = None) -> Any:
-    """The judge ``judge_spec`` described: rebuilt from its model's spec, or looked up by
-    name (its model's name, or the function's) in ``judges``; ``ValueError`` otherwise."""
-    from .models import model_from_spec
-
-    judges = judges or {}
-    kind = spec.get("kind")
-    if kind == "function":
-        name = str(spec.get("name"))
-        if name not in judges:
-            raise ValueError(f"the judge function {name!r} must be given again: judges={{...}}")
-        return judges[name]
-    model_data = spec.get("model") or {}
-    model = judges.get(str(model_data.get("name")))
-    if model is None:
-        model = model_from_spec(model_data)
-    if model is None:
-        raise ValueError(
-            f"the judge model {model_data.get('name')!r} cannot be rebuilt from the export: "
-            "give it again with judges={name: model}"
-        )
-    if kind == LongMemEvalJudge.kind:
-        return LongMemEvalJudge(model)
-    return ModelJudge(model, spec.get("prompt", JUDGE_PROMPT),
-                      spec.get("abstention_prompt", ABSTENTION_JUDGE_PROMPT))
 
 
 Judge = Callable[[str, str, str], "bool | tuple[bool, str]"]

@@ -440,7 +440,7 @@ def rerun(
     ``cache``, ``progress``...) go to ``run_matrix``. With deterministic models every number
     but latency comes out the same (``MatrixResult.reproduces``).
     """
-    from .models import model_from_spec
+    from .specs import model_from_spec
 
     if not isinstance(matrix, MatrixResult):
         matrix = MatrixResult.load(matrix)

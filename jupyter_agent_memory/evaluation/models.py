@@ -55,6 +55,13 @@ __all__ = [
 
 EVAL_INSTALL_HINT = 'pip install "jupyter-agent-memory[eval]"'
 
+CLOSING_TURN = (
+    "(The conversation is over and the user has left. If anything in it is worth "
+    "remembering, save it now with your memory tools; then reply OK.)"
+)
+"""What the runner says after a transcript that ends with the assistant, so the model sees
+that last reply too (``EvaluationRunner(closing_turn=...)``)."""
+
 
 def arguments_text(arguments: dict[str, Any] | str) -> str:
     """Tool-call arguments as compact JSON; raw text (a model's unparsable JSON) unchanged."""
@@ -301,35 +308,6 @@ def model_spec(model: Any) -> dict[str, Any]:
         return {"name": name, **spec(), "rebuild": True}
     kind = f"{type(model).__module__}.{type(model).__qualname__}"
     return {"name": name, "kind": kind, "rebuild": False}
-
-
-def model_from_spec(spec: dict[str, Any], *, api_key: str | None = None) -> Any:
-    """The model ``model_spec`` described, or None when it cannot be rebuilt from data.
-
-    An ``OpenAIChatModel`` gets ``api_key`` (default: the client reads ``OPENAI_API_KEY``):
-    keys are never exported.
-    """
-    if not spec.get("rebuild"):
-        return None
-    kind = spec.get("kind")
-    if kind == "openai":
-        return OpenAIChatModel(
-            spec["base_url"],
-            api_key,
-            spec["model"],
-            timeout=spec["timeout"],
-            max_retries=spec["max_retries"],
-            retry_wait=spec["retry_wait"],
-            tool_choice=spec["tool_choice"],
-            **spec.get("create_kwargs", {}),
-        )
-    from .policies import FactsPolicy, JournalPolicy
-
-    if kind == "facts-policy":
-        return FactsPolicy(spec["name"])
-    if kind == "journal-policy":
-        return JournalPolicy(spec["name"], limit=spec["limit"])
-    return None
 
 
 # --------------------------------------------------------------------------- scripted model

@@ -26,8 +26,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .models import ModelTurn, ToolCall, known_facts, offered_name
-from .scenario import CLOSING_TURN
+from .models import CLOSING_TURN, ModelTurn, ToolCall, known_facts, offered_name
 
 __all__ = ["FactsPolicy", "JournalPolicy", "keywords"]
 

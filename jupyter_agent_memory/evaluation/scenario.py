@@ -38,8 +38,8 @@ from .expectations import (
     ReplyMatches,
     SessionState,
     ToolCalled,
-    judge_from_spec,
 )
+from .models import CLOSING_TURN
 from .retrieval import Evidence
 
 __all__ = [
@@ -54,13 +54,6 @@ __all__ = [
     "SessionState",
     "parse_date",
 ]
-
-CLOSING_TURN = (
-    "(The conversation is over and the user has left. If anything in it is worth "
-    "remembering, save it now with your memory tools; then reply OK.)"
-)
-"""What the runner says after a transcript that ends with the assistant, so the model sees
-that last reply too (``EvaluationRunner(closing_turn=...)``)."""
 
 _LONGMEMEVAL_DATE = re.compile(
     r"^\s*(\d{4})/(\d{1,2})/(\d{1,2})(?:\s*\([A-Za-z]+\))?(?:\s+(\d{1,2}):(\d{2}))?\s*$"
@@ -215,6 +208,8 @@ def _expectation_from_dict(data: Any, judges: Mapping[str, Any] | None = None) -
     if "answers" in data:
         return ReplyAnswers(str(data["answers"]), turn=turn, present=present)
     if "judged" in data:
+        from .specs import judge_from_spec
+
         spec = data.get("judge")
         if not isinstance(spec, Mapping):
             raise ValueError(f"Expectation {dict(data)!r}: 'judge' must be a judge's spec")

@@ -229,7 +229,7 @@ class ScriptedJudge:
 
 
 def test_an_export_is_enough_to_run_the_experiment_again(tmp_path):
-    scenarios = load_longmemeval_sample(judge=ScriptedJudge())
+    scenarios = load_longmemeval_sample(judge=ScriptedJudge())[:3]
     matrix = run_matrix(
         {"facts": FactsPolicy(), "journal": JournalPolicy()},
         scenarios,
