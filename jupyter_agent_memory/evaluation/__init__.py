@@ -48,9 +48,13 @@ from .expectations import (
     ExpectationOutcome,
     FactContains,
     JournalContains,
+    JudgeError,
+    Judgement,
+    LongMemEvalJudge,
     ModelJudge,
     PromptContains,
     ReplyAbstains,
+    ReplyAnswers,
     ReplyContains,
     ReplyJudged,
     ReplyMatches,
@@ -58,14 +62,17 @@ from .expectations import (
     ToolCalled,
 )
 from .longmemeval import (
+    JUDGE_ONLY_TYPES,
     SAMPLE_PATH,
     load_longmemeval,
     load_longmemeval_sample,
     longmemeval_scenario,
 )
-from .matrix import MatrixResult, MatrixRun, run_matrix
+from .matrix import MatrixResult, MatrixRun, rerun, run_matrix
 from .models import (
+    CachedModel,
     ChatModel,
+    ModelCallRecord,
     ModelResponseError,
     ModelTurn,
     OpenAIChatModel,
@@ -82,7 +89,6 @@ from .models import (
 from .policies import FactsPolicy, JournalPolicy
 from .progress import Progress
 from .records import (
-    ModelCallRecord,
     RetrievalScore,
     SearchRecord,
     SessionRecord,
@@ -92,14 +98,19 @@ from .records import (
 )
 from .results import EvaluationResult
 from .retrieval import Evidence, bm25_rank, mrr, ndcg, recall_all, recall_any, session_recall
-from .runner import BASELINES, EvaluationRunner, SimulatedClock, run_scenario
-from .scenario import Scenario, Session, parse_date
+from .runner import BASELINES, EvaluationRunner, SimulatedClock, default_toolset, run_scenario
+from .scenario import CLOSING_TURN, Scenario, Session, parse_date
+from .stats import Comparison, Interval, bootstrap_interval, paired_comparison
 
 __all__ = [
     "ABSTAIN_PATTERNS",
     "BASELINES",
+    "CLOSING_TURN",
+    "CachedModel",
+    "JUDGE_ONLY_TYPES",
     "ChatModel",
     "Check",
+    "Comparison",
     "EvaluationResult",
     "EvaluationRunner",
     "Evidence",
@@ -108,8 +119,12 @@ __all__ = [
     "FactAblation",
     "FactContains",
     "FactsPolicy",
+    "Interval",
     "JournalContains",
     "JournalPolicy",
+    "JudgeError",
+    "Judgement",
+    "LongMemEvalJudge",
     "MatrixResult",
     "MatrixRun",
     "ModelCallRecord",
@@ -120,6 +135,7 @@ __all__ = [
     "Progress",
     "PromptContains",
     "ReplyAbstains",
+    "ReplyAnswers",
     "ReplyContains",
     "ReplyJudged",
     "ReplyMatches",
@@ -139,8 +155,10 @@ __all__ = [
     "ToolCalled",
     "TurnRecord",
     "bm25_rank",
+    "bootstrap_interval",
     "call_tool",
     "count_facts",
+    "default_toolset",
     "journal",
     "leave_one_fact_out",
     "load_longmemeval",
@@ -148,11 +166,13 @@ __all__ = [
     "longmemeval_scenario",
     "mrr",
     "ndcg",
+    "paired_comparison",
     "parse_date",
     "recall",
     "recall_all",
     "recall_any",
     "remember",
+    "rerun",
     "run_matrix",
     "run_scenario",
     "run_scores",

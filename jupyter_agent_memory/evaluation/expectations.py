@@ -7,23 +7,34 @@ holds. Every one takes ``present=False`` to assert the opposite; text matching i
 Memory files and prompt
     ``FactContains``, ``JournalContains``, ``PromptContains``.
 What the agent said
-    ``ReplyContains`` (a substring), ``ReplyMatches`` (a regular expression), ``ReplyAbstains``
-    (the reply declines to answer), ``ReplyJudged`` (a judge decides: any model object or a
-    function, for free-form answers). Reply checks look at the replies of the session's turns;
-    ``turn=`` picks one (``-1`` is the last, the default), ``turn=None`` accepts any.
+    ``ReplyAnswers`` (the answer's words and numbers, as whole tokens: the default answer
+    check), ``ReplyContains`` (a substring), ``ReplyMatches`` (a regular expression),
+    ``ReplyAbstains`` (the reply declines to answer), ``ReplyJudged`` (a judge decides: a
+    ``LongMemEvalJudge``, a ``ModelJudge``, any model object or a function, for free-form
+    answers). Reply checks look at the replies of the session's turns; ``turn=`` picks one
+    (``-1`` is the last, the default), ``turn=None`` accepts any. Each outcome names the rule
+    that scored it (``ExpectationOutcome.scorer``).
 What the agent did
     ``ToolCalled`` (a call with a given tool name, action and arguments was made).
 Anything else
     ``Check(function, description)`` calls ``function(state)``, which returns a bool or
     ``(bool, detail)``; or subclass ``Expectation``.
+
+A check that cannot run (a judge whose endpoint is down, a judge reply with no verdict, a
+bug in a custom check) is an error of the run, never a verdict: its outcome carries
+``error``, the session counts it in ``errors`` and leaves it out of ``pass_rate``.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from .models import ModelCallRecord, call_model, model_spec
 
 if TYPE_CHECKING:
     from .records import SearchRecord, ToolCallRecord, TurnRecord
@@ -35,9 +46,14 @@ __all__ = [
     "ExpectationOutcome",
     "FactContains",
     "JournalContains",
+    "JudgeError",
+    "Judgement",
+    "LONGMEMEVAL_JUDGE_PATH",
+    "LongMemEvalJudge",
     "ModelJudge",
     "PromptContains",
     "ReplyAbstains",
+    "ReplyAnswers",
     "ReplyContains",
     "ReplyJudged",
     "ReplyMatches",
@@ -60,6 +76,11 @@ class SessionState:
     """Every turn of the session: user text, reply, tool calls with their results, errors."""
     searches: Sequence[SearchRecord] = ()
     """Every journal search the agent made in the session, with the entry ids it got back."""
+    closing: TurnRecord | None = None
+    """The closing turn of a transcript session, when there was one (its reply is not one of
+    ``replies``; its tool calls are in ``tool_calls``)."""
+    judge_calls: list[ModelCallRecord] = field(default_factory=list, compare=False)
+    """Where judges record the model calls they make while checking this session."""
 
     @property
     def replies(self) -> list[str]:
@@ -68,8 +89,9 @@ class SessionState:
 
     @property
     def tool_calls(self) -> list[ToolCallRecord]:
-        """Every tool call of the session, in order."""
-        return [call for turn in self.turns for call in turn.tool_calls]
+        """Every tool call of the session, in order (the closing turn's included)."""
+        turns = [*self.turns, self.closing] if self.closing is not None else self.turns
+        return [call for turn in turns for call in turn.tool_calls]
 
 
 @dataclass(frozen=True)
@@ -79,6 +101,14 @@ class ExpectationOutcome:
     description: str
     passed: bool
     detail: str = ""
+    error: str = ""
+    """Set when the check could not run (``passed`` is then False, and it is no verdict)."""
+    scorer: str = ""
+    """The rule that decided: ``token-match``, ``substring``, ``regex``, ``abstain-patterns``,
+    ``judge``, ``longmemeval-judge``... (``''`` for checks of memory files and tool calls)."""
+    judge: dict[str, Any] | None = None
+    """For a judged reply: the judge's name, the model, the exact prompt, what it said and
+    the rule that read the verdict."""
 
 
 def _contains(haystack: str, needle: str) -> bool:
@@ -94,6 +124,8 @@ class Expectation:
     """
 
     present: bool = True
+    scorer: ClassVar[str] = ""
+    """The rule's name, copied into every outcome (``ExpectationOutcome.scorer``)."""
 
     def describe(self) -> str:
         """A short human description, e.g. ``FACT.md contains 'Ada'``."""
@@ -103,27 +135,54 @@ class Expectation:
         """Whether the positive form holds in ``state``, and a detail explaining why not."""
         raise NotImplementedError
 
+    def to_dict(self) -> dict[str, Any]:
+        """This expectation as plain data (``Scenario.from_dict``'s keys). One that cannot be
+        written as data (a custom check, a judge function) gives ``{"custom": ...}``, and
+        ``rerun`` then needs the scenarios given again."""
+        return {"custom": self.describe()}
+
+    def _with_flags(self, data: dict[str, Any]) -> dict[str, Any]:
+        if not self.present:
+            data["present"] = False
+        turn = getattr(self, "turn", -1)
+        if turn != -1:
+            data["turn"] = turn
+        return data
+
     def check(self, state: SessionState) -> ExpectationOutcome:
         """Check the expectation (honouring ``present``) and return its outcome.
 
         An exception raised while checking (a judge whose endpoint is down, a bug in a custom
-        check) makes the outcome a failure whose detail names the exception; it never ends
+        check) makes the outcome an error naming the exception, not a verdict; it never ends
         the run.
         """
+        return self._outcome(state, self.holds)
+
+    def _outcome(
+        self,
+        state: SessionState,
+        holds: Callable[[SessionState], tuple[bool, str]],
+        **extra: Any,
+    ) -> ExpectationOutcome:
+        scorer = extra.pop("scorer", self.scorer)
         try:
-            found, detail = self.holds(state)
+            found, detail = holds(state)
         except NoSuchTurn as exc:
-            return ExpectationOutcome(self.describe(), False, str(exc))
+            return ExpectationOutcome(self.describe(), False, str(exc), scorer=scorer, **extra)
         except Exception as exc:  # one broken check must not lose the session's record
             return ExpectationOutcome(
-                self.describe(), False, f"check raised {type(exc).__name__}: {exc}"
+                self.describe(),
+                False,
+                error=f"check raised {type(exc).__name__}: {exc}",
+                scorer=scorer,
+                **extra,
             )
         passed = found if self.present else not found
         if passed:
             detail = ""
         elif not self.present:
             detail = "found, but it should be absent"
-        return ExpectationOutcome(self.describe(), passed, detail)
+        return ExpectationOutcome(self.describe(), passed, detail, scorer=scorer, **extra)
 
 
 def _verb(present: bool, yes: str, no: str) -> str:
@@ -136,6 +195,10 @@ class FactContains(Expectation):
 
     text: str
     present: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        """See ``Expectation.to_dict``."""
+        return self._with_flags({"fact": self.text})
 
     def describe(self) -> str:
         """See ``Expectation.describe``."""
@@ -163,6 +226,15 @@ class JournalContains(Expectation):
     def __post_init__(self) -> None:
         if self.text is None and self.tag is None:
             raise ValueError("JournalContains needs 'text', 'tag' or both")
+
+    def to_dict(self) -> dict[str, Any]:
+        """See ``Expectation.to_dict``."""
+        data: dict[str, Any] = {}
+        if self.text is not None:
+            data["journal"] = self.text
+        if self.tag is not None:
+            data["tag"] = self.tag
+        return self._with_flags(data)
 
     def describe(self) -> str:
         """See ``Expectation.describe``."""
@@ -200,6 +272,10 @@ class PromptContains(Expectation):
 
     text: str
     present: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        """See ``Expectation.to_dict``."""
+        return self._with_flags({"prompt": self.text})
 
     def describe(self) -> str:
         """See ``Expectation.describe``."""
@@ -257,6 +333,11 @@ class ReplyContains(Expectation):
     text: str
     turn: int | None = -1
     present: bool = True
+    scorer: ClassVar[str] = "substring"
+
+    def to_dict(self) -> dict[str, Any]:
+        """See ``Expectation.to_dict``."""
+        return self._with_flags({"reply": self.text})
 
     def describe(self) -> str:
         """See ``Expectation.describe``."""
@@ -279,12 +360,17 @@ class ReplyMatches(Expectation):
     pattern: str
     turn: int | None = -1
     present: bool = True
+    scorer: ClassVar[str] = "regex"
 
     def __post_init__(self) -> None:
         try:
             re.compile(self.pattern)
         except re.error as exc:
             raise ValueError(f"ReplyMatches: invalid pattern {self.pattern!r}: {exc}") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        """See ``Expectation.to_dict``."""
+        return self._with_flags({"reply_matches": self.pattern})
 
     def describe(self) -> str:
         """See ``Expectation.describe``."""
@@ -322,6 +408,13 @@ class ReplyAbstains(Expectation):
     turn: int | None = -1
     patterns: tuple[str, ...] = ABSTAIN_PATTERNS
     present: bool = True
+    scorer: ClassVar[str] = "abstain-patterns"
+
+    def to_dict(self) -> dict[str, Any]:
+        """See ``Expectation.to_dict``."""
+        if self.patterns != ABSTAIN_PATTERNS:
+            return {"custom": self.describe()}
+        return self._with_flags({"abstains": True})
 
     def describe(self) -> str:
         """See ``Expectation.describe``."""
@@ -336,7 +429,108 @@ class ReplyAbstains(Expectation):
         return False, f"reply was {_quote(replies[-1])}"
 
 
+# ------------------------------------------------------------------------- token match
+
+_UNITS = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen twenty"
+)
+_TENS = "thirty forty fifty sixty seventy eighty ninety"
+_NUMBER_WORDS = {word: str(value) for value, word in enumerate(_UNITS.split())}
+_NUMBER_WORDS.update(
+    {word: str(value) for value, word in zip(range(30, 100, 10), _TENS.split(), strict=True)}
+)
+_NUMBER_WORDS.update({"hundred": "100", "thousand": "1000", "once": "1", "twice": "2"})
+_ARTICLES = frozenset(("a", "an", "the"))
+# A number (thousands commas, decimals, an ordinal suffix) or a run of letters.
+_TOKEN = re.compile(r"(\d+(?:,\d{3})*(?:\.\d+)?)(?:st|nd|rd|th)?|[^\W\d_]+")
+
+
+def answer_tokens(text: str) -> list[str]:
+    """``text`` as the tokens ``ReplyAnswers`` compares: case-folded words and numbers.
+
+    Numbers are compared by value (``1,000`` is ``1000``, ``3.50`` is ``3.5``, ``03`` is
+    ``3``, ``21st`` is ``21``, ``three`` is ``3``); articles (a, an, the) are dropped. One
+    pass over ``text``.
+    """
+    tokens = []
+    for found in _TOKEN.finditer(text.casefold()):
+        number = found.group(1)
+        if number is not None:
+            value = number.replace(",", "")
+            if "." in value:
+                value = value.rstrip("0").rstrip(".")
+            tokens.append(value.lstrip("0") or "0")
+            continue
+        word = found.group(0)
+        if word in _ARTICLES:
+            continue
+        tokens.append(_NUMBER_WORDS.get(word, word))
+    return tokens
+
+
+@dataclass(frozen=True)
+class ReplyAnswers(Expectation):
+    """A reply gives ``answer``: its tokens appear in the reply, in order and next to each
+    other, as whole tokens (see ``answer_tokens``).
+
+    The default answer check of benchmark items without a judge. Unlike a substring it
+    does not pass ``I don't know ... since 2023`` for the answer ``3``, and it passes ``three
+    cats`` for ``3``. Answers that need reasoning to compare (ranges, rubrics, "7 days; 8
+    days is also acceptable") need a judge (``ReplyJudged``). ``turn`` as for
+    ``ReplyContains``.
+    """
+
+    answer: str
+    turn: int | None = -1
+    present: bool = True
+    scorer: ClassVar[str] = "token-match"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.answer, str):
+            raise TypeError(f"ReplyAnswers: the answer must be a string, got {self.answer!r}")
+        if not answer_tokens(self.answer):
+            raise ValueError(
+                f"ReplyAnswers: the answer {self.answer!r} has no word or number to match"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """See ``Expectation.to_dict``."""
+        return self._with_flags({"answers": self.answer})
+
+    def describe(self) -> str:
+        """See ``Expectation.describe``."""
+        verb = _verb(self.present, "gives", "does not give")
+        return f"{_turn_label(self.turn)} {verb} the answer {self.answer!r} (token match)"
+
+    def holds(self, state: SessionState) -> tuple[bool, str]:
+        """See ``Expectation.holds``."""
+        replies = _picked_replies(state, self.turn)
+        # Joined with spaces on both ends, a token sequence is a substring exactly when it
+        # is a run of whole tokens; ``in`` is linear in the reply's length.
+        needle = " " + " ".join(answer_tokens(self.answer)) + " "
+        if any(needle in " " + " ".join(answer_tokens(reply)) + " " for reply in replies):
+            return True, ""
+        return False, f"reply was {_quote(replies[-1])}"
+
+
 # ------------------------------------------------------------------------------- judges
+
+
+class JudgeError(RuntimeError):
+    """A judge could not give a verdict (no text, or text that is neither yes nor no)."""
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One verdict of a model judge, with everything needed to audit it."""
+
+    passed: bool
+    explanation: str
+    record: dict[str, Any]
+    """``judge`` (its name), ``model``, ``prompt`` (the exact text sent), ``said`` (the
+    judge's reply) and ``rule`` (how the verdict was read from it)."""
+
 
 JUDGE_PROMPT = (
     "You grade answers of a chat assistant with long-term memory. Compare the assistant's "
@@ -348,32 +542,153 @@ JUDGE_PROMPT = (
 )
 """The instruction ``ModelJudge`` sends (``str.format`` with question, answer, reply)."""
 
+ABSTENTION_JUDGE_PROMPT = (
+    "You grade answers of a chat assistant with long-term memory. The question cannot be "
+    "answered from what the user ever said; the explanation says why. Say yes when the "
+    "reply declines to answer or says the information is missing or incomplete; say no "
+    "when it gives an answer anyway.\n\n"
+    "Question: {question}\nExplanation: {answer}\nAssistant's reply: {reply}\n\n"
+    "Does the reply recognise that the question cannot be answered? Answer yes or no only."
+)
+"""``ModelJudge``'s instruction for abstention questions."""
+
 
 class ModelJudge:
     """A judge backed by any model object (``complete(messages, tools) -> ModelTurn``).
 
-    ``judge(question, answer, reply)`` returns ``(verdict, explanation)``: it sends
-    ``prompt`` (default ``JUDGE_PROMPT``) as one user message with no tools and reads
-    ``yes``/``no`` from the start of the model's text. Anything else counts as a failed
-    verdict whose explanation quotes what the judge said.
+    It sends ``prompt`` (default ``JUDGE_PROMPT``; ``abstention_prompt`` for a question that
+    cannot be answered) as one user message with no tools, and reads ``yes``/``no`` from
+    the start of the model's text. Anything else is a ``JudgeError``: an error of the run,
+    not a verdict. ``judge(question, answer, reply)`` returns ``(verdict, explanation)``;
+    ``judgement(...)`` returns the whole ``Judgement`` and records the model call.
     """
 
-    def __init__(self, model: Any, prompt: str = JUDGE_PROMPT) -> None:
+    kind = "judge"
+    rule = "the reply starts with yes or no (ignoring case and leading punctuation)"
+
+    def __init__(
+        self,
+        model: Any,
+        prompt: str = JUDGE_PROMPT,
+        abstention_prompt: str = ABSTENTION_JUDGE_PROMPT,
+    ) -> None:
         if not callable(getattr(model, "complete", None)):
             raise TypeError(f"a judge model must have complete(messages, tools), got {model!r}")
         self.model = model
         self.prompt = prompt
+        self.abstention_prompt = abstention_prompt
         self.name = str(getattr(model, "name", type(model).__name__))
 
+    def prompt_for(
+        self, question: str, answer: str, reply: str, question_type: str | None, abstention: bool
+    ) -> str:
+        """The exact text sent to the judge model."""
+        template = self.abstention_prompt if abstention else self.prompt
+        return template.format(question=question, answer=answer, reply=reply)
+
+    def verdict(self, said: str) -> bool:
+        """Read the verdict from the judge's stripped reply; ``JudgeError`` when there is none."""
+        found = re.match(r"\W*(yes|no)\b", said, re.IGNORECASE)
+        if found is None:
+            raise JudgeError(f"judge gave no verdict: {_quote(said)}")
+        return found.group(1).lower() == "yes"
+
+    def judgement(
+        self,
+        question: str,
+        answer: str,
+        reply: str,
+        *,
+        question_type: str | None = None,
+        abstention: bool = False,
+        calls: list[ModelCallRecord] | None = None,
+    ) -> Judgement:
+        """Ask the judge model; its call (failed or not) is appended to ``calls``."""
+        content = self.prompt_for(question, answer, reply, question_type, abstention)
+        sink: list[ModelCallRecord] = [] if calls is None else calls
+        messages = [{"role": "user", "content": content}]
+        turn = call_model(self.model, messages, [], sink, role="judge")
+        if turn.text is None:
+            raise JudgeError("judge returned no text")
+        said = turn.text.strip()
+        passed = self.verdict(said)
+        record = {
+            "judge": self.kind,
+            "model": self.name,
+            "prompt": content,
+            "said": said,
+            "rule": self.rule,
+        }
+        return Judgement(passed, f"judge said {_quote(said)}", record)
+
     def __call__(self, question: str, answer: str, reply: str) -> tuple[bool, str]:
-        """Ask the judge model; see the class docstring."""
-        content = self.prompt.format(question=question, answer=answer, reply=reply)
-        turn = self.model.complete([{"role": "user", "content": content}], [])
-        said = (turn.text or "").strip()
-        verdict = re.match(r"\W*(yes|no)\b", said, re.IGNORECASE)
-        if verdict is None:
-            return False, f"judge gave no verdict: {_quote(said)}"
-        return verdict.group(1).lower() == "yes", f"judge said {_quote(said)}"
+        """``(verdict, explanation)`` for a question with an answer (see the class doc)."""
+        found = self.judgement(question, answer, reply)
+        return found.passed, found.explanation
+
+
+LONGMEMEVAL_JUDGE_PATH = Path(__file__).with_name("data") / "longmemeval_judge_prompts.json"
+"""LongMemEval's answer-check prompts (MIT licensed; the file names its source and carries the
+licence), reproduced byte for byte for comparable verdicts."""
+
+
+def longmemeval_templates() -> dict[str, str]:
+    """LongMemEval's prompt templates by question type, plus ``abstention``."""
+    data = json.loads(LONGMEMEVAL_JUDGE_PATH.read_text(encoding="utf-8"))
+    return dict(data["templates"])
+
+
+class LongMemEvalJudge(ModelJudge):
+    """LongMemEval's own answer check, run by ``model``.
+
+    The prompt is the benchmark's template for the question type (the abstention template
+    for ``_abs`` questions), filled as the benchmark fills it, and the verdict is the
+    benchmark's rule: ``'yes' in reply.strip().lower()`` (so any reply holding "yes" counts,
+    and every other reply is a no: there is no "no verdict"). For numbers comparable with
+    LongMemEval's, give it the benchmark's judge model and request settings, e.g.
+    ``OpenAIChatModel(model="gpt-4o-2024-08-06", temperature=0, max_tokens=10)``.
+    A question type the benchmark has no template for is a ``JudgeError``.
+    """
+
+    kind = "longmemeval-judge"
+    rule = "'yes' in the judge's reply, stripped and lower-cased (LongMemEval's evaluate_qa.py)"
+
+    def __init__(self, model: Any) -> None:
+        super().__init__(model)
+        self.templates = longmemeval_templates()
+
+    def prompt_for(
+        self, question: str, answer: str, reply: str, question_type: str | None, abstention: bool
+    ) -> str:
+        """The benchmark's template for ``question_type`` (or abstention), filled."""
+        key = "abstention" if abstention else question_type
+        template = self.templates.get(key or "")
+        if template is None:
+            known = sorted(name for name in self.templates if name != "abstention")
+            raise JudgeError(
+                f"LongMemEval has no answer-check prompt for question type {question_type!r} "
+                f"(known: {', '.join(known)})"
+            )
+        return template.format(question, answer, reply)
+
+    def verdict(self, said: str) -> bool:
+        """LongMemEval's rule: ``'yes'`` anywhere in the lower-cased reply."""
+        return "yes" in said.lower()
+
+
+def judge_spec(judge: Any) -> dict[str, Any]:
+    """A judge as plain data: its kind and its model's spec (``model_spec``); a function
+    judge is named only (``rerun(judges={name: function})`` supplies it again)."""
+    if isinstance(judge, LongMemEvalJudge):
+        return {"kind": judge.kind, "model": model_spec(judge.model)}
+    if isinstance(judge, ModelJudge):
+        return {
+            "kind": judge.kind,
+            "model": model_spec(judge.model),
+            "prompt": judge.prompt,
+            "abstention_prompt": judge.abstention_prompt,
+        }
+    return {"kind": "function", "name": str(getattr(judge, "__name__", type(judge).__name__))}
 
 
 Judge = Callable[[str, str, str], "bool | tuple[bool, str]"]
@@ -383,9 +698,13 @@ Judge = Callable[[str, str, str], "bool | tuple[bool, str]"]
 class ReplyJudged(Expectation):
     """A judge decides whether the reply answers ``question`` with ``answer``.
 
-    ``judge`` is a ``ModelJudge``, a model object (wrapped in ``ModelJudge``), or any function
-    ``judge(question, answer, reply)`` returning a bool or ``(bool, explanation)``. ``question``
-    defaults to the user text of the judged turn.
+    ``judge`` is a ``ModelJudge`` (``LongMemEvalJudge`` for the benchmark's prompts), a model
+    object (wrapped in ``ModelJudge``), or any function ``judge(question, answer, reply)``
+    returning a bool or ``(bool, explanation)``. ``question`` defaults to the user text of
+    the judged turn. ``question_type`` picks a typed judge's prompt; ``abstention`` asks
+    whether the reply recognises an unanswerable question (``answer`` then explains why).
+    A model judge's calls are recorded with the session (``SessionRecord.judge_calls``), and
+    its prompt, model and reply with the outcome (``ExpectationOutcome.judge``).
     """
 
     answer: str
@@ -393,6 +712,8 @@ class ReplyJudged(Expectation):
     question: str | None = None
     turn: int = -1
     present: bool = True
+    question_type: str | None = None
+    abstention: bool = False
     _judge: Any = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
@@ -403,29 +724,84 @@ class ReplyJudged(Expectation):
             raise TypeError(f"judge must be a model object or a function, got {judge!r}")
         object.__setattr__(self, "_judge", judge)
 
+    @property
+    def judge_name(self) -> str:
+        """The judge's name: its model's for a model judge, else the function's name."""
+        judge = self._judge
+        name = getattr(judge, "name", None) or getattr(judge, "__name__", None)
+        return str(name or type(judge).__name__)
+
+    def to_dict(self) -> dict[str, Any]:
+        """See ``Expectation.to_dict``: the judge as its spec (``judge_spec``)."""
+        data: dict[str, Any] = {"judged": self.answer, "judge": judge_spec(self._judge)}
+        if self.question is not None:
+            data["question"] = self.question
+        if self.question_type is not None:
+            data["question_type"] = self.question_type
+        if self.abstention:
+            data["abstention"] = True
+        return self._with_flags(data)
+
     def describe(self) -> str:
         """See ``Expectation.describe``."""
+        if self.abstention:
+            verb = _verb(self.present, "is judged to abstain", "is judged not to abstain")
+            return f"{_turn_label(self.turn)} {verb}"
         verb = _verb(self.present, "is judged to answer", "is judged not to answer")
         return f"{_turn_label(self.turn)} {verb} {self.answer!r}"
 
-    def holds(self, state: SessionState) -> tuple[bool, str]:
-        """See ``Expectation.holds``."""
+    def _turn(self, state: SessionState) -> TurnRecord:
         try:
-            turn = state.turns[self.turn]
+            return state.turns[self.turn]
         except IndexError:
             count = len(state.turns)
             raise NoSuchTurn(
                 f"no such turn: the session has {count} turn{'' if count == 1 else 's'}"
             ) from None
-        question = self.question if self.question is not None else turn.user
-        verdict = self._judge(question, self.answer, turn.reply)
-        if isinstance(verdict, tuple):
-            passed, explanation = bool(verdict[0]), str(verdict[1])
-        else:
-            passed, explanation = bool(verdict), ""
-        if passed:
-            return True, ""
-        return False, explanation or f"reply was {_quote(turn.reply)}"
+
+    def check(self, state: SessionState) -> ExpectationOutcome:
+        """See ``Expectation.check``; the outcome names the judge and carries its record."""
+        found: dict[str, Any] = {}
+
+        def holds(state: SessionState) -> tuple[bool, str]:
+            turn = self._turn(state)
+            question = self.question if self.question is not None else turn.user
+            judge = self._judge
+            if isinstance(judge, ModelJudge):
+                judgement = judge.judgement(
+                    question,
+                    self.answer,
+                    turn.reply,
+                    question_type=self.question_type,
+                    abstention=self.abstention,
+                    calls=state.judge_calls,
+                )
+                found["record"] = judgement.record
+                passed, explanation = judgement.passed, judgement.explanation
+            else:
+                verdict = judge(question, self.answer, turn.reply)
+                if isinstance(verdict, tuple):
+                    passed, explanation = bool(verdict[0]), str(verdict[1])
+                else:
+                    passed, explanation = bool(verdict), ""
+            if passed:
+                return True, ""
+            return False, explanation or f"reply was {_quote(turn.reply)}"
+
+        kind = getattr(self._judge, "kind", "judge")
+        outcome = self._outcome(state, holds, scorer=kind)
+        if found:
+            from dataclasses import replace
+
+            outcome = replace(outcome, judge=found["record"])
+        return outcome
+
+    def holds(self, state: SessionState) -> tuple[bool, str]:
+        """See ``Expectation.holds`` (``check`` also records the judge's call)."""
+        outcome = self.check(state)
+        if outcome.error:
+            raise JudgeError(outcome.error)
+        return outcome.passed == self.present, outcome.detail
 
 
 # --------------------------------------------------------------------------- tool calls
@@ -457,6 +833,15 @@ class ToolCalled(Expectation):
     arguments: Mapping[str, Any] = field(default_factory=dict)
     ok: bool | None = None
     present: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        """See ``Expectation.to_dict``."""
+        data: dict[str, Any] = {"tool": self.name, "action": self.action}
+        if self.arguments:
+            data["arguments"] = dict(self.arguments)
+        if self.ok is not None:
+            data["ok"] = self.ok
+        return self._with_flags(data)
 
     def describe(self) -> str:
         """See ``Expectation.describe``."""

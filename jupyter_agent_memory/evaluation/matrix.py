@@ -3,15 +3,37 @@
 ::
 
     matrix = run_matrix({"facts": FactsPolicy(), "journal": JournalPolicy()},
-                        load_longmemeval_sample(), seeds=[0, 1])
+                        load_longmemeval_sample(), seeds=[0, 1], root="runs")
     frame = matrix.to_dataframe()      # model, scenario, seed, session, metric, value (+ labels)
-    matrix.plot("pass_rate")           # mean per model, one bar per model (and hue)
+    matrix.intervals("pass_rate")      # question-level bootstrap intervals per model
+    matrix.compare("facts", "journal") # paired difference, its interval and a paired test
+    matrix.plot("pass_rate")           # mean per model, with question-level intervals
 
 A model entry is a model object (used for every seed) or a function ``factory(seed)`` that
 returns one, which is how seeded models are made (``lambda seed:
 OpenAIChatModel(..., seed=seed)``). Memory policies are models (how they use the tool) or
 templates (what the agent starts from): ``templates={"plain": None, "guide": "guide"}``
 provisions each run's fresh folder first and adds a ``template`` column.
+
+Runs that resume: each cell runs in its own folder under ``root`` (``NNNN-<label>/agent``)
+and writes ``result.json`` there when it finishes; ``root/matrix.json`` lists the cells.
+Calling ``run_matrix`` again with the same arguments and ``root`` keeps every finished cell,
+runs the missing ones and retries the ones that ended with an error (``retry_failed``); a
+``root`` holding another experiment is refused.
+
+Parallel cells: ``executor`` is any ``concurrent.futures.Executor`` (threads, processes) or a
+Dask ``distributed.Client(...).get_executor()``; the cells are independent, so nothing else is
+needed. With processes or a cluster, models and scenarios must pickle (Dask uses cloudpickle,
+so lambdas and scripted rules do) and ``root`` must be a folder every worker can write.
+
+Caching: ``cache=folder`` wraps each model in a ``CachedModel`` keyed by the cell's model name
+and seed, so a re-run (re-scoring, another policy added) does not pay for the same
+completions twice.
+
+Provenance: ``MatrixResult.provenance`` records the package and Python versions, every
+model's spec, the seeds, templates, runner options and the scenarios themselves (judges
+included), and says what a re-run would need given again; ``rerun(matrix)`` reproduces every
+number but latency.
 """
 
 from __future__ import annotations
@@ -19,21 +41,29 @@ from __future__ import annotations
 import json
 import math
 import os
+import platform
 import re
+import shutil
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from numbers import Integral
 from pathlib import Path
 from typing import Any
 
+from .models import CachedModel, model_spec
 from .progress import make_progress
 from .results import EvaluationResult, import_pandas, import_pyplot, load_json, new_axes, read_text
 from .scenario import Scenario
 
-__all__ = ["MatrixResult", "MatrixRun", "run_matrix"]
+__all__ = ["MatrixResult", "MatrixRun", "rerun", "run_matrix"]
 
 FORMAT = "jupyter-agent-memory/evaluation-matrix"
+MANIFEST = "matrix.json"
+RESULT = "result.json"
+LATENCY_METRICS = ("latency_s", "judge_latency_s")
+"""The metrics a re-run cannot reproduce."""
 
 
 @dataclass
@@ -45,6 +75,10 @@ class MatrixRun:
     seed: int
     result: EvaluationResult
     template: str | None = None
+    model_spec: dict[str, Any] = field(default_factory=dict)
+    """The spec of the model object that ran (``model_spec``)."""
+    resumed: bool = False
+    """True when a resumed matrix kept this cell's earlier result instead of running it."""
 
 
 def _slug(text: str) -> str:
@@ -103,6 +137,130 @@ def instantiate(model: Any, seed: int) -> Any:
     return made
 
 
+def _plain(value: Any) -> Any:
+    """A runner option as JSON data; ``TypeError`` for one that has no plain form."""
+    from ..engine.functions import Toolset
+
+    if isinstance(value, Toolset):
+        return {"toolset": {"memory": value.memory, "profile": value.profile,
+                            "file_edits": value.file_edits, "strict": value.strict}}
+    if isinstance(value, timedelta):
+        return {"seconds": value.total_seconds()}
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    raise TypeError(type(value).__name__)
+
+
+def _options_from_plain(options: Mapping[str, Any]) -> dict[str, Any]:
+    from ..engine.functions import Toolset
+
+    rebuilt: dict[str, Any] = {}
+    for key, value in options.items():
+        if isinstance(value, Mapping) and set(value) == {"toolset"}:
+            value = Toolset(**value["toolset"])
+        elif key == "clock_step" and isinstance(value, Mapping):
+            value = timedelta(seconds=value["seconds"])
+        rebuilt[key] = value
+    return rebuilt
+
+
+@dataclass
+class _Cell:
+    """One run to make: everything a worker process needs (it must pickle)."""
+
+    number: int
+    model_name: str
+    model: Any
+    template_name: str | None
+    template: Any
+    scenario: Scenario
+    seed: int
+    folder: str
+    runner_options: dict[str, Any]
+    cache: str | None
+
+    def key(self) -> dict[str, Any]:
+        return {
+            "folder": Path(self.folder).name,
+            "model": self.model_name,
+            "template": self.template_name,
+            "scenario": self.scenario.name,
+            "seed": self.seed,
+        }
+
+
+def run_cell(cell: _Cell) -> dict[str, Any]:
+    """Run one cell on a fresh agent folder; its result as data, also saved in its folder.
+
+    Module-level, so an executor in another process (or on a Dask worker) can run it.
+    """
+    from .. import AgentMemory, provision
+    from .runner import EvaluationRunner
+
+    folder = Path(cell.folder)
+    if folder.exists():
+        shutil.rmtree(folder)  # an unfinished or failed attempt of this very cell
+    folder.mkdir(parents=True)
+    memory = AgentMemory.open(folder / "agent")
+    if cell.template is not None:
+        provision(cell.template, memory)
+    model = instantiate(cell.model, cell.seed)
+    spec = model_spec(model)
+    if cell.cache is not None:
+        model = CachedModel(model, cell.cache, key=f"{cell.model_name}/seed {cell.seed}")
+    result = EvaluationRunner(memory, model, **cell.runner_options).run(cell.scenario)
+    data = {"cell": cell.key(), "model_spec": spec, "result": result.to_dict()}
+    partial = folder / (RESULT + ".partial")
+    partial.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    os.replace(partial, folder / RESULT)  # whole or absent: a resume never reads half a file
+    return data
+
+
+def _finished(cell: _Cell, retry_failed: bool) -> dict[str, Any] | None:
+    """The saved data of a cell that already ran (and needs no retry), else None."""
+    path = Path(cell.folder) / RESULT
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("cell") != cell.key():
+        return None
+    try:
+        result = EvaluationResult.from_dict(data["result"])
+    except (KeyError, ValueError):
+        return None
+    if retry_failed and result.errors:
+        return None
+    return data
+
+
+def _check_root(base: Path, manifest: dict[str, Any]) -> None:
+    """Refuse a root that holds something other than this experiment's cells."""
+    path = base / MANIFEST
+    if path.exists():
+        try:
+            saved = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            saved = None
+        if not isinstance(saved, dict) or saved.get("cells") != manifest["cells"]:
+            raise FileExistsError(
+                f"{base} holds another experiment (its {MANIFEST} lists other cells): give "
+                "run_matrix a fresh root, or the same models, templates, scenarios and seeds "
+                "to resume it"
+            )
+        return
+    if base.exists() and any(base.iterdir()):
+        raise FileExistsError(
+            f"run_matrix needs a fresh or resumable root, but {base} is not empty"
+        )
+
+
 def run_matrix(
     models: Mapping[str, Any] | Sequence[Any] | Any,
     scenarios: Scenario | Sequence[Scenario] | Mapping[str, Scenario],
@@ -111,17 +269,19 @@ def run_matrix(
     templates: Mapping[str, str | os.PathLike[str] | None] | None = None,
     root: str | os.PathLike[str] | None = None,
     progress: Any = None,
+    executor: Any = None,
+    cache: str | os.PathLike[str] | None = None,
+    retry_failed: bool = True,
     **runner_options: Any,
 ) -> MatrixResult:
     """Run every model on every scenario for every seed (and template), each on a fresh agent
     folder under ``root`` (default: a new temporary folder, kept for inspection).
 
     ``runner_options`` go to ``EvaluationRunner`` (``config``, ``workspace``, ``on_error``,
-    ``retrieval_k``...). ``progress=True`` shows one line updated per run.
+    ``retrieval_k``...). ``progress=True`` shows one line updated per run. ``executor``,
+    ``cache`` and resuming (``retry_failed``) are described in the module docstring.
     """
-    from .. import AgentMemory, provision
     from ..engine.templates import load_template
-    from .runner import EvaluationRunner
 
     named = _named(models)
     scenario_list = _scenarios(scenarios)
@@ -144,36 +304,188 @@ def run_matrix(
             # A bad template is refused before any run, not after the runs before it.
             load_template(template)
     base = Path(root) if root is not None else Path(tempfile.mkdtemp(prefix="agent-memory-matrix-"))
-    base.mkdir(parents=True, exist_ok=True)
-    cells = [
+    cells = []
+    combos = [
         (name, template_name, template, scenario, seed)
         for name in named
         for template_name, template in template_items
         for scenario in scenario_list
         for seed in seed_list
     ]
-    display = make_progress(progress, len(cells), "run_matrix", "runs")
-    runs = []
-    for number, (name, template_name, template, scenario, seed) in enumerate(cells, 1):
-        label = " × ".join(
-            part for part in (name, template_name, scenario.name, f"seed {seed}") if part
-        )
-        if display is not None:
-            display.update(number - 1, label)
+    for number, (name, template_name, template, scenario, seed) in enumerate(combos, 1):
         parts = [name, template_name or "", scenario.name, f"s{seed}"]
         folder = base / f"{number:04d}-{_slug('-'.join(p for p in parts if p))}"
-        if folder.exists():
-            raise FileExistsError(f"run_matrix needs a fresh folder, but {folder} exists")
-        memory = AgentMemory.open(folder)
-        if template is not None:
-            provision(template, memory)
-        runner = EvaluationRunner(memory, instantiate(named[name], seed), **runner_options)
-        result = runner.run(scenario)
-        runs.append(MatrixRun(name, scenario.name, seed, result, template_name))
+        cells.append(
+            _Cell(number, name, named[name], template_name, template, scenario, seed,
+                  str(folder), dict(runner_options), None if cache is None else os.fspath(cache))
+        )
+    manifest = {"format": FORMAT + "-cells", "cells": [cell.key() for cell in cells]}
+    _check_root(base, manifest)
+    base.mkdir(parents=True, exist_ok=True)
+    (base / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+    display = make_progress(progress, len(cells), "run_matrix", "runs")
+
+    def label(cell: _Cell) -> str:
+        parts = (cell.model_name, cell.template_name, cell.scenario.name, f"seed {cell.seed}")
+        return " × ".join(part for part in parts if part)
+
+    done: dict[int, tuple[dict[str, Any], bool]] = {}
+    todo = []
+    for cell in cells:
+        saved = _finished(cell, retry_failed)
+        if saved is not None:
+            done[cell.number] = (saved, True)
+        else:
+            todo.append(cell)
+    if display is not None and done:
+        display.update(len(done), f"{len(done)} kept from an earlier run")
+    if executor is None:
+        for cell in todo:
+            if display is not None:
+                display.update(len(done), label(cell))
+            done[cell.number] = (run_cell(cell), False)
+    else:
+        futures = [(cell, executor.submit(run_cell, cell)) for cell in todo]
+        for cell, future in futures:
+            done[cell.number] = (future.result(), False)
+            if display is not None:
+                display.update(len(done), label(cell))
     if display is not None:
         display.update(len(cells), "done")
         display.close()
-    return MatrixResult(runs, has_templates=bool(templates), root=str(base))
+    runs = []
+    for cell in cells:
+        data, resumed = done[cell.number]
+        runs.append(
+            MatrixRun(
+                cell.model_name,
+                cell.scenario.name,
+                cell.seed,
+                EvaluationResult.from_dict(data["result"]),
+                cell.template_name,
+                model_spec=dict(data.get("model_spec") or {}),
+                resumed=resumed,
+            )
+        )
+    provenance = _provenance(named, scenario_list, seed_list, template_items, runner_options,
+                             cache is not None, runs)
+    return MatrixResult(runs, has_templates=bool(templates), root=str(base), provenance=provenance)
+
+
+def _provenance(
+    named: Mapping[str, Any],
+    scenarios: Sequence[Scenario],
+    seeds: Sequence[int],
+    templates: Sequence[tuple[str | None, Any]],
+    options: Mapping[str, Any],
+    cached: bool,
+    runs: Sequence[MatrixRun],
+) -> dict[str, Any]:
+    """What the experiment was, as data, and what a re-run would need given again."""
+    from .. import __version__
+
+    needs: list[str] = []
+    plain_options: dict[str, Any] = {}
+    for key, value in options.items():
+        try:
+            plain_options[key] = _plain(value)
+        except TypeError as exc:
+            needs.append(f"runner option {key!r} ({exc})")
+    scenario_data = [scenario.to_dict() for scenario in scenarios]
+    text = json.dumps(scenario_data)
+    if '"custom"' in text:
+        needs.append("scenarios (an expectation is code)")
+    for spec in re.findall(r'"kind": "function", "name": "([^"]*)"', text):
+        needs.append(f"judge function {spec!r}")
+    for name in re.findall(r'"model": \{"name": "([^"]*)", "kind": "[^"]*", "rebuild": false\}',
+                           text):
+        if f"judge model {name!r}" not in needs:
+            needs.append(f"judge model {name!r}")
+    for run in runs:
+        if not run.model_spec.get("rebuild") and f"model {run.model!r}" not in needs:
+            needs.append(f"model {run.model!r}")
+    return {
+        "package": {"name": "jupyter-agent-memory", "version": __version__},
+        "python": platform.python_version(),
+        "models": {name: ("factory" if not callable(getattr(model, "complete", None))
+                          else "object") for name, model in named.items()},
+        "seeds": list(seeds),
+        "templates": [
+            [name, None if template is None else os.fspath(template)]
+            for name, template in templates
+        ],
+        "runner_options": plain_options,
+        "cache": cached,
+        "scenarios": scenario_data,
+        "rerun": {"complete": not needs, "needs": needs},
+    }
+
+
+def rerun(
+    matrix: MatrixResult | str | os.PathLike[str],
+    *,
+    models: Mapping[str, Any] | None = None,
+    scenarios: Sequence[Scenario] | None = None,
+    judges: Mapping[str, Any] | None = None,
+    api_key: str | None = None,
+    root: str | os.PathLike[str] | None = None,
+    **options: Any,
+) -> MatrixResult:
+    """Run the experiment an export describes again (a ``MatrixResult`` or a saved file).
+
+    Models are rebuilt from their specs (API keys are never exported: ``api_key``, or the
+    client's ``OPENAI_API_KEY``); ``models`` gives by name the ones that cannot be (scripted
+    models, your own classes), ``scenarios`` replaces scenarios whose expectations are code,
+    ``judges`` names judge models or functions. ``options`` (``root``, ``executor``,
+    ``cache``, ``progress``...) go to ``run_matrix``. With deterministic models every number
+    but latency comes out the same (``MatrixResult.reproduces``).
+    """
+    from .specs import model_from_spec
+
+    if not isinstance(matrix, MatrixResult):
+        matrix = MatrixResult.load(matrix)
+    recorded = matrix.provenance
+    if not recorded:
+        raise ValueError("This matrix has no provenance: it was saved by an older version")
+    given = dict(models or {})
+    rebuilt: dict[str, Any] = {}
+    for name in recorded["models"]:
+        if name in given:
+            rebuilt[name] = given[name]
+            continue
+        specs = {run.seed: run.model_spec for run in matrix.runs if run.model == name}
+        made = {seed: model_from_spec(spec, api_key=api_key) for seed, spec in specs.items()}
+        if any(model is None for model in made.values()):
+            raise ValueError(
+                f"The model {name!r} cannot be rebuilt from the export: give it again with "
+                f"models={{{name!r}: ...}}"
+            )
+        rebuilt[name] = made[min(made)] if len(made) == 1 else (lambda seed, m=made: m[seed])
+    if scenarios is None:
+        scenario_list = [Scenario.from_dict(data, judges=judges)
+                         for data in recorded["scenarios"]]
+    else:
+        scenario_list = list(scenarios)
+    templates = {name: template for name, template in recorded["templates"]} if (
+        matrix.has_templates) else None
+    runner_options = _options_from_plain(recorded["runner_options"])
+    runner_options.update(options)
+    return run_matrix(rebuilt, scenario_list, seeds=recorded["seeds"], templates=templates,
+                      root=root, **runner_options)
+
+
+def run_value(result: EvaluationResult, metric: str) -> float:
+    """One run's value of ``metric``: ``pass_rate`` over all its verdicts, else the mean of
+    the metric over the sessions that have it (NaN when none has)."""
+    if metric == "pass_rate":
+        verdicts = [o for s in result.sessions for o in s.verdicts]
+        return sum(o.passed for o in verdicts) / len(verdicts) if verdicts else math.nan
+    found = [
+        value
+        for session in result.sessions
+        if not math.isnan(value := result.metrics(session).get(metric, math.nan))
+    ]
+    return sum(found) / len(found) if found else math.nan
 
 
 @dataclass
@@ -184,6 +496,10 @@ class MatrixResult:
     has_templates: bool = False
     root: str = ""
     """The folder holding each run's agent folder."""
+    provenance: dict[str, Any] = field(default_factory=dict)
+    """Package and Python versions, models, seeds, templates, runner options, scenarios, and
+    ``rerun``: whether the export is enough to run the experiment again, and what else it
+    would need (see ``rerun``)."""
     _rows: list[dict[str, Any]] | None = field(default=None, repr=False, compare=False)
 
     def rows(self) -> list[dict[str, Any]]:
@@ -223,6 +539,101 @@ class MatrixResult:
         table = chosen.pivot_table(index=keys, columns="metric", values="value", aggfunc="mean")
         return table.reindex(columns=[m for m in metrics if m in table.columns])
 
+    # -- question-level statistics -----------------------------------------------------------
+
+    def question_values(
+        self, metric: str = "pass_rate", by: str | None = None
+    ) -> dict[tuple[Any, ...], dict[str, float]]:
+        """Per policy group (``groups()`` and ``by``): each question's value, averaged over
+        its seeds. A run's value is its ``pass_rate`` over every verdict of the run, or for
+        another metric its mean over the sessions that have one (NaN: none has)."""
+        sums: dict[tuple[Any, ...], dict[str, list[float]]] = {}
+        for run in self.runs:
+            value = run_value(run.result, metric)
+            if math.isnan(value):
+                continue
+            keys: list[Any] = [run.model] + ([run.template] if self.has_templates else [])
+            if by is not None:
+                keys.append(run.result.labels.get(by, getattr(run, by, None)))
+            sums.setdefault(tuple(keys), {}).setdefault(run.scenario, []).append(value)
+        return {
+            group: {question: sum(v) / len(v) for question, v in questions.items()}
+            for group, questions in sums.items()
+        }
+
+    def intervals(
+        self,
+        metric: str = "pass_rate",
+        *,
+        by: str | None = None,
+        confidence: float = 0.95,
+        resamples: int = 10_000,
+        seed: int = 0,
+    ) -> Any:
+        """Mean of ``metric`` per policy (and ``by``, e.g. ``question_type``) with a
+        bootstrap interval that resamples questions (see ``stats``); a DataFrame with
+        ``mean``, ``low``, ``high``, ``questions``."""
+        from .stats import bootstrap_interval
+
+        pandas = import_pandas("intervals()")
+        columns = self.groups() + ([by] if by else [])
+        rows = []
+        for group, questions in self.question_values(metric, by).items():
+            found = bootstrap_interval(
+                list(questions.values()), confidence=confidence, resamples=resamples, seed=seed
+            )
+            rows.append({**dict(zip(columns, group, strict=True)), "mean": found.mean,
+                         "low": found.low, "high": found.high, "questions": found.questions})
+        return pandas.DataFrame(rows, columns=[*columns, "mean", "low", "high", "questions"])
+
+    def compare(
+        self,
+        a: str,
+        b: str,
+        metric: str = "pass_rate",
+        *,
+        by: str | None = None,
+        confidence: float = 0.95,
+        resamples: int = 10_000,
+        seed: int = 0,
+    ) -> Any:
+        """Model ``a`` against model ``b`` on the questions both answered: per ``by`` value
+        (and overall, ``by`` column ``"all"``), the means, their difference with a paired
+        bootstrap interval, the sign-flip permutation p-value, and wins/losses/ties. With
+        templates, ``a`` and ``b`` may be ``(model, template)`` pairs."""
+        from .stats import paired_comparison
+
+        pandas = import_pandas("compare()")
+
+        def key(policy: Any) -> tuple[Any, ...]:
+            return tuple(policy) if isinstance(policy, tuple) else (policy,)
+
+        known = {group[: len(self.groups())] for group in self.question_values(metric)}
+        for policy in (a, b):
+            if key(policy) not in known:
+                raise ValueError(f"No run of {policy!r} has the metric {metric!r}")
+        scopes: list[tuple[str | None, Any]] = [(None, "all")]
+        if by is not None:
+            labels = sorted({str(run.result.labels.get(by)) for run in self.runs})
+            scopes += [(by, label) for label in labels]
+        rows = []
+        for scope_by, label in scopes:
+            values = self.question_values(metric, scope_by)
+            suffix: tuple[Any, ...] = () if scope_by is None else (label,)
+            left = values.get(key(a) + suffix, {})
+            right = values.get(key(b) + suffix, {})
+            shared = [q for q in left if q in right]
+            found = paired_comparison([left[q] for q in shared], [right[q] for q in shared],
+                                      confidence=confidence, resamples=resamples, seed=seed)
+            rows.append({
+                (by or "scope"): label, "a": str(a), "b": str(b),
+                "mean_a": found.mean_a, "mean_b": found.mean_b,
+                "difference": found.difference, "low": found.low, "high": found.high,
+                "p_value": found.p_value, "questions": found.questions,
+                "wins": found.wins, "losses": found.losses, "ties": found.ties,
+            })
+        return pandas.DataFrame(rows)
+
     def plot(
         self,
         metric: str = "pass_rate",
@@ -231,40 +642,53 @@ class MatrixResult:
         hue: str | None = None,
         ax: Any = None,
         title: str | None = None,
+        confidence: float = 0.95,
+        resamples: int = 2_000,
+        seed: int = 0,
     ) -> Any:
         """Bars of the mean of ``metric`` per ``by`` (e.g. ``model``), one bar per ``hue``
-        value side by side (e.g. ``question_type`` or ``scenario``); error bars show the spread
-        over seeds when there are several. Returns the figure; draws into ``ax`` if given."""
+        value side by side (e.g. ``question_type`` or ``scenario``). Error bars are
+        question-level bootstrap intervals (each question averaged over its seeds first, see
+        ``intervals``), never a spread over seeds. Returns the figure; draws into ``ax``."""
+        from .stats import bootstrap_interval
+
         plt = import_pyplot("plot()")
         figure, axes = new_axes(plt, ax)
-        rows = [r for r in self.rows() if r["metric"] == metric and not math.isnan(r["value"])]
-        if not rows:
+        values: dict[tuple[str, str], dict[str, list[float]]] = {}
+        for run in self.runs:
+            value = run_value(run.result, metric)
+            if math.isnan(value):
+                continue
+            group = str(getattr(run, by, None) if by in ("model", "template", "scenario", "seed")
+                        else run.result.labels.get(by))
+            shade = ""
+            if hue:
+                shade = str(getattr(run, hue, None) if hue in ("model", "template", "scenario",
+                                                                 "seed")
+                            else run.result.labels.get(hue))
+            values.setdefault((group, shade), {}).setdefault(run.scenario, []).append(value)
+        if not values:
             raise ValueError(f"No run has the metric {metric!r}")
-        groups = list(dict.fromkeys(str(row[by]) for row in rows))
-        hues = list(dict.fromkeys(str(row[hue]) for row in rows)) if hue else [""]
+        groups = list(dict.fromkeys(group for group, _ in values))
+        hues = list(dict.fromkeys(shade for _, shade in values)) if hue else [""]
         width = 0.8 / len(hues)
         for position, hue_value in enumerate(hues):
-            means, spreads = [], []
+            means, below, above = [], [], []
             for group in groups:
-                per_seed: dict[Any, list[float]] = {}
-                for row in rows:
-                    if str(row[by]) == group and (not hue or str(row[hue]) == hue_value):
-                        per_seed.setdefault(row["seed"], []).append(row["value"])
-                seed_means = [sum(v) / len(v) for v in per_seed.values()]
-                mean = sum(seed_means) / len(seed_means) if seed_means else math.nan
-                spread = (
-                    math.sqrt(sum((m - mean) ** 2 for m in seed_means) / (len(seed_means) - 1))
-                    if len(seed_means) > 1
-                    else 0.0
+                per_question = values.get((group, hue_value), {})
+                found = bootstrap_interval(
+                    [sum(v) / len(v) for v in per_question.values()],
+                    confidence=confidence, resamples=resamples, seed=seed,
                 )
-                means.append(mean)
-                spreads.append(spread)
+                means.append(found.mean)
+                below.append(0.0 if math.isnan(found.low) else found.mean - found.low)
+                above.append(0.0 if math.isnan(found.high) else found.high - found.mean)
             offsets = [i - 0.4 + width * (position + 0.5) for i in range(len(groups))]
             axes.bar(
                 offsets,
                 means,
                 width,
-                yerr=spreads if any(spreads) else None,
+                yerr=[below, above] if any(below) or any(above) else None,
                 label=hue_value or None,
             )
         axes.set_xticks(range(len(groups)))
@@ -277,6 +701,24 @@ class MatrixResult:
         axes.set_title(title if title is not None else f"{metric} by {by}")
         return figure
 
+    def reproduces(self, other: MatrixResult) -> bool:
+        """Whether ``other`` has every number of this matrix but latency, row for row."""
+
+        def numbers(matrix: MatrixResult) -> list[dict[str, Any]]:
+            return [row for row in matrix.rows() if row["metric"] not in LATENCY_METRICS]
+
+        def same(x: dict[str, Any], y: dict[str, Any]) -> bool:
+            return x.keys() == y.keys() and all(
+                x[k] == y[k] or (isinstance(x[k], float) and isinstance(y[k], float)
+                                 and math.isnan(x[k]) and math.isnan(y[k]))
+                for k in x
+            )
+
+        mine, theirs = numbers(self), numbers(other)
+        return len(mine) == len(theirs) and all(
+            same(x, y) for x, y in zip(mine, theirs, strict=True)
+        )
+
     # -- JSON ------------------------------------------------------------------------------
 
     def to_json(self) -> str:
@@ -286,12 +728,15 @@ class MatrixResult:
             "version": 1,
             "has_templates": self.has_templates,
             "root": self.root,
+            "provenance": self.provenance,
             "runs": [
                 {
                     "model": run.model,
                     "template": run.template,
                     "scenario": run.scenario,
                     "seed": run.seed,
+                    "model_spec": run.model_spec,
+                    "resumed": run.resumed,
                     "result": run.result.to_dict(),
                 }
                 for run in self.runs
@@ -313,6 +758,8 @@ class MatrixResult:
                     item["seed"],
                     EvaluationResult.from_dict(item["result"]),
                     item.get("template"),
+                    model_spec=dict(item.get("model_spec") or {}),
+                    resumed=bool(item.get("resumed")),
                 )
                 for item in data["runs"]
             ]
@@ -320,7 +767,12 @@ class MatrixResult:
             raise ValueError(f"Not a complete evaluation matrix: {exc} is missing") from None
         except (TypeError, AttributeError) as exc:
             raise ValueError(f"Not a valid evaluation matrix: {exc}") from None
-        return cls(runs, has_templates=bool(data.get("has_templates")), root=data.get("root", ""))
+        return cls(
+            runs,
+            has_templates=bool(data.get("has_templates")),
+            root=data.get("root", ""),
+            provenance=dict(data.get("provenance") or {}),
+        )
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write ``to_json()`` to ``path``."""

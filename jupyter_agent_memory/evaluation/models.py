@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
@@ -32,7 +33,9 @@ if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam
 
 __all__ = [
+    "CachedModel",
     "ChatModel",
+    "ModelCallRecord",
     "ModelResponseError",
     "ModelTurn",
     "OpenAIChatModel",
@@ -40,7 +43,9 @@ __all__ = [
     "ScriptContext",
     "ScriptedModel",
     "ToolCall",
+    "call_model",
     "call_tool",
+    "error_line",
     "journal",
     "known_facts",
     "recall",
@@ -49,6 +54,13 @@ __all__ = [
 ]
 
 EVAL_INSTALL_HINT = 'pip install "jupyter-agent-memory[eval]"'
+
+CLOSING_TURN = (
+    "(The conversation is over and the user has left. If anything in it is worth "
+    "remembering, save it now with your memory tools; then reply OK.)"
+)
+"""What the runner says after a transcript that ends with the assistant, so the model sees
+that last reply too (``EvaluationRunner(closing_turn=...)``)."""
 
 
 def arguments_text(arguments: dict[str, Any] | str) -> str:
@@ -85,10 +97,114 @@ class ModelTurn:
     is any; the runner estimates it otherwise."""
     finish_reason: str = ""
     """Why the model stopped (``stop``, ``tool_calls``, ``length``...), when it says."""
+    retries: int = 0
+    """Attempts that failed and were retried before this answer came."""
+    retry_errors: list[str] = field(default_factory=list)
+    """One line per retried attempt: what went wrong with it."""
+    cached: bool = False
+    """True when the answer came from a request cache (``CachedModel``), not the model."""
 
 
 class ModelResponseError(RuntimeError):
-    """The endpoint answered, but not with something a turn can be made of (no choices...)."""
+    """The endpoint answered, but not with something a turn can be made of (no choices, a
+    body that is not a chat completion...)."""
+
+
+@dataclass
+class ModelCallRecord:
+    """One call of a model's ``complete``: the agent's, or a judge's. Failed calls too."""
+
+    input_tokens: int
+    """Prompt tokens: the model's reported usage, else an estimate (4 characters a token)."""
+    output_tokens: int
+    """Completion tokens, reported or estimated the same way (0 for a failed call)."""
+    estimated: bool
+    """True when the model reported no usage and the counts are estimates."""
+    latency_s: float
+    """Wall-clock seconds the call took, retries and their waits included."""
+    finish_reason: str = ""
+    """As reported (``stop``, ``tool_calls``, ``length``...); ``''`` when unknown."""
+    error: str = ""
+    """For a call that failed: the exception's class and message, on one line."""
+    retries: int = 0
+    """Attempts that failed and were retried within this call."""
+    retry_errors: list[str] = field(default_factory=list)
+    """What went wrong with each retried attempt."""
+    role: str = "agent"
+    """``agent`` (the model being evaluated) or ``judge`` (grading an answer)."""
+    cached: bool = False
+    """True when the answer came from a request cache and cost no model time."""
+
+
+def error_line(error: BaseException) -> str:
+    """``ClassName: message`` on one line, for records and tables."""
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _estimate_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
+    from ..engine.prompt import approx_tokens
+
+    return approx_tokens(json.dumps(list(messages), ensure_ascii=False))
+
+
+def _reply_tokens(turn: ModelTurn) -> int:
+    from ..engine.prompt import approx_tokens
+
+    text = turn.text or ""
+    text += "".join(call.name + call.arguments_json() for call in turn.tool_calls)
+    return approx_tokens(text)
+
+
+def call_model(
+    model: Any,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    calls: list[ModelCallRecord],
+    *,
+    role: str = "agent",
+) -> ModelTurn:
+    """``model.complete(messages, tools)``, with one ``ModelCallRecord`` appended to ``calls``
+    whatever happens: a call that raises is recorded with its time, error and retries (read
+    from the exception's ``retries`` and ``retry_errors`` attributes, which
+    ``OpenAIChatModel`` sets), then the exception propagates."""
+    started = time.perf_counter()
+    try:
+        turn = model.complete(messages, tools)
+        if not isinstance(turn, ModelTurn):
+            raise TypeError(f"model.complete must return a ModelTurn, got {turn!r}")
+    except Exception as exc:
+        calls.append(
+            ModelCallRecord(
+                input_tokens=_estimate_tokens(messages),
+                output_tokens=0,
+                estimated=True,
+                latency_s=time.perf_counter() - started,
+                error=error_line(exc),
+                retries=int(getattr(exc, "retries", 0) or 0),
+                retry_errors=[str(line) for line in getattr(exc, "retry_errors", ()) or ()],
+                role=role,
+            )
+        )
+        raise
+    usage = turn.usage or {}
+    reported = isinstance(usage.get("prompt_tokens"), int)
+    calls.append(
+        ModelCallRecord(
+            input_tokens=usage["prompt_tokens"] if reported else _estimate_tokens(messages),
+            output_tokens=(
+                int(usage.get("completion_tokens") or 0) if reported else _reply_tokens(turn)
+            ),
+            estimated=not reported,
+            latency_s=time.perf_counter() - started,
+            finish_reason=turn.finish_reason or "",
+            retries=turn.retries,
+            retry_errors=list(turn.retry_errors),
+            role=role,
+            cached=turn.cached,
+        )
+    )
+    return turn
 
 
 @runtime_checkable
@@ -100,6 +216,98 @@ class ChatModel(Protocol):
     ) -> ModelTurn:  # pragma: no cover - protocol
         """Answer the conversation ``messages``, optionally calling some of ``tools``."""
         ...
+
+
+# ------------------------------------------------------------------------------ the cache
+
+
+class CachedModel:
+    """``model`` behind an on-disk cache of its answers, keyed by request.
+
+    The key is the SHA-256 of ``key`` (default: the model's name), the model's spec, the
+    messages and the tools, as canonical JSON; only successful answers are kept, one file
+    each under ``folder`` (``ab/abcdef....json``, written whole or not at all), so threads,
+    processes and Dask workers may share the folder. An answer from the cache has
+    ``ModelTurn.cached`` set and costs no model time. Opt-in: ``run_matrix(cache=...)``.
+    """
+
+    def __init__(self, model: Any, folder: str | Any, *, key: str = "") -> None:
+        if not callable(getattr(model, "complete", None)):
+            raise TypeError(f"CachedModel needs a model with complete(), got {model!r}")
+        from pathlib import Path
+
+        self.model = model
+        self.folder = Path(folder)
+        self.name = str(getattr(model, "name", None) or type(model).__name__)
+        self.key = key or self.name
+        self.hits = 0
+        self.misses = 0
+
+    def spec(self) -> dict[str, Any]:
+        """The wrapped model's spec: caching does not change what a model is."""
+        inner = model_spec(self.model)
+        return {k: v for k, v in inner.items() if k not in ("name", "rebuild")}
+
+    def _path(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+        import hashlib
+
+        request = {
+            "key": self.key,
+            "model": model_spec(self.model),
+            "messages": messages,
+            "tools": tools,
+        }
+        text = json.dumps(request, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        return self.folder / digest[:2] / f"{digest}.json"
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelTurn:
+        """The cached answer to this request, or the model's (then cached)."""
+        import os
+
+        path = self._path(messages, tools)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = None
+        if isinstance(data, dict):
+            self.hits += 1
+            return ModelTurn(
+                text=data["text"],
+                tool_calls=[ToolCall(c["name"], c["arguments"], c["id"]) for c in data["calls"]],
+                usage=data["usage"],
+                finish_reason=data["finish_reason"],
+                cached=True,
+            )
+        self.misses += 1
+        turn = self.model.complete(messages, tools)
+        record = {
+            "text": turn.text,
+            "calls": [{"name": c.name, "arguments": c.arguments, "id": c.id}
+                      for c in turn.tool_calls],
+            "usage": turn.usage,
+            "finish_reason": turn.finish_reason,
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.name}.{os.getpid()}.{id(turn)}.partial")
+        partial.write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
+        os.replace(partial, path)
+        return turn
+
+
+# ------------------------------------------------------------------------------ model specs
+
+
+def model_spec(model: Any) -> dict[str, Any]:
+    """A model as plain data, for exports: ``model.spec()`` when it has one (the shipped
+    policies and ``OpenAIChatModel`` do), else its name and class, marked
+    ``"rebuild": false`` (``rerun`` then needs the model given again)."""
+    name = str(getattr(model, "name", None) or type(model).__name__)
+    spec = getattr(model, "spec", None)
+    if callable(spec):
+        return {"name": name, **spec(), "rebuild": True}
+    kind = f"{type(model).__module__}.{type(model).__qualname__}"
+    return {"name": name, "kind": kind, "rebuild": False}
 
 
 # --------------------------------------------------------------------------- scripted model
@@ -350,8 +558,19 @@ class OpenAIChatModel:
 
     ``base_url`` (e.g. ``http://localhost:11434/v1``), ``api_key`` and ``model`` are passed to
     ``openai.OpenAI``; ``None`` lets the client read ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``.
-    Extra keyword arguments (``temperature``, ``max_tokens``...) go to every
+    Extra keyword arguments (``temperature``, ``max_tokens``, ``seed``...) go to every
     ``chat.completions.create`` call. Needs the ``[eval]`` extra.
+
+    ``tool_choice`` (default ``"auto"``) is sent whenever tools are: local servers such as
+    llama-cpp-python ignore the tools without it. ``None`` leaves it out.
+
+    Retries are this class's own, not the client's, so none is invisible: a connection error,
+    a timeout, HTTP 408, 409, 429 or 5xx is retried up to ``max_retries`` times, waiting
+    ``retry_wait`` seconds, doubled after each attempt. The answer's ``ModelTurn.retries``
+    and ``retry_errors`` say what happened; a call that still fails raises the last error
+    with ``retries`` and ``retry_errors`` attributes set, and the runner records both. On a
+    local CPU server use ``max_retries=0`` and a long ``timeout``: a retry of a request that
+    timed out sends the same slow request again.
     """
 
     def __init__(
@@ -362,6 +581,8 @@ class OpenAIChatModel:
         *,
         timeout: float = 120.0,
         max_retries: int = 2,
+        retry_wait: float = 0.5,
+        tool_choice: str | None = "auto",
         **create_kwargs: Any,
     ) -> None:
         try:
@@ -370,22 +591,78 @@ class OpenAIChatModel:
             raise ImportError(
                 f"OpenAIChatModel needs the 'openai' package: {EVAL_INSTALL_HINT}"
             ) from exc
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise ValueError(f"max_retries must be a whole number, 0 or more, got {max_retries!r}")
         self.model = model
         self.name = f"openai:{model}"
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.retry_wait = retry_wait
+        self.tool_choice = tool_choice
         self.create_kwargs = create_kwargs
         self.client = openai.OpenAI(
-            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
+            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0
         )
+
+    def spec(self) -> dict[str, Any]:
+        """Everything needed to make this model again, except the API key (see ``rerun``)."""
+        return {
+            "kind": "openai",
+            "base_url": str(self.client.base_url),
+            "model": self.model,
+            "timeout": self.timeout,
+            "max_retries": self.max_retries,
+            "retry_wait": self.retry_wait,
+            "tool_choice": self.tool_choice,
+            "create_kwargs": dict(self.create_kwargs),
+        }
+
+    def _create(self, kwargs: dict[str, Any]) -> Any:
+        """One request; the parsed completion, or ``ModelResponseError`` for a body that is
+        not JSON (a proxy's HTML error page, say), quoting its start."""
+        raw = self.client.chat.completions.with_raw_response.create(**kwargs)
+        kind = raw.headers.get("content-type", "")
+        if "json" not in kind.lower():
+            body = " ".join(raw.text.split())
+            raise ModelResponseError(
+                f"{self.name}: the endpoint answered HTTP {raw.status_code} with "
+                f"{kind or 'no content type'}, not a chat completion: {body[:200]!r}"
+            )
+        return raw.parse()
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelTurn:
         """Send the conversation to the endpoint and convert its first choice."""
+        import openai
+
         kwargs = dict(self.create_kwargs)
         if tools:
             kwargs["tools"] = tools
+            if self.tool_choice is not None:
+                kwargs.setdefault("tool_choice", self.tool_choice)
         # The runner builds messages as plain dicts in the Chat Completions shape; the SDK
         # declares one TypedDict per role, which a dict built at run time cannot be shown to be.
         sent = cast("list[ChatCompletionMessageParam]", messages)
-        response = self.client.chat.completions.create(model=self.model, messages=sent, **kwargs)
+        kwargs.update(model=self.model, messages=sent)
+        retry_errors: list[str] = []
+        while True:
+            try:
+                response = self._create(kwargs)
+                break
+            except (openai.APIConnectionError, openai.APIStatusError) as exc:
+                status = getattr(exc, "status_code", None)
+                retryable = status is None or status in (408, 409, 429) or status >= 500
+                if not retryable or len(retry_errors) >= self.max_retries:
+                    # Read by ``call_model``: the record says how often this call was tried.
+                    setattr(exc, "retries", len(retry_errors))  # noqa: B010
+                    setattr(exc, "retry_errors", retry_errors)  # noqa: B010
+                    raise
+                retry_errors.append(error_line(exc))
+                time.sleep(self.retry_wait * 2 ** (len(retry_errors) - 1))
+        turn = self._turn(response)
+        turn.retries, turn.retry_errors = len(retry_errors), retry_errors
+        return turn
+
+    def _turn(self, response: Any) -> ModelTurn:
         choices = getattr(response, "choices", None) or []
         if not choices:
             raise ModelResponseError(

@@ -16,7 +16,7 @@ other turn a statement.
     text of the entry matching most keywords, the newest on a tie.
 
 Neither ever sees what the assistant said, which is one of the things the LongMemEval sample
-tests.
+tests; both answer the runner's closing turn (``CLOSING_TURN``) with ``OK.`` and write nothing.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .models import ModelTurn, ToolCall, known_facts, offered_name
+from .models import CLOSING_TURN, ModelTurn, ToolCall, known_facts, offered_name
 
 __all__ = ["FactsPolicy", "JournalPolicy", "keywords"]
 
@@ -40,7 +40,7 @@ _STOPWORD_TEXT = """a about after again all am an and any are as at be been befo
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 _WORD = re.compile(r"[A-Za-z0-9']+")
-_FIRST_PERSON = re.compile(r"\b(?:I|my|me|I'm|I've)\b")
+_FIRST_PERSON = re.compile(r"\b(?:I|my|me|I'm|I've)\b", re.IGNORECASE)
 _DATE_LINE = re.compile(r"^Current date: (\d{4}-\d{2}-\d{2})", re.MULTILINE)
 
 ABSTAIN_REPLY = "I don't know: you never told me about that."
@@ -79,9 +79,15 @@ class FactsPolicy:
     def __init__(self, name: str = "facts") -> None:
         self.name = name
 
+    def spec(self) -> dict[str, Any]:
+        """What ``model_from_spec`` rebuilds this policy from."""
+        return {"kind": "facts-policy"}
+
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelTurn:
         """Answer the last user turn (see the module docstring)."""
         user, system, _results, called = _conversation(messages)
+        if user == CLOSING_TURN:
+            return ModelTurn(text="OK.", finish_reason="stop")
         if user.rstrip().endswith("?"):
             return ModelTurn(
                 text=self._answer(user, known_facts(system, messages)), finish_reason="stop"
@@ -115,9 +121,15 @@ class JournalPolicy:
         self.name = name
         self.limit = limit
 
+    def spec(self) -> dict[str, Any]:
+        """What ``model_from_spec`` rebuilds this policy from."""
+        return {"kind": "journal-policy", "limit": self.limit}
+
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelTurn:
         """Answer the last user turn (see the module docstring)."""
         user, _system, results, called = _conversation(messages)
+        if user == CLOSING_TURN:
+            return ModelTurn(text="OK.", finish_reason="stop")
         tool = offered_name("memory", tools)
         question = user.rstrip().endswith("?")
         if not called:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .expectations import ExpectationOutcome
-from .models import arguments_text
+from .models import ModelCallRecord, arguments_text
 
 __all__ = [
     "ModelCallRecord",
@@ -64,22 +64,6 @@ class ToolCallRecord:
 
 
 @dataclass
-class ModelCallRecord:
-    """One call of the model's ``complete``."""
-
-    input_tokens: int
-    """Prompt tokens: the model's reported usage, else an estimate (4 characters a token)."""
-    output_tokens: int
-    """Completion tokens, reported or estimated the same way."""
-    estimated: bool
-    """True when the model reported no usage and the counts are estimates."""
-    latency_s: float
-    """Wall-clock seconds the call took."""
-    finish_reason: str = ""
-    """As reported (``stop``, ``tool_calls``, ``length``...); ``''`` when unknown."""
-
-
-@dataclass
 class TurnRecord:
     """One user turn: the tool calls it caused and the final reply."""
 
@@ -98,6 +82,10 @@ class TurnRecord:
     """Rounds in which the model asked for tools."""
     at: str = ""
     """The (possibly simulated) time the turn started, as a journal timestamp."""
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    """Every message this turn added to the conversation, exactly as the model was sent it
+    afterwards: the user message, each assistant message (its text next to its tool calls
+    included) and each tool result."""
 
 
 @dataclass
@@ -134,6 +122,9 @@ class RetrievalScore:
     """How many gold entries the journal held."""
     returned: int = 0
     """How many entries the retriever returned."""
+    turn_recall: float | None = None
+    """Share of the gold turns that some top-k entry was written right after (``None``
+    without gold turns)."""
 
     def metrics(self) -> dict[str, float | None]:
         """``{"recall_any@5": ..., ...}`` as used in the tidy tables."""
@@ -144,6 +135,7 @@ class RetrievalScore:
             f"ndcg@{k}": self.ndcg,
             "mrr": self.mrr,
             f"session_recall@{k}": self.session_recall,
+            f"turn_recall@{k}": self.turn_recall,
         }
 
 
@@ -189,16 +181,31 @@ class SessionRecord:
     """Traceback text of an error that ended this session early ('' when none)."""
     elapsed_s: float = 0.0
     """Wall-clock seconds the whole session took."""
+    closing: TurnRecord | None = None
+    """The closing turn of a transcript that ends with the assistant: the model is shown
+    that last reply and may still write memory (see ``EvaluationRunner``)."""
+    judge_calls: list[ModelCallRecord] = field(default_factory=list)
+    """Every call a judge made to grade this session's answers (failed ones too)."""
+
+    @property
+    def all_turns(self) -> list[TurnRecord]:
+        """The turns, then the closing turn when there is one."""
+        return [*self.turns, self.closing] if self.closing is not None else list(self.turns)
 
     @property
     def tool_calls(self) -> list[ToolCallRecord]:
-        """Every tool call of the session, in order."""
-        return [call for turn in self.turns for call in turn.tool_calls]
+        """Every tool call of the session, in order (the closing turn's included)."""
+        return [call for turn in self.all_turns for call in turn.tool_calls]
 
     @property
     def model_calls(self) -> list[ModelCallRecord]:
-        """Every model call of the session, in order."""
-        return [call for turn in self.turns for call in turn.model_calls]
+        """Every call of the evaluated model in the session, in order, failed ones too."""
+        return [call for turn in self.all_turns for call in turn.model_calls]
+
+    @property
+    def verdicts(self) -> list[ExpectationOutcome]:
+        """The outcomes that are verdicts: every one but those whose check failed to run."""
+        return [outcome for outcome in self.outcomes if not outcome.error]
 
     @property
     def fact_count(self) -> int:
@@ -207,33 +214,55 @@ class SessionRecord:
 
     @property
     def passed(self) -> bool:
-        """Whether every expectation of the session held (``True`` when there are none)."""
-        return all(outcome.passed for outcome in self.outcomes)
+        """Whether every expectation of the session held (``True`` when there are none); a
+        check that could not run (a judge outage) is not a pass."""
+        return all(outcome.passed and not outcome.error for outcome in self.outcomes)
 
     @property
     def errors(self) -> list[str]:
-        """Every error text of the session: its turns', then the session's own."""
-        found = [turn.error for turn in self.turns if turn.error]
+        """Every error text of the session: its turns', the checks that could not run (a
+        judge that failed is an error of the run, never a verdict), then the session's own."""
+        found = [turn.error for turn in self.all_turns if turn.error]
+        found += [
+            f"{outcome.description}: {outcome.error}" for outcome in self.outcomes if outcome.error
+        ]
         return [*found, self.error] if self.error else found
 
     def cost(self) -> dict[str, Any]:
-        """Tokens, model calls, tool rounds, latency and the last finish reason."""
-        calls = self.model_calls
+        """Tokens, model calls, tool rounds, latency and the last finish reason.
+
+        Totals count every call, the judge's included, so cost is never understated; the
+        ``judge_`` keys give the judge's share, ``failed_calls`` and ``retries`` what went
+        wrong on the way.
+        """
+        agent, judge = self.model_calls, self.judge_calls
+        calls = [*agent, *judge]
         return {
             "input_tokens": sum(call.input_tokens for call in calls),
             "output_tokens": sum(call.output_tokens for call in calls),
             "tokens_estimated": any(call.estimated for call in calls),
             "model_calls": len(calls),
-            "tool_rounds": sum(turn.tool_rounds for turn in self.turns),
+            "failed_calls": sum(1 for call in calls if call.error),
+            "retries": sum(call.retries for call in calls),
+            "tool_rounds": sum(turn.tool_rounds for turn in self.all_turns),
             "latency_s": round(sum(call.latency_s for call in calls), 6),
-            "finish_reason": calls[-1].finish_reason if calls else "",
+            "judge_calls": len(judge),
+            "judge_input_tokens": sum(call.input_tokens for call in judge),
+            "judge_output_tokens": sum(call.output_tokens for call in judge),
+            "judge_latency_s": round(sum(call.latency_s for call in judge), 6),
+            "finish_reason": agent[-1].finish_reason if agent else "",
         }
 
     def summary(self) -> dict[str, Any]:
-        """One row of the results table (numeric pass/fail counts included)."""
+        """One row of the results table (numeric pass/fail counts included).
+
+        ``passed``, ``failed`` and ``pass_rate`` count verdicts only: a check that could
+        not run is in ``errors``, not in ``failed``.
+        """
         added, removed = _diff_counts(self.facts_diff)
-        passed = sum(outcome.passed for outcome in self.outcomes)
-        total = len(self.outcomes)
+        verdicts = self.verdicts
+        passed = sum(outcome.passed for outcome in verdicts)
+        total = len(verdicts)
         return {
             "session": self.index,
             "name": self.name,
@@ -268,7 +297,14 @@ class SessionRecord:
         values = dict(data)
         values["prompt_sections"] = [tuple(item) for item in values.get("prompt_sections", [])]
         values["turns"] = [_turn_from_dict(turn) for turn in values.get("turns", [])]
-        values["outcomes"] = [ExpectationOutcome(**o) for o in values.get("outcomes", [])]
+        if values.get("closing") is not None:
+            values["closing"] = _turn_from_dict(values["closing"])
+        values["judge_calls"] = [
+            ModelCallRecord(**_known(ModelCallRecord, c)) for c in values.get("judge_calls", [])
+        ]
+        values["outcomes"] = [
+            ExpectationOutcome(**_known(ExpectationOutcome, o)) for o in values.get("outcomes", [])
+        ]
         values["searches"] = [SearchRecord(**s) for s in values.get("searches", [])]
         values["retrieval"] = [RetrievalScore(**r) for r in values.get("retrieval", [])]
         return cls(**_known(cls, values))
@@ -283,7 +319,9 @@ def _known(cls: type, values: dict[str, Any]) -> dict[str, Any]:
 def _turn_from_dict(data: dict[str, Any]) -> TurnRecord:
     values = dict(data)
     values["tool_calls"] = [ToolCallRecord(**c) for c in values.get("tool_calls", [])]
-    values["model_calls"] = [ModelCallRecord(**c) for c in values.get("model_calls", [])]
+    values["model_calls"] = [
+        ModelCallRecord(**_known(ModelCallRecord, c)) for c in values.get("model_calls", [])
+    ]
     return TurnRecord(**_known(TurnRecord, values))
 
 

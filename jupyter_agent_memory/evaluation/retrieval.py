@@ -8,9 +8,13 @@ each one. A ranking is a list of such ids, best first.
 
 Gold evidence
 -------------
-``Evidence(entries=..., texts=..., sessions=...)`` on a session says which entries answer it:
-an entry is gold when its id is listed, when its text contains one of ``texts`` (ignoring
-case), or when it was written during (or is tagged with the name of) one of ``sessions``.
+``Evidence(entries=..., texts=..., sessions=..., turns=...)`` on a session says which entries
+answer it: an entry is gold when its id is listed, when its text contains one of ``texts``
+(ignoring case), or when it was written during (or is tagged with the name of) one of
+``sessions``. ``turns`` names evidence messages (``<session>#<position>``, 1-based in the
+session's transcript or turns): an entry is turn-level gold when it was written in the model
+step that first showed the model one of them (the step of a user message shows that message,
+the step after an assistant message shows it; a closing turn shows the last one).
 
 Metrics (the formulas of LongMemEval's ``evaluate_retrieval``)
 ---------------------------------------------------------------
@@ -22,7 +26,9 @@ With ``top`` the first ``k`` ids of a ranking and ``gold`` the gold ids:
   (LongMemEval's discount: ranks 1 and 2 both count fully) and the ideal ranking puts every
   gold id of the corpus first;
 - ``mrr`` = 1 / rank of the first gold id (0 when none is returned);
-- ``session_recall@k`` = the share of gold sessions that at least one entry in ``top`` came from.
+- ``session_recall@k`` = the share of gold sessions that at least one entry in ``top`` came from;
+- ``turn_recall@k`` = the share of gold turns that at least one entry in ``top`` was written
+  right after (see ``turns`` above).
 
 Baselines
 ---------
@@ -56,6 +62,7 @@ __all__ = [
     "score_ranking",
     "session_recall",
     "tokenize",
+    "turn_recall",
 ]
 
 
@@ -69,9 +76,11 @@ class Evidence:
     """Substrings of gold entry texts (ignoring case)."""
     sessions: tuple[str, ...] = ()
     """Names of the sessions whose entries are gold (written then, or tagged with the name)."""
+    turns: tuple[str, ...] = ()
+    """Evidence messages, ``<session>#<position>`` (see the module doc)."""
 
     def __post_init__(self) -> None:
-        for name in ("entries", "texts", "sessions"):
+        for name in ("entries", "texts", "sessions", "turns"):
             value = getattr(self, name)
             if isinstance(value, str):
                 value = (value,)
@@ -79,8 +88,14 @@ class Evidence:
             if not all(isinstance(item, str) for item in value):
                 raise TypeError(f"Evidence {name} must be strings")
             object.__setattr__(self, name, value)
-        if not (self.entries or self.texts or self.sessions):
-            raise ValueError("Evidence needs entries, texts or sessions")
+        if not (self.entries or self.texts or self.sessions or self.turns):
+            raise ValueError("Evidence needs entries, texts, sessions or turns")
+        for turn in self.turns:
+            name, _, position = turn.rpartition("#")
+            if not name or not position.isdigit() or int(position) < 1:
+                raise ValueError(
+                    f"Evidence turns are '<session>#<position>' (1-based), got {turn!r}"
+                )
 
     def is_gold(self, entry_id: str, entry: Mapping[str, Any], origin: str) -> bool:
         """Whether the entry ``entry_id`` (written during session ``origin``) is gold."""
@@ -97,6 +112,7 @@ class Evidence:
             "entries": list(self.entries),
             "texts": list(self.texts),
             "sessions": list(self.sessions),
+            "turns": list(self.turns),
         }
 
 
@@ -167,17 +183,44 @@ def session_recall(ranked_sessions: Sequence[Iterable[str]], gold: Iterable[str]
     return len(wanted & seen) / len(wanted)
 
 
+def turn_recall(
+    ranked_spans: Sequence[tuple[str, int, int] | None], gold: Iterable[str], k: int
+) -> float:
+    """Share of ``gold`` turns (``<session>#<position>``) covered by the first ``k`` entries.
+
+    ``ranked_spans[i]`` is ``(session, first, last)``: the messages the step that wrote entry
+    ``i`` showed the model for the first time (``None`` for an entry from before the run).
+    """
+    wanted = set(gold)
+    if not wanted:
+        return 0.0
+    shown: dict[str, list[tuple[int, int]]] = {}
+    for span in ranked_spans[:k]:
+        if span is not None:
+            shown.setdefault(span[0], []).append((span[1], span[2]))
+    covered = 0
+    for turn in wanted:
+        name, _, position = turn.rpartition("#")
+        number = int(position)
+        if any(first <= number <= last for first, last in shown.get(name, ())):
+            covered += 1
+    return covered / len(wanted)
+
+
 def score_ranking(
     retriever: str,
     ranking: Sequence[str],
     evidence: Evidence,
     journal: Mapping[str, tuple[Mapping[str, Any], str]],
     k: int,
+    spans: Mapping[str, tuple[str, int, int]] | None = None,
 ) -> RetrievalScore:
     """Score one ranking against ``evidence``.
 
     ``journal`` maps every entry id to ``(entry, origin session name)``; gold entries are found
-    in it, so an entry that exists but was never returned still counts as missed.
+    in it, so an entry that exists but was never returned still counts as missed. ``spans``
+    maps entry ids to the messages first shown by the step that wrote them (for
+    ``turn_recall``).
     """
     gold = [eid for eid, (entry, origin) in journal.items() if evidence.is_gold(eid, entry, origin)]
     ranking = list(dict.fromkeys(ranking))  # a repeated entry counts once, at its best rank
@@ -197,10 +240,15 @@ def score_ranking(
             for eid in ranking
         ]
         session_score = session_recall(ranked_sessions, evidence.sessions, k)
+    turn_score = None
+    if evidence.turns:
+        known = spans or {}
+        turn_score = turn_recall([known.get(eid) for eid in ranking], evidence.turns, k)
     return RetrievalScore(
         retriever=retriever,
         k=k,
         session_recall=session_score,
+        turn_recall=turn_score,
         gold=len(gold),
         returned=len(ranking),
         **scores,

@@ -12,13 +12,13 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..engine import functions
-from .models import ChatModel, ModelTurn
+from ..engine.functions import MEMORY_TOOL_NAME, PROFILE_TOOL_NAME, Toolset
+from .models import ChatModel, ModelTurn, call_model
 from .progress import make_progress
-from .records import ModelCallRecord, SearchRecord, SessionRecord, ToolCallRecord, TurnRecord
+from .records import SearchRecord, SessionRecord, ToolCallRecord, TurnRecord
 from .results import EvaluationResult
 from .retrieval import bm25_rank, score_ranking
-from .scenario import Scenario, Session, SessionState, session_names
+from .scenario import CLOSING_TURN, Scenario, Session, SessionState, session_names
 
 if TYPE_CHECKING:
     from .. import AgentMemory, Prompt
@@ -30,6 +30,19 @@ CLIENT_NAME = "jupyter-agent-memory evaluation"
 
 BASELINES = ("tool", "bm25")
 """The retrieval baselines scored next to the agent's own searches (see ``retrieval``)."""
+
+AGENT_ALIAS = "/agent"
+"""How the prompt of an evaluation run names the agent folder (see ``path_aliases``)."""
+WORKSPACE_ALIAS = "/workspace"
+"""How the prompt of an evaluation run names the session workspace."""
+
+
+def default_toolset(tool_name: str = MEMORY_TOOL_NAME) -> Toolset:
+    """The runner's default tools: ``memory`` and ``profile`` (so a bootstrap can complete as
+    the prompt describes), named alike: ``mcp__agent-memory__memory`` goes with
+    ``mcp__agent-memory__profile``."""
+    prefix = tool_name[: -len(MEMORY_TOOL_NAME)] if tool_name.endswith(MEMORY_TOOL_NAME) else ""
+    return Toolset(memory=tool_name, profile=prefix + PROFILE_TOOL_NAME)
 
 
 class SimulatedClock:
@@ -64,20 +77,6 @@ def _timestamp(moment: datetime) -> str:
     return format_timestamp(moment)
 
 
-def _estimate_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
-    from ..engine.prompt import approx_tokens
-
-    return approx_tokens(json.dumps(list(messages), ensure_ascii=False))
-
-
-def _reply_tokens(turn: ModelTurn) -> int:
-    from ..engine.prompt import approx_tokens
-
-    text = turn.text or ""
-    text += "".join(call.name + call.arguments_json() for call in turn.tool_calls)
-    return approx_tokens(text)
-
-
 def _parse_arguments(arguments: Any) -> dict[str, Any] | None:
     if isinstance(arguments, dict):
         return arguments
@@ -102,10 +101,14 @@ class _Journal:
         self.memory = memory
         self.ids: list[str] = []
         self.entries: dict[str, tuple[dict[str, Any], str]] = {}
+        self.spans: dict[str, tuple[str, int, int]] = {}
+        self.step: tuple[str, int, int] | None = None
+        """The step running now: its session and the messages it shows first."""
         self.sync("")
 
     def sync(self, origin: str) -> list[str]:
-        """Register entries added since the last sync as written by ``origin``; their ids."""
+        """Register entries added since the last sync as written by ``origin`` (in the
+        current ``step``); their ids."""
         added = []
         for position, entry in enumerate(self.memory.entries()):
             if position < len(self.ids):
@@ -113,6 +116,8 @@ class _Journal:
             entry_id = f"j{position + 1}"
             self.ids.append(entry_id)
             self.entries[entry_id] = (entry, origin)
+            if origin and self.step is not None:
+                self.spans[entry_id] = self.step
             added.append(entry_id)
         return added
 
@@ -136,20 +141,34 @@ class _Journal:
 class EvaluationRunner:
     """Replay scenarios against one agent folder with one model.
 
-    Every session starts from a prompt freshly built by ``PromptBuilder(tool_name)`` from the
+    Every session starts from a prompt freshly built by ``PromptBuilder(tools=tools)`` from the
     agent folder (plus ``system.md`` in ``workspace``), so the only memory carried between
     sessions is what the model wrote through the tools. Each user turn runs a tool loop: the
-    model's tool calls go through ``functions.run_tool`` (the same code path as
-    ``dispatch``), results go back to the model, until it replies with text or
-    ``max_tool_rounds`` rounds have passed.
+    model's tool calls go through ``tools.run`` (the same code path as ``dispatch``), results
+    go back to the model, until it replies with text or ``max_tool_rounds`` rounds have
+    passed. An assistant message with tool calls is sent back with ``"content": ""`` when
+    the model said nothing next to them (local servers refuse ``null``).
 
-    ``tool_name`` is the name the model sees for the memory tool, in the prompt and in the tool
-    list (``memory`` for plain function calling; ``mcp__agent-memory__memory`` to mimic an MCP
-    client). ``base_prompt`` stands in for the client's own base prompt when the workspace has no
+    Tools: ``tools`` is the ``Toolset`` offered, and the prompt describes exactly it; the
+    default offers ``memory`` and ``profile`` (SOUL.md and USER.md), so a bootstrap can
+    complete as the prompt asks. ``tool_name`` is a shorthand that renames both
+    (``mcp__agent-memory__memory`` mimics an MCP client's names);
+    ``tools=Toolset()`` offers ``memory`` alone.
+
+    ``base_prompt`` stands in for the client's own base prompt when the workspace has no
     ``system.md``. ``config`` and ``has_user_instructions`` go to ``PromptBuilder.build``
     (``config={"bootstrap_completed": True}`` skips bootstrap mode); without them the prompt is
     built as every surface builds it (``PromptBuilder.build_session``: the configuration and
     instructions of the template the agent was provisioned from).
+
+    Paths: the prompt shows the agent folder as ``/agent`` and the workspace as
+    ``/workspace`` (``path_aliases``; ``{}`` shows the real folders), so one experiment gives
+    byte-identical prompts, and token counts, on every machine and in every run folder.
+
+    Transcripts: the model handles each user turn of a fixed transcript; when the transcript
+    ends with the assistant, a closing turn (``closing_turn``, default ``CLOSING_TURN``;
+    ``None`` for none) shows the model that last reply, so what the assistant said last can
+    be remembered too. It is recorded as ``SessionRecord.closing``.
 
     Time: a scenario with dates (or a ``start``) runs on a ``SimulatedClock`` given to the
     agent (``AgentMemory.clock``), moving ``clock_step`` per reading; with ``announce_date``
@@ -166,7 +185,9 @@ class EvaluationRunner:
 
     Errors: an exception in a turn (a network error, a timeout, a malformed response) is
     recorded in the turn with its traceback; ``on_error="continue"`` goes on with the next
-    turn, ``"stop"`` ends the run there, keeping every record so far.
+    turn, ``"stop"`` ends the run there, keeping every record so far. Every model call is
+    recorded, failed or not, with its time, error and retries (``TurnRecord.model_calls``),
+    and every message a turn added to the conversation (``TurnRecord.messages``).
     """
 
     def __init__(
@@ -174,7 +195,8 @@ class EvaluationRunner:
         memory: AgentMemory | str | os.PathLike[str],
         model: ChatModel,
         *,
-        tool_name: str = functions.MEMORY_TOOL_NAME,
+        tool_name: str | None = None,
+        tools: Toolset | None = None,
         workspace: str | os.PathLike[str] | None = None,
         config: Mapping[str, Any] | None = None,
         has_user_instructions: bool = False,
@@ -186,6 +208,8 @@ class EvaluationRunner:
         baselines: Sequence[str] = BASELINES,
         clock_step: timedelta = timedelta(seconds=1),
         announce_date: bool = True,
+        path_aliases: Mapping[str | os.PathLike[str], str] | None = None,
+        closing_turn: str | None = CLOSING_TURN,
     ) -> None:
         from .. import AgentMemory, PromptBuilder
 
@@ -201,10 +225,25 @@ class EvaluationRunner:
         unknown = [name for name in baselines if name not in BASELINES]
         if unknown:
             raise ValueError(f"Unknown baselines {unknown}, expected some of {list(BASELINES)}")
+        if tools is None:
+            tools = default_toolset(tool_name or MEMORY_TOOL_NAME)
+        elif not isinstance(tools, Toolset):
+            raise TypeError(f"tools must be a Toolset, got {tools!r}")
+        elif tool_name is not None and tool_name != tools.memory:
+            raise ValueError(
+                f"tool_name {tool_name!r} contradicts the toolset's memory tool "
+                f"{tools.memory!r}: give one of them"
+            )
+        if closing_turn is not None and (not isinstance(closing_turn, str) or not closing_turn):
+            raise ValueError(f"closing_turn must be a non-empty text or None, got {closing_turn!r}")
         self.memory = memory
         self.model = model
-        self.tool_name = tool_name
-        self.workspace = Path(workspace) if workspace is not None else None
+        self.tools = tools
+        self.tool_name = tools.memory
+        self.closing_turn = closing_turn
+        # Fixed now, so every session of the run reads the same system.md and shows the
+        # same alias for it.
+        self.workspace = Path(os.path.realpath(workspace if workspace is not None else os.getcwd()))
         self.config = dict(config) if config is not None else None
         self.has_user_instructions = has_user_instructions
         self.base_prompt = base_prompt
@@ -214,32 +253,25 @@ class EvaluationRunner:
         self.baselines = tuple(baselines)
         self.clock_step = clock_step
         self.announce_date = announce_date
-        self.builder = PromptBuilder(tool_name=tool_name, budget_tokens=budget_tokens)
+        if path_aliases is None:
+            path_aliases = {self.workspace: WORKSPACE_ALIAS, memory.path: AGENT_ALIAS}
+        self.path_aliases = dict(path_aliases)
+        self.builder = PromptBuilder(
+            tools=tools, budget_tokens=budget_tokens, path_aliases=self.path_aliases
+        )
         self._clock: SimulatedClock | None = None
         self._journal: _Journal | None = None
         self._searches: list[SearchRecord] = []
 
-    # The model sees the memory tool under ``tool_name``; the engine knows it as ``memory``.
     def _tools(self) -> list[dict[str, Any]]:
-        tools = functions.openai_tools(self.memory)
-        for tool in tools:
-            if tool["function"]["name"] == functions.MEMORY_TOOL_NAME:
-                tool["function"]["name"] = self.tool_name
-        return tools
+        return self.tools.openai(self.memory)
 
     def _call(self, name: str, arguments: Any, origin: str) -> tuple[str, bool]:
         """Run one model tool call; ``(text, is_error)``. Searches are recorded."""
-        if name == self.tool_name:
-            text, is_error = functions.run_tool(self.memory, functions.MEMORY_TOOL_NAME, arguments)
-            if not is_error:
-                self._record_search(arguments, text, origin)
-            return text, is_error
-        if name == functions.MEMORY_TOOL_NAME:
-            # The memory tool was offered under another name; calling it ``memory`` is the
-            # model's mistake, reported like any unknown tool.
-            offered = [tool["function"]["name"] for tool in self._tools()]
-            return functions.error_text(functions.unknown_tool_error(name, offered)), True
-        return functions.run_tool(self.memory, name, arguments)
+        text, is_error = self.tools.run(self.memory, name, arguments)
+        if name == self.tools.memory and not is_error:
+            self._record_search(arguments, text, origin)
+        return text, is_error
 
     def _record_search(self, arguments: Any, text: str, origin: str) -> None:
         parsed = _parse_arguments(arguments)
@@ -323,25 +355,7 @@ class EvaluationRunner:
     def _complete(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], record: TurnRecord
     ) -> ModelTurn:
-        started = time.perf_counter()
-        turn: ModelTurn = self.model.complete(messages, tools)
-        latency = time.perf_counter() - started
-        if not isinstance(turn, ModelTurn):
-            raise TypeError(f"model.complete must return a ModelTurn, got {turn!r}")
-        usage = turn.usage or {}
-        reported = isinstance(usage.get("prompt_tokens"), int)
-        record.model_calls.append(
-            ModelCallRecord(
-                input_tokens=usage["prompt_tokens"] if reported else _estimate_tokens(messages),
-                output_tokens=(
-                    int(usage.get("completion_tokens") or 0) if reported else _reply_tokens(turn)
-                ),
-                estimated=not reported,
-                latency_s=latency,
-                finish_reason=turn.finish_reason or "",
-            )
-        )
-        return turn
+        return call_model(self.model, messages, tools, record.model_calls)
 
     def _run_turn(
         self,
@@ -351,6 +365,7 @@ class EvaluationRunner:
         origin: str,
         fixed_reply: str | None = None,
     ) -> TurnRecord:
+        start = len(messages)
         messages.append({"role": "user", "content": user})
         record = TurnRecord(user=user, reply="", assistant=fixed_reply, at=self._now_text())
         try:
@@ -365,6 +380,9 @@ class EvaluationRunner:
                 last["content"] = fixed_reply
             else:
                 messages.append({"role": "assistant", "content": fixed_reply})
+        record.messages = json.loads(json.dumps(messages[start:]))  # a copy, as sent later
+        assert self._journal is not None
+        self._journal.sync(origin)
         return record
 
     def _tool_loop(
@@ -391,27 +409,32 @@ class EvaluationRunner:
                         "function": {"name": call.name, "arguments": call.arguments_json()},
                     }
                 )
-            messages.append({"role": "assistant", "content": turn.text, "tool_calls": calls})
+            # A string, never null: llama-cpp-python and others refuse a null content.
+            messages.append({"role": "assistant", "content": turn.text or "", "tool_calls": calls})
             for call in turn.tool_calls:
                 text, is_error = self._call(call.name, call.arguments, origin)
                 record.tool_calls.append(ToolCallRecord(call.name, call.arguments, text, is_error))
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
         record.note = f"stopped after {self.max_tool_rounds} tool rounds without a reply"
 
-    def _conversation(self, session: Session) -> list[tuple[str | None, str | None]]:
-        """``(user, fixed reply)`` pairs; a transcript's leading assistant text has no user."""
+    def _conversation(
+        self, session: Session
+    ) -> list[tuple[str | None, str | None, int, int]]:
+        """``(user, fixed reply, position of the user message, position of the reply's last
+        message)``, positions 1-based in the transcript (or the turns); a transcript's
+        leading assistant text has no user (position 0)."""
         if session.transcript is None:
-            return [(user, None) for user in session.turns]
-        pairs: list[tuple[str | None, str | None]] = []
-        for message in session.transcript:
+            return [(user, None, n, n) for n, user in enumerate(session.turns, 1)]
+        pairs: list[tuple[str | None, str | None, int, int]] = []
+        for position, message in enumerate(session.transcript, 1):
             if message["role"] == "user":
-                pairs.append((message["content"], None))
+                pairs.append((message["content"], None, position, position))
             elif pairs:
-                user, reply = pairs[-1]
+                user, reply, asked, _ = pairs[-1]
                 joined = message["content"] if reply is None else f"{reply}\n\n{message['content']}"
-                pairs[-1] = (user, joined)
+                pairs[-1] = (user, joined, asked, position)
             else:
-                pairs.append((None, message["content"]))
+                pairs.append((None, message["content"], 0, position))
         return pairs
 
     def _baseline_searches(self, session: Session) -> list[SearchRecord]:
@@ -461,6 +484,7 @@ class EvaluationRunner:
         failed = False
         try:
             self._journal.sync("")
+            known = len(self._journal.ids)
             gold_journal = self._journal.snapshot()
             baselines = self._baseline_searches(session) if session.evidence else []
             prompt = self.build_prompt()
@@ -476,18 +500,36 @@ class EvaluationRunner:
             record.facts_before = self.memory.facts
             tools = self._tools()
             messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
-            for user, fixed in self._conversation(session):
+            shown = 0  # transcript messages the model has been shown so far
+            stopped = False
+            for user, fixed, asked, _answered in self._conversation(session):
                 if user is None:
                     messages.append({"role": "assistant", "content": fixed or ""})
                     continue
+                self._journal.step = (name, shown + 1, asked)
+                shown = asked
                 turn = self._run_turn(messages, tools, user, name, fixed)
                 record.turns.append(turn)
                 if turn.error:
                     failed = True
                     if self.on_error == "stop":
+                        stopped = True
                         break
+            transcript = session.transcript or []
+            if (
+                not stopped
+                and self.closing_turn is not None
+                and transcript
+                and transcript[-1]["role"] == "assistant"
+            ):
+                self._journal.step = (name, shown + 1, len(transcript))
+                record.closing = self._run_turn(messages, tools, self.closing_turn, name)
+                failed = failed or bool(record.closing.error)
+            self._journal.step = None
             record.facts_after = self.memory.facts
-            record.new_entry_ids = self._journal.sync(name)
+            self._journal.sync(name)
+            # Turns and searches register entries as they appear: all since the start count.
+            record.new_entry_ids = self._journal.ids[known:]
             record.new_entries = [self._journal.entries[i][0] for i in record.new_entry_ids]
             record.facts_diff = "".join(
                 difflib.unified_diff(
@@ -504,7 +546,12 @@ class EvaluationRunner:
                 rankings = [("agent", agent)] + [(s.retriever, s.results) for s in baselines]
                 record.retrieval = [
                     score_ranking(
-                        retriever, ranking, session.evidence, gold_journal, self.retrieval_k
+                        retriever,
+                        ranking,
+                        session.evidence,
+                        gold_journal,
+                        self.retrieval_k,
+                        self._journal.spans,
                     )
                     for retriever, ranking in rankings
                 ]
@@ -517,8 +564,11 @@ class EvaluationRunner:
             record.next_prompt,
             record.turns,
             [s for s in record.searches if s.retriever == "agent"],
+            closing=record.closing,
         )
         record.outcomes = [expectation.check(state) for expectation in session.expect]
+        record.judge_calls = list(state.judge_calls)
+        failed = failed or any(outcome.error for outcome in record.outcomes)
         record.elapsed_s = time.perf_counter() - started
         return record, failed
 

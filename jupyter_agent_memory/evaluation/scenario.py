@@ -32,14 +32,18 @@ from .expectations import (
     JournalContains,
     PromptContains,
     ReplyAbstains,
+    ReplyAnswers,
     ReplyContains,
+    ReplyJudged,
     ReplyMatches,
     SessionState,
     ToolCalled,
 )
+from .models import CLOSING_TURN
 from .retrieval import Evidence
 
 __all__ = [
+    "CLOSING_TURN",
     "Expectation",
     "ExpectationOutcome",
     "FactContains",
@@ -88,7 +92,7 @@ def parse_date(value: datetime | str) -> datetime:
         ) from None
 
 
-def _transcript(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
+def _transcript(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     result = []
     for number, message in enumerate(messages, 1):
         if not isinstance(message, Mapping):
@@ -100,7 +104,11 @@ def _transcript(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
             )
         if not isinstance(content, str):
             raise TypeError(f"Transcript message {number} content must be a string")
-        result.append({"role": role, "content": content})
+        kept: dict[str, Any] = {"role": role, "content": content}
+        if message.get("has_answer") is True:
+            # Turn-level evidence (LongMemEval's mark): kept for scoring, never sent.
+            kept["has_answer"] = True
+        result.append(kept)
     if not any(message["role"] == "user" for message in result):
         raise ValueError("A transcript needs at least one user message")
     return result
@@ -118,7 +126,7 @@ class Session:
     turns: list[str] = field(default_factory=list)
     expect: list[Expectation] = field(default_factory=list)
     name: str = ""
-    transcript: list[dict[str, str]] | None = None
+    transcript: list[dict[str, Any]] | None = None
     date: datetime | str | None = None
     evidence: Evidence | None = None
     query: str | None = None
@@ -144,6 +152,23 @@ class Session:
         if self.evidence is not None and not isinstance(self.evidence, Evidence):
             raise TypeError(f"Session evidence must be an Evidence object, got {self.evidence!r}")
 
+    def to_dict(self) -> dict[str, Any]:
+        """This session as plain data (``Scenario.from_dict`` reads it back)."""
+        data: dict[str, Any] = {"name": self.name}
+        if self.transcript is not None:
+            data["transcript"] = [dict(message) for message in self.transcript]
+        else:
+            data["turns"] = list(self.turns)
+        if self.date is not None:
+            assert isinstance(self.date, datetime)
+            data["date"] = self.date.isoformat()
+        if self.query is not None:
+            data["query"] = self.query
+        if self.evidence is not None:
+            data["evidence"] = {k: v for k, v in self.evidence.to_dict().items() if v}
+        data["expect"] = [expectation.to_dict() for expectation in self.expect]
+        return data
+
     @property
     def question(self) -> str:
         """What baselines search with: ``query``, else the last user turn (``''`` if none)."""
@@ -161,9 +186,13 @@ def _flag(data: Mapping[str, Any], key: str, default: bool | None) -> bool | Non
     return value
 
 
-def _expectation_from_dict(data: Any) -> Expectation:
+def _expectation_from_dict(data: Any, judges: Mapping[str, Any] | None = None) -> Expectation:
     if not isinstance(data, Mapping):
         raise ValueError(f"Each expectation must be an object, got {data!r}")
+    if "custom" in data:
+        raise ValueError(
+            f"The expectation {data['custom']!r} is code, not data: give the scenarios again"
+        )
     present = bool(_flag(data, "present", True))
     turn = data.get("turn", -1)
     if turn is not None and (isinstance(turn, bool) or not isinstance(turn, int)):
@@ -176,6 +205,25 @@ def _expectation_from_dict(data: Any) -> Expectation:
         return PromptContains(str(data["prompt"]), present=present)
     if "reply" in data:
         return ReplyContains(str(data["reply"]), turn=turn, present=present)
+    if "answers" in data:
+        return ReplyAnswers(str(data["answers"]), turn=turn, present=present)
+    if "judged" in data:
+        from .specs import judge_from_spec
+
+        spec = data.get("judge")
+        if not isinstance(spec, Mapping):
+            raise ValueError(f"Expectation {dict(data)!r}: 'judge' must be a judge's spec")
+        return ReplyJudged(
+            str(data["judged"]),
+            judge_from_spec(dict(spec), judges),
+            question=None if data.get("question") is None else str(data["question"]),
+            turn=-1 if turn is None else turn,
+            present=present,
+            question_type=(
+                None if data.get("question_type") is None else str(data["question_type"])
+            ),
+            abstention=bool(_flag(data, "abstention", False)),
+        )
     if "reply_matches" in data:
         return ReplyMatches(str(data["reply_matches"]), turn=turn, present=present)
     if "abstains" in data:
@@ -207,7 +255,7 @@ def _expectation_from_dict(data: Any) -> Expectation:
 def _evidence_from_dict(data: Any) -> Evidence:
     if not isinstance(data, Mapping):
         raise ValueError("'evidence' must be an object")
-    unknown = set(data) - {"entries", "texts", "sessions"}
+    unknown = set(data) - {"entries", "texts", "sessions", "turns"}
     if unknown:
         raise ValueError(f"unknown evidence keys {sorted(unknown)}")
     for key, value in data.items():
@@ -245,8 +293,20 @@ class Scenario:
         """Whether the scenario runs on a simulated clock (a start or a session date)."""
         return self.start is not None or any(s.date is not None for s in self.sessions)
 
+    def to_dict(self) -> dict[str, Any]:
+        """This scenario as plain data: ``from_dict(to_dict())`` is an equal scenario, unless
+        an expectation is code (``Expectation.to_dict``)."""
+        data: dict[str, Any] = {"name": self.name, "labels": dict(self.labels)}
+        if self.start is not None:
+            assert isinstance(self.start, datetime)
+            data["start"] = self.start.isoformat()
+        data["sessions"] = [session.to_dict() for session in self.sessions]
+        return data
+
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Scenario:
+    def from_dict(
+        cls, data: Mapping[str, Any], *, judges: Mapping[str, Any] | None = None
+    ) -> Scenario:
         """Build a scenario from plain data, e.g. parsed JSON or YAML::
 
         {"name": "onboarding", "labels": {"kind": "demo"}, "start": "2026-01-05T09:00",
@@ -265,9 +325,11 @@ class Scenario:
         Session keys: ``turns`` or ``transcript`` (required), ``name``, ``date``, ``query``,
         ``evidence`` (``entries``, ``texts``, ``sessions``), ``expect``. Expectation keys:
         ``fact``, ``journal`` and/or ``tag``, ``prompt``, ``reply``, ``reply_matches``,
-        ``abstains``, ``tool``/``action`` (with ``arguments``, ``ok``); each may add
-        ``present: false``, reply checks ``turn`` (an index, or null for any turn). Judges are
-        objects, so ``ReplyJudged`` is added in code.
+        ``abstains``, ``answers`` (``ReplyAnswers``), ``judged`` (with ``judge``, a judge's
+        spec as ``to_dict`` writes it, and ``question``, ``question_type``, ``abstention``),
+        ``tool``/``action`` (with ``arguments``, ``ok``); each may add ``present: false``,
+        reply checks ``turn`` (an index, or null for any turn). ``judges`` maps names to
+        judge models or functions that cannot be rebuilt from their spec.
         """
         if not isinstance(data, Mapping):
             raise ValueError(f"A scenario must be an object, got {type(data).__name__}")
@@ -293,7 +355,7 @@ class Scenario:
                         # Turns as given: a null must not become the text "None".
                         turns=list(item["turns"]) if has_turns else [],
                         transcript=item["transcript"] if has_transcript else None,
-                        expect=[_expectation_from_dict(e) for e in expect],
+                        expect=[_expectation_from_dict(e, judges) for e in expect],
                         name=str(item.get("name") or ""),
                         date=item.get("date"),
                         evidence=None if evidence is None else _evidence_from_dict(evidence),

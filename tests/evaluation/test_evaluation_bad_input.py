@@ -124,7 +124,9 @@ def test_answer_session_ids_must_be_a_list() -> None:
             f"LongMemEval item {item['question_id']!r}: answer_session_ids must be a list of "
             "session ids"
         )
-    assert longmemeval_scenario(sample_item(answer_session_ids=None)).sessions[-1].evidence is None
+    # Without gold sessions the has_answer turns are still evidence, at turn level only.
+    evidence = longmemeval_scenario(sample_item(answer_session_ids=None)).sessions[-1].evidence
+    assert (evidence.sessions, evidence.turns) == ((), ("sample_user_01_s2#1",))
 
 
 def test_a_turn_that_is_not_an_object_is_named() -> None:

@@ -17,6 +17,7 @@ from jupyter_agent_memory.evaluation import (
     JournalPolicy,
     MatrixResult,
     ReplyAbstains,
+    ReplyAnswers,
     ReplyContains,
     ReplyJudged,
     Rule,
@@ -74,14 +75,14 @@ def test_an_item_becomes_a_dated_scenario_with_gold_evidence():
     first, second, question = scenario.sessions
     assert (first.name, first.date) == ("a", datetime(2023, 5, 20, 2, 21, tzinfo=timezone.utc))
     assert first.transcript == [
-        {"role": "user", "content": "My cat is Miso."},
+        {"role": "user", "content": "My cat is Miso.", "has_answer": True},
         {"role": "assistant", "content": "Cute!"},
     ]
     assert second.turns == ["Rice tips?"]
     assert question.turns == ["What is my cat called?"]
     assert question.date == datetime(2023, 5, 30, 10, 0, tzinfo=timezone.utc)
-    assert question.evidence == Evidence(sessions=("a",))
-    assert question.expect == [ReplyContains("Miso")]
+    assert question.evidence == Evidence(sessions=("a",), turns=("a#1",))
+    assert question.expect == [ReplyAnswers("Miso")]
     assert scenario.dated
 
 
@@ -204,7 +205,7 @@ def test_both_policies_on_the_sample_pass_and_fail_where_they_should(tmp_path):
     # The temporal answer is the session's simulated date, not today's.
     temporal = scenarios[4]
     result = run_scenario(tmp_path / "temporal", JournalPolicy(), temporal, config=DONE)
-    answer = temporal.sessions[-1].expect[0].text
+    answer = temporal.sessions[-1].expect[0].answer
     assert result.sessions[-1].turns[0].reply.startswith(f"On {answer}: Renewed my passport")
     scores = {s.retriever: s for s in result.sessions[-1].retrieval}
     assert (scores["agent"].session_recall, scores["tool"].session_recall) == (1.0, 0.0)

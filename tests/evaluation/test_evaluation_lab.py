@@ -13,9 +13,11 @@ import pytest
 from jupyter_agent_memory import AgentMemory
 from jupyter_agent_memory.engine.prompt import approx_tokens
 from jupyter_agent_memory.evaluation import (
+    CLOSING_TURN,
     Check,
     EvaluationResult,
     FactContains,
+    JudgeError,
     ModelJudge,
     ModelTurn,
     Progress,
@@ -33,6 +35,7 @@ from jupyter_agent_memory.evaluation import (
     ToolCallRecord,
     TurnRecord,
     call_tool,
+    default_toolset,
     journal,
     recall,
     remember,
@@ -234,19 +237,38 @@ def test_judges_models_functions_and_failures(tmp_path):
         ]
     )
     result = run_scenario(tmp_path / "agent", correcting_model(), scenario, config=DONE)
-    outcomes = result.sessions[1].outcomes
-    assert [(o.passed, o.detail) for o in outcomes] == [
-        (True, ""),
-        (False, "judge said 'No.'"),
-        (True, ""),
-        (False, "check raised ConnectionError: judge endpoint down"),
-        (True, ""),
+    session = result.sessions[1]
+    outcomes = session.outcomes
+    assert [(o.passed, o.detail, o.error) for o in outcomes] == [
+        (True, "", ""),
+        (False, "judge said 'No.'", ""),
+        (True, "", ""),
+        (False, "", "check raised ConnectionError: judge endpoint down"),
+        (True, "", ""),
     ]
+    assert [o.scorer for o in outcomes] == ["judge", "judge", "judge", "judge", ""]
     assert outcomes[0].description == "the last reply is judged to answer 'Bea'"
     assert calls == [("What is my name?", "Bea", "You are Bea.")]
+    # A judge outage is an error of the run, never a wrong answer.
+    assert result.errors == [
+        (2, "the last reply is judged to answer 'Bea': check raised ConnectionError: judge "
+         "endpoint down")
+    ]
+    summary = session.summary()
+    assert (summary["passed"], summary["failed"], summary["errors"]) == (3, 1, 1)
+    assert summary["pass_rate"] == 0.75
+    # The model judges' calls are in the session's cost, and each verdict names its prompt.
+    assert [c.role for c in session.judge_calls] == ["judge", "judge"]
+    assert summary["judge_calls"] == 2 and summary["model_calls"] == 3
+    assert outcomes[0].judge["model"] == "scripted"
+    assert outcomes[0].judge["prompt"].endswith(
+        "Expected answer: Bea\nAssistant's reply: You are Bea.\n\n"
+        "Is the reply correct? Answer yes or no only."
+    )
+    assert outcomes[0].judge["said"] == "Yes, it matches."
     silent = ScriptedModel([], default_reply="maybe")
-    verdict = ModelJudge(silent)("q", "a", "r")
-    assert verdict == (False, "judge gave no verdict: 'maybe'")
+    with pytest.raises(JudgeError, match="judge gave no verdict: 'maybe'"):
+        ModelJudge(silent)("q", "a", "r")
     with pytest.raises(TypeError, match="model object or a function"):
         ReplyJudged("x", judge=42)
 
@@ -394,11 +416,18 @@ def test_fixed_transcripts_keep_their_assistant_turns(tmp_path):
         ("My cat is Miso", "model says hi", "Lovely name.\n\nTell me more."),
         ("She sleeps a lot", "model reply", "Cats do."),
     ]
-    last = model.requests[-1]
+    # The closing turn shows the model the transcript's last assistant reply.
+    closing = result.sessions[0].closing
+    assert (closing.user, closing.reply) == (CLOSING_TURN, "model reply")
+    assert [(m["role"], m["content"]) for m in model.requests[-1][-2:]] == [
+        ("assistant", "Cats do."),
+        ("user", CLOSING_TURN),
+    ]
+    last = model.requests[-2]
     assert [(m["role"], m.get("content")) for m in last[1:]] == [
         ("assistant", "Welcome back!"),
         ("user", "My cat is Miso"),
-        ("assistant", None),  # the tool-calling message
+        ("assistant", ""),  # the tool-calling message: a string, as local servers need
         ("tool", "Memory updated."),
         ("assistant", "Lovely name.\n\nTell me more."),
         ("user", "She sleeps a lot"),
@@ -716,7 +745,7 @@ def test_scenario_from_dict_with_transcripts_dates_evidence_and_reply_checks(tmp
     assert result.sessions[1].retrieval[0].recall_all == 1.0
     for bad, message in [
         ({"sessions": [{"turns": ["x"], "evidence": {"ids": ["j1"]}}]}, "unknown evidence keys"),
-        ({"sessions": [{"turns": ["x"], "evidence": {}}]}, "needs entries, texts or sessions"),
+        ({"sessions": [{"turns": ["x"], "evidence": {}}]}, "needs entries, texts, sessions"),
         ({"sessions": [{"turns": ["x"], "date": "soon"}]}, "Session 1: Invalid session date"),
         ({"sessions": [{"turns": ["x"], "expect": [{"tool": "m", "arguments": 3}]}]}, "must be"),
         ({"sessions": [], "labels": []}, "'labels' must be an object"),
@@ -744,8 +773,14 @@ def test_prompts_follow_the_agents_template_unless_config_is_given(tmp_path):
     # The template says bootstrap is not done, so the session prompt is in bootstrap mode,
     # although SOUL.md alone would say otherwise.
     assert result.sessions[0].bootstrap is True
-    expected = PromptBuilder(tool_name="memory").build_session(mem, workspace=tmp_path)
+    # Built as the runner builds it: its tools (memory and profile), the folders shown as
+    # /agent and /workspace.
+    builder = PromptBuilder(
+        tools=default_toolset(), path_aliases={tmp_path: "/workspace", mem.path: "/agent"}
+    )
+    expected = builder.build_session(mem, workspace=tmp_path)
     assert result.sessions[0].system_prompt == expected.text
+    assert "with `profile` (`file`: `soul`" in expected.text
     assert PromptBuilder(tool_name="memory").build(mem, workspace=tmp_path).bootstrap is False
     explicit = run_scenario(
         mem, model, Scenario([Session(["hi"])]), workspace=tmp_path, config=DONE

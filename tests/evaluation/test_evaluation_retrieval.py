@@ -153,7 +153,7 @@ def test_bm25_score_value_by_formula():
 
 
 def test_evidence_rules():
-    with pytest.raises(ValueError, match="needs entries, texts or sessions"):
+    with pytest.raises(ValueError, match="needs entries, texts, sessions or turns"):
         Evidence()
     with pytest.raises(TypeError, match="must be strings"):
         Evidence(entries=(1,))
@@ -184,6 +184,7 @@ def test_score_ranking_counts_missed_gold_and_dedupes():
         "ndcg@5": 0.5,
         "mrr": 0.5,
         "session_recall@5": 1.0,
+        "turn_recall@5": None,
     }
     # No gold entry in the journal: entry metrics are undefined, session recall is 0.
     empty = score_ranking("agent", [], Evidence(sessions=("s9",)), journal_map, 5)
@@ -254,6 +255,7 @@ def test_runs_record_searches_and_score_agent_and_baselines(tmp_path):
         "ndcg@5": 1.0,  # gold j1 at rank 2: 1/log2(2) = 1, ideal 1
         "mrr": 0.5,
         "session_recall@5": 1.0,
+        "turn_recall@5": None,
     }
     assert scores["tool"].metrics() == {
         "recall_any@5": 0.0,
@@ -261,6 +263,7 @@ def test_runs_record_searches_and_score_agent_and_baselines(tmp_path):
         "ndcg@5": 0.0,
         "mrr": 0.0,
         "session_recall@5": 0.0,
+        "turn_recall@5": None,
     }
     assert (scores["bm25"].mrr, scores["bm25"].session_recall) == (1.0, 1.0)
     # Sessions without evidence are not scored, and baselines only run where there is some.

@@ -23,6 +23,7 @@ from jupyter_agent_memory.evaluation import (
     ToolCall,
     call_tool,
     count_facts,
+    default_toolset,
     journal,
     recall,
     remember,
@@ -92,7 +93,9 @@ def test_multi_session_scenario_records_everything(mem, tmp_path):
     first, second = result.sessions
 
     # Session 1 started from the prompt of an empty agent; session 2 from what session 1 wrote.
-    builder = PromptBuilder(tool_name="memory")
+    builder = PromptBuilder(
+        tools=default_toolset(), path_aliases={tmp_path: "/workspace", mem.path: "/agent"}
+    )
     assert "<facts>" not in first.system_prompt
     assert second.system_prompt == first.next_prompt
     assert second.next_prompt == builder.build(mem, workspace=tmp_path, config=DONE).text
@@ -242,7 +245,7 @@ def test_tool_errors_are_fed_back_and_the_loop_continues(mem, tmp_path):
             "Expecting value at line 1 column 12",
             True,
         ),
-        ("Error: MCP error -32601: Unknown tool: shell; offered tools: memory", True),
+        ("Error: MCP error -32601: Unknown tool: shell; offered tools: memory, profile", True),
     ]
     assert (
         session.turns[0].reply == "Error: MCP error -32602: 'content' is required for update action"
@@ -302,7 +305,7 @@ def test_each_session_starts_a_fresh_conversation(mem, tmp_path):
     last_messages, tools = model.requests[-1]
     assert [m["role"] for m in last_messages] == ["system", "user"]
     assert last_messages[1]["content"] == "What's my name?"
-    assert [t["function"]["name"] for t in tools] == ["memory"]
+    assert [t["function"]["name"] for t in tools] == ["memory", "profile"]
     assert tools[0]["type"] == "function"
 
 
@@ -314,7 +317,9 @@ def test_mcp_style_tool_name(mem, tmp_path):
     assert result.passed
     assert f"`{name}`" in result.sessions[0].system_prompt
     assert [c.name for c in result.sessions[0].tool_calls] == [name, name]
-    assert [t["function"]["name"] for t in model.requests[0][1]] == [name]
+    profile = "mcp__agent-memory__profile"
+    assert [t["function"]["name"] for t in model.requests[0][1]] == [name, profile]
+    assert f"`{profile}` (`file`: `soul`" in result.sessions[0].system_prompt
 
     # Calling the unprefixed name is the model's error when the tool is offered prefixed.
     class Unprefixed:
@@ -326,7 +331,7 @@ def test_mcp_style_tool_name(mem, tmp_path):
     result = run_scenario(mem, Unprefixed(), Scenario([Session(["x"])]), tool_name=name)
     assert result.model == "Unprefixed"
     assert result.sessions[0].tool_calls[0].result == (
-        f"Error: MCP error -32601: Unknown tool: memory; offered tools: {name}"
+        f"Error: MCP error -32601: Unknown tool: memory; offered tools: {name}, {profile}"
     )
 
 
@@ -336,7 +341,8 @@ def test_product_info_is_offered_for_a_guide_agent(mem, tmp_path):
         [Rule("version", calls=[call_tool("product_info", source="manifest")], reply="{result}")]
     )
     result = run_scenario(mem, model, Scenario([Session(["Which version?"])]), config=DONE)
-    assert [t["function"]["name"] for t in model.requests[0][1]] == ["memory", "product_info"]
+    offered = [t["function"]["name"] for t in model.requests[0][1]]
+    assert offered == ["memory", "profile", "product_info"]
     from jupyter_agent_memory.__about__ import __version__
 
     reply = json.loads(result.sessions[0].turns[0].reply)

@@ -1,0 +1,178 @@
+"""Question-level statistics: bootstrap intervals and paired comparisons of policies.
+
+A benchmark score is a mean over questions, and its uncertainty comes from which questions
+were asked. So every interval here resamples **questions** (scenarios), never seeds: each
+question's value is first averaged over its seeds, then the questions are resampled with
+replacement (a percentile bootstrap). Treating each seed as another independent observation,
+as a plot of the tidy frame with error bars per row does, makes the interval too narrow.
+
+Two policies answered the same questions, so they are compared **paired**: per question the
+difference of their values, a bootstrap interval of the mean difference, and a sign-flip
+permutation test of "no difference" (exact when at most ``EXACT_LIMIT`` questions differ,
+else ``resamples`` random sign assignments). All draws come from ``numpy.random.default_rng
+(seed)``, so a report is reproducible.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["EXACT_LIMIT", "Comparison", "Interval", "bootstrap_interval", "paired_comparison"]
+
+EXACT_LIMIT = 16
+"""Up to this many non-zero differences the permutation test enumerates every sign pattern."""
+
+_CHUNK = 2_000
+
+
+def _numpy(what: str) -> Any:
+    try:
+        import numpy
+    except ImportError as exc:  # numpy comes with the [eval] extra's pandas
+        from .models import EVAL_INSTALL_HINT
+
+        raise ImportError(f"{what} needs numpy: {EVAL_INSTALL_HINT}") from exc
+    return numpy
+
+
+def _check(confidence: float, resamples: int) -> None:
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be between 0 and 1, got {confidence!r}")
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
+        raise ValueError(f"resamples must be a whole number, at least 1, got {resamples!r}")
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A mean over questions and its bootstrap interval."""
+
+    mean: float
+    low: float
+    high: float
+    questions: int
+    confidence: float
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Policy ``a`` against policy ``b`` on the questions both answered."""
+
+    mean_a: float
+    mean_b: float
+    difference: float
+    """``mean_a - mean_b`` (the mean of the per-question differences)."""
+    low: float
+    high: float
+    p_value: float
+    """Two-sided sign-flip permutation test of a zero mean difference."""
+    questions: int
+    wins: int
+    """Questions where ``a`` scored higher."""
+    losses: int
+    ties: int
+    confidence: float
+    exact: bool
+    """True when the permutation test enumerated every sign pattern."""
+
+
+def _resampled_means(np: Any, values: Any, resamples: int, seed: int) -> Any:
+    """``resamples`` means of ``values`` resampled with replacement, in bounded chunks."""
+    rng = np.random.default_rng(seed)
+    count = len(values)
+    means = []
+    for start in range(0, resamples, _CHUNK):
+        size = min(_CHUNK, resamples - start)
+        picks = rng.integers(0, count, size=(size, count))
+        means.append(values[picks].mean(axis=1))
+    return np.concatenate(means)
+
+
+def bootstrap_interval(
+    values: Sequence[float],
+    *,
+    confidence: float = 0.95,
+    resamples: int = 10_000,
+    seed: int = 0,
+) -> Interval:
+    """The mean of ``values`` (one per question) and its percentile bootstrap interval.
+
+    NaN values (questions without the metric) are left out; no value at all gives NaNs.
+    """
+    _check(confidence, resamples)
+    np = _numpy("bootstrap_interval")
+    data = np.asarray([v for v in values if not math.isnan(v)], dtype=float)
+    if not len(data):
+        return Interval(math.nan, math.nan, math.nan, 0, confidence)
+    means = _resampled_means(np, data, resamples, seed)
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(means, [tail, 1 - tail])
+    return Interval(float(data.mean()), float(low), float(high), len(data), confidence)
+
+
+def _sign_flip_p(np: Any, differences: Any, resamples: int, seed: int) -> tuple[float, bool]:
+    nonzero = differences[differences != 0]
+    count = len(nonzero)
+    if not count:
+        return 1.0, True
+    observed = abs(nonzero.mean())
+    # A tolerance, so a pattern equal to the observed mean up to rounding counts as extreme.
+    bound = observed - 1e-12
+    if count <= EXACT_LIMIT:
+        signs = np.array(list(itertools.product((1.0, -1.0), repeat=count)))
+        means = np.abs((signs * nonzero).mean(axis=1))
+        return float((means >= bound).mean()), True
+    rng = np.random.default_rng(seed)
+    extreme = 0
+    for start in range(0, resamples, _CHUNK):
+        size = min(_CHUNK, resamples - start)
+        signs = rng.choice((1.0, -1.0), size=(size, count))
+        extreme += int((np.abs((signs * nonzero).mean(axis=1)) >= bound).sum())
+    # The observed assignment is one of the possible ones (a valid Monte Carlo p-value).
+    return (extreme + 1) / (resamples + 1), False
+
+
+def paired_comparison(
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    confidence: float = 0.95,
+    resamples: int = 10_000,
+    seed: int = 0,
+) -> Comparison:
+    """Compare per-question values ``a[i]`` and ``b[i]`` of two policies (see the module doc).
+
+    Questions where either value is NaN are left out.
+    """
+    _check(confidence, resamples)
+    if len(a) != len(b):
+        raise ValueError(f"paired values need one pair per question: {len(a)} and {len(b)}")
+    np = _numpy("paired_comparison")
+    pairs = [(x, y) for x, y in zip(a, b, strict=True) if not (math.isnan(x) or math.isnan(y))]
+    if not pairs:
+        nan = math.nan
+        return Comparison(nan, nan, nan, nan, nan, nan, 0, 0, 0, 0, confidence, True)
+    left = np.asarray([x for x, _ in pairs], dtype=float)
+    right = np.asarray([y for _, y in pairs], dtype=float)
+    differences = left - right
+    means = _resampled_means(np, differences, resamples, seed)
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(means, [tail, 1 - tail])
+    p_value, exact = _sign_flip_p(np, differences, resamples, seed)
+    return Comparison(
+        mean_a=float(left.mean()),
+        mean_b=float(right.mean()),
+        difference=float(differences.mean()),
+        low=float(low),
+        high=float(high),
+        p_value=p_value,
+        questions=len(pairs),
+        wins=int((differences > 0).sum()),
+        losses=int((differences < 0).sum()),
+        ties=int((differences == 0).sum()),
+        confidence=confidence,
+        exact=exact,
+    )
