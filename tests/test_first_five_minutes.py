@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -29,6 +30,8 @@ from mcp.client.stdio import stdio_client
 pytestmark = pytest.mark.slow
 
 TOKEN = "first-five-minutes"
+#: The shell a newcomer pastes into (the clean PATH holds only python3).
+SHELL = shutil.which("bash") or "/bin/bash"
 
 
 def readme_commands(checkout: Path) -> list[str]:
@@ -61,7 +64,7 @@ def test_readme_command_one_then_every_printed_step(tmp_path: Path) -> None:
     env = clean_env(tmp_path)
     install, test_command = readme_commands(checkout)
     assert test_command == "bash .ci/run"
-    code, out = run(["bash", "-c", install], cwd=checkout, env=env, timeout=1800)
+    code, out = run([SHELL, "-c", install], cwd=checkout, env=env, timeout=1800)
     assert code == 0, out[-4000:]
     steps = next_steps(out)
     assert [what.split(" ", 1)[1][:10] for what, _ in steps] == [
@@ -122,7 +125,7 @@ def test_readme_command_one_then_every_printed_step(tmp_path: Path) -> None:
     # 3. The MCP step: the install line (when printed) as is, then the client's command.
     *install_mcp, client = steps[2][1]
     for line in install_mcp:
-        code, out = run(["bash", "-c", line], cwd=checkout, env=env, timeout=900)
+        code, out = run([SHELL, "-c", line], cwd=checkout, env=env, timeout=900)
         assert code == 0, out[-4000:]
     spec = json.loads(client)
     assert Path(spec["command"]).is_absolute()  # desktop apps start it without a PATH
