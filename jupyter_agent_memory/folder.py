@@ -516,6 +516,16 @@ def acquire_lock(
             pause = min(pause * 2, _MAX_PAUSE)
 
 
+def fsync_dir_path(path: Path) -> None:
+    """Flush the entries of the folder ``path`` (above an agent folder, where links were
+    resolved once and may be followed); see :meth:`Folder.fsync` for what is tolerated."""
+    fd = os.open(path, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    try:
+        Folder(fd, path).fsync()
+    finally:
+        close_fd(fd)
+
+
 def full_fsync(fd: int) -> None:
     """fsync, or F_FULLFSYNC where the OS offers it (macOS: fsync alone may stay in cache)."""
     import fcntl

@@ -68,6 +68,8 @@ DEFAULT_TOOL_NAME = "mcp__agent-memory__memory"
 #: otherwise keep no descriptor open between builds (``hold_files=False``), on every surface.
 HOLD_FILES_ENV = "JUPYTER_AGENT_MEMORY_HOLD_FILES"
 SYSTEM_FILE = "system.md"
+# How many times a session start builds its prompt again when a source changed under it.
+_START_ATTEMPTS = 5
 
 # What could end a memory block from inside: a closing tag of any block, in any case, with
 # any spacing a reader might still take for one.
@@ -422,11 +424,20 @@ class PromptBuilder:
         :mod:`~jupyter_agent_memory.engine.sessions`). ``client`` is ``{"name", "version"}`` when
         known. Previews call :meth:`build_session`: only real session starts are recorded.
         """
-        from .sessions import SessionStart, record
+        from .sessions import SessionStart, StalePromptError, record
 
-        prompt = self.build_session(agent, workspace)
-        receipt = record(agent, prompt, session_id=session_id, client=dict(client or {}))
-        return SessionStart(prompt, receipt)
+        # A file changing between the build and the record (a forget, an update) makes the
+        # record refuse the stale prompt; the build is then repeated on the files as they are.
+        for attempt in range(_START_ATTEMPTS):
+            prompt = self.build_session(agent, workspace)
+            try:
+                receipt = record(agent, prompt, session_id=session_id, client=dict(client or {}))
+            except StalePromptError:
+                if attempt == _START_ATTEMPTS - 1:
+                    raise
+                continue
+            return SessionStart(prompt, receipt)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     @engine_boundary
     def build_facts_section(self, agent: AgentMemory | str | os.PathLike[str]) -> str | None:
