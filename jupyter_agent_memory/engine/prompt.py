@@ -642,10 +642,18 @@ class PromptBuilder:
                 sections.append(_section(name, loaded.path, block, loaded.raw))
         parts.append("\n\n".join(memory_parts))
         context = "\n\n".join(parts)
-        notes: tuple[str, ...] = ()
+        # A memory file that exists but could not be read is left out, and said so: a session
+        # recorded without its FACT.md must not look like one that had none.
+        notes: tuple[str, ...] = tuple(
+            f"{loaded.path} could not be read "
+            f"({getattr(loaded.error, 'strerror', None) or loaded.error}): it is left out of "
+            "this prompt"
+            for loaded in (soul, user, facts)
+            if loaded.state is FileState.UNREADABLE
+        )
         if budget is not None and approx_tokens(context) > budget:
             sizes = ", ".join(f"{s.name} {s.tokens}" for s in sections if s.name != "system")
-            notes = (
+            notes += (
                 f"Agent memory uses about {approx_tokens(context)} tokens, over the budget of "
                 f"{budget} (by section: {sizes}). Nothing was cut; trim FACT.md, SOUL.md or "
                 "USER.md.",

@@ -284,14 +284,21 @@ class JournalAppender:
                 )
             if self._durable[0] == opened and self._durable[1] >= number:
                 return
-            last = self._written
-            covered = last[1] if last[0] == opened else number
+            # A good flush covers the writes done before it started; a failed one may have
+            # lost any write done before it returned.
+            covered = self._written_on(opened, number)
             try:
                 _flush(fd)
             except BaseException:
-                self._failed[opened] = max(self._failed.get(opened, 0), covered)
+                lost = self._written_on(opened, number)
+                self._failed[opened] = max(self._failed.get(opened, 0), lost)
                 raise
             self._durable = (opened, covered)
+
+    def _written_on(self, opened: int, number: int) -> int:
+        """The last write number on the journal descriptor ``opened`` (at least ``number``)."""
+        last = self._written
+        return max(number, last[1]) if last[0] == opened else number
 
     def _remove_created(self) -> None:
         """Remove the journal this failed append created (it was empty before the write)."""
