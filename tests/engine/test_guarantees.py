@@ -354,6 +354,10 @@ def test_pruning_never_removes_a_text_whose_receipt_is_being_written(
     mem: AgentMemory, monkeypatch: pytest.MonkeyPatch, workspace: Path
 ) -> None:
     # Another writer prunes (keep one session) right after this start stored its text.
+    for n in range(2):
+        mem.update_facts(f"- earlier {n}\n")
+        PromptBuilder().start_session(mem, workspace)
+    mem.update_facts("- this session's facts\n")
     other = AgentMemory.open(mem.path, keep_sessions=1, lock_timeout=0.2)
     real = Folder.write_atomic
     fired: list[str] = []
