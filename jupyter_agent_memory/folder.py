@@ -245,7 +245,11 @@ class Folder:
             raise _unsafe_or_raise(
                 exc, path, lambda: self._lstat_or_raise(name), "a regular file"
             ) from None
-        st = os.fstat(fd)
+        try:
+            st = os.fstat(fd)
+        except BaseException:
+            close_fd(fd)
+            raise
         if not stat.S_ISREG(st.st_mode):
             os.close(fd)
             raise UnsafePathError(
@@ -427,12 +431,12 @@ class Folder:
             fd = self.open_file(name, os.O_RDWR | os.O_CREAT)
             try:
                 acquire_lock(fd, deadline, path, timeout)
+                held = HeldLock(self, name, fd)
+                if held.named():
+                    break
             except BaseException:
-                close_fd(fd)
+                close_fd(fd)  # closing releases the lock
                 raise
-            held = HeldLock(self, name, fd)
-            if held.named():
-                break
             close_fd(fd)
         try:
             yield held

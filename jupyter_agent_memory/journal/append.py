@@ -262,7 +262,10 @@ class JournalAppender:
                 self._undo(sync_fd, start, start + len(data), len(line))
                 raise
         finally:
-            os.close(sync_fd)
+            # A second descriptor of a description still open: closing it can report nothing
+            # about the line, so no error of it may turn a durable append into a failure.
+            with contextlib.suppress(OSError):
+                os.close(sync_fd)
 
     def _flush_written(self, fd: int, written: tuple[int, int]) -> None:
         """Make the write ``written`` (journal descriptor, write number) durable.

@@ -31,7 +31,6 @@ from jupyter_agent_memory.errors import MemoryIOError, TemplateError, UnsafePath
 from jupyter_agent_memory.folder import Folder
 from jupyter_agent_memory.journal import append as journal_append
 
-
 SECRET = "door code 4417"
 
 
