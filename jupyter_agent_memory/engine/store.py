@@ -894,6 +894,12 @@ def _sweep_temp_files(folder: Folder, targets: frozenset[str] | re.Pattern[str])
                 os.unlink(name, dir_fd=folder.fd)
 
 
+def sweep_leftovers(folder: Folder, names: Iterable[str]) -> None:
+    """Remove temp files a crashed atomic write of one of ``names`` left in ``folder`` (under
+    the lock): provisioning uses it for the template's files, whose names only it knows."""
+    _sweep_temp_files(folder, frozenset(name.casefold() for name in names))
+
+
 def sweep(txn: Locked) -> None:
     """Remove what crashed writes of ours left in the agent folder (under the lock)."""
     _sweep(txn.agent, txn.memory)

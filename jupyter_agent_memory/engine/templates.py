@@ -38,7 +38,7 @@ from ..errors import (
 from ..folder import Folder, describe, match_name, retry_eintr
 from .access import Locked, locked
 from .jstext import js_json, js_ordered, js_string, js_trim
-from .store import MEMORY_DIR, SOUL, USER, AgentMemory
+from .store import MEMORY_DIR, SOUL, USER, AgentMemory, sweep_leftovers
 
 BUILTIN_DIR = Path(__file__).parent / "builtin_templates"
 AGENT_JSON = "agent.json"
@@ -467,6 +467,8 @@ def _copy_missing_memory_files(
 def _write_if_missing(txn: Locked, folder: Folder, parts: tuple[str, ...], data: bytes) -> bool:
     name = folder.lookup(parts[0])
     if len(parts) == 1:
+        # A provisioning killed mid-copy left its temp file: only this code knows the name.
+        sweep_leftovers(folder, [parts[0]])
         if name is not None:
             folder.require_replaceable(name)
             return False

@@ -144,7 +144,8 @@ def test_forgetting_secrets_removes_every_copy_and_proves_it(agents_root: Path) 
     assert len(receipt["forgotten_sha256"]) == 64
     unkeyed = ("ts", "forgotten_sha256")
     assert {k: v for k, v in receipt.items() if k not in unkeyed} == {
-        **{k: v for k, v in plan.items() if k not in (*unkeyed, "dry_run", "verified", "remaining")},
+        **{k: v for k, v in plan.items()
+           if k not in (*unkeyed, "dry_run", "verified", "remaining")},
         "dry_run": False, "verified": True, "remaining": [],
     }
     again = forget(mem, secrets=True, dry_run=True)

@@ -188,7 +188,8 @@ def test_a_reason_holding_a_credential_or_the_text_is_refused_and_old_reasons_ar
     assert second["verified"] is True, second["remaining"]
     assert "memory/FORGET.jsonl" in second["places"]
     assert copies(mem.path, "door code") == []
-    receipts = [json.loads(x) for x in (mem.path / "memory" / "FORGET.jsonl").read_text().splitlines()]
+    log = (mem.path / "memory" / "FORGET.jsonl").read_text()
+    receipts = [json.loads(x) for x in log.splitlines()]
     assert [r["reason"] for r in receipts] == ["[forgotten]", ""]
     assert lint(mem) == []
 
