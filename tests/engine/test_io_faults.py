@@ -99,8 +99,9 @@ class Path_:
 
 
 def _update(mem: AgentMemory, ws: Path, tpl: Path) -> Any:
-    _text, sha = mem.read_facts()
-    return mem.update_facts("- keep\n- more\n- updated\n", expected_sha256=sha)
+    # The editor's token is the version it read before the first try: a retry sends it again.
+    seeded = hashlib.sha256(b"- keep\n- more\n").hexdigest()
+    return mem.update_facts("- keep\n- more\n- updated\n", expected_sha256=seeded)
 
 
 def _restore(mem: AgentMemory, ws: Path, tpl: Path) -> Any:
