@@ -71,6 +71,14 @@ def close_fd(fd: int) -> None:
         os.close(fd)
 
 
+def read_all(fd: int) -> bytes:
+    """Everything from the descriptor's position to the end."""
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def write_all(fd: int, data: bytes) -> None:
     """Write all of ``data`` at the descriptor's position (a short write continues)."""
     view = memoryview(data)
@@ -277,10 +285,7 @@ class Folder:
         except FileNotFoundError:
             return None
         try:
-            chunks = []
-            while chunk := os.read(fd, 1 << 20):
-                chunks.append(chunk)
-            return b"".join(chunks)
+            return read_all(fd)
         finally:
             close_fd(fd)
 

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import INVALID_PARAMS, MemoryIOError, MemoryToolError
-from ..folder import Folder, close_fd, retry_eintr, sha256_hex
+from ..folder import Folder, close_fd, read_all, retry_eintr, sha256_hex
 from . import history, sessions
 from . import secrets as credentials
 from .access import GENERATION, commit, folders, locked
@@ -330,15 +330,9 @@ def _journal(run: _Run) -> None:
     name = memory.lookup("JOURNAL.jsonl")
     if name is None:
         return
-    data = memory.read_bytes(name) or b""
     out: list[bytes] = []
     count = 0
-    for raw in data.splitlines(keepends=True):
-        text = raw.decode("utf-8", "replace")
-        try:
-            entry = json.loads(text)
-        except (ValueError, RecursionError):
-            entry = None
+    for raw, text, entry in _json_lines(memory.read_bytes(name) or b""):
         # Every string of the entry (keys included) is looked at as it decodes, so no JSON
         # escape can hide the text; the raw line covers what does not decode.
         values = _strings(entry) if isinstance(entry, dict) else []
@@ -356,6 +350,17 @@ def _journal(run: _Run) -> None:
         out.append(encode_line(tombstone))
     if count and run.found("journal", f"memory/{name}", count):
         commit(memory, name, b"".join(out), run.txn.recheck, scrub=True)
+
+
+def _json_lines(data: bytes) -> Iterator[tuple[bytes, str, Any]]:
+    """Each line of a JSON-lines file: its bytes, its text, and its value (None: not JSON)."""
+    for raw in data.splitlines(keepends=True):
+        text = raw.decode("utf-8", "replace")
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError):
+            value = None
+        yield raw, text, value
 
 
 def _strings(value: Any) -> list[str]:
@@ -452,15 +457,9 @@ def _receipts(run: _Run) -> None:
     name = memory.lookup(RECEIPTS)
     if name is None:
         return
-    data = memory.read_bytes(name) or b""
     out: list[bytes] = []
     changed = False
-    for raw in data.splitlines(keepends=True):
-        text = raw.decode("utf-8", "replace")
-        try:
-            receipt = json.loads(text)
-        except (ValueError, RecursionError):
-            receipt = None
+    for raw, text, receipt in _json_lines(memory.read_bytes(name) or b""):
         if isinstance(receipt, dict):
             scrubbed = _scrub_strings(receipt, run.match)
             if scrubbed != receipt:
@@ -573,10 +572,7 @@ def _walk(root: Path) -> Iterator[tuple[Path, bytes | None, OSError | None]]:
 def _read_file(path: Path) -> bytes:
     fd = os.open(path, _READ_FLAGS)
     try:
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return read_all(fd)
     finally:
         close_fd(fd)
 

@@ -48,7 +48,7 @@ WORKER = textwrap.dedent(
                 mem.append(text, ["soak"])
                 ack("A", text)
             elif choice < 0.50:
-                doomed = f"{name}-doomed-{n}"
+                doomed = f"{name}-doomed-{n}-end"  # no doomed text holds another
                 current, sha = mem.read_facts()
                 mem.update_facts(current + f"- {doomed}\\n", expected_sha256=sha)
                 mem.append(f"about {doomed}")
