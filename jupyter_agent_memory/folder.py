@@ -11,12 +11,15 @@ POSIX only: the guarantees rest on ``dir_fd``, ``O_NOFOLLOW`` and ``flock``.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import errno
 import os
 import secrets
 import stat
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 from .errors import LockTimeoutError, UnsafePathError
 
@@ -43,6 +46,67 @@ DEFAULT_LOCK_TIMEOUT = 10.0
 _FSYNC_UNSUPPORTED = frozenset(
     {errno.EINVAL, errno.EBADF, errno.ENOTSUP, errno.EOPNOTSUPP}
 )
+
+
+T = TypeVar("T")
+
+
+def retry_eintr(call: Callable[..., T], *args: object, **kwargs: object) -> T:
+    """``call(*args, **kwargs)``, repeated while it fails with ``EINTR``.
+
+    Python repeats the calls that read, write, open, flush, truncate and lock when a signal
+    interrupts them; this covers the ones it does not (listing, ``lstat`` by name, rename,
+    unlink, ``mkdir``, ``rmdir``), so an interrupted system call never surfaces as an error.
+    """
+    while True:
+        try:
+            return call(*args, **kwargs)
+        except InterruptedError:
+            continue
+
+
+def close_fd(fd: int) -> None:
+    """Close ``fd``; an ``EINTR`` is ignored, because Linux has released the descriptor."""
+    with contextlib.suppress(InterruptedError):
+        os.close(fd)
+
+
+def read_all(fd: int) -> bytes:
+    """Everything from the descriptor's position to the end."""
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` at the descriptor's position (a short write continues)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+class NotDurableError(OSError):
+    """A rename took effect, but flushing its folder failed: the new file is in place and
+    read back, yet a power loss may undo the rename. ``filename`` is the file renamed."""
+
+
+# A deadline (time.monotonic) that bounds every lock wait of this context: a server that
+# already made a request wait (for a worker, for its agent's turn) gives the lock only what
+# is left of the request's time, so the documented wait is never multiplied.
+_LOCK_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "jupyter_agent_memory_lock_deadline", default=None
+)
+
+
+@contextlib.contextmanager
+def lock_deadline(deadline: float | None) -> Iterator[None]:
+    """Bound every lock wait in this context to end by ``deadline`` (``time.monotonic``)."""
+    token = _LOCK_DEADLINE.set(deadline)
+    try:
+        yield
+    finally:
+        _LOCK_DEADLINE.reset(token)
 
 
 def match_name(names: list[str], canonical: str) -> str | None:
@@ -127,7 +191,7 @@ class Folder:
 
     def names(self) -> list[str]:
         """Entry names in this folder."""
-        return os.listdir(self.fd)
+        return retry_eintr(os.listdir, self.fd)
 
     def lookup(self, canonical: str, names: list[str] | None = None) -> str | None:
         """The existing name matching ``canonical`` ignoring case (exact name wins), or None."""
@@ -136,9 +200,17 @@ class Folder:
     def lstat(self, name: str) -> os.stat_result | None:
         """``lstat`` of an entry, or None when it does not exist."""
         try:
-            return os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+            return retry_eintr(os.stat, name, dir_fd=self.fd, follow_symlinks=False)
         except FileNotFoundError:
             return None
+
+    def unlink(self, name: str) -> bool:
+        """Remove the entry ``name``; False when it was already gone."""
+        try:
+            retry_eintr(os.unlink, name, dir_fd=self.fd)
+        except FileNotFoundError:
+            return False
+        return True
 
     def display(self, name: str) -> Path:
         """The absolute path of an entry, for messages."""
@@ -148,9 +220,11 @@ class Folder:
 
     def subfolder(self, name: str, create: bool = False) -> Folder:
         """Open the real sub-directory ``name``; with ``create``, make it (0700) first."""
+        made = False
         if create:
             with contextlib.suppress(FileExistsError):
-                os.mkdir(name, DIR_MODE, dir_fd=self.fd)
+                retry_eintr(os.mkdir, name, DIR_MODE, dir_fd=self.fd)
+                made = True
         path = self.display(name)
         try:
             fd = os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=self.fd)
@@ -160,10 +234,13 @@ class Folder:
             ) from None
         folder = Folder(fd, path)
         folder._require_dir()
+        if made:
+            # The new folder's own entry must be on disk before anything inside it counts.
+            self.fsync()
         return folder
 
     def _lstat_or_raise(self, name: str) -> os.stat_result:
-        return os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+        return retry_eintr(os.stat, name, dir_fd=self.fd, follow_symlinks=False)
 
     # -- files -----------------------------------------------------------------------------
 
@@ -176,7 +253,11 @@ class Folder:
             raise _unsafe_or_raise(
                 exc, path, lambda: self._lstat_or_raise(name), "a regular file"
             ) from None
-        st = os.fstat(fd)
+        try:
+            st = os.fstat(fd)
+        except BaseException:
+            close_fd(fd)
+            raise
         if not stat.S_ISREG(st.st_mode):
             os.close(fd)
             raise UnsafePathError(
@@ -203,8 +284,10 @@ class Folder:
             fd = self.open_file(name, os.O_RDONLY)
         except FileNotFoundError:
             return None
-        with os.fdopen(fd, "rb") as handle:
-            return handle.read()
+        try:
+            return read_all(fd)
+        finally:
+            close_fd(fd)
 
     def create_empty(self, name: str) -> bool:
         """Create an empty 0600 file unless it exists; True when this call created it."""
@@ -217,34 +300,63 @@ class Folder:
             )
         except FileExistsError:
             return False
-        os.close(fd)
+        close_fd(fd)
         return True
 
-    def write_atomic(self, name: str, data: bytes, recheck: Callable[[], None]) -> None:
+    def write_atomic(
+        self, name: str, data: bytes, recheck: Callable[[], None], scrub: bool = False
+    ) -> None:
         """Replace ``name`` with ``data``: temp file, fsync, re-check, rename, fsync folder.
 
-        ``recheck`` runs right before the rename and raises when the folder chain is no longer
-        what it was; the temp file is removed on any error.
+        ``recheck`` runs right before the rename and raises when the folder chain (or the
+        lock) is no longer what it was; the temp file is removed on any error before the
+        rename, so such an error means nothing changed. After the rename only the folder
+        flush can fail: that raises :class:`NotDurableError` (the new content is in place).
+
+        With ``scrub``, the replaced file's bytes are cut away (the old inode truncated once
+        the rename is durable), so a descriptor still open on it anywhere, in any process,
+        reads nothing: forgetting uses it.
         """
         temp = f".{name}.{secrets.token_hex(8)}.tmp"
         fd = self.open_file(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        old = -1
         try:
             try:
-                view = memoryview(data)
-                while view:
-                    written = os.write(fd, view)
-                    view = view[written:]
+                write_all(fd, data)
                 full_fsync(fd)
             finally:
-                os.close(fd)
+                close_fd(fd)
+            if scrub:
+                old = self._open_replaced(name)
             recheck()
             self.require_replaceable(name)
-            os.replace(temp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+            retry_eintr(os.replace, temp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
         except BaseException:
             with contextlib.suppress(OSError):
-                os.unlink(temp, dir_fd=self.fd)
+                retry_eintr(os.unlink, temp, dir_fd=self.fd)
+            if old >= 0:
+                close_fd(old)
             raise
-        self.fsync()
+        try:
+            self.fsync()
+        except OSError as exc:
+            if old >= 0:
+                close_fd(old)
+            raise NotDurableError(
+                exc.errno, exc.strerror or str(exc), str(self.display(name))
+            ) from exc
+        if old >= 0:
+            try:
+                os.ftruncate(old, 0)
+            finally:
+                close_fd(old)
+
+    def _open_replaced(self, name: str) -> int:
+        """A writable descriptor of the file ``name`` names now (-1 when there is none)."""
+        try:
+            return self.open_file(name, os.O_WRONLY)
+        except FileNotFoundError:
+            return -1
 
     def require_replaceable(self, name: str) -> None:
         """Raise unless ``name`` is missing or a regular file (a dangling link is refused)."""
@@ -264,6 +376,40 @@ class Folder:
             if exc.errno not in _FSYNC_UNSUPPORTED:
                 raise
 
+    def append_line(self, name: str, line: bytes, durable: bool = True) -> None:
+        """Append one complete line to ``name`` (created 0600 when missing); call under the
+        lock of the folder's writers.
+
+        The journal's rules: when the file does not end in a newline (a torn write from a
+        crash), the line starts on a new one, so it is never glued to the broken line; a
+        short write continues; with ``durable`` the file (and, when it was created, the
+        folder) is flushed before returning. On any failure the file is cut back to its old
+        size (and a file this call created is removed), so an error means nothing was added.
+        """
+        created = self.lstat(name) is None
+        fd = self.open_file(name, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+        try:
+            start = os.fstat(fd).st_size
+            data = line
+            if start and os.pread(fd, 1, start - 1) != b"\n":
+                data = b"\n" + line
+            try:
+                write_all(fd, data)
+                if durable:
+                    full_fsync(fd)
+                    if created:
+                        self.fsync()
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, start)
+                    if created and start == 0:
+                        retry_eintr(os.unlink, name, dir_fd=self.fd)
+                    else:
+                        os.fsync(fd)
+                raise
+        finally:
+            close_fd(fd)
+
     def same_as(self, path: Path) -> bool:
         """True when ``path`` (not followed) is still this very directory."""
         try:
@@ -274,41 +420,119 @@ class Folder:
         return stat.S_ISDIR(st.st_mode) and (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
 
     @contextlib.contextmanager
-    def locked(self, name: str, timeout: float | None = DEFAULT_LOCK_TIMEOUT) -> Iterator[None]:
+    def locked(self, name: str, timeout: float | None = DEFAULT_LOCK_TIMEOUT) -> Iterator[HeldLock]:
         """Hold an exclusive advisory lock on the file ``name`` (created if needed).
 
         Waits at most ``timeout`` seconds (``None``: for ever) for another holder, then
         raises :class:`~jupyter_agent_memory.errors.LockTimeoutError` naming the lock file.
+        A lock taken on a file that lost its name meanwhile (someone deleted or replaced the
+        lock file) is let go and taken again on the file the name holds now, so two writers
+        can never both hold "the" lock; :meth:`HeldLock.check` repeats that test right
+        before a change is committed.
         """
-        fd = self.open_file(name, os.O_RDWR | os.O_CREAT)
+        path = self.display(name)
+        deadline = lock_wait_deadline(timeout)
+        while True:
+            fd = self.open_file(name, os.O_RDWR | os.O_CREAT)
+            try:
+                acquire_lock(fd, deadline, path, timeout)
+                held = HeldLock(self, name, fd)
+                if held.named():
+                    break
+            except BaseException:
+                close_fd(fd)  # closing releases the lock
+                raise
+            close_fd(fd)
         try:
-            _lock(fd, timeout, self.display(name))
-            yield
+            yield held
         finally:
-            os.close(fd)  # closing releases the lock
+            close_fd(fd)  # closing releases the lock
 
 
-def _lock(fd: int, timeout: float | None, path: Path) -> None:
+class HeldLock:
+    """A lock held on a file of a folder (see :meth:`Folder.locked`)."""
+
+    def __init__(self, folder: Folder, name: str, fd: int) -> None:
+        self.folder = folder
+        self.name = name
+        self.fd = fd
+
+    def named(self) -> bool:
+        """Whether the lock file's name still names the file this lock is held on."""
+        try:
+            named = retry_eintr(os.stat, self.name, dir_fd=self.folder.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        mine = os.fstat(self.fd)
+        return (named.st_dev, named.st_ino) == (mine.st_dev, mine.st_ino)
+
+    def check(self) -> None:
+        """Raise unless the lock is still the one its name names (call before a commit)."""
+        if not self.named():
+            raise UnsafePathError(
+                f"Refusing to write: the lock file {self.folder.display(self.name)} was "
+                "removed or replaced while this write held it; nothing more was written"
+            )
+
+
+def lock_wait_deadline(timeout: float | None) -> float | None:
+    """When a lock wait of ``timeout`` seconds (None: no limit) must end, honouring the
+    context's :func:`lock_deadline`."""
+    ours = None if timeout is None else time.monotonic() + max(0.0, timeout)
+    outer = _LOCK_DEADLINE.get()
+    if outer is None:
+        return ours
+    return outer if ours is None else min(ours, outer)
+
+
+# A waiter first gives up the processor a few times (an append holds the lock for one write,
+# so its holder is usually microseconds from letting go), then polls from 50 microseconds,
+# doubling up to 2 ms: hand-overs stay fast and a long wait stays cheap.
+_YIELDS = 8
+_FIRST_PAUSE = 50e-6
+_MAX_PAUSE = 0.002
+
+
+def acquire_lock(
+    fd: int, deadline: float | None, path: Path, timeout: float | None = None
+) -> None:
+    """Take the exclusive ``flock`` on ``fd`` by ``deadline`` (``time.monotonic``; None: wait
+    for ever), else raise :class:`~jupyter_agent_memory.errors.LockTimeoutError` naming
+    ``path`` and ``timeout`` (the wait the caller asked for). The one lock poller."""
     import fcntl
 
-    if timeout is None:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        return
-    import time
-
-    deadline = time.monotonic() + max(0.0, timeout)
-    pause = 0.001
-    while True:
+    started = time.monotonic()
+    for _ in range(_YIELDS + 1):
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return
         except BlockingIOError:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise LockTimeoutError(path, timeout) from None
-            # Short first waits keep uncontended hand-overs fast; the cap keeps polling cheap.
-            time.sleep(min(pause, remaining))
-            pause = min(pause * 2, 0.05)
+            os.sched_yield()
+    if deadline is None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return
+    pause = _FIRST_PAUSE
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            waited = timeout if timeout is not None else time.monotonic() - started
+            raise LockTimeoutError(path, waited)
+        time.sleep(min(pause, remaining))
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pause = min(pause * 2, _MAX_PAUSE)
+
+
+def fsync_dir_path(path: Path) -> None:
+    """Flush the entries of the folder ``path`` (above an agent folder, where links were
+    resolved once and may be followed); see :meth:`Folder.fsync` for what is tolerated."""
+    fd = os.open(path, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    try:
+        Folder(fd, path).fsync()
+    finally:
+        close_fd(fd)
 
 
 def full_fsync(fd: int) -> None:

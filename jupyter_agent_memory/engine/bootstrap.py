@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import MemoryConflictError, MemoryToolError
 from ..folder import sha256_hex
+from .access import read_agent_bytes, replace_agent_file
 from .jstext import JS_LINE_TERMINATORS, js_trim, utf16_length
 
 if TYPE_CHECKING:
@@ -141,7 +142,7 @@ def _record(memory: AgentMemory, completed: bool | None, ts: Any) -> None:
     """Write the state file through the store: atomic, under the agent's lock, and
     compare-and-swap against what was read, so a concurrent writer is never overwritten."""
     for _attempt in range(8):
-        raw = memory._read_agent_file(STATE_FILE)  # noqa: SLF001 - the store's own reader
+        raw = read_agent_bytes(memory, STATE_FILE)
         state = parse_state(raw)
         if state.get("bootstrap_completed") is completed:
             return
@@ -154,7 +155,7 @@ def _record(memory: AgentMemory, completed: bool | None, ts: Any) -> None:
                 state["bootstrap_completed_at"] = ts
         text = json.dumps(state, indent=2, ensure_ascii=False) + "\n"
         try:
-            memory._write_agent_file(STATE_FILE, text, sha256_hex(raw))  # noqa: SLF001
+            replace_agent_file(memory, STATE_FILE, text.encode(), sha256_hex(raw))
             return
         except MemoryConflictError:
             continue  # another writer got there first: read again

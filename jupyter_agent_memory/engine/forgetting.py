@@ -1,39 +1,63 @@
 """Forgetting that is verified: remove a text everywhere memory keeps it, then prove it.
 
-``forget`` removes a text, a pattern or every stored credential from FACT.md (the lines that
-hold it), the journal (matching entries become tombstones that keep their time and say why,
-never the content), FACT.md history, the stored session prompts and source texts, and the
-journal's derived search index. Each file is replaced atomically under the agent's lock, so a
-crash leaves every file either before or after, and running it again finishes the job.
+``forget`` removes a text, a pattern or every stored credential from SOUL.md, USER.md and
+FACT.md (the lines that hold it), the journal (matching entries become tombstones that keep
+their time and say why, never the content), FACT.md history, the stored session prompts and
+source texts, earlier forget receipts, and the journal's derived search index. Texts are
+compared under :func:`~jupyter_agent_memory.engine.textnorm.normalize` (NFKC, case folded,
+invisible characters dropped, spaces unified), so no spelling variant survives.
 
-Then it verifies: every byte under the agent folder (and the index's cache files) is read and
-searched for the text in its raw, case-folded and JSON-escaped forms, and a fresh prompt is
-built and searched too. The receipt, appended to ``memory/FORGET.jsonl``, says which kinds of
-places changed and how many, and holds a hash of what was forgotten, never the text.
+Everything happens under one hold of the agent's lock, the same lock every update, restore,
+session start and pruning takes, so none of them can write a forgotten text back in between.
+Each file is replaced atomically and the replaced file's bytes are then cut away, so a
+descriptor another process still holds on it reads nothing; a crash leaves every file either
+before or after, and running forget again finishes the job (leftover temp files are swept
+first). Then ``memory/.generation`` gets a fresh random token, which every derived copy
+(indexes in any cache folder, prompt caches) compares against.
+
+Then it verifies: every file under the agent folder (and the index's cache files) is read and
+searched for the text in its raw, normalised and JSON-escaped forms, and a fresh prompt is
+built and searched too; a file that cannot be read is reported as not verified, by name. The
+receipt, appended to ``memory/FORGET.jsonl``, says which kinds of places changed and how
+many, and holds an HMAC-SHA256 of the normalised text keyed with the agent's own secret
+(``memory/.forget-key``, 0600), never the text or a plain hash of it: a short text cannot be
+recovered from the receipt by trying guesses, unless the key file is read too. A ``reason``
+is stored (in the receipt and the tombstones) only when it holds neither the forgotten text
+nor a credential; a later forget of a text scrubs it from earlier reasons as well.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hmac
 import json
 import os
 import re
-from collections.abc import Callable
+import secrets as tokens
+import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import INVALID_PARAMS, MemoryIOError, MemoryToolError
-from ..folder import Folder, sha256_hex
+from ..folder import Folder, close_fd, read_all, retry_eintr, sha256_hex
 from . import history, sessions
 from . import secrets as credentials
+from .access import GENERATION, commit, folders, locked
+from .store import FORGET_KEY, sweep
+from .textnorm import normalize
 
 if TYPE_CHECKING:
+    from .access import Locked
     from .store import AgentMemory
 
 RECEIPTS = "FORGET.jsonl"
 TOMBSTONE_TAG = "forgotten"
+#: What a scrubbed string (an old reason, a stored prompt line) is replaced with.
+PLACEHOLDER = "[forgotten]"
 _KINDS = ("profile", "facts", "journal", "history", "sessions", "caches")
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 class _Matcher:
@@ -46,10 +70,12 @@ class _Matcher:
                 "Forget needs exactly one of: a text, a pattern, or secrets=True", INVALID_PARAMS
             )
         self.text = text
+        self.pattern = pattern
         self.secrets = find_secrets
+        self.needle: str | None = None
         self.regex: re.Pattern[str] | None = None
         if text is not None:
-            if not isinstance(text, str) or not text.strip():
+            if not isinstance(text, str) or not normalize(text).strip():
                 raise MemoryToolError(
                     "The text to forget must be a non-empty string", INVALID_PARAMS
                 )
@@ -57,9 +83,8 @@ class _Matcher:
                 raise MemoryToolError(
                     "Forget one line of text at a time (or give a pattern)", INVALID_PARAMS
                 )
-            self.folded = text.casefold()
-        if text is not None:
             _require_sendable(text, "text")
+            self.needle = normalize(text)
         if pattern is not None:
             try:
                 self.regex = re.compile(pattern)
@@ -73,38 +98,52 @@ class _Matcher:
                     INVALID_PARAMS,
                 )
         self.describe = "secrets" if find_secrets else ("pattern" if pattern else "text")
-        self.digest = sha256_hex(
-            ("\0secrets" if find_secrets else (text if text is not None else "\0" + str(pattern)))
-            .encode("utf-8", "surrogatepass")
-        )
 
     def __call__(self, value: str) -> bool:
-        if self.text is not None:
-            return self.folded in value.casefold()
+        if self.needle is not None:
+            return self.needle in normalize(value)
+        # Patterns and credential formats see the text as written and as normalised (without
+        # case folding, which would change what they recognise): a zero-width space or a
+        # full-width digit inside a key cannot hide it.
         if self.regex is not None:
-            return self.regex.search(value) is not None
-        return bool(credentials.find(value))
+            return self.regex.search(value) is not None or (
+                self.regex.search(normalize(value, fold_case=False)) is not None
+            )
+        return bool(credentials.find(value)) or bool(
+            credentials.find(normalize(value, fold_case=False))
+        )
 
     def in_bytes(self, data: bytes) -> bool:
-        """Whether raw file bytes hold the text in any form: raw, case-folded, JSON-escaped."""
+        """Whether raw file bytes hold the text in any form: raw, normalised, JSON-escaped."""
         text = data.decode("utf-8", "replace")
         if self(text):
             return True
         if self.text is not None:
+            # JSON escapes of the text, as another tool or a cache may have stored it.
             escaped = {
                 json.dumps(self.text)[1:-1],
                 json.dumps(self.text, ensure_ascii=False)[1:-1],
             }
-            folded = text.casefold()
-            if any(form.encode() in data or form.casefold() in folded for form in escaped):
+            normalized = normalize(text)
+            if any(normalize(form) in normalized for form in escaped):
                 return True
-        # JSON lines store text escaped: read each one back and look again.
+        # JSON lines store text escaped: read each one back and look at its strings.
         for line in text.splitlines():
-            if line.startswith("{"):
+            if line.lstrip().startswith("{"):
                 with contextlib.suppress(ValueError, RecursionError):
-                    if self(json.dumps(json.loads(line), ensure_ascii=False)):
+                    if any(self(value) for value in _strings(json.loads(line))):
                         return True
         return False
+
+    def digest(self, key: bytes) -> str:
+        """The receipt's keyed hash of what was forgotten (see the module docstring)."""
+        if self.needle is not None:
+            material = "text\0" + self.needle
+        elif self.pattern is not None:
+            material = "pattern\0" + self.pattern
+        else:
+            material = "secrets\0"
+        return hmac.new(key, material.encode("utf-8", "surrogatepass"), "sha256").hexdigest()
 
 
 @dataclass
@@ -113,14 +152,16 @@ class _Run:
 
     match: _Matcher
     dry_run: bool
-    recheck: Callable[[], None]
+    txn: Locked
     reason: str = ""
     changed: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_KINDS, 0))
     places: list[str] = field(default_factory=list)
 
-    def found(self, kind: str, place: str, count: int = 1) -> bool:
-        """Count ``count`` matches of ``kind`` at ``place``; True when they should be written."""
-        self.changed[kind] += count
+    def found(self, kind: str | None, place: str, count: int = 1) -> bool:
+        """Count ``count`` matches of ``kind`` at ``place``; True when they should be written.
+        (``kind`` None: a place that is listed but not counted, such as old receipts.)"""
+        if kind is not None:
+            self.changed[kind] += count
         self.places.append(place)
         return not self.dry_run
 
@@ -136,6 +177,30 @@ def _require_sendable(value: str, field: str) -> None:
         ) from None
 
 
+def _check_reason(reason: Any, match: _Matcher) -> str:
+    """The reason, when it may be stored: it must hold neither the text nor a credential."""
+    if not isinstance(reason, str):
+        raise MemoryToolError("The reason must be a string", INVALID_PARAMS)
+    if not reason:
+        return ""
+    try:
+        reason.encode("utf-8")
+    except UnicodeEncodeError:
+        raise MemoryToolError("The reason is not valid Unicode text", INVALID_PARAMS) from None
+    if match(reason):
+        raise MemoryToolError(
+            "The reason must not contain what is being forgotten", INVALID_PARAMS
+        )
+    found = credentials.find(reason) or credentials.find(normalize(reason, fold_case=False))
+    if found:
+        raise MemoryToolError(
+            f"The reason must not contain a credential (it holds what looks like "
+            f"{found[0].kind}): it is stored in the receipt",
+            INVALID_PARAMS,
+        )
+    return reason
+
+
 def forget(
     mem: AgentMemory,
     text: str | None = None,
@@ -148,14 +213,18 @@ def forget(
     """Remove ``text`` (or ``pattern``'s matches, or every stored credential) from memory.
 
     SOUL.md, USER.md and FACT.md lose the lines that hold it, journal entries become
-    tombstones, history versions and stored session texts are scrubbed, and the journal's
-    search index is dropped; then every byte under the folder is scanned, and a fresh prompt
-    built, to verify. Public engine errors only (the ``MemoryToolError`` family).
+    tombstones, history versions, stored session texts and earlier receipts are scrubbed,
+    and the journal's search index is dropped; then every byte under the folder is scanned,
+    and a fresh prompt built, to verify. Public engine errors only (the ``MemoryToolError``
+    family).
 
     Returns the receipt: ``{"ts", "forgotten_sha256", "what", "reason", "dry_run",
     "changed": {kind: count}, "places": [paths relative to the agent folder],
-    "verified", "remaining": [paths]}``. With ``dry_run`` nothing is written and
-    ``changed``/``places`` say what would change.
+    "verified", "remaining": [paths]}``. ``forgotten_sha256`` is the HMAC-SHA256 keyed with
+    the agent's secret; ``remaining`` names every place still holding the text and every
+    file that could not be read (``"<path> (unreadable: <reason>)"``), and ``verified`` is
+    true only when it is empty. With ``dry_run`` nothing is written and ``changed``/``places``
+    say what would change.
     """
     try:
         return _forget(mem, text, pattern, secrets, dry_run, reason)
@@ -174,66 +243,75 @@ def _forget(
     reason: str,
 ) -> dict[str, Any]:
     match = _Matcher(text, pattern, find_secrets)
-    if not isinstance(reason, str):
-        raise MemoryToolError("The reason must be a string", INVALID_PARAMS)
-    if reason and match(reason):
-        raise MemoryToolError(
-            "The reason must not contain what is being forgotten", INVALID_PARAMS
-        )
-    with mem._folders() as (agent, memory):
+    reason = _check_reason(reason, match)
+    with folders(mem) as (_agent, memory):
         if memory is None:
             raise MemoryToolError(f"{mem.path} has no memory/ folder", INVALID_PARAMS)
-        with memory.locked(".lock", mem.lock_timeout):
-            run = _Run(match, dry_run, lambda: mem._recheck(agent, memory), reason)
-            _profile(agent, run)
-            _facts(memory, run)
-            _journal(memory, run)
-            _history(memory, run)
-            _sessions(memory, run)
-            _caches(mem, run)
-    if not dry_run:
-        # A replaced journal's old bytes stay on disk while a descriptor holds them.
-        mem.close()
-    changed, places = run.changed, run.places
-    remaining = [] if dry_run else _scan(mem, match)
-    receipt = {
-        "ts": sessions._timestamp(mem),
-        "forgotten_sha256": match.digest,
-        "what": match.describe,
-        "reason": reason,
-        "dry_run": dry_run,
-        "changed": changed,
-        "places": places,
-        "verified": not dry_run and not remaining,
-        "remaining": remaining,
-    }
-    if not dry_run:
+    with locked(mem) as txn:
+        run = _Run(match, dry_run, txn, reason)
+        if not dry_run:
+            sweep(txn)  # a killed forget's temp files hold the text too
+        _profile(run)
+        _facts(run)
+        _journal(run)
+        _history(run)
+        _sessions(run)
+        _receipts(run)
+        _caches(mem, run)
+        receipt: dict[str, Any] = {
+            "ts": sessions.timestamp(mem),
+            "forgotten_sha256": _digest(match, txn, create=not dry_run),
+            "what": match.describe,
+            "reason": reason,
+            "dry_run": dry_run,
+            "changed": run.changed,
+            "places": run.places,
+            "verified": False,
+            "remaining": [],
+        }
+        if dry_run:
+            return receipt
+        # Everything derived before this point is stale, in every process and cache folder.
+        commit(txn.memory, GENERATION, (tokens.token_hex(16) + "\n").encode(), txn.recheck)
+        remaining = _scan(mem, match)
+        receipt["verified"] = not remaining
+        receipt["remaining"] = remaining
         line = (json.dumps(receipt, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-        # create_memory: the receipt's folder is made when missing, so it is never None.
-        with mem._folders(create_memory=True) as (_agent, memory):
-            assert memory is not None
-            with memory.locked(".lock", mem.lock_timeout):
-                fd = memory.open_file(RECEIPTS, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-                try:
-                    os.write(fd, line)
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
+        txn.memory.append_line(RECEIPTS, line)
+    # This object's own held descriptors are reopened on next use (after the lock: the lock
+    # is the innermost one, never held while taking an appender's mutex).
+    mem.close()
     return receipt
+
+
+def _digest(match: _Matcher, txn: Locked, create: bool) -> str:
+    """The receipt's keyed hash; the agent's key (32 random bytes in ``memory/.forget-key``)
+    is made by the first real forget. A dry run before that writes no key, so its hash is
+    under a key that is not kept (it matches no receipt, and reveals nothing either)."""
+    memory = txn.memory
+    raw = memory.read_bytes(memory.lookup(FORGET_KEY)) or b""
+    with contextlib.suppress(ValueError):
+        key = bytes.fromhex(raw.decode("ascii", "replace").strip())
+        if len(key) == 32:
+            return match.digest(key)
+    key = tokens.token_bytes(32)
+    if create:
+        commit(memory, FORGET_KEY, (key.hex() + "\n").encode(), txn.recheck)
+    return match.digest(key)
 
 
 # -- each kind of place ---------------------------------------------------------------------------
 
 
-def _profile(agent: Folder, run: _Run) -> None:
+def _profile(run: _Run) -> None:
     """SOUL.md and USER.md: the lines that hold the text go, like FACT.md's."""
     for canonical in ("SOUL.md", "USER.md"):
-        _scrub_file(agent, canonical, "profile", "", run)
+        _scrub_file(run.txn.agent, canonical, "profile", "", run)
 
 
-def _facts(memory: Folder, run: _Run) -> None:
+def _facts(run: _Run) -> None:
     # Written directly, not as an update: an update would keep the old text in history.
-    _scrub_file(memory, "FACT.md", "facts", "memory/", run)
+    _scrub_file(run.txn.memory, "FACT.md", "facts", "memory/", run)
 
 
 def _scrub_file(folder: Folder, canonical: str, kind: str, prefix: str, run: _Run) -> None:
@@ -243,29 +321,23 @@ def _scrub_file(folder: Folder, canonical: str, kind: str, prefix: str, run: _Ru
     content = (folder.read_bytes(name) or b"").decode("utf-8", "surrogatepass")
     kept, removed = _drop_lines(content, run.match)
     if removed and run.found(kind, prefix + name, removed):
-        folder.write_atomic(name, kept.encode("utf-8", "surrogatepass"), run.recheck)
+        commit(folder, name, kept.encode("utf-8", "surrogatepass"), run.txn.recheck, scrub=True)
 
 
-def _journal(memory: Folder, run: _Run) -> None:
+def _journal(run: _Run) -> None:
     from ..journal import encode_line
-
+    memory = run.txn.memory
     name = memory.lookup("JOURNAL.jsonl")
     if name is None:
         return
-    data = memory.read_bytes(name) or b""
     out: list[bytes] = []
     count = 0
-    for raw in data.splitlines(keepends=True):
-        text = raw.decode("utf-8", "replace")
-        try:
-            entry = json.loads(text)
-        except (ValueError, RecursionError):
-            entry = None
-        shown = json.dumps(entry, ensure_ascii=False) if isinstance(entry, dict) else text
-        # The dump escapes quotes and backslashes: the entry's own strings are searched too.
+    for raw, text, entry in _json_lines(memory.read_bytes(name) or b""):
+        # Every string of the entry (keys included) is looked at as it decodes, so no JSON
+        # escape can hide the text; the raw line covers what does not decode.
         values = _strings(entry) if isinstance(entry, dict) else []
         match = run.match
-        if not (match(shown) or match(text) or any(match(value) for value in values)):
+        if not (match(text) or any(match(value) for value in values)):
             out.append(raw)
             continue
         count += 1
@@ -273,11 +345,22 @@ def _journal(memory: Folder, run: _Run) -> None:
         tombstone = {
             "ts": ts if isinstance(ts, str) else "",
             "tags": [TOMBSTONE_TAG],
-            "text": f"[forgotten: {run.reason}]" if run.reason else "[forgotten]",
+            "text": f"[forgotten: {run.reason}]" if run.reason else PLACEHOLDER,
         }
         out.append(encode_line(tombstone))
     if count and run.found("journal", f"memory/{name}", count):
-        memory.write_atomic(name, b"".join(out), run.recheck)
+        commit(memory, name, b"".join(out), run.txn.recheck, scrub=True)
+
+
+def _json_lines(data: bytes) -> Iterator[tuple[bytes, str, Any]]:
+    """Each line of a JSON-lines file: its bytes, its text, and its value (None: not JSON)."""
+    for raw in data.splitlines(keepends=True):
+        text = raw.decode("utf-8", "replace")
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError):
+            value = None
+        yield raw, text, value
 
 
 def _strings(value: Any) -> list[str]:
@@ -291,14 +374,30 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
-def _history(memory: Folder, run: _Run) -> None:
+def _remove_scrubbed(folder: Folder, name: str) -> bool:
+    """Remove ``name`` and cut its bytes away, so no descriptor held on it reads them."""
+    try:
+        fd = folder.open_file(name, os.O_WRONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        folder.unlink(name)
+        os.ftruncate(fd, 0)
+    finally:
+        close_fd(fd)
+    return True
+
+
+def _history(run: _Run) -> None:
+    memory = run.txn.memory
     if memory.lookup(history.HISTORY_DIR) is None:
         return
+    removed = False
     with memory.subfolder(history.HISTORY_DIR) as versions:
         for version in history.versions(versions):
             content = version.content.decode("utf-8", "surrogatepass")
-            kept, removed = _drop_lines(content, run.match)
-            if not removed or not run.found(
+            kept, dropped = _drop_lines(content, run.match)
+            if not dropped or not run.found(
                 "history", f"memory/{history.HISTORY_DIR}/{version.name}"
             ):
                 continue
@@ -307,16 +406,18 @@ def _history(memory: Folder, run: _Run) -> None:
                 data = kept.encode("utf-8", "surrogatepass")
                 name = f"{stamp}-{sha256_hex(data)[:12]}.md"
                 if name != version.name:
-                    versions.write_atomic(name, data, run.recheck)
+                    versions.write_atomic(name, data, run.txn.recheck)
             # The scrubbed copy is safe first; only then does the old version go.
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(version.name, dir_fd=versions.fd)
+            removed = _remove_scrubbed(versions, version.name) or removed
+        if removed:
+            versions.fsync()
 
 
-def _sessions(memory: Folder, run: _Run) -> None:
+def _sessions(run: _Run) -> None:
+    memory = run.txn.memory
     if memory.lookup(sessions.BLOBS_DIR) is None:
         return
-    receipts = sessions._read_receipts(memory)
+    receipts = sessions.read_receipts(memory)
     # A stored prompt is scrubbed section by section, so each receipt's section sizes (which
     # `why` uses to find the sections) can follow the text.
     layouts = {str(r.get("prompt_sha256")): [int(x["chars"]) for x in r["sections"]]
@@ -329,27 +430,59 @@ def _sessions(memory: Folder, run: _Run) -> None:
                 continue
             content = (store.read_bytes(name) or b"").decode("utf-8", "surrogatepass")
             parts = _split(content, layouts.get(name[:-4]))
-            scrubbed = [_drop_lines(part, run.match, placeholder="[forgotten]") for part in parts]
+            scrubbed = [_drop_lines(part, run.match, placeholder=PLACEHOLDER) for part in parts]
             if not any(removed for _kept, removed in scrubbed):
                 continue
             if not run.found("sessions", f"memory/{sessions.BLOBS_DIR}/{name}"):
                 continue
             new = "\n\n".join(kept for kept, _removed in scrubbed).encode("utf-8", "surrogatepass")
             digest = sha256_hex(new)
-            store.write_atomic(f"{digest}.txt", new, run.recheck)
+            store.write_atomic(f"{digest}.txt", new, run.txn.recheck)
             renamed[name[:-4]] = digest
             new_layouts[name[:-4]] = [len(kept) for kept, _removed in scrubbed]
         if renamed:
-            # Receipts point at the scrubbed texts and say so; then the old texts go.
+                    # Receipts point at the scrubbed texts and say so; then the old texts go.
             for receipt in receipts:
                 _follow(receipt, renamed, new_layouts)
-            lines = "".join(
-                json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in receipts
-            )
-            memory.write_atomic(sessions.SESSIONS_LOG, lines.encode(), run.recheck)
+            log = memory.lookup(sessions.SESSIONS_LOG) or sessions.SESSIONS_LOG
+            commit(memory, log, sessions.encode_receipts(receipts), run.txn.recheck, scrub=True)
             for old in renamed:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(f"{old}.txt", dir_fd=store.fd)
+                _remove_scrubbed(store, f"{old}.txt")
+            store.fsync()
+
+
+def _receipts(run: _Run) -> None:
+    """Earlier forget receipts: any string in them holding the text (a reason) is replaced."""
+    memory = run.txn.memory
+    name = memory.lookup(RECEIPTS)
+    if name is None:
+        return
+    out: list[bytes] = []
+    changed = False
+    for raw, text, receipt in _json_lines(memory.read_bytes(name) or b""):
+        if isinstance(receipt, dict):
+            scrubbed = _scrub_strings(receipt, run.match)
+            if scrubbed != receipt:
+                changed = True
+                line = json.dumps(scrubbed, ensure_ascii=False, separators=(",", ":"))
+                raw = (line + "\n").encode()
+        elif run.match(text):
+            changed = True  # a torn line holding the text: dropped
+            continue
+        out.append(raw)
+    if changed and run.found(None, f"memory/{name}"):
+        commit(memory, name, b"".join(out), run.txn.recheck, scrub=True)
+
+
+def _scrub_strings(value: Any, match: _Matcher) -> Any:
+    """``value`` with every string that holds the text replaced by the placeholder."""
+    if isinstance(value, str):
+        return PLACEHOLDER if match(value) else value
+    if isinstance(value, dict):
+        return {k: _scrub_strings(v, match) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub_strings(item, match) for item in value]
+    return value
 
 
 def _split(text: str, layout: list[int] | None) -> list[str]:
@@ -403,31 +536,79 @@ def _cache_files(mem: AgentMemory) -> list[Path]:
 # -- verification ---------------------------------------------------------------------------------
 
 
-def _scan(mem: AgentMemory, match: _Matcher) -> list[str]:
-    """Every file under the agent folder (and its caches) still holding the text, and the
-    fresh prompt (as ``"<prompt>"``) if it does."""
-    remaining = []
-    for dirpath, _dirnames, filenames in os.walk(mem.path, followlinks=False):
-        for name in filenames:
-            path = Path(dirpath) / name
-            if name == RECEIPTS and path.parent.name == "memory":
-                continue  # receipts hold hashes and counts only
+def _walk(root: Path) -> Iterator[tuple[Path, bytes | None, OSError | None]]:
+    """Every entry under ``root``, depth first in name order, never following a link:
+    ``(path, bytes of a regular file or None, the error that stopped reading it)``.
+
+    A folder that cannot be listed and a file that cannot be read are yielded with their
+    error, so a caller can never take "not read" for "clean".
+    """
+    try:
+        names = sorted(retry_eintr(os.listdir, root))
+    except OSError as exc:
+        yield root, None, exc
+        return
+    for name in names:
+        path = root / name
+        try:
+            st = retry_eintr(os.lstat, path)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            yield path, None, exc
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            yield from _walk(path)
+        elif stat.S_ISREG(st.st_mode):
             try:
-                if os.path.islink(path) or not path.is_file():
-                    continue
-                data = path.read_bytes()
-            except OSError:
+                yield path, _read_file(path), None
+            except FileNotFoundError:
                 continue
-            if match.in_bytes(data):
-                remaining.append(str(path.relative_to(mem.path)))
-    for path in _cache_files(mem):
-        with contextlib.suppress(OSError):
-            if match.in_bytes(path.read_bytes()):
-                remaining.append(str(path))
+            except OSError as exc:
+                yield path, None, exc
+        # A link points outside (nothing of ours behind it); a pipe or device holds no bytes.
+
+
+def _read_file(path: Path) -> bytes:
+    fd = os.open(path, _READ_FLAGS)
+    try:
+        return read_all(fd)
+    finally:
+        close_fd(fd)
+
+
+def _unreadable(place: str, exc: OSError) -> str:
+    return f"{place} (unreadable: {exc.strerror or exc})"
+
+
+def _scan(mem: AgentMemory, match: _Matcher) -> list[str]:
+    """Every file under the agent folder (and its caches) still holding the text, every one
+    that could not be read, and the fresh prompt (as ``"<prompt>"``) if it holds the text."""
     from .prompt import PromptBuilder
 
-    with contextlib.suppress(MemoryToolError):
-        if match(PromptBuilder().build(mem).text):
+    remaining = []
+    for path, data, error in _walk(mem.path):
+        place = str(path.relative_to(mem.path)) if path != mem.path else "."
+        if error is not None:
+            remaining.append(_unreadable(place, error))
+        elif data is not None and match.in_bytes(data):
+            remaining.append(place)
+    for path in _cache_files(mem):
+        try:
+            data = _read_file(path)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            remaining.append(_unreadable(str(path), exc))
+            continue
+        if match.in_bytes(data):
+            remaining.append(str(path))
+    try:
+        prompt = PromptBuilder().build(mem)
+    except MemoryToolError as exc:
+        remaining.append(f"<prompt> (could not be built: {exc.message})")
+    else:
+        if match(prompt.text):
             remaining.append("<prompt>")
     return remaining
 
@@ -449,26 +630,26 @@ def _drop_lines(content: str, match: _Matcher, placeholder: str | None = None) -
 def lint(mem: AgentMemory) -> list[dict[str, Any]]:
     """Credentials already stored under the agent folder: ``{"file", "line", "kind"}`` each.
 
-    Never the secret itself; ``forget(mem, secrets=True)`` removes them.
+    Never the secret itself; ``forget(mem, secrets=True)`` removes them. Lines are looked at
+    as written and normalised (see :mod:`.textnorm`), and a journal line's strings as they
+    decode. A file that cannot be read is a finding too (line 0, kind ``"unreadable: …"``):
+    an unread file is not a clean one.
     """
     findings = []
-    for dirpath, dirnames, filenames in os.walk(mem.path, followlinks=False):
-        dirnames.sort()
-        for name in sorted(filenames):
-            path = Path(dirpath) / name
-            try:
-                if os.path.islink(path) or not path.is_file():
-                    continue
-                text = path.read_bytes().decode("utf-8", "replace")
-            except OSError:
-                continue
-            for number, line in enumerate(text.splitlines(), 1):
-                candidates = [line]
-                if line.startswith("{"):  # a journal line: its text is stored escaped
-                    with contextlib.suppress(ValueError, RecursionError):
-                        candidates.append(json.dumps(json.loads(line), ensure_ascii=False))
-                kinds = {s.kind for candidate in candidates for s in credentials.find(candidate)}
-                for kind in sorted(kinds):
-                    relative = str(path.relative_to(mem.path))
-                    findings.append({"file": relative, "line": number, "kind": kind})
+    for path, data, error in _walk(mem.path):
+        relative = str(path.relative_to(mem.path)) if path != mem.path else "."
+        if error is not None:
+            kind = f"unreadable: {error.strerror or error}"
+            findings.append({"file": relative, "line": 0, "kind": kind})
+            continue
+        if data is None:
+            continue
+        for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+            candidates = [line, normalize(line, fold_case=False)]
+            if line.startswith("{"):  # a journal line: its text is stored escaped
+                with contextlib.suppress(ValueError, RecursionError):
+                    candidates += _strings(json.loads(line))
+            kinds = {s.kind for candidate in candidates for s in credentials.find(candidate)}
+            for kind in sorted(kinds):
+                findings.append({"file": relative, "line": number, "kind": kind})
     return findings

@@ -70,6 +70,8 @@ DEFAULT_TOOL_NAME = MEMORY_TOOL_NAME
 #: Set to ``0`` (or ``false``, ``no``, ``off``) to make every builder that is not told
 #: otherwise keep no descriptor open between builds (``hold_files=False``), on every surface.
 SYSTEM_FILE = "system.md"
+# How many times a session start builds its prompt again when a source changed under it.
+_START_ATTEMPTS = 5
 
 class PromptBudgetWarning(UserWarning):
     """The memory loaded into the prompt is larger than the configured token budget."""
@@ -415,11 +417,20 @@ class PromptBuilder:
         :mod:`~jupyter_agent_memory.engine.sessions`). ``client`` is ``{"name", "version"}`` when
         known. Previews call :meth:`build_session`: only real session starts are recorded.
         """
-        from .sessions import SessionStart, record
+        from .sessions import SessionStart, StalePromptError, record
 
-        prompt = self.build_session(agent, workspace)
-        receipt = record(agent, prompt, session_id=session_id, client=dict(client or {}))
-        return SessionStart(prompt, receipt)
+        # A file changing between the build and the record (a forget, an update) makes the
+        # record refuse the stale prompt; the build is then repeated on the files as they are.
+        for attempt in range(_START_ATTEMPTS):
+            prompt = self.build_session(agent, workspace)
+            try:
+                receipt = record(agent, prompt, session_id=session_id, client=dict(client or {}))
+            except StalePromptError:
+                if attempt == _START_ATTEMPTS - 1:
+                    raise
+                continue
+            return SessionStart(prompt, receipt)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     @engine_boundary
     def build_facts_section(self, agent: AgentMemory | str | os.PathLike[str]) -> str | None:
@@ -624,10 +635,18 @@ class PromptBuilder:
                 sections.append(_section(name, loaded.path, block, loaded.raw))
         parts.append("\n\n".join(memory_parts))
         context = "\n\n".join(parts)
-        notes: tuple[str, ...] = ()
+        # A memory file that exists but could not be read is left out, and said so: a session
+        # recorded without its FACT.md must not look like one that had none.
+        notes: tuple[str, ...] = tuple(
+            f"{loaded.path} could not be read "
+            f"({getattr(loaded.error, 'strerror', None) or loaded.error}): it is left out of "
+            "this prompt"
+            for loaded in (soul, user, facts)
+            if loaded.state is FileState.UNREADABLE
+        )
         if budget is not None and approx_tokens(context) > budget:
             sizes = ", ".join(f"{s.name} {s.tokens}" for s in sections if s.name != "system")
-            notes = (
+            notes += (
                 f"Agent memory uses about {approx_tokens(context)} tokens, over the budget of "
                 f"{budget} (by section: {sizes}). Nothing was cut; trim FACT.md, SOUL.md or "
                 "USER.md.",

@@ -15,20 +15,21 @@ the panel, the sidebar, REST) never record. Retention is bounded by count and by
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import json
-import os
 import re
 import secrets
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import INVALID_PARAMS, MemoryToolError, SessionNotFoundError, engine_boundary
 from ..folder import Folder, sha256_hex
+from .access import folders, locked
 from .jstext import js_trim
 
 if TYPE_CHECKING:
+    from .access import Locked
     from .prompt import Prompt
     from .store import AgentMemory
 
@@ -98,7 +99,7 @@ def record(
         )
     base = next((s for s in sections if s["name"] == "system"), None)
     receipt = {
-        "ts": _timestamp(mem),
+        "ts": timestamp(mem),
         "session_id": session_id or secrets.token_hex(8),
         "client": _client(client),
         "prompt_sha256": next(iter(blobs)),
@@ -110,36 +111,74 @@ def record(
         "warnings": list(prompt.warnings),
     }
     line = (json.dumps(receipt, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-    with mem._folders(create_memory=True) as (agent, memory):
-        assert memory is not None
-        stored_bytes = None
+    # One hold of the lock for the texts, the receipt and the pruning: a forget (which takes
+    # the same lock) comes wholly before or after, a crash sweep never removes a text being
+    # written, and pruning never sees a text whose receipt is not written yet.
+    with locked(mem) as txn:
+        memory = txn.memory
+        _require_current(txn, prompt)
+        stored_new = False
         with memory.subfolder(BLOBS_DIR, create=True) as store:
             for digest, content in blobs.items():
                 name = f"{digest}.txt"
                 if store.lstat(name) is None:  # content-addressed: each text is kept once
-                    store.write_atomic(
-                        name, content.encode("utf-8", "surrogatepass"), lambda: None
-                    )
-                    stored_bytes = -1
-            if stored_bytes is not None:  # only a new text can push the store over its bound
-                stored_bytes = sum(st.st_size for n in store.names() if (st := store.lstat(n)))
-        with memory.locked(".lock", mem.lock_timeout):
-            fd = memory.open_file(SESSIONS_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-            try:
-                size = os.fstat(fd).st_size
-                _write_all(fd, line)
-            finally:
-                os.close(fd)
-            # Receipts are about the same size, so the log's size estimates their count.
-            too_many = (size + len(line)) // max(1, len(line)) > mem.keep_sessions * 1.1
-            if too_many or (stored_bytes or 0) > mem.keep_bytes:
-                _prune(mem, memory)
+                    data = content.encode("utf-8", "surrogatepass")
+                    store.write_atomic(name, data, txn.recheck)
+                    stored_new = True
+            # Only a new text can push the store over its bound.
+            stored_bytes = (
+                sum(st.st_size for n in store.names() if (st := store.lstat(n)))
+                if stored_new
+                else 0
+            )
+        before = memory.lstat(memory.lookup(SESSIONS_LOG) or SESSIONS_LOG)
+        size = before.st_size if before is not None else 0
+        memory.append_line(memory.lookup(SESSIONS_LOG) or SESSIONS_LOG, line)
+        # Receipts are about the same size, so the log's size estimates their count.
+        too_many = (size + len(line)) // max(1, len(line)) > mem.keep_sessions * 1.1
+        if too_many or stored_bytes > mem.keep_bytes:
+            _prune(mem, txn)
     return receipt
 
 
-def _prune(mem: AgentMemory, memory: Folder) -> None:
+class StalePromptError(MemoryToolError):
+    """A prompt's source file changed between building the prompt and recording it."""
+
+
+def _require_current(txn: Locked, prompt: Prompt) -> None:
+    """Raise :class:`StalePromptError` unless every agent file the prompt was built from
+    still holds, under the lock, the very version the prompt used.
+
+    Without it, a session built just before a forget would store the forgotten text after
+    the forget finished. Files outside the agent folder (the workspace's ``system.md``) are
+    not ours to forget and are not checked.
+    """
+    agent_path = txn.mem.path
+    for section in prompt.sections:
+        if section.source is None or section.sha256 is None:
+            continue
+        source = Path(section.source)
+        if source.parent == agent_path:
+            folder = txn.agent
+        elif source.parent == txn.memory.path:
+            folder = txn.memory
+        else:
+            continue
+        data = folder.read_bytes(source.name)
+        # The version is the hash of the text as the builder decoded it.
+        text = None if data is None else data.decode("utf-8", errors="replace")
+        if text is None or sha256_hex(text.encode("utf-8", "surrogatepass")) != section.sha256:
+            raise StalePromptError(
+                f"{source} changed while the session started; nothing was recorded, build "
+                "the prompt again",
+                INVALID_PARAMS,
+            )
+
+
+def _prune(mem: AgentMemory, txn: Locked) -> None:
     """Keep the newest ``keep_sessions`` receipts within ``keep_bytes`` of stored texts."""
-    receipts = _read_receipts(memory)
+    memory = txn.memory
+    receipts = read_receipts(memory)
     kept = receipts[-mem.keep_sessions :]
     with memory.subfolder(BLOBS_DIR, create=True) as store:
         sizes = {n: st.st_size for n in store.names() if (st := store.lstat(n)) is not None}
@@ -155,15 +194,25 @@ def _prune(mem: AgentMemory, memory: Folder) -> None:
             counted |= names
             chosen.append((receipt, names))
         kept = [receipt for receipt, _ in reversed(chosen)]
-        data = "".join(
-            json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in kept
-        ).encode()
-        memory.write_atomic(SESSIONS_LOG, data, lambda: None)
+        memory.write_atomic(
+            memory.lookup(SESSIONS_LOG) or SESSIONS_LOG, encode_receipts(kept), txn.recheck
+        )
+        # Texts go only once no receipt on disk points at them.
         referenced = {n for _, names in chosen for n in names}
-        for name in store.names():
-            if BLOB_NAME.match(name) and name not in referenced:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(name, dir_fd=store.fd)
+        removed = [
+            store.unlink(name)
+            for name in store.names()
+            if BLOB_NAME.match(name) and name not in referenced
+        ]
+        if any(removed):
+            store.fsync()
+
+
+def encode_receipts(receipts: list[dict[str, Any]]) -> bytes:
+    """Receipts as the sessions log stores them: one compact JSON object per line."""
+    return "".join(
+        json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in receipts
+    ).encode()
 
 
 # -- looking back -------------------------------------------------------------------------------
@@ -172,10 +221,10 @@ def _prune(mem: AgentMemory, memory: Folder) -> None:
 def receipts(mem: AgentMemory) -> list[dict[str, Any]]:
     """Every recorded session, newest first."""
     try:
-        with mem._folders() as (_agent, memory):
+        with folders(mem) as (_agent, memory):
             if memory is None:
                 return []
-            return list(reversed(_read_receipts(memory)))
+            return list(reversed(read_receipts(memory)))
     except FileNotFoundError:
         return []
 
@@ -273,7 +322,8 @@ def _origin(
 # -- storage helpers ------------------------------------------------------------------------------
 
 
-def _read_receipts(memory: Folder) -> list[dict[str, Any]]:
+def read_receipts(memory: Folder) -> list[dict[str, Any]]:
+    """Every receipt in ``memory/``'s sessions log, oldest first (torn lines skipped)."""
     data = memory.read_bytes(memory.lookup(SESSIONS_LOG)) or b""
     found = []
     for raw in data.splitlines():
@@ -288,7 +338,7 @@ def _read_receipts(memory: Folder) -> list[dict[str, Any]]:
 
 def _blob(mem: AgentMemory, digest: str, what: str) -> str:
     try:
-        with mem._folders() as (_agent, memory):
+        with folders(mem) as (_agent, memory):
             data = None
             if memory is not None and memory.lookup(BLOBS_DIR) is not None:
                 with memory.subfolder(BLOBS_DIR) as store:
@@ -329,13 +379,8 @@ def _client(client: dict[str, Any] | None) -> dict[str, Any] | None:
     return kept
 
 
-def _timestamp(mem: AgentMemory) -> str:
+def timestamp(mem: AgentMemory) -> str:
+    """The agent's current time as receipts write it (UTC, milliseconds, ``Z``)."""
     from ..journal import format_timestamp
 
     return format_timestamp(mem.now())
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]

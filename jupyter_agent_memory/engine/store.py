@@ -1,14 +1,23 @@
 """``AgentMemory``: the files of one agent, and the only code that writes them.
 
-Layout (see the design, section 2)::
+Layout::
 
-    <agent>/SOUL.md  USER.md  .template.json
-    <agent>/memory/FACT.md  JOURNAL.jsonl  .lock  .history/
+    <agent>/SOUL.md  USER.md  .template.json  .state.json
+    <agent>/memory/FACT.md  JOURNAL.jsonl  .lock  .history/  .generation
+    <agent>/memory/SESSIONS.jsonl  .sessions/  FORGET.jsonl  .forget-key
 
 Every write takes the advisory lock ``memory/.lock``, so updates and appends are serialised
 across processes. FACT.md, SOUL.md and USER.md are replaced atomically (temp file, fsync,
 rename, fsync of the folder); journal lines go out in one ``write`` on an ``O_APPEND``
 descriptor. Nothing inside the agent folder is ever reached through a symlink.
+
+Lock order: an in-process mutex (an appender's, a prompt builder's) is taken before the agent
+lock, never while holding it; the agent lock is the innermost lock, and updates, restores,
+forgetting, session starts and pruning all take it once, for the whole of what they change.
+
+The rest of the engine (forgetting, sessions, bootstrap, provisioning) reaches the folder
+through the small internal API at the end of this module (:func:`folders`, :func:`locked`,
+:func:`read_agent_bytes`, :func:`sweep`), never through the store's private methods.
 """
 
 from __future__ import annotations
@@ -30,30 +39,42 @@ from ..errors import (
     AgentNotFoundError,
     ContentTooLargeError,
     EmptyEditError,
-    MemoryConflictError,
     MemoryIOError,
     MemoryToolError,
     UnsafePathError,
     engine_boundary,
 )
-from ..folder import DEFAULT_LOCK_TIMEOUT, Folder, sha256_hex
+from ..folder import DEFAULT_LOCK_TIMEOUT, Folder, fsync_dir_path, retry_eintr, sha256_hex
 from ..journal.append import JournalAppender
 from ..journal.reader import DescriptorFile, JournalReader
 from . import history, secrets, sessions
+from .access import (
+    GENERATION,
+    LOCK,
+    MEMORY_DIR,
+    Locked,
+    check_expected,
+    commit,
+    folders,
+    generation_of,
+    locked,
+    replace_agent_file,
+)
+from .arguments import coerce_time, normalize_limit
 from .bootstrap import STATE_FILE
 from .bootstrap import note_append as note_bootstrap_append
 from .history import DEFAULT_HISTORY_LIMIT, HISTORY_DIR
 from .paths import resolve_target
 from .sessions import DEFAULT_KEEP_BYTES, DEFAULT_KEEP_SESSIONS, Origin
-from .tool import call_tool, coerce_time, normalize_limit
 
 SOUL = "SOUL.md"
 USER = "USER.md"
-MEMORY_DIR = "memory"
 FACT = "FACT.md"
 JOURNAL = "JOURNAL.jsonl"
-LOCK = ".lock"
 TEMPLATE_RECORD = ".template.json"
+FORGET_RECEIPTS = "FORGET.jsonl"
+#: The per-agent secret that keys the hash in forget receipts (0600, never leaves the folder).
+FORGET_KEY = ".forget-key"
 
 # One limit for FACT.md, SOUL.md, USER.md and each journal entry, whatever surface sends it:
 # memory goes into every prompt, so a runaway write must fail loudly instead of silently
@@ -207,44 +228,28 @@ class AgentMemory:
         Idempotent and safe when several processes do it at once. A file is created only
         when no case variant of its name exists.
         """
-        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        _make_durable_dir(self.root)
+        made = False
         with contextlib.suppress(FileExistsError):
-            os.mkdir(self.path, 0o700)
+            retry_eintr(os.mkdir, self.path, 0o700)
+            made = True
+        if made:
+            # The agent's entry in the root must be on disk before its first write counts.
+            fsync_dir_path(self.path.parent)
         with Folder.open(self.path) as agent:
             names = agent.names()
+            created = False
             for name in (SOUL, USER):
                 if agent.lookup(name, names) is None:
-                    agent.create_empty(name)
+                    created = agent.create_empty(name) or created
+            if created:
+                agent.fsync()
             memory_name = agent.lookup(MEMORY_DIR, names) or MEMORY_DIR
             with (
                 agent.subfolder(memory_name, create=True) as mem,
                 mem.locked(LOCK, self.lock_timeout),
             ):
-                _sweep_temp_files(agent, _AGENT_FILES)
-                _sweep_temp_files(mem, _MEMORY_FILES)
-                if mem.lookup(HISTORY_DIR) is not None:
-                    with mem.subfolder(HISTORY_DIR) as versions:
-                        _sweep_temp_files(versions, history.VERSION_NAME)
-                if mem.lookup(sessions.BLOBS_DIR) is not None:
-                    with mem.subfolder(sessions.BLOBS_DIR) as blobs:
-                        _sweep_temp_files(blobs, sessions.BLOB_NAME)
-
-    @contextlib.contextmanager
-    def _folders(self, create_memory: bool = False) -> Iterator[tuple[Folder, Folder | None]]:
-        """Open the agent folder and ``memory/`` (None when missing)."""
-        with Folder.open(self.path) as agent:
-            name = agent.lookup(MEMORY_DIR)
-            if name is None and not create_memory:
-                yield agent, None
-                return
-            with agent.subfolder(name or MEMORY_DIR, create=create_memory) as mem:
-                yield agent, mem
-
-    def _recheck(self, agent: Folder, mem: Folder | None = None) -> None:
-        if not agent.same_as(self.path):
-            raise UnsafePathError(f"Refusing to write: {self.path} was replaced while writing")
-        if mem is not None and not mem.same_as(mem.path):
-            raise UnsafePathError(f"Refusing to write: {mem.path} was replaced while writing")
+                _sweep(agent, mem)
 
     @engine_boundary
     def check_folder(self) -> None:
@@ -280,7 +285,7 @@ class AgentMemory:
         if canonical not in (SOUL, USER, FACT, JOURNAL):
             raise MemoryToolError(f"Not a memory file: {canonical!r}", INVALID_PARAMS)
         try:
-            with self._folders() as (agent, mem):
+            with folders(self) as (agent, mem):
                 if not inside_memory:
                     return agent.display(agent.lookup(canonical) or canonical)
                 if mem is None:
@@ -300,7 +305,7 @@ class AgentMemory:
 
     def _read_fact_bytes(self) -> bytes:
         try:
-            with self._folders() as (_agent, mem):
+            with folders(self) as (_agent, mem):
                 if mem is None:
                     return b""
                 return mem.read_bytes(mem.lookup(FACT)) or b""
@@ -420,40 +425,56 @@ class AgentMemory:
         content (when non-empty and different) is kept in ``memory/.history/``.
         """
         data = encode_text(text, "content", self.max_bytes, self.secret_guard)
-        with self._folders(create_memory=True) as (agent, mem):
-            assert mem is not None
-            with mem.locked(LOCK, self.lock_timeout):
-                name = mem.lookup(FACT) or FACT
-                mem.require_replaceable(name)
-                current = mem.read_bytes(name) or b""
-                _check_expected(mem.display(name), expected_sha256, current)
-                if not current or current == data:
-                    mem.write_atomic(name, data, lambda: self._recheck(agent, mem))
-                else:
-                    # The old version is safe on disk before FACT.md is replaced, and removed
-                    # again when the replacement fails, so a failed update leaves no trace.
-                    new_folder = mem.lookup(HISTORY_DIR) is None
-                    recheck = lambda: self._recheck(agent, mem)  # noqa: E731
-                    try:
-                        with mem.subfolder(HISTORY_DIR, create=True) as versions:
-                            kept = history.keep(versions, current, self.now(), recheck)
-                            try:
-                                mem.write_atomic(name, data, recheck)
-                            except BaseException:
-                                history.discard(versions, kept)
-                                raise
-                            history.prune(versions, self.history_limit)
-                    except BaseException:
-                        if new_folder:
-                            with contextlib.suppress(OSError):
-                                os.rmdir(HISTORY_DIR, dir_fd=mem.fd)
-                        raise
-        return WriteResult(sha256_hex(data), sha256_hex(current), mem.display(name))
+        with locked(self) as txn:
+            return self._replace_facts(txn, data, expected_sha256)
+
+    def _replace_facts(self, txn: Locked, data: bytes, expected: str | None) -> WriteResult:
+        """Replace FACT.md with ``data`` under the held lock (see :meth:`update_facts`)."""
+        mem = txn.memory
+        name = mem.lookup(FACT) or FACT
+        mem.require_replaceable(name)
+        current = mem.read_bytes(name) or b""
+        result = WriteResult(sha256_hex(data), sha256_hex(current), mem.display(name))
+        if current == data:
+            # Already there (a retry of a write whose folder flush failed, or the same text
+            # again): success, even against an expected hash of what it replaced; the flush
+            # is repeated so the content is durable when this returns.
+            mem.fsync()
+            return result
+        check_expected(mem.display(name), expected, current)
+        if not current:
+            commit(mem, name, data, txn.recheck)
+            return result
+        # The old version is safe on disk before FACT.md is replaced, and removed again when
+        # the replacement fails, so a failed update leaves no trace.
+        new_folder = mem.lookup(HISTORY_DIR) is None
+        try:
+            with mem.subfolder(HISTORY_DIR, create=True) as versions:
+                kept = history.keep(versions, current, self.now(), txn.recheck)
+                try:
+                    commit(mem, name, data, txn.recheck)
+                except MemoryIOError:
+                    raise  # FACT.md was replaced: the version kept is the one it replaced
+                except BaseException:
+                    history.discard(versions, kept)
+                    raise
+                # Housekeeping after the update took effect: a failure here must not turn
+                # the update into an error, and an extra old version is harmless.
+                with contextlib.suppress(OSError):
+                    history.prune(versions, self.history_limit)
+        except MemoryIOError:
+            raise
+        except BaseException:
+            if new_folder:
+                with contextlib.suppress(OSError):
+                    retry_eintr(os.rmdir, HISTORY_DIR, dir_fd=mem.fd)
+            raise
+        return result
 
     def _versions(self) -> list[history.Version]:
         """Stored FACT.md versions, newest first."""
         try:
-            with self._folders() as (_agent, mem):
+            with folders(self) as (_agent, mem):
                 if mem is None or mem.lookup(HISTORY_DIR) is None:
                     return []
                 with mem.subfolder(HISTORY_DIR) as folder:
@@ -487,8 +508,19 @@ class AgentMemory:
 
     @engine_boundary
     def restore(self, sha: str) -> WriteResult:
-        """Make a stored FACT.md version current again (a normal update); returns its sha256."""
-        return self.update_facts(self.history_version(sha)[1])
+        """Make a stored FACT.md version current again (a normal update); returns its sha256.
+
+        The version is looked up and written under one hold of the lock, so a version that
+        forgetting scrubbed or removed meanwhile can never be written back.
+        """
+        with locked(self) as txn:
+            stored: list[history.Version] = []
+            if txn.memory.lookup(HISTORY_DIR) is not None:
+                with txn.memory.subfolder(HISTORY_DIR) as folder:
+                    stored = history.versions(folder)
+            _digest, content = history.find(stored, sha)
+            data = encode_text(_decode(content), "content", self.max_bytes, self.secret_guard)
+            return self._replace_facts(txn, data, None)
 
     # -- SOUL.md / USER.md -----------------------------------------------------------------
 
@@ -506,15 +538,8 @@ class AgentMemory:
         self, canonical: str, text: str, expected: str | None
     ) -> WriteResult:
         data = encode_text(text, "content", self.max_bytes, self.secret_guard)
-        with self._folders(create_memory=True) as (agent, mem):
-            assert mem is not None
-            with mem.locked(LOCK, self.lock_timeout):
-                name = agent.lookup(canonical) or canonical
-                agent.require_replaceable(name)
-                current = agent.read_bytes(name) or b""
-                _check_expected(agent.display(name), expected, current)
-                agent.write_atomic(name, data, lambda: self._recheck(agent, mem))
-        return WriteResult(sha256_hex(data), sha256_hex(current), agent.display(name))
+        previous, path = replace_agent_file(self, canonical, data, expected)
+        return WriteResult(sha256_hex(data), previous, path)
 
     @engine_boundary
     def replace_if_stock(self, canonical: str, data: bytes, stock_sha256: Iterable[str]) -> bool:
@@ -523,40 +548,35 @@ class AgentMemory:
         Used by provisioning; returns True when written. Never writes over user content.
         """
         stock = {s.lower() for s in stock_sha256}
-        with self._folders(create_memory=True) as (agent, mem):
-            assert mem is not None
-            with mem.locked(LOCK, self.lock_timeout):
-                name = agent.lookup(canonical) or canonical
-                agent.require_replaceable(name)
-                current = agent.read_bytes(name)
-                if current and sha256_hex(current) not in stock:
-                    return False
-                if current == data:
-                    return False
-                agent.write_atomic(name, data, lambda: self._recheck(agent, mem))
-                return True
+        with locked(self) as txn:
+            agent = txn.agent
+            name = agent.lookup(canonical) or canonical
+            agent.require_replaceable(name)
+            current = agent.read_bytes(name)
+            if current and sha256_hex(current) not in stock:
+                return False
+            if current == data:
+                return False
+            commit(agent, name, data, txn.recheck)
+            return True
 
     @engine_boundary
     def add_memory_file_if_missing(self, canonical: str, data: bytes) -> bool:
         """Create ``memory/<canonical>`` with ``data`` unless any case variant exists."""
-        with self._folders(create_memory=True) as (agent, mem):
-            assert mem is not None
-            with mem.locked(LOCK, self.lock_timeout):
-                name = mem.lookup(canonical)
-                if name is not None:
-                    mem.require_replaceable(name)
-                    return False
-                mem.write_atomic(canonical, data, lambda: self._recheck(agent, mem))
-                return True
+        with locked(self) as txn:
+            name = txn.memory.lookup(canonical)
+            if name is not None:
+                txn.memory.require_replaceable(name)
+                return False
+            commit(txn.memory, canonical, data, txn.recheck)
+            return True
 
     @engine_boundary
     def write_template_record(self, record: dict[str, Any]) -> None:
         """Write ``.template.json`` (which template this agent came from)."""
         data = (json.dumps(record, indent=2, ensure_ascii=False) + "\n").encode()
-        with self._folders(create_memory=True) as (agent, mem):
-            assert mem is not None
-            with mem.locked(LOCK, self.lock_timeout):
-                agent.write_atomic(TEMPLATE_RECORD, data, lambda: self._recheck(agent, mem))
+        with locked(self) as txn:
+            commit(txn.agent, TEMPLATE_RECORD, data, txn.recheck)
 
     @engine_boundary
     def template_info(self) -> dict[str, Any] | None:
@@ -596,9 +616,30 @@ class AgentMemory:
         appender = self._journal_appender()
         appender.fsync = self.fsync_appends
         appender.lock_timeout = self.lock_timeout
-        appender.append(line)
+        before = generation_of(self)
+        try:
+            appender.append(line)
+        except OSError:
+            if not self._carried_by_forget(before, line):
+                raise
         note_bootstrap_append(self, entry)  # a `bootstrap`-tagged entry completes bootstrap
         return entry
+
+    def _carried_by_forget(self, before: str, line: bytes) -> bool:
+        """After a failed append: whether a forget that ran meanwhile carried the line into
+        the journal it wrote (and flushed), so the append did take effect.
+
+        The flush of a line runs after the lock is let go; a forget taking the lock in
+        between rewrites the journal with the line in it, and the appender's clean-up then
+        works on the replaced file. Looking only when the generation moved keeps this off the
+        path of every other failure.
+        """
+        if generation_of(self) == before:
+            return False
+        with locked(self) as txn:
+            name = txn.memory.lookup(JOURNAL)
+            data = txn.memory.read_bytes(name) if name is not None else None
+            return data is not None and (data.startswith(line) or b"\n" + line in data)
 
     def _journal_appender(self) -> JournalAppender:
         """The appender of this agent (kept, with its open folders, between appends)."""
@@ -775,15 +816,9 @@ class AgentMemory:
     @engine_boundary
     def call_tool(self, args: dict[str, Any]) -> str:
         """Run the ``memory`` tool with ``args``; returns its exact result text."""
+        from .tool import call_tool
+
         return call_tool(self, args)
-
-
-def _check_expected(path: Path, expected: str | None, current: bytes) -> None:
-    if expected is None:
-        return
-    actual = sha256_hex(current)
-    if not isinstance(expected, str) or expected.lower() != actual:
-        raise MemoryConflictError(path, str(expected), actual)
 
 
 def check_edit_body(text: str) -> str:
@@ -832,7 +867,10 @@ def _decode(data: bytes) -> str:
 
 # The files each folder's atomic writes target (compared ignoring case, as lookups are).
 _AGENT_FILES = frozenset(n.casefold() for n in (SOUL, USER, TEMPLATE_RECORD, STATE_FILE))
-_MEMORY_FILES = frozenset(n.casefold() for n in (FACT, sessions.SESSIONS_LOG))
+_MEMORY_FILES = frozenset(
+    n.casefold()
+    for n in (FACT, JOURNAL, sessions.SESSIONS_LOG, FORGET_RECEIPTS, GENERATION, FORGET_KEY)
+)
 
 
 def _sweep_temp_files(folder: Folder, targets: frozenset[str] | re.Pattern[str]) -> None:
@@ -855,3 +893,39 @@ def _sweep_temp_files(folder: Folder, targets: frozenset[str] | re.Pattern[str])
         if ours and st is not None and stat.S_ISREG(st.st_mode):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(name, dir_fd=folder.fd)
+
+
+def sweep_leftovers(folder: Folder, names: Iterable[str]) -> None:
+    """Remove temp files a crashed atomic write of one of ``names`` left in ``folder`` (under
+    the lock): provisioning uses it for the template's files, whose names only it knows."""
+    _sweep_temp_files(folder, frozenset(name.casefold() for name in names))
+
+
+def sweep(txn: Locked) -> None:
+    """Remove what crashed writes of ours left in the agent folder (under the lock)."""
+    _sweep(txn.agent, txn.memory)
+
+
+def _sweep(agent: Folder, memory: Folder) -> None:
+    _sweep_temp_files(agent, _AGENT_FILES)
+    _sweep_temp_files(memory, _MEMORY_FILES)
+    if memory.lookup(HISTORY_DIR) is not None:
+        with memory.subfolder(HISTORY_DIR) as versions:
+            _sweep_temp_files(versions, history.VERSION_NAME)
+    if memory.lookup(sessions.BLOBS_DIR) is not None:
+        with memory.subfolder(sessions.BLOBS_DIR) as blobs:
+            _sweep_temp_files(blobs, sessions.BLOB_NAME)
+
+
+def _make_durable_dir(path: Path) -> None:
+    """``mkdir -p`` (0700) whose new entries are each flushed into their parent folder."""
+    missing = []
+    probe = path
+    while not os.path.lexists(probe):
+        missing.append(probe)
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for made in reversed(missing):
+        fsync_dir_path(made.parent)

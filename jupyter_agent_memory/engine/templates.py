@@ -29,14 +29,16 @@ from typing import Any
 from ..errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
+    MemoryIOError,
     MemoryToolError,
     TemplateError,
     UnsafePathError,
     engine_boundary,
 )
-from ..folder import Folder, describe, match_name
+from ..folder import Folder, describe, match_name, retry_eintr
+from .access import Locked, locked
 from .jstext import js_json, js_ordered, js_string, js_trim
-from .store import LOCK, MEMORY_DIR, SOUL, USER, AgentMemory
+from .store import MEMORY_DIR, SOUL, USER, AgentMemory, sweep_leftovers
 
 BUILTIN_DIR = Path(__file__).parent / "builtin_templates"
 AGENT_JSON = "agent.json"
@@ -139,10 +141,14 @@ def _read_regular(path: Path) -> bytes:
         os.close(fd)
 
 
-def _template_file_error(path: Path, exc: OSError) -> TemplateError:
-    if isinstance(exc, _NotReadable):
-        return TemplateError(f"Invalid template: {exc}")
-    return TemplateError(f"Invalid template: cannot read {path} ({exc.strerror or exc})")
+def _read_template_bytes(path: Path) -> bytes:
+    """:func:`_read_regular` for a template's own files: a file that is not a regular file
+    makes the template invalid (-32602); failing to read one is an I/O error (-32603), left
+    to the engine boundary, because the template may be fine and a retry may work."""
+    try:
+        return _read_regular(path)
+    except _NotReadable as exc:
+        raise TemplateError(f"Invalid template: {exc}") from None
 
 
 # -- loading and validating --------------------------------------------------------------------
@@ -178,11 +184,9 @@ def load_template(
         )
     spec_path = folder / AGENT_JSON
     try:
-        raw = _read_regular(spec_path)
+        raw = _read_template_bytes(spec_path)
     except FileNotFoundError:
         raise TemplateError(f"Invalid template {folder}: {AGENT_JSON} is missing") from None
-    except OSError as exc:
-        raise _template_file_error(spec_path, exc) from None
     try:
         spec = json.loads(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
@@ -320,23 +324,42 @@ def provision(
     memory_files = _template_memory_files(definition.folder)
     memory = agent if isinstance(agent, AgentMemory) else AgentMemory.open(Path(agent))
     _refuse_links(memory, [n for n, data in persona.items() if data is not None], memory_files)
-    soul, user = persona[SOUL], persona[USER]
-    if soul is not None:
-        memory.replace_if_stock(SOUL, soul, definition.stock_soul_sha256)
-    if user is not None:
-        memory.replace_if_stock(USER, user, ())
-    _copy_missing_memory_files(memory, memory_files)
-    record = {
-        "template": definition.template_id,
-        "builtin": definition.builtin,
-        "name": definition.name,
-    }
-    current = memory.template_info() or {}
-    if any(current.get(key) != value for key, value in record.items()):
-        # Provisioning again from the same template keeps the record (and its date) as is.
-        record["provisioned_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        memory.write_template_record(record)
+    written: list[str] = []
+    try:
+        for name, stock in ((SOUL, definition.stock_soul_sha256), (USER, ())):
+            data = persona[name]
+            if data is not None and memory.replace_if_stock(name, data, stock):
+                written.append(name)
+        _copy_missing_memory_files(memory, memory_files, written)
+        record = {
+            "template": definition.template_id,
+            "builtin": definition.builtin,
+            "name": definition.name,
+        }
+        current = memory.template_info() or {}
+        if any(current.get(key) != value for key, value in record.items()):
+            # Provisioning again from the same template keeps the record (and its date).
+            record["provisioned_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            memory.write_template_record(record)
+    except OSError as exc:  # MemoryIOError included
+        raise _stopped(definition, written, exc) from exc
     return definition
+
+
+def _stopped(definition: TemplateDefinition, written: list[str], exc: OSError) -> OSError:
+    """The I/O error that stopped a provisioning, saying exactly what it had written."""
+    if not written:
+        return exc  # nothing was written: the error as it is
+    done = ", ".join(written)
+    return MemoryIOError(
+        OSError(
+            exc.errno,
+            f"Provisioning from the template {definition.template_id!r} stopped after it "
+            f"wrote {done}: {exc.strerror or exc}. Nothing else was changed; provisioning "
+            "again finishes the job (it never overwrites what is there)",
+            exc.filename,
+        )
+    )
 
 
 @engine_boundary
@@ -359,32 +382,25 @@ def manifest_path_for(memory: AgentMemory) -> Path | None:
 
 
 def _read_template_file(folder: Path, canonical: str) -> bytes | None:
-    try:
-        name = match_name(os.listdir(folder), canonical)
-    except OSError:
-        return None
+    """The template's file ``canonical`` (any case), or None when it has none. Failing to
+    list the template or read the file is an I/O error, never "no such file"."""
+    name = match_name(retry_eintr(os.listdir, folder), canonical)
     if name is None:
         return None
-    path = folder / name
     try:
-        return _read_regular(path)
+        return _read_template_bytes(folder / name)
     except FileNotFoundError:
         return None
-    except OSError as exc:
-        raise _template_file_error(path, exc) from None
 
 
 def _template_memory_files(folder: Path) -> dict[tuple[str, ...], bytes]:
     """Every file under the template's ``memory/``, keyed by its path parts, read now."""
-    try:
-        memory_name = match_name(os.listdir(folder), MEMORY_DIR)
-    except OSError:
-        return {}
+    memory_name = match_name(retry_eintr(os.listdir, folder), MEMORY_DIR)
     if memory_name is None:
         return {}
     root = folder / memory_name
     try:
-        st = os.lstat(root)
+        st = retry_eintr(os.lstat, root)
     except FileNotFoundError:
         return {}
     if not stat.S_ISDIR(st.st_mode):
@@ -392,16 +408,12 @@ def _template_memory_files(folder: Path) -> dict[tuple[str, ...], bytes]:
     found: dict[tuple[str, ...], bytes] = {}
 
     def walk(directory: Path, parts: tuple[str, ...]) -> None:
-        for entry in sorted(os.scandir(directory), key=lambda e: e.name):
-            path = Path(entry.path)
-            if entry.is_dir(follow_symlinks=False):
-                walk(path, (*parts, entry.name))
+        for name in sorted(retry_eintr(os.listdir, directory)):
+            path = directory / name
+            if stat.S_ISDIR(retry_eintr(os.lstat, path).st_mode):
+                walk(path, (*parts, name))
                 continue
-            key = (*parts, entry.name)
-            try:
-                found[key] = _read_regular(path)
-            except OSError as exc:
-                raise _template_file_error(path, exc) from None
+            found[parts + (name,)] = _read_template_bytes(path)  # noqa: RUF005
 
     walk(root, ())
     return found
@@ -438,47 +450,42 @@ def _check_destination(folder: Folder, parts: tuple[str, ...]) -> None:
 
 
 def _copy_missing_memory_files(
-    memory: AgentMemory, memory_files: dict[tuple[str, ...], bytes]
+    memory: AgentMemory, memory_files: dict[tuple[str, ...], bytes], written: list[str]
 ) -> None:
-    """Create each template file under ``memory/`` that has no case variant yet, any depth.
+    """Create each template file under ``memory/`` that has no case variant yet, any depth,
+    naming each one written in ``written``.
 
     One lock for the whole copy; folders are opened by descriptor one level at a time, so a
     folder swapped for a link on the way is refused, never followed.
     """
     if not memory_files:
         return
-    with memory._folders(create_memory=True) as (agent, mem):  # noqa: SLF001 - engine-internal
-        assert mem is not None
-        with mem.locked(LOCK, getattr(memory, "lock_timeout", None)):
-            for parts, data in memory_files.items():
-                _write_if_missing(memory, agent, mem, mem, parts, data)
+    with locked(memory) as txn:
+        for parts, data in memory_files.items():
+            if _write_if_missing(txn, txn.memory, parts, data):
+                written.append("/".join((MEMORY_DIR,) + parts))
 
 
-def _write_if_missing(
-    memory: AgentMemory,
-    agent: Folder,
-    mem: Folder,
-    folder: Folder,
-    parts: tuple[str, ...],
-    data: bytes,
-) -> None:
+def _write_if_missing(txn: Locked, folder: Folder, parts: tuple[str, ...], data: bytes) -> bool:
     name = folder.lookup(parts[0])
     if len(parts) == 1:
+        # A provisioning killed mid-copy left its temp file: only this code knows the name.
+        sweep_leftovers(folder, [parts[0]])
         if name is not None:
             folder.require_replaceable(name)
-            return
+            return False
 
         def recheck() -> None:
-            memory._recheck(agent, mem)  # noqa: SLF001 - engine-internal
+            txn.recheck()
             if not folder.same_as(folder.path):
                 raise UnsafePathError(
                     f"Refusing to write: {folder.path} was replaced while writing"
                 )
 
         folder.write_atomic(parts[0], data, recheck)
-        return
+        return True
     with folder.subfolder(name or parts[0], create=name is None) as sub:
-        _write_if_missing(memory, agent, mem, sub, parts[1:], data)
+        return _write_if_missing(txn, sub, parts[1:], data)
 
 
 # -- product_info ------------------------------------------------------------------------------

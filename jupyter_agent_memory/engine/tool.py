@@ -13,11 +13,10 @@ surface opts in, and the prompt then describes it (see :mod:`.functions`).
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from .. import journal
 from ..errors import INVALID_PARAMS, MemoryToolError
+from .arguments import DEFAULT_LIMIT, coerce_time, normalize_limit
 
 if TYPE_CHECKING:
     from .store import AgentMemory
@@ -66,7 +65,7 @@ MEMORY_TOOL: dict[str, Any] = {
             "limit": {
                 "type": "integer",
                 "minimum": 1,
-                "description": "search: most entries to return (default 20).",
+                "description": f"search: most entries to return (default {DEFAULT_LIMIT}).",
             },
             "since": {
                 "type": "string",
@@ -80,9 +79,6 @@ MEMORY_TOOL: dict[str, Any] = {
         "required": ["action"],
     },
 }
-
-#: What ``limit`` means when it is missing or not an integer.
-DEFAULT_LIMIT = 20
 
 UPDATED = "Memory updated."
 NO_JOURNAL = "No journal entries found."
@@ -205,40 +201,3 @@ def _optional_string(args: dict[str, Any], field: str) -> str:
     if not isinstance(value, str):
         raise MemoryToolError(f"'{field}' must be a string", INVALID_PARAMS)
     return value
-
-
-def normalize_limit(value: object) -> int:
-    """The tool's lenient ``limit`` rule: ints, integral floats and int strings, at least 1.
-
-    Anything else means ``DEFAULT_LIMIT``. ``3.0`` is an integer in JSON Schema, so it means 3.
-    """
-    if isinstance(value, bool):
-        return DEFAULT_LIMIT
-    if isinstance(value, int):
-        return max(1, value)
-    if isinstance(value, float):
-        return max(1, int(value)) if value.is_integer() else DEFAULT_LIMIT
-    if isinstance(value, str):
-        try:
-            return max(1, int(value.strip()))
-        except ValueError:
-            return DEFAULT_LIMIT
-    return DEFAULT_LIMIT
-
-
-def coerce_time(value: datetime | str | None, field: str) -> datetime | None:
-    """Parse a time-window bound (datetime or ISO-8601 text; no zone means UTC)."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
-    if isinstance(value, str):
-        try:
-            return journal.parse_time(value)
-        except ValueError:
-            pass
-    raise MemoryToolError(
-        f"Invalid '{field}': expected an ISO-8601 date or time, "
-        f"got {json.dumps(value, default=str)}",
-        INVALID_PARAMS,
-    )

@@ -20,69 +20,30 @@ retry never stores it twice.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import threading
-import time
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..errors import LockTimeoutError, UnsafePathError
-from ..folder import Folder, full_fsync
+from ..errors import UnsafePathError
+from ..folder import Folder, acquire_lock, full_fsync, lock_wait_deadline, write_all
 from .reader import close_handles, identity
 
-
-def _write_all(fd: int, data: bytes) -> None:
-    """Write all of ``data`` (a regular file normally takes it in one ``write``)."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
 # Sharing disk flushes. The fsync runs after the write lock is released, so appenders in
-# several processes (or threads) flush at the same time, and the filesystem commits all of
-# their lines with one journal commit; measured against flushes taken in turn under a lock of
-# our own (a "durable mark" recording what the last flush covered), this gets more appends
-# through: turn-taking wakes waiters one at a time and keeps the disk idle in between.
+# several processes flush at the same time, and the filesystem commits all of their lines
+# with one journal commit; measured against flushes taken in turn under a lock of our own,
+# this gets more appends through. Threads of one appender share one open file description,
+# where a writeback error reaches only one fsync, so they take turns and share a durable mark
+# instead (JournalAppender._flush_written): a thread whose line a finished flush covered
+# returns without flushing again.
 
 
 def _flush(fd: int) -> None:
     """Make every line written to ``fd`` so far durable."""
     full_fsync(fd)
-
-
-_YIELDS = 8
-
-
-def _acquire(fd: int, timeout: float | None, path: Path) -> None:
-    """Take the exclusive lock on ``fd``, waiting at most ``timeout`` seconds.
-
-    Appends hold the lock only for one ``write``, so a waiter first gives up the processor a
-    few times, then polls at short intervals (from 50 µs, at most 2 ms), instead of sleeping
-    for milliseconds while the lock is long free.
-    """
-    for _ in range(_YIELDS + 1):
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            os.sched_yield()  # the holder is usually a few microseconds from letting go
-    if timeout is None:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        return
-    deadline = time.monotonic() + max(0.0, timeout)
-    pause = 50e-6
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise LockTimeoutError(path, timeout)
-        time.sleep(min(pause, remaining))
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            pause = min(pause * 2, 0.002)
 
 
 class JournalAppender:
@@ -117,6 +78,14 @@ class JournalAppender:
         self._paths: tuple[str, str] = ("", "")
         self._ids: tuple[tuple[int, int, bool], ...] = ()
         self._lock_path = path
+        # Flushes of this appender's threads, one at a time (see _flush_written): which write
+        # the last good flush covered, and which writes a failed flush covered, per journal
+        # descriptor (the error is reported to one fsync of a shared descriptor only).
+        self._flush_mutex = threading.Lock()
+        self._opened = 0
+        self._written = (0, 0)
+        self._durable = (0, 0)
+        self._failed: dict[int, int] = {}
         # Everything open, for the finalizer: descriptors must not outlive the AgentMemory.
         self._handles: list[object] = []
         self._finalizer = weakref.finalize(self, close_handles, self._handles)
@@ -182,6 +151,7 @@ class JournalAppender:
     def _use_journal(self, name: str, fd: int) -> None:
         self._handles.append(fd)
         self._name, self._fd = name, fd
+        self._opened += 1
         self._ids = (*self._ids[:3], identity(os.fstat(fd)))
 
     def _create_journal(self) -> None:
@@ -194,12 +164,31 @@ class JournalAppender:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        """The store's lock (``memory/.lock``), on the descriptor kept open for it."""
-        _acquire(self._lock_fd, self.lock_timeout, self._lock_path)
+        """The store's lock (``memory/.lock``), on the descriptor kept open for it.
+
+        A lock taken on a lock file that lost its name (deleted or replaced meanwhile) is
+        let go and taken again on the file the name holds now, with every handle reopened.
+        """
+        deadline = lock_wait_deadline(self.lock_timeout)
+        while True:
+            acquire_lock(self._lock_fd, deadline, self._lock_path, self.lock_timeout)
+            if self._lock_named():
+                break
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            self._open()
         try:
             yield
         finally:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+
+    def _lock_named(self) -> bool:
+        mem = self._mem
+        assert mem is not None
+        try:
+            named = os.stat(self.lock, dir_fd=mem.fd, follow_symlinks=False)
+        except OSError:
+            return False
+        return identity(named) == self._ids[2]
 
     def _checked_fd(self) -> int:
         """The journal's descriptor (-1 when there is no journal yet), everything reopened
@@ -255,24 +244,64 @@ class JournalAppender:
                 if start and os.pread(fd, 1, start - 1) != b"\n":
                     data = b"\n" + line  # a torn line: never glue the entry to it
                 try:
-                    _write_all(fd, data)
+                    write_all(fd, data)
                 except BaseException:
                     self._truncate(fd, start)
                     if created:
                         self._remove_created()
                     raise
+                written = self._written = (self._opened, self._written[1] + 1)
             if not self.fsync:
                 return
             # A descriptor of our own: another thread may reopen the shared one meanwhile.
             sync_fd = os.dup(fd)
         try:
             try:
-                _flush(sync_fd)
+                self._flush_written(sync_fd, written)
             except BaseException:
                 self._undo(sync_fd, start, start + len(data), len(line))
                 raise
         finally:
-            os.close(sync_fd)
+            # A second descriptor of a description still open: closing it can report nothing
+            # about the line, so no error of it may turn a durable append into a failure.
+            with contextlib.suppress(OSError):
+                os.close(sync_fd)
+
+    def _flush_written(self, fd: int, written: tuple[int, int]) -> None:
+        """Make the write ``written`` (journal descriptor, write number) durable.
+
+        Threads sharing this appender share the journal's open file description, and Linux
+        reports a failed writeback to only one ``fsync`` of a description: a second thread
+        flushing at the same time would hear "success" for a line that never reached the
+        disk. So this appender's flushes run one at a time, each remembering which writes it
+        covered: a write covered by a failed flush fails too (and is removed by the caller),
+        and one covered by a good flush that started after it returns at once.
+        """
+        opened, number = written
+        with self._flush_mutex:
+            if self._failed.get(opened, 0) >= number:
+                raise OSError(
+                    errno.EIO,
+                    "Input/output error: flushing the journal failed after this entry was "
+                    "written, so it may not be on disk",
+                )
+            if self._durable[0] == opened and self._durable[1] >= number:
+                return
+            # A good flush covers the writes done before it started; a failed one may have
+            # lost any write done before it returned.
+            covered = self._written_on(opened, number)
+            try:
+                _flush(fd)
+            except BaseException:
+                lost = self._written_on(opened, number)
+                self._failed[opened] = max(self._failed.get(opened, 0), lost)
+                raise
+            self._durable = (opened, covered)
+
+    def _written_on(self, opened: int, number: int) -> int:
+        """The last write number on the journal descriptor ``opened`` (at least ``number``)."""
+        last = self._written
+        return max(number, last[1]) if last[0] == opened else number
 
     def _remove_created(self) -> None:
         """Remove the journal this failed append created (it was empty before the write)."""

@@ -17,6 +17,7 @@ import errno
 import json
 import os
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -51,6 +52,7 @@ from ..errors import (
     MemoryIOError,
     SessionNotFoundError,
 )
+from ..folder import lock_deadline
 from .config import AgentMemoryServer
 from .routes import API_PREFIX
 
@@ -279,6 +281,12 @@ def _engine_error(exc: MemoryToolError) -> ApiError:
     return ApiError(400 if exc.code == INVALID_PARAMS else 500, exc.message)
 
 
+def _within_deadline(deadline: float, func: Callable[[], T]) -> T:
+    """``func()`` with every agent-lock wait in it ending by ``deadline``."""
+    with lock_deadline(deadline):
+        return func()
+
+
 class _AgentGate:
     """At most ``per_agent`` requests of one agent in the worker pool at a time.
 
@@ -292,12 +300,17 @@ class _AgentGate:
         self._gates: dict[str, tuple[asyncio.Semaphore, int]] = {}
 
     @contextlib.asynccontextmanager
-    async def enter(self, agent: str) -> AsyncIterator[None]:
+    async def enter(self, agent: str, timeout: float | None = None) -> AsyncIterator[None]:
+        """Wait for a slot of ``agent`` at most ``timeout`` seconds (None: for ever), else
+        raise :class:`asyncio.TimeoutError`."""
         gate, users = self._gates.get(agent, (asyncio.Semaphore(self.per_agent), 0))
         self._gates[agent] = (gate, users + 1)
         try:
-            async with gate:
+            await asyncio.wait_for(gate.acquire(), timeout)
+            try:
                 yield
+            finally:
+                gate.release()
         finally:
             gate, users = self._gates[agent]
             if users <= 1:
@@ -386,8 +399,19 @@ class AgentMemoryHandler(APIHandler):
         try:
             if writes_to is None:
                 return await loop.run_in_executor(state.executor, func)
-            async with state.gate.enter(writes_to):
-                return await loop.run_in_executor(state.executor, func)
+            # One deadline for the whole write: the wait for the agent's slot and the wait
+            # for its lock together never exceed the documented lock timeout, however many
+            # writes queue for a locked agent.
+            timeout = state.config.lock_timeout
+            deadline = time.monotonic() + timeout
+            try:
+                async with state.gate.enter(writes_to, timeout):
+                    return await loop.run_in_executor(
+                        state.executor, _within_deadline, deadline, func
+                    )
+            except asyncio.TimeoutError:
+                lock = f"{writes_to}/memory/.lock"
+                raise LockTimeoutError(lock, timeout) from None
         except MemoryToolError as exc:  # the engine's one error family (I/O included)
             raise _engine_error(exc) from exc
 

@@ -70,10 +70,17 @@ def test_forgetting_secrets_removes_every_copy_and_proves_it(agents_root: Path) 
     assert receipt["verified"] is True and receipt["remaining"] == []
     assert receipt["changed"]["facts"] == 1 and receipt["changed"]["journal"] == 1
     assert receipt["changed"]["history"] >= 1 and receipt["changed"]["sessions"] >= 1
-    assert {k: v for k, v in receipt.items() if k not in ("ts",)} == {
-        **{k: v for k, v in plan.items() if k not in ("ts", "dry_run", "verified", "remaining")},
+    # The dry run came before the agent had a receipt key: its hash is under a key not kept.
+    assert plan["forgotten_sha256"] != receipt["forgotten_sha256"]
+    assert len(receipt["forgotten_sha256"]) == 64
+    unkeyed = ("ts", "forgotten_sha256")
+    assert {k: v for k, v in receipt.items() if k not in unkeyed} == {
+        **{k: v for k, v in plan.items()
+           if k not in (*unkeyed, "dry_run", "verified", "remaining")},
         "dry_run": False, "verified": True, "remaining": [],
     }
+    again = forget(mem, secrets=True, dry_run=True)
+    assert again["forgotten_sha256"] == receipt["forgotten_sha256"]  # same key, same hash
     assert scan(mem, key) == []
     assert lint(mem) == []
     assert key not in PromptBuilder().build(mem).text

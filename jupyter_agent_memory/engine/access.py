@@ -1,0 +1,161 @@
+"""How the engine reaches an agent folder: the store's small internal API.
+
+The store (:mod:`.store`) and the modules that write beside it (forgetting, sessions,
+bootstrap, provisioning) open the agent folder, take the agent's lock and commit files only
+through these functions, so every write of the engine follows the same rules:
+
+- :func:`folders` opens the agent folder and ``memory/`` by descriptor (reads take no lock);
+- :func:`locked` holds the agent's lock (``memory/.lock``) with both folders open, and its
+  :meth:`Locked.recheck` is run right before every rename: the folders are still the ones
+  their paths name and the lock file is still the one the lock is held on;
+- :func:`commit` replaces a file atomically and says exactly what happened when the rename
+  took effect but its folder flush failed;
+- :func:`generation_of` reads ``memory/.generation``, the token every forget replaces.
+
+The lock is the innermost lock: whoever holds it never waits for an in-process mutex.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from ..errors import MemoryConflictError, MemoryIOError, UnsafePathError
+from ..folder import Folder, HeldLock, NotDurableError, sha256_hex
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from .store import AgentMemory
+
+MEMORY_DIR = "memory"
+LOCK = ".lock"
+#: Replaced (atomically, under the lock) by every forget with a fresh random token: whatever
+#: was derived from the agent's files before it (an index, a cache, a held view) is stale.
+GENERATION = ".generation"
+
+
+class Locked:
+    """The agent folder and ``memory/`` open, with the agent's lock held (see :func:`locked`).
+
+    :meth:`recheck` is what every commit runs right before its rename: the folders are still
+    the ones their paths name and the lock is still the one ``memory/.lock`` names.
+    """
+
+    def __init__(self, mem: AgentMemory, agent: Folder, memory: Folder, lock: HeldLock) -> None:
+        self.mem = mem
+        self.agent = agent
+        self.memory = memory
+        self.lock = lock
+
+    def recheck(self) -> None:
+        """Raise :class:`UnsafePathError` when a folder was swapped or the lock file lost."""
+        path = self.mem.path
+        if not self.agent.same_as(path):
+            raise UnsafePathError(f"Refusing to write: {path} was replaced while writing")
+        if not self.memory.same_as(self.memory.path):
+            raise UnsafePathError(
+                f"Refusing to write: {self.memory.path} was replaced while writing"
+            )
+        self.lock.check()
+
+
+@contextlib.contextmanager
+def folders(
+    mem: AgentMemory, create_memory: bool = False
+) -> Iterator[tuple[Folder, Folder | None]]:
+    """Open the agent folder and ``memory/`` (None when missing), no lock: for reads."""
+    with Folder.open(mem.path) as agent:
+        name = agent.lookup(MEMORY_DIR)
+        if name is None and not create_memory:
+            yield agent, None
+            return
+        with agent.subfolder(name or MEMORY_DIR, create=create_memory) as memory:
+            yield agent, memory
+
+
+@contextlib.contextmanager
+def locked(mem: AgentMemory) -> Iterator[Locked]:
+    """Open the agent folder and ``memory/`` (made when missing) and hold the agent's lock."""
+    with folders(mem, create_memory=True) as (agent, memory):
+        assert memory is not None
+        with memory.locked(LOCK, mem.lock_timeout) as lock:
+            yield Locked(mem, agent, memory, lock)
+
+
+def read_agent_bytes(mem: AgentMemory, canonical: str) -> bytes:
+    """The bytes of a file of the agent folder (``b""`` when it or the folder is missing)."""
+    try:
+        with Folder.open(mem.path) as agent:
+            return agent.read_bytes(agent.lookup(canonical)) or b""
+    except FileNotFoundError:
+        return b""
+
+
+def replace_agent_file(
+    mem: AgentMemory, canonical: str, data: bytes, expected: str | None
+) -> tuple[str, Path]:
+    """Replace a file of the agent folder with ``data`` under the lock, compare-and-swap
+    against ``expected`` (None: unconditionally); returns the sha256 of what it replaced and
+    the file's path. Writing what is already there succeeds (and is flushed again)."""
+    with locked(mem) as txn:
+        agent = txn.agent
+        name = agent.lookup(canonical) or canonical
+        agent.require_replaceable(name)
+        current = agent.read_bytes(name) or b""
+        if current != data:
+            check_expected(agent.display(name), expected, current)
+            commit(agent, name, data, txn.recheck)
+        else:
+            agent.fsync()
+        return sha256_hex(current), agent.display(name)
+
+
+def check_expected(path: Path, expected: str | None, current: bytes) -> None:
+    """Raise :class:`MemoryConflictError` unless ``current`` has the sha256 ``expected``."""
+    if expected is None:
+        return
+    actual = sha256_hex(current)
+    if not isinstance(expected, str) or expected.lower() != actual:
+        raise MemoryConflictError(path, str(expected), actual)
+
+
+def generation_of(mem: AgentMemory) -> str:
+    """The agent's generation: ``memory/.generation``'s token, ``""`` when there is none."""
+    try:
+        with folders(mem) as (_agent, memory):
+            raw = memory.read_bytes(memory.lookup(GENERATION)) if memory is not None else None
+    except FileNotFoundError:
+        return ""
+    return read_generation(raw)
+
+
+def read_generation(raw: bytes | None) -> str:
+    """The token in a generation file's bytes (32 hex digits), ``""`` when missing."""
+    token = (raw or b"").strip().decode("ascii", "replace")
+    return token.lower() if re.fullmatch(r"[0-9a-fA-F]{32}", token) else ""
+
+
+def commit(
+    folder: Folder, name: str, data: bytes, recheck: Callable[[], None], scrub: bool = False
+) -> None:
+    """``Folder.write_atomic``, with a failure after the rename told as exactly that: a
+    :class:`MemoryIOError` saying the new content is in place but may not be durable."""
+    try:
+        if scrub:
+            folder.write_atomic(name, data, recheck, scrub=True)
+        else:
+            folder.write_atomic(name, data, recheck)
+    except NotDurableError as exc:
+        raise MemoryIOError(
+            OSError(
+                exc.errno,
+                f"{name} now holds the new content (sha256 {sha256_hex(data)}), but flushing "
+                f"its folder to disk failed ({exc.strerror}): it reads back as written but "
+                "may not survive a power loss; writing the same content again makes it "
+                "durable",
+                exc.filename,
+            )
+        ) from exc
