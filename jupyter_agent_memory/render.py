@@ -165,16 +165,19 @@ def _list_item_open(self: Any, tokens: Any, idx: int, options: Any, env: Any) ->
 def _markdown() -> Any:
     from markdown_it import MarkdownIt
 
+    class AsWritten(MarkdownIt):
+        def normalizeLinkText(self, link: str) -> str:
+            """An autolink shows its text as written (the default decodes %41 to A)."""
+            return link
+
     # "commonmark" with html=False shows raw HTML as text; its link validation refuses
     # javascript:, vbscript:, file: and data: (except a few image types) targets. Link
     # reference definitions and entities stay text (see the module docstring).
     parser = (
-        MarkdownIt("commonmark", {"html": False})
+        AsWritten("commonmark", {"html": False})
         .enable(["table", "strikethrough"])
         .disable(["reference", "entity"])
     )
-    # An autolink shows its text as written (the default decodes %41 to A).
-    parser.normalizeLinkText = lambda url: url
     parser.add_render_rule("image", _image_as_link)
     parser.add_render_rule("link_close", _link_close)
     parser.add_render_rule("fence", _fence)
