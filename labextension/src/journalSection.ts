@@ -53,7 +53,7 @@ export class JournalSection extends MemorySection {
     append.append(
       this.appendText,
       this.appendTags,
-      button('Append', 'jp-AgentMemory-append', () => void this.appendEntry())
+      button('Append', 'jp-AgentMemory-append', () => void this.model.track(this.appendEntry()))
     );
     this.body.append(this.form, this.journalNote, this.journalList, append);
   }
@@ -61,10 +61,10 @@ export class JournalSection extends MemorySection {
   handleEvent(event: Event): void {
     if (event.type === 'submit') {
       event.preventDefault();
-      void this.search();
+      void this.model.track(this.search());
     } else if (event.type === 'change') {
       // Every search field searches when its value changes (Enter, or leaving the field).
-      void this.search();
+      void this.model.track(this.search());
     } else {
       super.handleEvent(event);
     }
@@ -166,7 +166,7 @@ export class JournalSection extends MemorySection {
       chip.title = `Show entries tagged "${label}"`;
       chip.addEventListener('click', () => {
         this.tagInput.value = tag;
-        void this.search();
+        void this.model.track(this.search());
       });
       meta.appendChild(chip);
     }

@@ -182,11 +182,39 @@ export class AgentMemoryModel {
     this.current = agent;
     this.setStatus('');
     this.showAgent();
-    return this.reload();
+    return this.track(this.reload());
+  }
+
+  /** True while the agent list or a section is loading (the panel says so as `aria-busy`). */
+  get loading(): boolean {
+    return this.loads > 0;
+  }
+
+  /** Whether anything is loading changed. */
+  get loadingChanged(): ISignal<this, boolean> {
+    return this._loadingChanged;
   }
 
   /** Reload the agent list and everything shown for the current agent. */
-  async refresh(): Promise<void> {
+  refresh(): Promise<void> {
+    return this.track(this.load());
+  }
+
+  /** Count `work` as loading until it settles (sections wrap the loads people start). */
+  async track<T>(work: Promise<T>): Promise<T> {
+    if (this.loads++ === 0) {
+      this._loadingChanged.emit(true);
+    }
+    try {
+      return await work;
+    } finally {
+      if (--this.loads === 0) {
+        this._loadingChanged.emit(false);
+      }
+    }
+  }
+
+  private async load(): Promise<void> {
     try {
       const listing = await this.client.listAgents();
       let agents = listing.agents;
@@ -426,6 +454,8 @@ export class AgentMemoryModel {
   private readonly _statusChanged = new Signal<this, IStatus>(this);
   private readonly _editingChanged = new Signal<this, boolean>(this);
   private readonly _fileSaved = new Signal<this, MemoryFile>(this);
+  private readonly _loadingChanged = new Signal<this, boolean>(this);
+  private loads = 0;
   /** The agent whose memory is on screen (cleared before another one is shown). */
   private shownAgent = '';
   private readonly editors = new Set<object>();

@@ -63,6 +63,11 @@ export class AgentMemoryPanel extends Widget {
       layout.addWidget(part);
     }
     this.layout = layout;
+    // Busy while loading: assistive technology (and tests) wait for the settled state.
+    this.node.setAttribute('aria-busy', 'false');
+    this.model.loadingChanged.connect((_, loading) => {
+      this.node.setAttribute('aria-busy', loading ? 'true' : 'false');
+    });
   }
 
   /** The model the sections share. */
@@ -116,7 +121,7 @@ export class AgentMemoryPanel extends Widget {
 
   /** Append the journal entry in the form (the append shortcut). */
   appendEntry(): Promise<void> {
-    return this.journal.appendEntry();
+    return this.model.track(this.journal.appendEntry());
   }
 
   protected onActivateRequest(msg: Message): void {
