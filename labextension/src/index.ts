@@ -150,7 +150,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
     if (restorer) {
       restorer.add(panel, 'jupyter-agent-memory');
     }
-    const show = () => shell.activateById(panel.id);
+    const show = () => {
+      shell.activateById(panel.id);
+      // Notebook 7's side panel can show the widget without a show message: load it here.
+      if (!panel.currentAgent) {
+        void panel.refresh();
+      }
+    };
 
     let followNotebook = true;
     const follower = new NotebookFollower(panel, () => followNotebook);

@@ -42,7 +42,7 @@ def png_size(path: Path) -> tuple[int, int]:
 
 def check_small(path: Path) -> None:
     width, height = png_size(path)
-    assert 300 <= width <= 1000 and 200 <= height <= 900, (width, height)
+    assert 240 <= width <= 1000 and 200 <= height <= 900, (width, height)
     assert path.stat().st_size < 250_000
 
 

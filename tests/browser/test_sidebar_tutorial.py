@@ -31,9 +31,10 @@ def test_the_quickstart_tells_the_user_to_open_the_sidebar_and_it_follows(
         page.evaluate("async () => { await window.jupyterapp.restored; }")
         page.wait_for_function(KERNEL_IDLE, timeout=60_000)
         page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
-        expect(page.get_by_text("The tutorial folder:")).to_be_visible(timeout=120_000)
+        printed = page.locator(".jp-OutputArea-output pre", has_text="The tutorial folder:")
+        expect(printed).to_be_visible(timeout=120_000)
         page.wait_for_function(KERNEL_IDLE, timeout=60_000)
-        folder = page.get_by_text("The tutorial folder:").inner_text().split(": ", 1)[1].strip()
+        folder = printed.inner_text().split(": ", 1)[1].strip()
         agent = Path(folder) / "demo-agent"
         assert not agent.resolve().is_relative_to(lab.workspace.resolve())
 
