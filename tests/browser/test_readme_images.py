@@ -60,6 +60,7 @@ def test_sidebar_image(page: Page, agents_root: Path, tmp_path: Path) -> None:
     expect(page.locator(f"{PANEL} .jp-AgentMemory-entryText mark")).to_have_count(2)
     settled(page)
     page.locator(f"{PANEL} .jp-AgentMemory-prompt > summary").click()  # fold the long prompt
+    page.locator(PANEL).evaluate("node => { node.scrollTop = 0; }")
     box = page.locator(PANEL).bounding_box()
     assert box is not None
     shot = destination(tmp_path) / "sidebar.png"
@@ -75,6 +76,11 @@ def test_memprompt_image(new_page: Any, lab: Lab, agents_root: Path, tmp_path: P
         "%load_ext jupyter_agent_memory",
         f"%agent_memory {folder}",
         f"%%fact_update\n{FACTS}",
+        # A persona, so the prompt shows what was learned rather than the first-run steps.
+        "from jupyter_agent_memory import AgentMemory\n"
+        f"mem = AgentMemory.open({str(folder)!r})\n"
+        "mem.write_soul('You are a concise research assistant.\\n')\n"
+        "mem.write_user('Dana, a data scientist who likes metric units.\\n')",
         "%memprompt",
     )]
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
@@ -88,10 +94,11 @@ def test_memprompt_image(new_page: Any, lab: Lab, agents_root: Path, tmp_path: P
         page.evaluate("async () => { await window.jupyterapp.restored; }")
         page.wait_for_function(KERNEL_IDLE, timeout=60_000)
         page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
-        output = page.locator(".jp-Cell").nth(3).locator(".jp-OutputArea-output")
+        output = page.locator(".jp-Cell").nth(4).locator(".jp-OutputArea-output")
         expect(output.locator("pre.jp-AgentMemory-prompt")).to_be_visible(timeout=60_000)
         page.wait_for_function(KERNEL_IDLE, timeout=60_000)
-        cell = page.locator(".jp-Cell").nth(3)
+        # The prompt itself: the size table above it names this machine's folders.
+        cell = output.locator("pre.jp-AgentMemory-prompt")
         cell.scroll_into_view_if_needed()
         box = cell.bounding_box()
         assert box is not None
