@@ -25,3 +25,14 @@ def open_sidebar(page: Page, agent: str = "default") -> None:
     expect(page.locator(PANEL)).to_be_visible()
     expect(page.locator(f"{PANEL} .jp-AgentMemory-agentPicker")).to_have_value(agent)
     settled(page)
+
+
+def run_notebook(page: Page, url: str) -> None:
+    """Open the notebook at ``url``, wait for its kernel, and start Run All."""
+    from pages import KERNEL_IDLE
+
+    page.goto(url)
+    page.wait_for_function("() => window.jupyterapp !== undefined")
+    page.evaluate("async () => { await window.jupyterapp.restored; }")
+    page.wait_for_function(KERNEL_IDLE, timeout=60_000)
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")

@@ -18,7 +18,7 @@ import nbformat
 from conftest import Lab
 from pages import KERNEL_IDLE, set_theme
 from playwright.sync_api import Page, expect
-from sidebar_page import PANEL, open_sidebar, settled
+from sidebar_page import PANEL, open_sidebar, run_notebook, settled
 
 from jupyter_agent_memory import AgentMemory
 
@@ -89,11 +89,7 @@ def test_memprompt_image(new_page: Any, lab: Lab, agents_root: Path, tmp_path: P
     page = new_page()
     page.set_viewport_size({"width": 1100, "height": 900})
     try:
-        page.goto(lab.lab_url("readme.ipynb"))
-        page.wait_for_function("() => window.jupyterapp !== undefined")
-        page.evaluate("async () => { await window.jupyterapp.restored; }")
-        page.wait_for_function(KERNEL_IDLE, timeout=60_000)
-        page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        run_notebook(page, lab.lab_url("readme.ipynb"))
         output = page.locator(".jp-Cell").nth(4).locator(".jp-OutputArea-output")
         expect(output.locator("pre.jp-AgentMemory-prompt")).to_be_visible(timeout=60_000)
         page.wait_for_function(KERNEL_IDLE, timeout=60_000)

@@ -19,7 +19,7 @@ from conftest import Lab, watch_of
 from hostile import ATTACKER_HOST, HOSTILE_FACTS, PAYLOADS
 from pages import KERNEL_IDLE, in_both_themes, screenshot_dir
 from playwright.sync_api import Page, expect
-from sidebar_page import PANEL, open_sidebar
+from sidebar_page import PANEL, open_sidebar, run_notebook
 from test_hostile import FIND_LIVE_PAYLOADS
 
 from jupyter_agent_memory import AgentMemory, PromptBuilder
@@ -272,11 +272,7 @@ def test_the_notebooks_active_agent(new_page: Any, lab: Lab, agents_root: Path) 
     nbformat.write(notebook, lab.workspace / "active.ipynb")
     page = new_page()
     try:
-        page.goto(lab.lab_url("active.ipynb"))
-        page.wait_for_function("() => window.jupyterapp !== undefined")
-        page.evaluate("async () => { await window.jupyterapp.restored; }")
-        page.wait_for_function(KERNEL_IDLE, timeout=60_000)
-        page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        run_notebook(page, lab.lab_url("active.ipynb"))
         expect(page.get_by_text("Journal entry added at")).to_be_visible(timeout=60_000)
         page.wait_for_function(KERNEL_IDLE, timeout=60_000)
         page.evaluate(

@@ -12,7 +12,7 @@ import nbformat
 from conftest import Lab, watch_of
 from pages import KERNEL_IDLE
 from playwright.sync_api import expect
-from sidebar_page import PANEL, TAB, settled
+from sidebar_page import PANEL, TAB, run_notebook, settled
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "notebooks" / "01-quickstart.ipynb"
 
@@ -26,11 +26,7 @@ def test_the_quickstart_tells_the_user_to_open_the_sidebar_and_it_follows(
     shutil.copy(QUICKSTART, lab.workspace / "quickstart.ipynb")
     page = new_page()
     try:
-        page.goto(lab.lab_url("quickstart.ipynb"))
-        page.wait_for_function("() => window.jupyterapp !== undefined")
-        page.evaluate("async () => { await window.jupyterapp.restored; }")
-        page.wait_for_function(KERNEL_IDLE, timeout=60_000)
-        page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        run_notebook(page, lab.lab_url("quickstart.ipynb"))
         printed = page.locator(".jp-OutputArea-output pre", has_text="The tutorial folder:")
         expect(printed).to_be_visible(timeout=120_000)
         page.wait_for_function(KERNEL_IDLE, timeout=60_000)
