@@ -1,18 +1,32 @@
-"""Turning memory text into HTML that cannot run anything.
+"""Turning memory text into HTML that cannot run anything and hides nothing.
 
 Memory files and journal entries are written by a language model, and a model can be
 prompt-injected. Notebook front ends trust the outputs of a live kernel (and an HTML export
 copies them verbatim), so any HTML we emit is executed with the page's rights. Every surface
-that renders memory text goes through this module:
+that renders memory text goes through this module (the JupyterLab sidebar too: the server
+renders FACT.md with it):
 
 * :func:`escape_html` for text shown as text (journal entries, prompts, diffs, paths).
-* :func:`markdown_html` for text shown as Markdown (FACT.md). Raw HTML in the source is not
-  interpreted but shown as text, link targets with a script-capable scheme are not linked,
-  images become plain links (so nothing is fetched by merely displaying a memory), and the
-  produced HTML passes an allowlist sanitiser as a second, independent layer.
+* :func:`markdown_html` for text shown as Markdown (FACT.md).
 
-The Markdown parser and the sanitiser are imported on first use only, so importing this
-module (and ``%load_ext jupyter_agent_memory``) stays cheap.
+Two rules hold for :func:`markdown_html`, whatever the text:
+
+1. **Nothing runs or loads.** Raw HTML in the source is shown as text, link targets with a
+   script-capable scheme are not linked, images become plain links (merely displaying a memory
+   fetches nothing), and the produced HTML passes an allowlist sanitiser as a second,
+   independent layer.
+2. **Every line the model receives is visible.** Markdown hides parts of its source: link
+   reference definitions (``[//]: # (note)``, ``[a]: <url> 'title'``) render as nothing, a
+   link shows its text but not where it points, a fenced block's info string and a table
+   row's extra cells vanish, an ordered list renumbers itself, an entity shows as another
+   character. Here definitions and entities stay text, a link's target and title are shown
+   after it, an info string is shown above its block and list items keep their numbers. Then
+   the rendered text is checked against the source, line by line: if the letters and digits
+   of any line are not visible, in order, the whole text is shown as plain text instead,
+   with a note saying why. So a construct nobody thought of can still not hide a line.
+
+Both run in time linear in the text. The Markdown parser and the sanitiser are imported on
+first use only, so importing this module (and ``%load_ext jupyter_agent_memory``) stays cheap.
 """
 
 from __future__ import annotations
@@ -20,14 +34,27 @@ from __future__ import annotations
 import functools
 import html
 import re
+from html.parser import HTMLParser
 from typing import Any
 
-__all__ = ["NO_MATH_CLASS", "escape_html", "markdown_html", "no_math_block"]
+__all__ = [
+    "NO_MATH_CLASS",
+    "PLAIN_TEXT_NOTE",
+    "escape_html",
+    "markdown_html",
+    "no_math_block",
+    "visible_text",
+]
 
 #: Classes that stop a notebook's MathJax from typesetting ``$...$`` inside an element.
 #: JupyterLab typesets the text of every HTML output: memory text between dollar signs would
 #: be replaced by typeset math (no longer reading as written) and its TeX macros run.
 NO_MATH_CLASS = "mathjax_ignore tex2jax_ignore"
+
+#: Shown above a text rendered as plain text because Markdown would have hidden part of it.
+PLAIN_TEXT_NOTE = (
+    "Shown as plain text: rendered as Markdown, part of this text would not be visible."
+)
 
 # What Markdown can produce, and nothing else. No <img>: see _image_as_link.
 _TAGS = frozenset({
@@ -37,6 +64,8 @@ _TAGS = frozenset({
 _ATTRIBUTES = {
     "a": {"href", "title"},
     "ol": {"start"},
+    # An ordered item keeps the number the source gives it (a browser would renumber).
+    "li": {"value"},
     "td": {"style"},
     "th": {"style"},
 }
@@ -44,6 +73,8 @@ _ATTRIBUTES = {
 _STYLE_PROPERTIES = frozenset({"text-align"})
 _URL_SCHEMES = frozenset({"http", "https", "mailto"})
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# Letters and digits: what must stay visible of a line (markup is punctuation and spaces).
+_WORD = re.compile(r"[^\W_]+")
 
 
 def escape_html(value: object) -> str:
@@ -57,8 +88,17 @@ def no_math_block(fragment: str, css_class: str = "") -> str:
     return f'<div class="{classes}">{fragment}</div>'
 
 
+def _target_text(href: str, title: str | None) -> str:
+    """`` (href "title")``: where a link points, as visible text."""
+    from markdown_it.common.normalize_url import normalizeLinkText
+
+    # Show the target as written, not percent- and punycode-encoded as the href needs it.
+    shown = normalizeLinkText(href)
+    return f" ({shown} \"{title}\")" if title else f" ({shown})"
+
+
 def _image_as_link(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
-    """Render ``![alt](url)`` as a link to the image instead of loading it.
+    """Render ``![alt](url)`` as a link to the image, with its target, instead of loading it.
 
     A displayed image is a request the page makes on its own: a prompt-injected model could
     put data in the URL and learn it the moment someone looks at its memory.
@@ -66,20 +106,84 @@ def _image_as_link(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> 
     token = tokens[idx]
     alt = self.renderInlineAsText(token.children or [], options, env) or "image"
     src = token.attrGet("src") or ""
+    title = token.attrGet("title")
     label = escape_html(f"image: {alt}")
     if not src:
         return label
-    return f'<a href="{escape_html(src)}">{label}</a>'
+    target = escape_html(_target_text(src, str(title) if title else None))
+    return f'<a href="{escape_html(src)}">{label}</a>{target}'
+
+
+def _link_close(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
+    """Close a link, then show its target (and title): the text of a link can name another
+    place than the one it opens. An autolink's text is its target already."""
+    start = idx - 1
+    while tokens[start].type != "link_open":  # links do not nest: the nearest opening
+        start -= 1
+    opening = tokens[start]
+    closing = self.renderToken(tokens, idx, options, env)
+    if opening.markup == "autolink":
+        return closing
+    title = opening.attrGet("title")
+    target = _target_text(str(opening.attrGet("href") or ""), str(title) if title else None)
+    return closing + escape_html(target)
+
+
+def _fence(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
+    """A fenced block, with its info string (``python``, or anything else) shown above it."""
+    token = tokens[idx]
+    block = f"<pre><code>{escape_html(token.content)}</code></pre>\n"
+    info = token.info.strip()
+    if not info:
+        return block
+    return f"<p><code>{escape_html(token.markup + info)}</code></p>\n{block}"
+
+
+def _ordered_list_open(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
+    env.setdefault("ordered", []).append(int(tokens[idx].attrGet("start") or 1))
+    return self.renderToken(tokens, idx, options, env)
+
+
+def _ordered_list_close(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
+    env["ordered"].pop()
+    return self.renderToken(tokens, idx, options, env)
+
+
+def _list_item_open(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
+    """An ordered item keeps its own number (``7.`` after ``1.`` stays 7, where a browser
+    would count on to 2): the number goes into ``value`` where counting on would differ."""
+    token = tokens[idx]
+    if token.info:  # an ordered item: its number as written
+        number, counters = int(token.info), env["ordered"]
+        if number != counters[-1]:
+            token.attrSet("value", str(number))
+        counters[-1] = number + 1
+    return self.renderToken(tokens, idx, options, env)
 
 
 @functools.lru_cache(maxsize=1)
 def _markdown() -> Any:
     from markdown_it import MarkdownIt
 
+    class AsWritten(MarkdownIt):
+        def normalizeLinkText(self, link: str) -> str:
+            """An autolink shows its text as written (the default decodes %41 to A)."""
+            return link
+
     # "commonmark" with html=False shows raw HTML as text; its link validation refuses
-    # javascript:, vbscript:, file: and data: (except a few image types) targets.
-    parser = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+    # javascript:, vbscript:, file: and data: (except a few image types) targets. Link
+    # reference definitions and entities stay text (see the module docstring).
+    parser = (
+        AsWritten("commonmark", {"html": False})
+        .enable(["table", "strikethrough"])
+        .disable(["reference", "entity"])
+    )
     parser.add_render_rule("image", _image_as_link)
+    parser.add_render_rule("link_close", _link_close)
+    parser.add_render_rule("fence", _fence)
+    parser.add_render_rule("ordered_list_open", _ordered_list_open)
+    parser.add_render_rule("ordered_list_close", _ordered_list_close)
+    parser.add_render_rule("list_item_open", _list_item_open)
     return parser
 
 
@@ -97,12 +201,87 @@ def _sanitise(fragment: str) -> str:
     )
 
 
+class _Text(HTMLParser):
+    """The text a browser shows for a fragment we produced, ordered items' numbers included
+    (counted as a browser counts them: from ``start``, on from each ``value``)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        # One entry per open list: the next item's number, or None in a bullet list.
+        self.lists: list[int | None] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag == "ol":
+            self.lists.append(_number(found.get("start"), 1))
+        elif tag == "ul":
+            self.lists.append(None)
+        elif tag == "li" and self.lists and self.lists[-1] is not None:
+            number = _number(found.get("value"), self.lists[-1])
+            self.parts.append(f"{number}. ")
+            self.lists[-1] = number + 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("ol", "ul") and self.lists:
+            self.lists.pop()
+
+    def handle_data(self, data: str) -> None:
+        self.parts.append(data)
+
+
+def _number(raw: str | None, default: int) -> int:
+    return int(raw) if raw and raw.isdigit() else default
+
+
+def visible_text(fragment: str) -> str:
+    """The text of an HTML fragment as a reader sees it: element text with entities decoded,
+    and each ordered item's number before it."""
+    parser = _Text()
+    parser.feed(fragment)
+    parser.close()
+    return "".join(parser.parts)
+
+
+def _words(text: str) -> str:
+    return "".join(_WORD.findall(text))
+
+
+def _hides_a_line(source: str, rendered_text: str) -> bool:
+    """True unless each line's letters and digits appear in ``rendered_text``, in order.
+
+    One left-to-right pass: each line is searched from where the previous one ended, so the
+    whole check reads the rendered text about once.
+    """
+    shown = _words(rendered_text)
+    at = 0
+    for line in source.split("\n"):
+        needed = _words(line)
+        if not needed:
+            continue
+        found = shown.find(needed, at)
+        if found < 0:
+            return True
+        at = found + len(needed)
+    return False
+
+
 def markdown_html(text: str) -> str:
     """Markdown ``text`` as sanitised HTML in a ``jp-AgentMemory-markdown`` no-math block.
 
     Raw HTML in ``text`` appears as visible, escaped text; no element, attribute or URL that
-    can run script or load a resource survives, and no TeX is typeset. A lone surrogate (half
-    of an emoji, which no wire format carries) shows as U+FFFD instead of failing the display.
+    can run script or load a resource survives, and no TeX is typeset. Every line of ``text``
+    stays visible: when Markdown would hide part of one, the whole text is shown as plain text
+    under :data:`PLAIN_TEXT_NOTE`. A lone surrogate (half of an emoji, which no wire format
+    carries) shows as U+FFFD instead of failing the display.
     """
     text = _LONE_SURROGATE.sub("\ufffd", text)
-    return no_math_block(_sanitise(_markdown().render(text)), "jp-AgentMemory-markdown")
+    # The parser turns NUL into U+FFFD and CR LF into LF; check against what it read.
+    checked = text.replace("\r\n", "\n").replace("\r", "\n")
+    fragment = _sanitise(_markdown().render(text))
+    if _hides_a_line(checked, visible_text(fragment)):
+        fragment = (
+            f"<p><em>{escape_html(PLAIN_TEXT_NOTE)}</em></p>\n"
+            f"<pre><code>{escape_html(text)}</code></pre>\n"
+        )
+    return no_math_block(fragment, "jp-AgentMemory-markdown")

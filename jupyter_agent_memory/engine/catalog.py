@@ -159,4 +159,10 @@ ROUTES: list[Route] = [
         f"{API_PREFIX}/agents/{{id}}/user",
         "Read USER.md with its sha256; replace it with compare-and-swap (409 on conflict).",
     ),
+    Route(
+        ("POST",),
+        f"{API_PREFIX}/handover",
+        "Ask a running kernel where its notebook's agent is; a folder outside both roots "
+        "becomes reachable by a handle.",
+    ),
 ]

@@ -16,12 +16,13 @@ import contextlib
 import errno
 import json
 import os
+import re
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 import tornado.web
 from jupyter_server.auth.decorator import authorized
@@ -53,8 +54,20 @@ from ..errors import (
     SessionNotFoundError,
 )
 from ..folder import lock_deadline
+from ..render import markdown_html
 from .config import AgentMemoryServer
+from .handover import (
+    HANDOVER_PREFIX,
+    HandoverError,
+    Handovers,
+    agent_for,
+    ask_kernel,
+    reported_folder,
+)
 from .routes import API_PREFIX
+
+if TYPE_CHECKING:
+    from typing_extensions import NotRequired
 
 T = TypeVar("T")
 
@@ -86,7 +99,9 @@ class AgentCreatedResponse(TypedDict):
 
 class FactsResponse(TypedDict):
     """``GET agents/{id}/facts``: ``content`` is cut to the view bound (``truncated``);
-    ``chars`` and ``sha256`` are always those of the whole file."""
+    ``chars`` and ``sha256`` are always those of the whole file. With ``render=html``,
+    ``html`` is ``content`` rendered by the renderer ``%fact`` uses (sanitised, every line
+    visible)."""
 
     agent: str
     path: str
@@ -94,6 +109,17 @@ class FactsResponse(TypedDict):
     sha256: str
     chars: int
     truncated: bool
+    html: NotRequired[str]
+
+
+class HandoverResponse(TypedDict):
+    """``POST handover``: the agent a notebook's kernel uses, by the id every route knows it
+    by (``how``: ``agents-root``, ``server-root`` or ``handed-over``)."""
+
+    agent: str
+    path: str
+    how: str
+    agent_id: str | None
 
 
 class FactsSavedResponse(TypedDict):
@@ -334,6 +360,7 @@ class _State:
             max_workers=config.worker_threads, thread_name_prefix="agent-memory"
         )
         self.gate = _AgentGate(max(1, config.worker_threads // 4))
+        self.handovers = Handovers()
         self._builder: PromptBuilder | None = None
         # The builder caches files and prompts; builds run in worker threads, one at a time.
         self._builder_lock = threading.Lock()
@@ -492,6 +519,10 @@ class AgentMemoryHandler(APIHandler):
         if isinstance(raw, str) and raw.startswith(PATH_AGENT_PREFIX):
             _path_agent_parts(raw)
             return raw
+        if isinstance(raw, str) and raw.startswith(HANDOVER_PREFIX):
+            if not _HANDLE.fullmatch(raw):
+                raise ApiError(400, f'Invalid handed-over agent "{raw}": "~" and 16 hex digits')
+            return raw
         try:
             return validate_agent_id(raw)
         except MemoryToolError as exc:
@@ -507,6 +538,8 @@ class AgentMemoryHandler(APIHandler):
         config = self.state.config
         if agent_id.startswith(PATH_AGENT_PREFIX):
             return _open_path_agent(self.state.workspace, agent_id, config.lock_timeout)
+        if agent_id.startswith(HANDOVER_PREFIX):
+            return _open_handed_over(self.state.handovers, agent_id, config.lock_timeout)
         root = config.resolved_root()
         try:
             return AgentMemory.open_id(
@@ -552,6 +585,23 @@ def _open_path_agent(workspace: Path, agent_id: str, lock_timeout: float) -> Age
         raise ApiError(403, f'Refusing "{relative}": a link on the way leads out of the folder')
     if not folder.is_dir():
         raise ApiError(403, f'"{relative}" is not a folder')
+    try:
+        return AgentMemory.open(folder, create=False, lock_timeout=lock_timeout)
+    except MemoryToolError as exc:
+        raise _engine_error(exc) from None
+
+
+_HANDLE = re.compile(r"~[0-9a-f]{16}")
+
+
+def _open_handed_over(handovers: Handovers, handle: str, lock_timeout: float) -> AgentMemory:
+    """Open the folder a kernel handed over as ``handle`` (see :mod:`.handover`)."""
+    try:
+        folder = handovers.path_of(handle)
+    except HandoverError as exc:
+        raise ApiError(exc.status, exc.message) from None
+    if not folder.is_dir():
+        raise ApiError(404, f"The handed-over agent folder {folder} is gone (deleted or moved)")
     try:
         return AgentMemory.open(folder, create=False, lock_timeout=lock_timeout)
     except MemoryToolError as exc:
@@ -622,12 +672,15 @@ class FactsHandler(AgentMemoryHandler):
         """Return FACT.md's text (up to ``max_chars``) and the sha256 to send back when saving."""
         agent_id = self.agent_id(agent)
         bound = self.view_bound()
+        render = self.get_query_argument("render", None)
+        if render not in (None, "html"):
+            raise ApiError(400, f"'render' must be 'html' or left out; got {render!r}")
 
         def work() -> FactsResponse:
             mem = self.open_agent(agent_id)
             content, sha = mem.read_facts()
             shown, truncated = bounded_text(content, bound)
-            return {
+            reply: FactsResponse = {
                 "agent": agent_id,
                 "path": str(mem.file_path("FACT.md")),
                 "content": shown,
@@ -635,6 +688,10 @@ class FactsHandler(AgentMemoryHandler):
                 "chars": len(content),
                 "truncated": truncated,
             }
+            if render == "html":
+                # The sidebar shows what %fact shows: one renderer, one rule.
+                reply["html"] = markdown_html(shown)
+            return reply
 
         self.reply(await self.run(work))
 
@@ -760,6 +817,41 @@ class PromptHandler(AgentMemoryHandler):
                     for section in prompt.sections
                 ],
             }
+
+        self.reply(await self.run(work))
+
+
+class HandoverHandler(AgentMemoryHandler):
+    """``POST {kernel_id}``: ask that kernel where its active agent is (see :mod:`.handover`)."""
+
+    #: Seconds to wait for the kernel's answer (it queues behind a running cell).
+    kernel_timeout = 10.0
+
+    @tornado.web.authenticated
+    @authorized
+    async def post(self) -> None:
+        """Reply with the id the agent is known by; a folder outside both roots gets a handle.
+
+        Asking runs code in the kernel, so the caller must also be allowed to execute there.
+        """
+        kernel_id = self.json_body(("kernel_id",)).get("kernel_id")
+        if not isinstance(kernel_id, str) or not kernel_id:
+            raise ApiError(400, "'kernel_id' must be the id of a running kernel")
+        if not self.authorizer.is_authorized(self, self.current_user, "execute", "kernels"):
+            raise ApiError(403, "Asking a kernel needs permission to execute code in kernels")
+        state = self.state
+        try:
+            answer = await ask_kernel(self.kernel_manager, kernel_id, self.kernel_timeout)
+            folder = reported_folder(answer)
+        except HandoverError as exc:
+            raise ApiError(exc.status, exc.message) from None
+        reported_id = answer.get("agent_id")
+        reported_id = reported_id if isinstance(reported_id, str) else None
+
+        def work() -> HandoverResponse:
+            agent, how = agent_for(folder, reported_id, state.config.resolved_root(),
+                                   state.workspace, state.handovers)
+            return {"agent": agent, "path": str(folder), "how": how, "agent_id": reported_id}
 
         self.reply(await self.run(work))
 
@@ -1046,6 +1138,7 @@ HANDLERS: list[tuple[str, type[AgentMemoryHandler]]] = [
     (f"{API_PREFIX}/agents/{_AGENT}/forget", ForgetHandler),
     (f"{API_PREFIX}/agents/{_AGENT}/soul", SoulHandler),
     (f"{API_PREFIX}/agents/{_AGENT}/user", UserHandler),
+    (f"{API_PREFIX}/handover", HandoverHandler),
 ]
 
 

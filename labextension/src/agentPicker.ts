@@ -7,8 +7,8 @@ import { InputDialog } from '@jupyterlab/apputils';
 import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
-import { button, el } from './dom';
-import { AgentMemoryModel, IStatus } from './model';
+import { button, describe, el } from './dom';
+import { AgentMemoryModel, IAgentListing, IStatus } from './model';
 
 /** The agent picker and the status line. */
 export class AgentPicker extends Widget {
@@ -29,7 +29,14 @@ export class AgentPicker extends Widget {
       button('Refresh', 'jp-AgentMemory-refresh', () => void this.model.refresh())
     );
     this.status = el('div', 'jp-AgentMemory-status');
+    // Status changes are announced to screen readers without moving the focus.
+    this.status.setAttribute('role', 'status');
     this.node.append(header, this.status);
+  }
+
+  /** Give the keyboard focus to the agent picker. */
+  focus(): void {
+    this.picker.focus();
   }
 
   /** A new agent was picked. */
@@ -55,32 +62,28 @@ export class AgentPicker extends Widget {
     super.onBeforeDetach(msg);
   }
 
-  private readonly onAgentsListed = (listing: {
-    agents: string[];
-    folders: string[];
-    agent: string;
-  }): void => {
+  private readonly onAgentsListed = (_: AgentMemoryModel, listing: IAgentListing): void => {
     const options = listing.agents.map(id => {
       const option = el('option', '', id);
       option.value = id;
       return option;
     });
-    for (const folder of listing.folders) {
-      const option = el('option', 'jp-AgentMemory-folderOption', `${folder.slice(1)} (folder)`);
-      option.value = folder;
+    for (const extra of listing.extras) {
+      const option = el('option', 'jp-AgentMemory-folderOption', extra.label);
+      option.value = extra.id;
       options.push(option);
     }
     this.picker.replaceChildren(...options);
     this.picker.value = listing.agent;
   };
 
-  private readonly onStatus = (status: IStatus): void => {
+  private readonly onStatus = (_: AgentMemoryModel, status: IStatus): void => {
     this.status.textContent = status.text;
     this.status.classList.toggle('jp-mod-error', status.isError);
   };
 
   /** No switching agents while a file is being edited. */
-  private readonly onEditing = (editing: boolean): void => {
+  private readonly onEditing = (_: AgentMemoryModel, editing: boolean): void => {
     this.picker.disabled = editing;
   };
 
@@ -95,7 +98,11 @@ export class AgentPicker extends Widget {
     }
   }
 
-  /** Ask for an id (and a template when there are any), create the agent, show it. */
+  /**
+   * Ask for an id; check it with the server before anything else (a refused id is said at
+   * once, an existing agent is shown); then ask for a template when there are any, create
+   * the agent and show it.
+   */
   private async newAgent(): Promise<void> {
     const named = await InputDialog.getText({
       title: 'New agent',
@@ -103,6 +110,22 @@ export class AgentPicker extends Widget {
       placeholder: 'my-agent'
     });
     if (!named.button.accept || !named.value) {
+      return;
+    }
+    let check;
+    try {
+      check = await this.model.checkAgentId(named.value);
+    } catch (error) {
+      this.model.setStatus(`Could not check the agent id: ${describe(error)}`, true);
+      return;
+    }
+    if (check.kind === 'invalid') {
+      this.model.setStatus(`Not created: ${check.message}`, true);
+      this.picker.focus();
+      return;
+    }
+    if (check.kind === 'exists') {
+      await this.model.createAgent(named.value, null); // idempotent: shows it
       return;
     }
     let template: string | null = null;

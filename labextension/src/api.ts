@@ -35,6 +35,19 @@ export interface IFactsResponse {
   sha256: string;
   chars: number;
   truncated: boolean;
+  /** `content` rendered by the server's Markdown renderer (asked for with `render`). */
+  html?: string;
+}
+
+/**
+ * `POST handover`: the agent a notebook's kernel uses, by the id every route knows it by
+ * (`how`: `agents-root`, `server-root`, or `handed-over` for a handle of a folder outside both).
+ */
+export interface IHandoverResponse {
+  agent: string;
+  path: string;
+  how: string;
+  agent_id: string | null;
 }
 
 /** `PUT agents/{id}/facts`. */
@@ -198,9 +211,7 @@ export type ViewBound = number | 'all';
 
 /** The query string asking for `bound` (none: the server's default). */
 function boundParams(bound?: ViewBound): URLSearchParams | undefined {
-  return bound === undefined
-    ? undefined
-    : new URLSearchParams({ max_chars: `${bound}` });
+  return bound === undefined ? undefined : new URLSearchParams({ max_chars: `${bound}` });
 }
 
 /** Which persona file: SOUL.md (`soul`) or USER.md (`user`). */
@@ -242,9 +253,7 @@ export class ConflictError extends ApiError {
 
 /** Client for one Jupyter server's agent-memory API. */
 export class AgentMemoryClient {
-  constructor(
-    readonly settings: ServerConnection.ISettings = ServerConnection.makeSettings()
-  ) {}
+  constructor(readonly settings: ServerConnection.ISettings = ServerConnection.makeSettings()) {}
 
   /** List agents, the default agent and the built-in templates. */
   listAgents(): Promise<IAgentsResponse> {
@@ -252,24 +261,34 @@ export class AgentMemoryClient {
   }
 
   /** Create an agent (idempotent), optionally provisioned from a template. */
-  createAgent(
-    id: string,
-    template: string | null = null
-  ): Promise<IAgentCreatedResponse> {
+  createAgent(id: string, template: string | null = null): Promise<IAgentCreatedResponse> {
     return this.request<IAgentCreatedResponse>('POST', ['agents'], {
       id,
       template
     });
   }
 
-  /** Read FACT.md (up to `bound` characters) and the sha256 of the whole file. */
-  getFacts(agent: string, bound?: ViewBound): Promise<IFactsResponse> {
-    return this.request<IFactsResponse>(
-      'GET',
-      ['agents', agent, 'facts'],
-      undefined,
-      boundParams(bound)
-    );
+  /**
+   * Read FACT.md (up to `bound` characters) and the sha256 of the whole file; with `render`,
+   * also the text as HTML from the server's renderer (the one `%fact` uses).
+   */
+  getFacts(agent: string, bound?: ViewBound, render = false): Promise<IFactsResponse> {
+    const params = boundParams(bound) ?? new URLSearchParams();
+    if (render) {
+      params.set('render', 'html');
+    }
+    return this.request<IFactsResponse>('GET', ['agents', agent, 'facts'], undefined, params);
+  }
+
+  /**
+   * Ask the server to ask kernel `kernelId` where its notebook's agent is. The server takes
+   * no path from us: the kernel's answer is the only way a folder outside the server's root
+   * becomes reachable (by the handle this returns).
+   */
+  handover(kernelId: string): Promise<IHandoverResponse> {
+    return this.request<IHandoverResponse>('POST', ['handover'], {
+      kernel_id: kernelId
+    });
   }
 
   /**
@@ -277,35 +296,22 @@ export class AgentMemoryClient {
    * with `ConflictError` when it changed. There is no unconditional save: an editor always
    * knows which version it showed.
    */
-  saveFacts(
-    agent: string,
-    content: string,
-    expectedSha256: string
-  ): Promise<IFactsSavedResponse> {
-    return this.request<IFactsSavedResponse>(
-      'PUT',
-      ['agents', agent, 'facts'],
-      { content, expected_sha256: expectedSha256 }
-    );
+  saveFacts(agent: string, content: string, expectedSha256: string): Promise<IFactsSavedResponse> {
+    return this.request<IFactsSavedResponse>('PUT', ['agents', agent, 'facts'], {
+      content,
+      expected_sha256: expectedSha256
+    });
   }
 
   /** Search the journal, newest first. */
-  searchJournal(
-    agent: string,
-    query: IJournalQuery = {}
-  ): Promise<IJournalResponse> {
+  searchJournal(agent: string, query: IJournalQuery = {}): Promise<IJournalResponse> {
     const params = new URLSearchParams();
     for (const [key, value] of Object.entries(query)) {
       if (value !== undefined && value !== null && `${value}` !== '') {
         params.set(key, `${value}`);
       }
     }
-    return this.request<IJournalResponse>(
-      'GET',
-      ['agents', agent, 'journal'],
-      undefined,
-      params
-    );
+    return this.request<IJournalResponse>('GET', ['agents', agent, 'journal'], undefined, params);
   }
 
   /** Append a journal entry. */
@@ -314,11 +320,10 @@ export class AgentMemoryClient {
     text: string,
     tags: string[] = []
   ): Promise<IJournalAppendedResponse> {
-    return this.request<IJournalAppendedResponse>(
-      'POST',
-      ['agents', agent, 'journal'],
-      { text, tags }
-    );
+    return this.request<IJournalAppendedResponse>('POST', ['agents', agent, 'journal'], {
+      text,
+      tags
+    });
   }
 
   /** Build the system prompt the agent would get (its text up to `bound` characters). */
@@ -338,20 +343,11 @@ export class AgentMemoryClient {
 
   /** Read one stored FACT.md version. */
   getVersion(agent: string, sha: string): Promise<IVersionResponse> {
-    return this.request<IVersionResponse>('GET', [
-      'agents',
-      agent,
-      'history',
-      sha
-    ]);
+    return this.request<IVersionResponse>('GET', ['agents', agent, 'history', sha]);
   }
 
   /** Read SOUL.md or USER.md (up to `bound` characters) and the whole file's sha256. */
-  getPersona(
-    agent: string,
-    name: PersonaName,
-    bound?: ViewBound
-  ): Promise<IPersonaResponse> {
+  getPersona(agent: string, name: PersonaName, bound?: ViewBound): Promise<IPersonaResponse> {
     return this.request<IPersonaResponse>(
       'GET',
       ['agents', agent, name],
@@ -382,11 +378,7 @@ export class AgentMemoryClient {
    * One recorded session: its receipt and the exact prompt it started with (up to `bound`
    * characters).
    */
-  getSession(
-    agent: string,
-    sid: string,
-    bound?: ViewBound
-  ): Promise<ISessionResponse> {
+  getSession(agent: string, sid: string, bound?: ViewBound): Promise<ISessionResponse> {
     return this.request<ISessionResponse>(
       'GET',
       ['agents', agent, 'sessions', sid],
@@ -436,11 +428,7 @@ export class AgentMemoryClient {
       init.headers = { 'Content-Type': 'application/json' };
     }
     // makeRequest itself rejects with a NetworkError when the server is unreachable.
-    const response = await ServerConnection.makeRequest(
-      url,
-      init,
-      this.settings
-    );
+    const response = await ServerConnection.makeRequest(url, init, this.settings);
     const text = await response.text();
     let data: Record<string, unknown> = {};
     if (text) {
@@ -456,12 +444,7 @@ export class AgentMemoryClient {
           ? data.message
           : `${response.status} ${response.statusText}`;
       if (response.status === 409 && typeof data.expected === 'string') {
-        throw new ConflictError(
-          message,
-          data.expected,
-          String(data.actual ?? ''),
-          data
-        );
+        throw new ConflictError(message, data.expected, String(data.actual ?? ''), data);
       }
       throw new ApiError(response.status, message, data);
     }

@@ -1,6 +1,9 @@
 /**
- * A line diff for the sidebar (conflicts and FACT.md history), shown as text.
+ * A line diff for the sidebar (conflicts, FACT.md history, sessions), shown as text; the
+ * alignment is jsdiff's (Myers' O(ND) algorithm).
  */
+
+import { diffArrays } from 'diff';
 
 /** One line of a diff: kept (' '), removed ('-'), added ('+'), or a gap of hidden lines. */
 export interface IDiffLine {
@@ -8,8 +11,12 @@ export interface IDiffLine {
   text: string;
 }
 
-/** Above this many cells the middle is shown as all removed then all added (still correct). */
-const MAX_TABLE = 4_000_000;
+/**
+ * Past this many edits the diff is given up, and the two texts are shown as all removed then
+ * all added (still correct): Myers' algorithm takes time proportional to the edits times the
+ * length, and a diff nobody can read is not worth a frozen sidebar.
+ */
+const MAX_EDITS = 5000;
 
 /**
  * The lines that changed from `before` to `after`, with `context` unchanged lines around
@@ -18,64 +25,22 @@ const MAX_TABLE = 4_000_000;
 export function diffLines(before: string, after: string, context = 2): IDiffLine[] {
   const a = before.split('\n');
   const b = after.split('\n');
-  let start = 0;
-  while (start < a.length && start < b.length && a[start] === b[start]) {
-    start++;
+  const changes = diffArrays(a, b, { maxEditLength: MAX_EDITS });
+  const all: IDiffLine[] = [];
+  const add = (kind: IDiffLine['kind'], lines: string[]): void => {
+    for (const text of lines) {
+      all.push({ kind, text }); // one by one: a spread of 100k lines overflows the stack
+    }
+  };
+  if (changes === undefined) {
+    add('-', a);
+    add('+', b);
+  } else {
+    for (const change of changes) {
+      add(change.added ? '+' : change.removed ? '-' : ' ', change.value);
+    }
   }
-  let endA = a.length;
-  let endB = b.length;
-  while (endA > start && endB > start && a[endA - 1] === b[endB - 1]) {
-    endA--;
-    endB--;
-  }
-  const middle = align(a.slice(start, endA), b.slice(start, endB));
-  const all: IDiffLine[] = [
-    ...a.slice(0, start).map(text => ({ kind: ' ' as const, text })),
-    ...middle,
-    ...a.slice(endA).map(text => ({ kind: ' ' as const, text }))
-  ];
   return collapse(all, context);
-}
-
-/** Longest-common-subsequence alignment of two line lists. */
-function align(a: string[], b: string[]): IDiffLine[] {
-  if (a.length * b.length > MAX_TABLE) {
-    return [
-      ...a.map(text => ({ kind: '-' as const, text })),
-      ...b.map(text => ({ kind: '+' as const, text }))
-    ];
-  }
-  const width = b.length + 1;
-  const table = new Uint32Array((a.length + 1) * width);
-  for (let i = a.length - 1; i >= 0; i--) {
-    for (let j = b.length - 1; j >= 0; j--) {
-      table[i * width + j] =
-        a[i] === b[j]
-          ? table[(i + 1) * width + j + 1] + 1
-          : Math.max(table[(i + 1) * width + j], table[i * width + j + 1]);
-    }
-  }
-  const out: IDiffLine[] = [];
-  let i = 0;
-  let j = 0;
-  while (i < a.length && j < b.length) {
-    if (a[i] === b[j]) {
-      out.push({ kind: ' ', text: a[i] });
-      i++;
-      j++;
-    } else if (table[(i + 1) * width + j] >= table[i * width + j + 1]) {
-      out.push({ kind: '-', text: a[i++] });
-    } else {
-      out.push({ kind: '+', text: b[j++] });
-    }
-  }
-  while (i < a.length) {
-    out.push({ kind: '-', text: a[i++] });
-  }
-  while (j < b.length) {
-    out.push({ kind: '+', text: b[j++] });
-  }
-  return out;
 }
 
 function collapse(lines: IDiffLine[], context: number): IDiffLine[] {

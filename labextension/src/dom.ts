@@ -23,11 +23,7 @@ export function el<K extends keyof HTMLElementTagNameMap>(
 }
 
 /** A button with the JupyterLab look. */
-export function button(
-  label: string,
-  className: string,
-  onClick: () => void
-): HTMLButtonElement {
+export function button(label: string, className: string, onClick: () => void): HTMLButtonElement {
   const node = el('button', `jp-Button jp-mod-styled ${className}`, label);
   node.type = 'button';
   node.addEventListener('click', onClick);
@@ -87,16 +83,68 @@ export function relativeTime(ts: unknown, now: number = Date.now()): string {
   return 'just now';
 }
 
-/** A time element: the stored time, and how long ago it was. */
+/**
+ * An ISO-8601 time as people read it, in local time to the minute ("2026-11-30 10:00"); ''
+ * when `ts` is not a time.
+ */
+export function shortTime(ts: unknown): string {
+  if (typeof ts !== 'string') {
+    return '';
+  }
+  const when = Date.parse(ts);
+  if (Number.isNaN(when)) {
+    return '';
+  }
+  const d = new Date(when);
+  const two = (n: number) => `${n}`.padStart(2, '0');
+  return (
+    `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())} ` +
+    `${two(d.getHours())}:${two(d.getMinutes())}`
+  );
+}
+
+/**
+ * A time element: the stored time to the minute (the exact stored value in its tooltip and
+ * `datetime`), and how long ago it was. A value that is no time is shown as it is.
+ */
 export function timeLabel(ts: unknown, className: string): HTMLElement {
-  const node = el('span', className);
+  const node = el('time', className);
   const text = asText(ts);
+  const short = shortTime(ts);
   node.title = text;
-  node.textContent = text.length > MAX_SHOWN_CHARS ? text.slice(0, MAX_SHOWN_CHARS) + '…' : text;
+  if (short) {
+    node.dateTime = text;
+    node.textContent = short;
+  } else {
+    node.textContent = text.length > MAX_SHOWN_CHARS ? text.slice(0, MAX_SHOWN_CHARS) + '…' : text;
+  }
   const ago = relativeTime(ts);
   if (ago) {
     node.appendChild(el('span', 'jp-AgentMemory-ago', ` · ${ago}`));
   }
+  return node;
+}
+
+/**
+ * A file path as text that wraps after a path separator rather than inside a name: a
+ * `<wbr>` (an element made here, never parsed from the path) follows each '/' or '\\'.
+ */
+export function pathText(node: HTMLElement, path: string): void {
+  const parts: (Node | string)[] = [];
+  for (const piece of path.split(/(?<=[\\/])/)) {
+    parts.push(piece, document.createElement('wbr'));
+  }
+  node.replaceChildren(...parts);
+}
+
+/**
+ * Make a box that may scroll reachable by keyboard: focusable, with a role and a name, so
+ * keyboard users can scroll it with the arrow keys and screen readers can tell what it is.
+ */
+export function scrollable<T extends HTMLElement>(node: T, label: string): T {
+  node.tabIndex = 0;
+  node.setAttribute('role', 'region');
+  node.setAttribute('aria-label', label);
   return node;
 }
 
@@ -117,6 +165,7 @@ export const EMPTY = {
   facts: 'FACT.md is empty.',
   history: 'No earlier FACT.md versions yet.',
   journal: 'No matching journal entries found.',
+  emptyJournal: 'The journal is empty: nothing has been appended yet.',
   sessions:
     'No sessions on record yet: one is recorded when a client really starts a session ' +
     '(an MCP client connecting, the evaluation runner, or PromptBuilder.start_session); ' +
@@ -167,6 +216,7 @@ export function longText(
     'jp-AgentMemory-showAll',
     () => {
       const all = el('textarea', 'jp-mod-styled jp-AgentMemory-fullText');
+      all.setAttribute('aria-label', 'The whole text');
       all.readOnly = true;
       all.rows = 8;
       all.value = text;
@@ -199,13 +249,16 @@ export function cutText(
       more.disabled = true;
       try {
         const all = el('textarea', 'jp-mod-styled jp-AgentMemory-fullText');
+        all.setAttribute('aria-label', 'The whole text');
         all.readOnly = true;
         all.rows = 8;
         all.value = await fetchAll();
         node.replaceChildren(all);
       } catch (error) {
         more.disabled = false;
-        node.appendChild(el('div', 'jp-AgentMemory-note jp-mod-error', `Could not load it all: ${describe(error)}`));
+        node.appendChild(
+          el('div', 'jp-AgentMemory-note jp-mod-error', `Could not load it all: ${describe(error)}`)
+        );
       }
     }
   );
@@ -242,7 +295,7 @@ export function highlighted(text: string, query: string): (Node | string)[] {
 
 /** A diff as text lines, each marked by its kind for colour. */
 export function diffView(lines: IDiffLine[], className: string): HTMLElement {
-  const node = el('pre', `jp-AgentMemory-diff ${className}`);
+  const node = scrollable(el('pre', `jp-AgentMemory-diff ${className}`), 'Diff');
   if (!lines.length) {
     node.textContent = 'No differences.';
     return node;
@@ -254,11 +307,20 @@ export function diffView(lines: IDiffLine[], className: string): HTMLElement {
     '…': 'jp-mod-gap'
   };
   for (const line of lines.slice(0, 2000)) {
-    const text = line.text.length > MAX_SHOWN_CHARS ? line.text.slice(0, MAX_SHOWN_CHARS) + '…' : line.text;
-    node.appendChild(el('div', `jp-AgentMemory-diffLine ${kinds[line.kind]}`, `${line.kind === '…' ? '…' : line.kind} ${text}`));
+    const text =
+      line.text.length > MAX_SHOWN_CHARS ? line.text.slice(0, MAX_SHOWN_CHARS) + '…' : line.text;
+    node.appendChild(
+      el(
+        'div',
+        `jp-AgentMemory-diffLine ${kinds[line.kind]}`,
+        `${line.kind === '…' ? '…' : line.kind} ${text}`
+      )
+    );
   }
   if (lines.length > 2000) {
-    node.appendChild(el('div', 'jp-AgentMemory-diffLine jp-mod-gap', `… ${lines.length - 2000} more diff lines`));
+    node.appendChild(
+      el('div', 'jp-AgentMemory-diffLine jp-mod-gap', `… ${lines.length - 2000} more diff lines`)
+    );
   }
   return node;
 }

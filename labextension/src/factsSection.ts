@@ -73,7 +73,7 @@ export class FactsSection extends MemorySection {
     return Promise.all(work).then(() => undefined);
   }
 
-  private readonly onSaved = (file: MemoryFile): void => {
+  private readonly onSaved = (_: AgentMemoryModel, file: MemoryFile): void => {
     if (file === 'facts' && this.history.open) {
       void this.loadHistory();
     }
@@ -123,11 +123,17 @@ export class FactsSection extends MemorySection {
       const current = await this.model.loadFile('facts', this.model.agent, 'all');
       const lines = diffLines(old.content, current.content);
       this.historyDiff.replaceChildren(
-        el('div', 'jp-AgentMemory-note', `From ${shortSha(version.sha256)} to the current FACT.md (${shortSha(current.sha256)}): ${diffSummary(lines)}`),
+        el(
+          'div',
+          'jp-AgentMemory-note',
+          `From ${shortSha(version.sha256)} to the current FACT.md (${shortSha(current.sha256)}): ${diffSummary(lines)}`
+        ),
         diffView(lines, 'jp-AgentMemory-versionLines')
       );
     } catch (error) {
-      this.historyDiff.replaceChildren(el('div', 'jp-AgentMemory-note jp-mod-error', describe(error)));
+      this.historyDiff.replaceChildren(
+        el('div', 'jp-AgentMemory-note jp-mod-error', describe(error))
+      );
     }
   }
 
@@ -154,14 +160,17 @@ export class FactsSection extends MemorySection {
         throw new Error('FACT.md has not loaded; refresh and try again.');
       }
       const saved = await this.model.saveFile('facts', this.model.agent, old.content, expected);
-      await this.facts.load(`Restored version ${shortSha(version.sha256)}; FACT.md is now ${shortSha(saved.sha256)}.`);
+      await this.facts.load(
+        `Restored version ${shortSha(version.sha256)}; FACT.md is now ${shortSha(saved.sha256)}.`
+      );
       this.historyDiff.replaceChildren();
       // The history and the prompt show it again.
       this.model.notifySaved('facts');
     } catch (error) {
-      const message = error instanceof ConflictError
-        ? `Not restored: FACT.md changed since it was shown (it is now ${shortSha(error.actual)}); nothing was written. Look at it again and retry.`
-        : `Not restored: ${describe(error)}`;
+      const message =
+        error instanceof ConflictError
+          ? `Not restored: FACT.md changed since it was shown (it is now ${shortSha(error.actual)}); nothing was written. Look at it again and retry.`
+          : `Not restored: ${describe(error)}`;
       this.historyDiff.replaceChildren(el('div', 'jp-AgentMemory-note jp-mod-error', message));
       void this.facts.load();
     }

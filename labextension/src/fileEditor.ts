@@ -5,7 +5,7 @@
 
 import { ConflictError } from './api';
 import { diffLines, diffSummary } from './diff';
-import { button, describe, diffView, el, MAX_SHOWN_TEXT, shortSha } from './dom';
+import { button, describe, diffView, el, pathText, scrollable, shortSha } from './dom';
 import { MemoryMarkdown } from './markdown';
 import { AgentMemoryModel, FILE_LABELS, MemoryFile } from './model';
 
@@ -31,9 +31,13 @@ export class FileSection {
     this.label = FILE_LABELS[file];
     const cls = (name: string) => `jp-AgentMemory-${prefix}${name}`;
     this.path = el('div', `jp-AgentMemory-filePath ${cls('Path')}`);
-    this.rendered = el('div', `jp-AgentMemory-rendered ${cls('Rendered')}`);
-    this.view = el('pre', `jp-AgentMemory-fileView ${cls('View')}`);
+    this.rendered = scrollable(
+      el('div', `jp-AgentMemory-rendered ${cls('Rendered')}`),
+      `${this.label}, rendered`
+    );
+    this.view = scrollable(el('pre', `jp-AgentMemory-fileView ${cls('View')}`), this.label);
     this.editor = el('textarea', `jp-mod-styled jp-AgentMemory-editor ${cls('Editor')}`);
+    this.editor.setAttribute('aria-label', `Edit ${this.label}`);
     this.editor.rows = 12;
     this.editor.spellcheck = false;
     this.editor.hidden = true;
@@ -41,19 +45,23 @@ export class FileSection {
       this.escapeArmed = false;
     });
     this.note = el('div', `jp-AgentMemory-note ${cls('Note')}`);
+    this.note.setAttribute('role', 'status');
+    this.openNote = el('div', `jp-AgentMemory-note ${cls('OpenNote')}`);
     this.editButton = button('Edit', buttonClass('edit'), () => void this.startEditing());
     this.saveButton = button('Save', buttonClass('save'), () => void this.save());
     this.cancelButton = button('Cancel', buttonClass('cancel'), () => this.stopEditing());
     this.textToggle = button('Text', `jp-AgentMemory-textToggle ${cls('TextToggle')}`, () =>
       this.toggleText()
     );
-    this.openButton = button('Open in editor', `jp-AgentMemory-openEditor ${cls('OpenEditor')}`, () =>
-      this.openInEditor()
+    this.openButton = button(
+      'Open in editor',
+      `jp-AgentMemory-openEditor ${cls('OpenEditor')}`,
+      () => this.openInEditor()
     );
     this.saveButton.hidden = true;
     this.cancelButton.hidden = true;
     this.editButton.disabled = true; // until the file and its hash have loaded
-    this.openButton.disabled = true;
+    this.openButton.hidden = true;
     this.textToggle.hidden = markdown === null;
     this.view.hidden = markdown !== null;
     this.rendered.hidden = markdown === null;
@@ -68,13 +76,32 @@ export class FileSection {
         this.stopEditing(`Reloaded the current ${this.label}; your edit was discarded.`)
       ),
       button('Keep editing', 'jp-AgentMemory-conflictKeep', () => this.keepEditing()),
-      button('Overwrite anyway', 'jp-AgentMemory-conflictOverwrite jp-mod-warn', () => void this.overwrite())
+      button(
+        'Overwrite anyway',
+        'jp-AgentMemory-conflictOverwrite jp-mod-warn',
+        () => void this.overwrite()
+      )
     );
     this.conflict.append(this.conflictMessage, this.conflictDiff, choices);
 
     const buttons = el('div', 'jp-AgentMemory-buttons');
-    buttons.append(this.editButton, this.saveButton, this.cancelButton, this.textToggle, this.openButton);
-    this.body = [this.path, this.rendered, this.view, this.editor, buttons, this.note, this.conflict];
+    buttons.append(
+      this.editButton,
+      this.saveButton,
+      this.cancelButton,
+      this.textToggle,
+      this.openButton
+    );
+    this.body = [
+      this.path,
+      this.rendered,
+      this.view,
+      this.editor,
+      buttons,
+      this.openNote,
+      this.note,
+      this.conflict
+    ];
   }
 
   /** The elements to put into a section body. */
@@ -105,12 +132,17 @@ export class FileSection {
       if (agent !== this.model.agent) {
         return;
       }
-      this.path.textContent = file.path;
+      pathText(this.path, file.path);
       this.filePath = file.path;
-      this.openButton.disabled = this.model.relativeToServer(file.path) === null;
-      this.openButton.title = this.openButton.disabled
-        ? `${file.path} is outside the server's root: open the agent by its folder to edit it in JupyterLab`
-        : `Open ${this.label} in JupyterLab's editor`;
+      // Outside the server's root JupyterLab's editor cannot open the file: say so in the
+      // sidebar itself rather than offering a button that does nothing.
+      const reachable = this.model.relativeToServer(file.path) !== null;
+      this.openButton.hidden = !reachable;
+      this.openButton.title = `Open ${this.label} in JupyterLab's editor`;
+      this.openNote.textContent = reachable
+        ? ''
+        : `JupyterLab's editor cannot open ${this.label} here: it is outside the server's ` +
+          'root. Edit it with Edit above, or start JupyterLab in a folder above it.';
       if (this.editing) {
         // Never replace what the user is typing; tell them if the file moved on.
         if (file.sha256 !== this.sha) {
@@ -129,7 +161,7 @@ export class FileSection {
       if (file.truncated) {
         this.view.append('…', this.showAllButton(file.chars));
       }
-      await this.render(file.content, file.truncated ? file.chars : null);
+      await this.render(file.html ?? null, file.truncated ? file.chars : null);
       this.editButton.disabled = false;
       this.setNote(note ?? (file.content ? '' : this.emptyText()));
     } catch (error) {
@@ -156,42 +188,27 @@ export class FileSection {
       'jp-AgentMemory-showAll',
       () => {
         this.showAll = true;
-        this.renderAll = true;
         void this.load();
       }
     );
   }
 
-  /** Render `content`; `wholeChars` is the whole file's length when the server cut it. */
-  private async render(content: string, wholeChars: number | null = null): Promise<void> {
+  /**
+   * Show the server's rendering `html` (null: nothing to render); `wholeChars` is the whole
+   * file's length when the server cut it, so a Show all button fetches the rest.
+   */
+  private async render(html: string | null, wholeChars: number | null = null): Promise<void> {
     if (this.markdown === null) {
       return;
     }
-    if (!content) {
+    if (!html || !this.shown) {
       this.rendered.replaceChildren();
       return;
     }
-    if (wholeChars !== null) {
-      const node = await this.markdown.render(content);
-      this.rendered.replaceChildren(node, this.showAllButton(wholeChars));
-      return;
-    }
-    const shown = content.length > MAX_SHOWN_TEXT * 5 && !this.renderAll
-      ? content.slice(0, MAX_SHOWN_TEXT * 5)
-      : content;
-    const node = await this.markdown.render(shown);
+    const node = await this.markdown.render(html);
     this.rendered.replaceChildren(node);
-    if (shown !== content) {
-      this.rendered.appendChild(
-        button(
-          `Show all (${content.length.toLocaleString('en-US')} characters)`,
-          'jp-AgentMemory-showAll',
-          () => {
-            this.renderAll = true;
-            void this.render(content);
-          }
-        )
-      );
+    if (wholeChars !== null) {
+      this.rendered.appendChild(this.showAllButton(wholeChars));
     }
   }
 
@@ -201,15 +218,15 @@ export class FileSection {
     this.shown = '';
     this.filePath = '';
     this.model.setShownFile(this.file, null);
-    this.renderAll = false;
     this.showAll = false;
     this.truncated = false;
-    this.path.textContent = '';
+    this.path.replaceChildren();
     this.view.textContent = '';
     this.view.classList.remove('jp-mod-empty');
     this.rendered.replaceChildren();
     this.editButton.disabled = true;
-    this.openButton.disabled = true;
+    this.openButton.hidden = true;
+    this.openNote.textContent = '';
     this.conflict.hidden = true;
     this.setNote('');
   }
@@ -288,6 +305,8 @@ export class FileSection {
     this.saveButton.hidden = true;
     this.cancelButton.hidden = true;
     this.model.setEditing(this, this.editing);
+    // The editor that had the focus is hidden now: give it to Edit, not to the page.
+    this.editButton.focus();
     void this.load(note);
   }
 
@@ -397,6 +416,8 @@ export class FileSection {
   readonly view: HTMLPreElement;
   readonly editor: HTMLTextAreaElement;
   readonly note: HTMLDivElement;
+  /** Why JupyterLab's editor cannot open the file, when it cannot. */
+  readonly openNote: HTMLDivElement;
   readonly editButton: HTMLButtonElement;
   readonly saveButton: HTMLButtonElement;
   readonly cancelButton: HTMLButtonElement;
@@ -411,7 +432,6 @@ export class FileSection {
   private conflictSha: string | null = null;
   private shown = '';
   private filePath = '';
-  private renderAll = false;
   /** The reader asked for the whole file (Show all): loads fetch it all from then on. */
   private showAll = false;
   /** The text on screen is the server's cut of a longer file. */

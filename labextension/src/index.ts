@@ -1,5 +1,8 @@
 /**
- * JupyterLab plugin: the "Agent Memory" sidebar, its commands and key bindings.
+ * JupyterLab plugin: the "Agent Memory" sidebar and its commands.
+ *
+ * Key bindings, the file browser's context menu item and the settings are declared in
+ * `schema/plugin.json`, so users rebind and change them in JupyterLab's Settings Editor.
  *
  * Works in JupyterLab and in Notebook 7 (whose shell has a left area too): every token it uses
  * is optional, so an application without one of them loses that part, quietly.
@@ -11,16 +14,20 @@ import {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
-import { ICommandPalette } from '@jupyterlab/apputils';
+import { ICommandPalette, ISessionContext } from '@jupyterlab/apputils';
 import { PageConfig } from '@jupyterlab/coreutils';
 import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { LabIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
 import { AgentMemoryClient } from './api';
 import { MemoryMarkdown } from './markdown';
 import { AgentMemoryPanel } from './panel';
+
+/** The plugin's id (also its settings' id). */
+const PLUGIN_ID = 'jupyter-agent-memory:plugin';
 
 /** Command ids. */
 export namespace CommandIDs {
@@ -29,10 +36,8 @@ export namespace CommandIDs {
   export const openNotebookAgent = 'agent-memory:open-notebook-agent';
   export const save = 'agent-memory:save';
   export const escape = 'agent-memory:escape';
+  export const append = 'agent-memory:append';
 }
-
-/** Where the sidebar's editors are, for key bindings that act only there. */
-const EDITOR_SELECTOR = '.jp-AgentMemory .jp-AgentMemory-editor';
 
 /** A notebook page with a bookmark, drawn with the theme's icon colour. */
 const agentMemoryIcon = new LabIcon({
@@ -43,63 +48,90 @@ const agentMemoryIcon = new LabIcon({
     'a2 2 0 0 1 2-2zm0 2v16h12V4h-3v7l-2.5-1.5L10 11V4H6zm2 10h8v2H8v-2z"/></svg>'
 });
 
-/** What the kernel's `active_agent_location` reports. */
-interface IKernelAgent {
-  loaded: boolean;
-  path?: string;
-  agent_id?: string | null;
-  exists?: boolean;
-  error?: string;
+/** The session of the current notebook or console, if the current widget has one. */
+function sessionOf(widget: Widget | null): ISessionContext | null {
+  const context = (widget as unknown as { sessionContext?: ISessionContext } | null)
+    ?.sessionContext;
+  return context ?? null;
 }
 
-/** The kernel of the current notebook or console, if the current widget has one. */
-interface IKernelLike {
-  requestExecute(content: {
-    code: string;
-    silent: boolean;
-    store_history: boolean;
-    user_expressions: Record<string, string>;
-  }): { done: Promise<{ content: Record<string, unknown> }> };
-}
+/** `%agent_memory` (or `%agent_memory?`) in code a kernel is about to run. */
+const SELECTS_AGENT = /agent_memory/;
 
-function currentKernel(app: JupyterFrontEnd): IKernelLike | null {
-  const widget = app.shell.currentWidget as unknown as {
-    sessionContext?: { session?: { kernel?: IKernelLike | null } | null };
-  } | null;
-  return widget?.sessionContext?.session?.kernel ?? null;
-}
+/**
+ * Follows the agent of the current notebook: when a notebook becomes current, and after it
+ * runs a cell that mentions `%agent_memory`, the sidebar asks the server to ask that kernel
+ * (the `followNotebook` setting turns this off).
+ */
+class NotebookFollower {
+  constructor(
+    private readonly panel: AgentMemoryPanel,
+    private readonly isOn: () => boolean
+  ) {}
 
-/** Ask a kernel where its active agent is (silently: no history, no output). */
-async function kernelAgent(kernel: IKernelLike): Promise<IKernelAgent> {
-  const expression =
-    "__import__('jupyter_agent_memory.notebook.magics', fromlist=['active_agent_location'])" +
-    '.active_agent_location(get_ipython())';
-  const reply = await kernel.requestExecute({
-    code: '',
-    silent: true,
-    store_history: false,
-    user_expressions: { agent: expression }
-  }).done;
-  const result = (reply.content.user_expressions as Record<string, any> | undefined)?.agent;
-  if (!result || result.status !== 'ok') {
-    const reason = result?.evalue ?? 'the kernel did not answer';
-    throw new Error(`The kernel could not tell (${reason}); is jupyter-agent-memory installed there?`);
+  /** The current widget changed. */
+  currentChanged(widget: Widget | null): void {
+    const session = sessionOf(widget);
+    if (session === this.session) {
+      return;
+    }
+    this.session?.iopubMessage.disconnect(this.onMessage, this);
+    this.session = session;
+    this.pending = false;
+    session?.iopubMessage.connect(this.onMessage, this);
+    void this.follow();
   }
-  return JSON.parse(result.data['text/plain']) as IKernelAgent;
+
+  /** Follow the current notebook now, if the setting says so and the sidebar is visible. */
+  async follow(): Promise<void> {
+    const kernel = this.session?.session?.kernel;
+    if (!kernel || !this.isOn() || !this.panel.isVisible) {
+      return;
+    }
+    await this.panel.followKernel(kernel.id, true);
+  }
+
+  private onMessage(
+    _: ISessionContext,
+    message: { header: { msg_type: string }; content: unknown }
+  ): void {
+    const content = message.content as { code?: string; execution_state?: string };
+    if (message.header.msg_type === 'execute_input' && SELECTS_AGENT.test(content.code ?? '')) {
+      this.pending = true;
+    } else if (
+      message.header.msg_type === 'status' &&
+      content.execution_state === 'idle' &&
+      this.pending
+    ) {
+      this.pending = false;
+      void this.follow();
+    }
+  }
+
+  private session: ISessionContext | null = null;
+  private pending = false;
 }
 
 const plugin: JupyterFrontEndPlugin<void> = {
-  id: 'jupyter-agent-memory:plugin',
-  description: 'Read and safely edit an agent\'s memory (FACT.md, journal, prompt) in a sidebar.',
+  id: PLUGIN_ID,
+  description: "Read and safely edit an agent's memory (FACT.md, journal, prompt) in a sidebar.",
   autoStart: true,
-  optional: [ILabShell, ICommandPalette, ILayoutRestorer, IRenderMimeRegistry, IDefaultFileBrowser],
+  optional: [
+    ILabShell,
+    ICommandPalette,
+    ILayoutRestorer,
+    IRenderMimeRegistry,
+    IDefaultFileBrowser,
+    ISettingRegistry
+  ],
   activate: (
     app: JupyterFrontEnd,
     labShell: ILabShell | null,
     palette: ICommandPalette | null,
     restorer: ILayoutRestorer | null,
     rendermime: IRenderMimeRegistry | null,
-    fileBrowser: IDefaultFileBrowser | null
+    fileBrowser: IDefaultFileBrowser | null,
+    settingRegistry: ISettingRegistry | null
   ) => {
     const panel = new AgentMemoryPanel({
       client: new AgentMemoryClient(),
@@ -118,7 +150,38 @@ const plugin: JupyterFrontEndPlugin<void> = {
     if (restorer) {
       restorer.add(panel, 'jupyter-agent-memory');
     }
-    const show = () => shell.activateById(panel.id);
+    const show = () => {
+      shell.activateById(panel.id);
+      // Notebook 7's side panel can show the widget without a show message: load it here.
+      if (!panel.currentAgent) {
+        void panel.refresh();
+      }
+    };
+
+    let followNotebook = true;
+    const follower = new NotebookFollower(panel, () => followNotebook);
+    const current = shell as unknown as {
+      currentWidget: Widget | null;
+      currentChanged?: { connect(slot: (sender: unknown, args: unknown) => void): void };
+    };
+    current.currentChanged?.connect(() => follower.currentChanged(current.currentWidget));
+    follower.currentChanged(current.currentWidget);
+    panel.shown.connect(() => void follower.follow());
+
+    if (settingRegistry) {
+      void settingRegistry
+        .load(PLUGIN_ID)
+        .then(settings => {
+          const apply = () => {
+            followNotebook = settings.get('followNotebook').composite !== false;
+            const limit = Number(settings.get('journalLimit').composite);
+            panel.setJournalLimit(Number.isInteger(limit) && limit > 0 ? limit : 20);
+          };
+          apply();
+          settings.changed.connect(apply);
+        })
+        .catch(reason => console.warn('jupyter-agent-memory: settings not loaded', reason));
+    }
 
     app.commands.addCommand(CommandIDs.open, {
       label: 'Open Agent Memory',
@@ -151,26 +214,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
       caption: 'Show the agent %agent_memory selected in the current notebook',
       icon: agentMemoryIcon,
       execute: async () => {
+        const kernel = sessionOf(current.currentWidget)?.session?.kernel;
         show();
-        const kernel = currentKernel(app);
         if (!kernel) {
-          await panel.openLocationError('Open a notebook with a running kernel first.');
+          panel.showError('Open a notebook with a running kernel first.');
           return;
         }
-        try {
-          const where = await kernelAgent(kernel);
-          if (!where.loaded) {
-            await panel.openLocationError(
-              'The notebook has not loaded the extension (%load_ext jupyter_agent_memory).'
-            );
-          } else if (where.error || !where.path) {
-            await panel.openLocationError(where.error ?? 'The notebook has no active agent.');
-          } else {
-            await panel.openLocation(where.path, where.agent_id ?? null);
-          }
-        } catch (error) {
-          await panel.openLocationError(error instanceof Error ? error.message : String(error));
-        }
+        await panel.followKernel(kernel.id);
       }
     });
     app.commands.addCommand(CommandIDs.save, {
@@ -181,15 +231,11 @@ const plugin: JupyterFrontEndPlugin<void> = {
       label: 'Cancel the Agent Memory Edit',
       execute: () => panel.focusedSection()?.escape()
     });
-    // Within the sidebar's editors these win over the document's own Ctrl+S.
-    app.commands.addKeyBinding({ command: CommandIDs.save, keys: ['Accel S'], selector: EDITOR_SELECTOR });
-    app.commands.addKeyBinding({ command: CommandIDs.escape, keys: ['Escape'], selector: EDITOR_SELECTOR });
-
-    app.contextMenu.addItem({
-      command: CommandIDs.openFolder,
-      selector: '.jp-DirListing-item[data-isdir="true"]',
-      rank: 60
+    app.commands.addCommand(CommandIDs.append, {
+      label: 'Append the Agent Memory Journal Entry',
+      execute: () => panel.appendEntry()
     });
+
     if (palette) {
       palette.addItem({ command: CommandIDs.open, category: 'Agent Memory' });
       palette.addItem({ command: CommandIDs.openNotebookAgent, category: 'Agent Memory' });

@@ -12,6 +12,7 @@ import {
   isObject,
   longText,
   MAX_SHOWN_CHARS,
+  shortTime,
   timeLabel
 } from './dom';
 import { AgentMemoryModel } from './model';
@@ -24,13 +25,16 @@ export class JournalSection extends MemorySection {
     this.form = el('form', 'jp-AgentMemory-searchForm');
     this.queryInput = el('input', 'jp-mod-styled jp-AgentMemory-query');
     this.queryInput.placeholder = 'Search text';
+    this.queryInput.setAttribute('aria-label', 'Search the journal for text');
     this.tagInput = el('input', 'jp-mod-styled jp-AgentMemory-tag');
     this.tagInput.placeholder = 'Tag';
+    this.tagInput.setAttribute('aria-label', 'Only entries with this tag');
     this.limitInput = el('input', 'jp-mod-styled jp-AgentMemory-limit');
     this.limitInput.type = 'number';
     this.limitInput.min = '1';
-    this.limitInput.value = '20';
+    this.limitInput.value = `${this.defaultLimit}`;
     this.limitInput.title = 'Most recent matches to show';
+    this.limitInput.setAttribute('aria-label', 'Most recent matches to show');
     const searchButton = button('Search', 'jp-AgentMemory-search', () => {
       /* submitted through the form */
     });
@@ -41,13 +45,15 @@ export class JournalSection extends MemorySection {
     const append = el('div', 'jp-AgentMemory-appendForm');
     this.appendText = el('textarea', 'jp-mod-styled jp-AgentMemory-appendText');
     this.appendText.rows = 2;
-    this.appendText.placeholder = 'New journal entry';
+    this.appendText.placeholder = 'New journal entry (Ctrl+Enter appends)';
+    this.appendText.setAttribute('aria-label', 'New journal entry');
     this.appendTags = el('input', 'jp-mod-styled jp-AgentMemory-appendTags');
     this.appendTags.placeholder = 'Tags, comma separated';
+    this.appendTags.setAttribute('aria-label', 'Tags of the new entry, comma separated');
     append.append(
       this.appendText,
       this.appendTags,
-      button('Append', 'jp-AgentMemory-append', () => void this.appendEntry())
+      button('Append', 'jp-AgentMemory-append', () => void this.model.track(this.appendEntry()))
     );
     this.body.append(this.form, this.journalNote, this.journalList, append);
   }
@@ -55,10 +61,10 @@ export class JournalSection extends MemorySection {
   handleEvent(event: Event): void {
     if (event.type === 'submit') {
       event.preventDefault();
-      void this.search();
+      void this.model.track(this.search());
     } else if (event.type === 'change') {
       // Every search field searches when its value changes (Enter, or leaving the field).
-      void this.search();
+      void this.model.track(this.search());
     } else {
       super.handleEvent(event);
     }
@@ -108,13 +114,14 @@ export class JournalSection extends MemorySection {
         throw new Error('The server sent no list of journal entries.');
       }
       this.shownQuery = this.queryInput.value;
-      this.journalList.replaceChildren(
-        ...result.entries.map(entry => this.renderEntry(entry))
-      );
+      this.journalList.replaceChildren(...result.entries.map(entry => this.renderEntry(entry)));
       const count = result.entries.length;
+      const filtered = !!(this.queryInput.value || this.tagInput.value.trim());
       let note =
         count === 0
-          ? EMPTY.journal
+          ? filtered || result.scanned
+            ? EMPTY.journal
+            : EMPTY.emptyJournal
           : `${count} entr${count === 1 ? 'y' : 'ies'}, newest first.`;
       if (result.skipped) {
         note += ` ${result.skipped} corrupted line(s) skipped.`;
@@ -150,25 +157,28 @@ export class JournalSection extends MemorySection {
     for (const tag of tags) {
       if (!searchable || typeof tag !== 'string') {
         // Not a tag a search could match: shown, not clickable.
-        meta.appendChild(
-          longText('span', 'jp-AgentMemory-entryTag jp-mod-odd', asText(tag))
-        );
+        meta.appendChild(longText('span', 'jp-AgentMemory-entryTag jp-mod-odd', asText(tag)));
         continue;
       }
-      const label =
-        tag.length > MAX_SHOWN_CHARS ? tag.slice(0, MAX_SHOWN_CHARS) + '…' : tag;
+      const label = tag.length > MAX_SHOWN_CHARS ? tag.slice(0, MAX_SHOWN_CHARS) + '…' : tag;
       const chip = el('button', 'jp-AgentMemory-entryTag', label);
       chip.type = 'button';
       chip.title = `Show entries tagged "${label}"`;
       chip.addEventListener('click', () => {
         this.tagInput.value = tag;
-        void this.search();
+        void this.model.track(this.search());
       });
       meta.appendChild(chip);
     }
     item.append(
       meta,
-      longText('div', 'jp-AgentMemory-entryText', asText(entry.text), MAX_SHOWN_CHARS, this.shownQuery)
+      longText(
+        'div',
+        'jp-AgentMemory-entryText',
+        asText(entry.text),
+        MAX_SHOWN_CHARS,
+        this.shownQuery
+      )
     );
     for (const [key, value] of Object.entries(entry)) {
       if (ENTRY_KEYS.includes(key)) {
@@ -189,25 +199,37 @@ export class JournalSection extends MemorySection {
     this.journalNote.classList.toggle('jp-mod-error', isError);
   }
 
-  private async appendEntry(): Promise<void> {
+  /** Append the entry in the form (the Append button, or Ctrl+Enter in the form). */
+  async appendEntry(): Promise<void> {
     const tags = this.appendTags.value
       .split(',')
       .map(tag => tag.trim())
       .filter(tag => tag);
     try {
-      const result = await this.model.appendJournal(
-        this.model.agent,
-        this.appendText.value,
-        tags
-      );
+      const result = await this.model.appendJournal(this.model.agent, this.appendText.value, tags);
       this.appendText.value = '';
       this.appendTags.value = '';
       await this.search();
-      this.setJournalNote(`Journal entry added at ${result.entry.ts}.`);
+      const when = shortTime(result.entry.ts);
+      this.setJournalNote(`Journal entry added${when ? ` at ${when}` : ''}.`);
+      this.appendText.focus();
     } catch (error) {
       this.setJournalNote(`Not added: ${describe(error)}`, true);
     }
   }
+
+  /**
+   * How many entries a search shows unless the limit field says otherwise (the
+   * `journalLimit` setting); a field still at the old default follows the new one.
+   */
+  setDefaultLimit(limit: number): void {
+    if (this.limitInput.value === `${this.defaultLimit}`) {
+      this.limitInput.value = `${limit}`;
+    }
+    this.defaultLimit = limit;
+  }
+
+  private defaultLimit = 20;
 
   /** The query whose matches the journal list highlights. */
   private shownQuery = '';

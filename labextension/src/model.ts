@@ -5,10 +5,13 @@
  * of them knows another.
  */
 
+import { ISignal, Signal } from '@lumino/signaling';
+
 import {
   AgentMemoryClient,
   ApiError,
   IAgentsResponse,
+  IHandoverResponse,
   IHistoryResponse,
   IJournalAppendedResponse,
   IJournalQuery,
@@ -22,31 +25,6 @@ import {
   ViewBound
 } from './api';
 import { describe } from './dom';
-
-/**
- * A minimal typed signal: the sidebar's sections connect in `onAfterAttach` and disconnect in
- * `onBeforeDetach`. (Lumino's own signaling is not among this package's dependencies.)
- */
-export class Signal<T> {
-  /** Call `slot` with each value emitted from now on. */
-  connect(slot: (value: T) => void): void {
-    this.slots.add(slot);
-  }
-
-  /** Stop calling `slot`. */
-  disconnect(slot: (value: T) => void): void {
-    this.slots.delete(slot);
-  }
-
-  /** Call every connected slot, in the order they connected. */
-  emit(value: T): void {
-    for (const slot of [...this.slots]) {
-      slot(value);
-    }
-  }
-
-  private readonly slots = new Set<(value: T) => void>();
-}
 
 /** The memory files the sidebar shows and edits. */
 export type MemoryFile = 'facts' | PersonaName;
@@ -65,6 +43,8 @@ export interface ILoadedFile {
   sha256: string;
   chars: number;
   truncated: boolean;
+  /** The server's rendering of `content` (FACT.md only). */
+  html?: string;
 }
 
 /** A status line message. */
@@ -81,6 +61,24 @@ export interface IReload {
   agent: string;
   work: Promise<void>[];
 }
+
+/** An agent the picker offers besides the agents root's: a folder, or a notebook's agent. */
+export interface IExtraAgent {
+  /** `@relative/path` (a folder below the server's root) or `~handle` (handed over). */
+  id: string;
+  label: string;
+}
+
+/** What the picker lists. */
+export interface IAgentListing {
+  agents: string[];
+  extras: IExtraAgent[];
+  agent: string;
+}
+
+/** What `checkAgentId` found: a usable new id, an existing agent, or the server's refusal. */
+export type AgentIdCheck =
+  { kind: 'new' } | { kind: 'exists' } | { kind: 'invalid'; message: string };
 
 /** What the model needs from the application around it. */
 export interface IModelOptions {
@@ -100,17 +98,29 @@ export class AgentMemoryModel {
   }
 
   /** The agent on screen changed: everything shown for the previous one must go. */
-  readonly agentShown = new Signal<string>();
+  get agentShown(): ISignal<this, string> {
+    return this._agentShown;
+  }
   /** Show the current agent again (each section loads what it shows). */
-  readonly reloadRequested = new Signal<IReload>();
-  /** The agent list loaded: the agent ids, then the opened folders. */
-  readonly agentsListed = new Signal<{ agents: string[]; folders: string[]; agent: string }>();
+  get reloadRequested(): ISignal<this, IReload> {
+    return this._reloadRequested;
+  }
+  /** The agent list loaded: the agent ids, then the folders and notebooks' agents. */
+  get agentsListed(): ISignal<this, IAgentListing> {
+    return this._agentsListed;
+  }
   /** The status line's text. */
-  readonly statusChanged = new Signal<IStatus>();
+  get statusChanged(): ISignal<this, IStatus> {
+    return this._statusChanged;
+  }
   /** Whether any memory file is being edited. */
-  readonly editingChanged = new Signal<boolean>();
+  get editingChanged(): ISignal<this, boolean> {
+    return this._editingChanged;
+  }
   /** A memory file was written from the sidebar (by an edit or a restore). */
-  readonly fileSaved = new Signal<MemoryFile>();
+  get fileSaved(): ISignal<this, MemoryFile> {
+    return this._fileSaved;
+  }
 
   /** The agent currently shown ('' until the agent list has loaded). */
   get agent(): string {
@@ -143,11 +153,11 @@ export class AgentMemoryModel {
     } else {
       this.editors.delete(editor);
     }
-    this.editingChanged.emit(this.editing);
+    this._editingChanged.emit(this.editing);
   }
 
   setStatus(text: string, isError = false): void {
-    this.statusChanged.emit({ text, isError });
+    this._statusChanged.emit({ text, isError });
   }
 
   /** `path` relative to the server's root, or null when it is not below it. */
@@ -172,20 +182,48 @@ export class AgentMemoryModel {
     this.current = agent;
     this.setStatus('');
     this.showAgent();
-    return this.reload();
+    return this.track(this.reload());
+  }
+
+  /** True while the agent list or a section is loading (the panel says so as `aria-busy`). */
+  get loading(): boolean {
+    return this.loads > 0;
+  }
+
+  /** Whether anything is loading changed. */
+  get loadingChanged(): ISignal<this, boolean> {
+    return this._loadingChanged;
   }
 
   /** Reload the agent list and everything shown for the current agent. */
-  async refresh(): Promise<void> {
+  refresh(): Promise<void> {
+    return this.track(this.load());
+  }
+
+  /** Count `work` as loading until it settles (sections wrap the loads people start). */
+  async track<T>(work: Promise<T>): Promise<T> {
+    if (this.loads++ === 0) {
+      this._loadingChanged.emit(true);
+    }
+    try {
+      return await work;
+    } finally {
+      if (--this.loads === 0) {
+        this._loadingChanged.emit(false);
+      }
+    }
+  }
+
+  private async load(): Promise<void> {
     try {
       const listing = await this.client.listAgents();
-      this.agentsRoot = listing.root;
       let agents = listing.agents;
       let status = '';
-      if (this.current.startsWith('@')) {
+      const extra = this.extras.get(this.current);
+      if (extra !== undefined) {
         if (!(await this.folderExists(this.current)) && !this.editing) {
-          status = `The folder "${this.current.slice(1)}" is gone (deleted or moved); nothing was recreated. Showing the default agent.`;
-          this.folders = this.folders.filter(f => f !== this.current);
+          status = `The folder "${extra.path}" is gone (deleted or moved); nothing was recreated. Showing the default agent.`;
+          this.extras.delete(this.current);
           this.current = '';
         }
       } else if (this.current && !agents.includes(this.current) && !this.editing) {
@@ -197,12 +235,16 @@ export class AgentMemoryModel {
         this.current = listing.default_agent;
       }
       this.showAgent();
-      if (!this.current.startsWith('@') && !agents.includes(this.current)) {
+      if (!this.extras.has(this.current) && !agents.includes(this.current)) {
         // Every surface starts on the default agent; create it like the others do.
         await this.client.createAgent(this.current);
         agents = [...agents, this.current].sort();
       }
-      this.agentsListed.emit({ agents, folders: this.folders, agent: this.current });
+      this._agentsListed.emit({
+        agents,
+        extras: [...this.extras].map(([id, extra]) => ({ id, label: extra.label })),
+        agent: this.current
+      });
       this.setStatus(status);
     } catch (error) {
       this.setStatus(`Could not list agents: ${describe(error)}`, true);
@@ -232,9 +274,7 @@ export class AgentMemoryModel {
       this.setStatus('Save or cancel the edit first.', true);
       return false;
     }
-    if (!this.folders.includes(agent)) {
-      this.folders = [...this.folders, agent];
-    }
+    this.extras.set(agent, { path: relative, label: `${relative} (folder)` });
     this.current = agent;
     await this.refresh();
     this.setStatus(`Showing the agent folder "${relative}".`);
@@ -242,35 +282,54 @@ export class AgentMemoryModel {
   }
 
   /**
-   * Show the agent at absolute `path` (what a notebook's kernel reports): by id when it is in
-   * the agents root, by folder when it is below the server's root.
+   * Show the agent the notebook running in kernel `kernelId` uses. The server asks the kernel
+   * itself (it takes no path from us): an agent outside both roots comes back as a handle.
+   * With `quiet`, a notebook that has no agent to show changes nothing and says nothing.
    */
-  async openLocation(path: string, agentId: string | null): Promise<boolean> {
-    if (!this.agentsRoot) {
-      await this.refresh();
-    }
-    const normal = path.replace(/\\/g, '/');
-    const root = this.agentsRoot.replace(/\\/g, '/').replace(/\/+$/, '');
-    if (agentId && root && normal === `${root}/${agentId}`) {
-      if (this.editing) {
-        this.setStatus('Save or cancel the edit first.', true);
-        return false;
+  async followKernel(kernelId: string, quiet = false): Promise<boolean> {
+    let found: IHandoverResponse;
+    try {
+      found = await this.client.handover(kernelId);
+    } catch (error) {
+      if (!quiet) {
+        this.setStatus(`Could not show the notebook's agent: ${describe(error)}`, true);
       }
-      this.current = agentId;
-      await this.refresh();
-      this.setStatus(`Showing the notebook's agent "${agentId}".`);
-      return true;
-    }
-    const relative = this.relativeToServer(normal);
-    if (relative === null) {
-      this.setStatus(
-        `The notebook's agent is at ${path}, outside the server's root and the agents root, ` +
-          'so the sidebar cannot reach it: start JupyterLab in a folder above it.',
-        true
-      );
       return false;
     }
-    return this.openFolder(relative);
+    if (found.agent === this.current) {
+      return true;
+    }
+    if (this.editing) {
+      if (!quiet) {
+        this.setStatus('Save or cancel the edit first.', true);
+      }
+      return false;
+    }
+    if (found.how !== 'agents-root') {
+      const where = found.how === 'server-root' ? found.agent.slice(1) : found.path;
+      const kind = found.how === 'server-root' ? 'folder' : "notebook's agent";
+      this.extras.set(found.agent, { path: where, label: `${where} (${kind})` });
+    }
+    this.current = found.agent;
+    await this.refresh();
+    this.setStatus(`Showing the notebook's agent (${found.path}).`);
+    return true;
+  }
+
+  /** Whether `id` can name a new agent, names one already, or is refused (the server's rule). */
+  async checkAgentId(id: string): Promise<AgentIdCheck> {
+    try {
+      await this.client.getFacts(id, 1); // only whether it exists
+      return { kind: 'exists' };
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 404) {
+        return { kind: 'new' };
+      }
+      if (error instanceof ApiError && error.status === 400) {
+        return { kind: 'invalid', message: error.message };
+      }
+      throw error;
+    }
   }
 
   /** Create agent `id` (from `template` when given) and show it. */
@@ -296,9 +355,10 @@ export class AgentMemoryModel {
 
   // -- what the sections read and write, for the agent they name ----------------
 
+  /** Read `file` (FACT.md comes with its rendering as `html`). */
   loadFile(file: MemoryFile, agent: string, bound?: ViewBound): Promise<ILoadedFile> {
     return file === 'facts'
-      ? this.client.getFacts(agent, bound)
+      ? this.client.getFacts(agent, bound, true)
       : this.client.getPersona(agent, file, bound);
   }
 
@@ -309,15 +369,16 @@ export class AgentMemoryModel {
     content: string,
     expected: string
   ): Promise<{ sha256: string }> {
-    const saved = file === 'facts'
-      ? await this.client.saveFacts(agent, content, expected)
-      : await this.client.savePersona(agent, file, content, expected);
+    const saved =
+      file === 'facts'
+        ? await this.client.saveFacts(agent, content, expected)
+        : await this.client.savePersona(agent, file, content, expected);
     return saved;
   }
 
   /** Tell the sections that depend on `file` that it was written. */
   notifySaved(file: MemoryFile): void {
-    this.fileSaved.emit(file);
+    this._fileSaved.emit(file);
   }
 
   getHistory(agent: string): Promise<IHistoryResponse> {
@@ -328,10 +389,7 @@ export class AgentMemoryModel {
     return this.client.getVersion(agent, sha256);
   }
 
-  searchJournal(
-    agent: string,
-    search: IJournalQuery
-  ): Promise<IJournalResponse> {
+  searchJournal(agent: string, search: IJournalQuery): Promise<IJournalResponse> {
     return this.client.searchJournal(agent, search);
   }
 
@@ -358,7 +416,7 @@ export class AgentMemoryModel {
   /** Ask every section to load the current agent, and wait for all of them. */
   async reload(): Promise<void> {
     const request: IReload = { agent: this.current, work: [] };
-    this.reloadRequested.emit(request);
+    this._reloadRequested.emit(request);
     await Promise.all(request.work);
   }
 
@@ -381,16 +439,23 @@ export class AgentMemoryModel {
       return;
     }
     this.shownAgent = this.current;
-    this.agentShown.emit(this.current);
+    this._agentShown.emit(this.current);
   }
 
   private readonly client: AgentMemoryClient;
   private readonly serverRoot: string;
   private readonly openPath: ((path: string) => void) | null;
   private current = '';
-  private agentsRoot = '';
-  /** Agent folders opened by path this session ('@relative/path'). */
-  private folders: string[] = [];
+  /** Agents opened by folder ('@relative/path') or handed over by a notebook ('~handle'). */
+  private readonly extras = new Map<string, { path: string; label: string }>();
+  private readonly _agentShown = new Signal<this, string>(this);
+  private readonly _reloadRequested = new Signal<this, IReload>(this);
+  private readonly _agentsListed = new Signal<this, IAgentListing>(this);
+  private readonly _statusChanged = new Signal<this, IStatus>(this);
+  private readonly _editingChanged = new Signal<this, boolean>(this);
+  private readonly _fileSaved = new Signal<this, MemoryFile>(this);
+  private readonly _loadingChanged = new Signal<this, boolean>(this);
+  private loads = 0;
   /** The agent whose memory is on screen (cleared before another one is shown). */
   private shownAgent = '';
   private readonly editors = new Set<object>();

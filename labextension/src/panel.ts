@@ -10,6 +10,7 @@
  */
 
 import { Message } from '@lumino/messaging';
+import { ISignal, Signal } from '@lumino/signaling';
 import { PanelLayout, Widget } from '@lumino/widgets';
 
 import { AgentMemoryClient } from './api';
@@ -40,25 +41,33 @@ export interface IPanelOptions {
 export class AgentMemoryPanel extends Widget {
   constructor(options: IPanelOptions | AgentMemoryClient = {}) {
     super();
-    const opts: IPanelOptions = options instanceof AgentMemoryClient ? { client: options } : options;
+    const opts: IPanelOptions =
+      options instanceof AgentMemoryClient ? { client: options } : options;
     this.model = new AgentMemoryModel(opts);
     this.id = 'jp-agent-memory';
     this.addClass('jp-AgentMemory');
     this.title.caption = 'Agent Memory';
     this.facts = new FactsSection(this.model, opts.markdown ?? null);
     this.persona = new PersonaSection(this.model);
+    this.picker = new AgentPicker(this.model);
+    this.journal = new JournalSection(this.model);
     const layout = new PanelLayout();
     for (const part of [
-      new AgentPicker(this.model),
+      this.picker,
       this.facts,
       this.persona,
-      new JournalSection(this.model),
+      this.journal,
       new PromptSection(this.model),
       new SessionsSection(this.model)
     ]) {
       layout.addWidget(part);
     }
     this.layout = layout;
+    // Busy while loading: assistive technology (and tests) wait for the settled state.
+    this.node.setAttribute('aria-busy', 'false');
+    this.model.loadingChanged.connect((_, loading) => {
+      this.node.setAttribute('aria-busy', loading ? 'true' : 'false');
+    });
   }
 
   /** The model the sections share. */
@@ -93,24 +102,51 @@ export class AgentMemoryPanel extends Widget {
   }
 
   /**
-   * Show the agent at absolute `path` (what a notebook's kernel reports): by id when it is in
-   * the agents root, by folder when it is below the server's root.
+   * Show the agent of the notebook running in kernel `kernelId` (the server asks the kernel;
+   * see `AgentMemoryModel.followKernel`).
    */
-  openLocation(path: string, agentId: string | null): Promise<boolean> {
-    return this.model.openLocation(path, agentId);
+  followKernel(kernelId: string, quiet = false): Promise<boolean> {
+    return this.model.followKernel(kernelId, quiet);
   }
 
-  /** Show why the notebook's agent could not be shown. */
-  async openLocationError(message: string): Promise<void> {
+  /** Say on the status line why the notebook's agent cannot be shown. */
+  showError(message: string): void {
     this.model.setStatus(message, true);
+  }
+
+  /** The journal's default number of entries shown (the `journalLimit` setting). */
+  setJournalLimit(limit: number): void {
+    this.journal.setDefaultLimit(limit);
+  }
+
+  /** Append the journal entry in the form (the append shortcut). */
+  appendEntry(): Promise<void> {
+    return this.model.track(this.journal.appendEntry());
+  }
+
+  protected onActivateRequest(msg: Message): void {
+    super.onActivateRequest(msg);
+    // Opened from the command palette, a shortcut or the tab: the keyboard comes along.
+    if (!this.node.contains(document.activeElement)) {
+      this.picker.focus();
+    }
+  }
+
+  /** The sidebar was shown (its tab opened, or the left area expanded). */
+  get shown(): ISignal<this, void> {
+    return this._shown;
   }
 
   protected onAfterShow(msg: Message): void {
     super.onAfterShow(msg);
     // Memory changes behind our back (agents, magics, the CLI): show the current state.
     void this.refresh();
+    this._shown.emit();
   }
 
   private readonly facts: FactsSection;
   private readonly persona: PersonaSection;
+  private readonly picker: AgentPicker;
+  private readonly _shown = new Signal<this, void>(this);
+  private readonly journal: JournalSection;
 }

@@ -3,7 +3,7 @@
 import { Message } from '@lumino/messaging';
 
 import { IPromptResponse } from './api';
-import { cutText, describe, el } from './dom';
+import { cutText, describe, el, scrollable } from './dom';
 import { AgentMemoryModel } from './model';
 import { MemorySection } from './section';
 
@@ -89,8 +89,14 @@ export class PromptSection extends MemorySection {
     );
     const agent = prompt.agent;
     this.promptText.replaceChildren(
-      cutText('pre', 'jp-AgentMemory-promptText', prompt, async () =>
-        (await this.model.getPrompt(agent, 'all')).text
+      scrollable(
+        cutText(
+          'pre',
+          'jp-AgentMemory-promptText',
+          prompt,
+          async () => (await this.model.getPrompt(agent, 'all')).text
+        ),
+        'Prompt text'
       )
     );
   }

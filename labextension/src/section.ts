@@ -62,7 +62,7 @@ export abstract class MemorySection extends Widget {
 
   private readonly onAgentShown = (): void => this.clear();
 
-  private readonly onReload = (request: IReload): void => {
+  private readonly onReload = (_: AgentMemoryModel, request: IReload): void => {
     const work = this.reload();
     if (work !== null) {
       request.work.push(work);

@@ -14,6 +14,7 @@ import {
   EMPTY,
   longText,
   relativeTime,
+  scrollable,
   shortSha,
   timeLabel
 } from './dom';
@@ -29,7 +30,9 @@ export class SessionsSection extends MemorySection {
     this.sessionsList = el('ol', 'jp-AgentMemory-sessionList');
     const pick = el('div', 'jp-AgentMemory-buttons');
     this.sessionPick = el('select', 'jp-mod-styled jp-AgentMemory-sessionPick');
+    this.sessionPick.setAttribute('aria-label', 'Recorded session to show');
     this.sessionOther = el('select', 'jp-mod-styled jp-AgentMemory-sessionOther');
+    this.sessionOther.setAttribute('aria-label', 'Recorded session to diff with');
     pick.append(
       this.sessionPick,
       button('Prompt', 'jp-AgentMemory-sessionShow', () => void this.showSession()),
@@ -39,6 +42,7 @@ export class SessionsSection extends MemorySection {
     this.whyForm = el('form', 'jp-AgentMemory-searchForm jp-AgentMemory-whyForm');
     this.whyInput = el('input', 'jp-mod-styled jp-AgentMemory-whyText');
     this.whyInput.placeholder = 'Why is this line in the prompt?';
+    this.whyInput.setAttribute('aria-label', 'Text of a prompt line to explain');
     const whyButton = button('Why', 'jp-AgentMemory-why', () => {
       /* submitted through the form */
     });
@@ -97,7 +101,11 @@ export class SessionsSection extends MemorySection {
       this.sessionsList.replaceChildren(...sessions.map(s => this.renderSession(s)));
       const options = (first: string | null) => {
         const list = sessions.map(s => {
-          const option = el('option', '', `${s.session_id.slice(0, 8)} · ${relativeTime(s.ts) || asText(s.ts)}`);
+          const option = el(
+            'option',
+            '',
+            `${s.session_id.slice(0, 8)} · ${relativeTime(s.ts) || asText(s.ts)}`
+          );
           option.value = s.session_id;
           return option;
         });
@@ -130,9 +138,10 @@ export class SessionsSection extends MemorySection {
   private renderSession(receipt: ISessionReceipt): HTMLLIElement {
     const item = el('li', 'jp-AgentMemory-session');
     item.dataset.sid = receipt.session_id;
-    const client = receipt.client && receipt.client.name
-      ? `${receipt.client.name}${receipt.client.version ? ' ' + receipt.client.version : ''}`
-      : '(unknown client)';
+    const client =
+      receipt.client && receipt.client.name
+        ? `${receipt.client.name}${receipt.client.version ? ' ' + receipt.client.version : ''}`
+        : '(unknown client)';
     const meta = el('div', 'jp-AgentMemory-entryMeta');
     meta.append(
       timeLabel(receipt.ts, 'jp-AgentMemory-sessionTs'),
@@ -162,14 +171,26 @@ export class SessionsSection extends MemorySection {
       const table = el('table', 'jp-AgentMemory-promptSections');
       table.replaceChildren(...sectionRows(receipt.sections ?? []));
       this.sessionOutput.replaceChildren(
-        el('div', 'jp-AgentMemory-note', `The exact prompt session ${receipt.session_id} started with (${asText(receipt.ts)}), ${session.chars.toLocaleString('en-US')} characters:`),
+        el(
+          'div',
+          'jp-AgentMemory-note',
+          `The exact prompt session ${receipt.session_id} started with (${asText(receipt.ts)}), ${session.chars.toLocaleString('en-US')} characters:`
+        ),
         table,
-        cutText('pre', 'jp-AgentMemory-promptText jp-AgentMemory-sessionPrompt', session, async () =>
-          (await this.model.getSession(agent, sid, 'all')).text
+        scrollable(
+          cutText(
+            'pre',
+            'jp-AgentMemory-promptText jp-AgentMemory-sessionPrompt',
+            session,
+            async () => (await this.model.getSession(agent, sid, 'all')).text
+          ),
+          'Recorded prompt text'
         )
       );
     } catch (error) {
-      this.sessionOutput.replaceChildren(el('div', 'jp-AgentMemory-note jp-mod-error', describe(error)));
+      this.sessionOutput.replaceChildren(
+        el('div', 'jp-AgentMemory-note jp-mod-error', describe(error))
+      );
     }
   }
 
@@ -177,7 +198,9 @@ export class SessionsSection extends MemorySection {
     const first = this.sessionPick.value;
     const second = this.sessionOther.value;
     if (!first || !second) {
-      this.sessionOutput.replaceChildren(el('div', 'jp-AgentMemory-note jp-mod-error', 'Pick two sessions to diff.'));
+      this.sessionOutput.replaceChildren(
+        el('div', 'jp-AgentMemory-note jp-mod-error', 'Pick two sessions to diff.')
+      );
       return;
     }
     try {
@@ -187,11 +210,17 @@ export class SessionsSection extends MemorySection {
       ]);
       const lines = diffLines(a.text, b.text);
       this.sessionOutput.replaceChildren(
-        el('div', 'jp-AgentMemory-note', `From session ${a.receipt.session_id} to ${b.receipt.session_id}: ${diffSummary(lines)}`),
+        el(
+          'div',
+          'jp-AgentMemory-note',
+          `From session ${a.receipt.session_id} to ${b.receipt.session_id}: ${diffSummary(lines)}`
+        ),
         diffView(lines, 'jp-AgentMemory-sessionLines')
       );
     } catch (error) {
-      this.sessionOutput.replaceChildren(el('div', 'jp-AgentMemory-note jp-mod-error', describe(error)));
+      this.sessionOutput.replaceChildren(
+        el('div', 'jp-AgentMemory-note jp-mod-error', describe(error))
+      );
     }
   }
 
@@ -208,9 +237,10 @@ export class SessionsSection extends MemorySection {
       list.replaceChildren(
         ...result.origins.map(origin => {
           const item = el('li', 'jp-AgentMemory-origin');
-          const where = origin.source === null
-            ? `text the prompt builder wrote (${origin.section} section)`
-            : `${origin.source} @ ${shortSha(origin.version ?? '')} line ${origin.line}`;
+          const where =
+            origin.source === null
+              ? `text the prompt builder wrote (${origin.section} section)`
+              : `${origin.source} @ ${shortSha(origin.version ?? '')} line ${origin.line}`;
           item.append(
             el('div', 'jp-AgentMemory-originWhere', where),
             longText('div', 'jp-AgentMemory-originText', origin.text)
@@ -219,13 +249,19 @@ export class SessionsSection extends MemorySection {
         })
       );
       this.sessionOutput.replaceChildren(
-        el('div', 'jp-AgentMemory-note', result.origins.length
-          ? `${result.origins.length} line${result.origins.length === 1 ? '' : 's'} of session ${result.session_id}'s prompt hold this text:`
-          : `No line of session ${result.session_id}'s prompt contains "${text}".`),
+        el(
+          'div',
+          'jp-AgentMemory-note',
+          result.origins.length
+            ? `${result.origins.length} line${result.origins.length === 1 ? '' : 's'} of session ${result.session_id}'s prompt hold this text:`
+            : `No line of session ${result.session_id}'s prompt contains "${text}".`
+        ),
         list
       );
     } catch (error) {
-      this.sessionOutput.replaceChildren(el('div', 'jp-AgentMemory-note jp-mod-error', describe(error)));
+      this.sessionOutput.replaceChildren(
+        el('div', 'jp-AgentMemory-note jp-mod-error', describe(error))
+      );
     }
   }
 

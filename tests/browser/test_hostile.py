@@ -13,6 +13,7 @@ the test's temporary folder.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,14 @@ import nbformat
 import pytest
 from conftest import Lab, watch_of
 from hostile import ATTACKER_HOST, HOSTILE_FACTS, PAYLOADS
+from markdown_cases import HIDING_CASES
 from pages import KERNEL_IDLE, THEMES, screenshot_dir, set_theme
 from playwright.sync_api import Page, expect
+from sidebar_page import open_sidebar, settled
+
+from jupyter_agent_memory import AgentMemory
+
+WORD = re.compile(r"[^\W_]+")
 
 # Every attribute, script or URL in the DOM that could only have come from a payload.
 FIND_LIVE_PAYLOADS = """
@@ -224,3 +231,55 @@ def test_hostile_memory_in_notebook7_runs_nothing(
     assert fact.read_text(encoding="utf-8") == HOSTILE_FACTS
     journal = (lab.agents_root / "hostile" / "memory" / "JOURNAL.jsonl").read_text("utf-8")
     assert [json.loads(line)["text"] for line in journal.splitlines()] == list(PAYLOADS.values())
+
+
+# -- FACT.md that Markdown would partly hide, in the sidebar ----------------------------------
+
+SIDEBAR_CASES = ("code-span-around-html", "style-hides-the-rest", "comment-definition",
+                 "titled-definition", "link-shows-another-target", "table-extra-cell")
+
+
+def assert_hidden_lines_visible(page: Page, lab: Lab, agent: str) -> None:
+    """Each case, written to ``agent``'s FACT.md, shows its hidden line in the sidebar's
+    rendered view, runs nothing and sends nothing anywhere but the server."""
+    rendered = page.locator("#jp-agent-memory .jp-AgentMemory-factsRendered")
+    mem = AgentMemory.open_id(agent, lab.agents_root)
+    for name in SIDEBAR_CASES:
+        source, hidden = HIDING_CASES[name]
+        mem.update_facts(source)
+        page.locator("#jp-agent-memory .jp-AgentMemory-refresh").click()
+        settled(page)
+        expect(rendered).to_be_visible()
+        shown = "".join(WORD.findall(rendered.inner_text()))
+        assert "".join(WORD.findall(hidden)) in shown, (name, rendered.inner_text())
+        assert rendered.locator("style, script, img, iframe, svg").count() == 0
+        if name == "code-span-around-html":
+            expect(rendered.locator("code").first).to_have_text("<h1>Heading from a code span</h1>")
+            assert rendered.locator("h1").count() == 0
+    watch = watch_of(page)
+    assert watch.dialogs == []
+    outside = [u for u in watch.requests if u.startswith("http") and not u.startswith(lab.url)]
+    assert outside == []
+    assert page.evaluate(FIND_LIVE_PAYLOADS) == []
+
+
+def test_sidebar_shows_every_line_markdown_would_hide_in_jupyterlab(
+    page: Page, notebook_lab: Lab
+) -> None:
+    AgentMemory.open_id("default", notebook_lab.agents_root)
+    open_sidebar(page)
+    assert_hidden_lines_visible(page, notebook_lab, "default")
+
+
+def test_sidebar_shows_every_line_markdown_would_hide_in_notebook7(
+    new_page: Any, notebook_lab: Lab
+) -> None:
+    lab = notebook_lab
+    AgentMemory.open_id("default", lab.agents_root).update_facts("- ready\n")
+    page = new_page()
+    page.goto(f"{lab.url}tree?token={lab.token}")
+    page.wait_for_function("() => window.jupyterapp !== undefined")
+    page.evaluate("async () => { await window.jupyterapp.restored; }")
+    page.evaluate("() => window.jupyterapp.commands.execute('agent-memory:open')")
+    expect(page.locator("#jp-agent-memory .jp-AgentMemory-refresh")).to_be_visible()
+    assert_hidden_lines_visible(page, lab, "default")

@@ -8,17 +8,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 from playwright.sync_api import Page, expect
+from sidebar_page import PANEL, TAB, open_sidebar, settled
 
 from jupyter_agent_memory import AgentMemory
-
-SIDEBAR_ID = "jp-agent-memory"
-TAB = f'.jp-SideBar .lm-TabBar-tab[data-id="{SIDEBAR_ID}"]'
-PANEL = f"#{SIDEBAR_ID}"
 
 
 def default_agent(agents_root: Path) -> AgentMemory:
@@ -26,11 +24,6 @@ def default_agent(agents_root: Path) -> AgentMemory:
     return AgentMemory.open_id("default", agents_root)
 
 
-def open_sidebar(page: Page) -> None:
-    """Click the Agent Memory tab in the left area and wait for it to show the agent."""
-    page.locator(TAB).click()
-    expect(page.locator(PANEL)).to_be_visible()
-    expect(page.locator(f"{PANEL} .jp-AgentMemory-agentPicker")).to_have_value("default")
 
 
 def test_sidebar_shows_facts_written_by_engine(page: Page, agents_root: Path) -> None:
@@ -55,14 +48,21 @@ def test_sidebar_creates_the_default_agent(page: Page, agents_root: Path) -> Non
 def test_command_palette_opens_sidebar(page: Page, agents_root: Path) -> None:
     default_agent(agents_root).update_facts("- from the palette test\n")
     expect(page.locator(PANEL)).to_be_hidden()
-    page.keyboard.press("Control+Shift+C")
+    # The palette's own command, not its key: a key pressed before the shell listens is lost.
+    page.evaluate("() => window.jupyterapp.commands.execute('apputils:activate-command-palette')")
     palette = page.locator("#command-palette")
-    expect(palette).to_be_visible()
-    palette.locator("input").fill("Open Agent Memory")
-    palette.locator('.lm-CommandPalette-item[data-command="agent-memory:open"]').click()
+    search = palette.locator("input")
+    expect(search).to_be_focused()
+    search.fill("Open Agent Memory")
+    item = palette.locator('.lm-CommandPalette-item[data-command="agent-memory:open"]')
+    expect(item).to_be_visible()
+    item.click()
     expect(page.locator(f"{PANEL} .jp-AgentMemory-factsView")).to_have_text(
         "- from the palette test\n"
     )
+    settled(page)
+    # The keyboard came along: the focus is in the sidebar, on the agent picker.
+    expect(page.locator(f"{PANEL} .jp-AgentMemory-agentPicker")).to_be_focused()
 
 
 def test_edit_and_save_writes_the_file(page: Page, agents_root: Path) -> None:
@@ -202,9 +202,13 @@ def test_journal_search_and_append(page: Page, agents_root: Path) -> None:
     expect(entries.first).to_have_text("Noted from the sidebar")
     last = list(mem.entries())[-1]
     assert (last["text"], last["tags"]) == ("Noted from the sidebar", ["ui", "manual"])
+    # The time to the minute, as people read it (the stored ISO value has microseconds).
     expect(page.locator(f"{PANEL} .jp-AgentMemory-journalNote")).to_have_text(
-        f"Journal entry added at {last['ts']}."
+        re.compile(r"^Journal entry added at \d{4}-\d\d-\d\d \d\d:\d\d\.$")
     )
+    ts = entries.first.locator("xpath=..").locator(".jp-AgentMemory-entryTs")
+    expect(ts).to_have_attribute("datetime", last["ts"])
+    expect(ts).to_have_text(re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d · just now$"))
 
 
 def test_prompt_preview_shows_facts_and_sizes(page: Page, agents_root: Path) -> None:

@@ -19,21 +19,16 @@ from conftest import Lab, watch_of
 from hostile import ATTACKER_HOST, HOSTILE_FACTS, PAYLOADS
 from pages import KERNEL_IDLE, in_both_themes, screenshot_dir
 from playwright.sync_api import Page, expect
+from sidebar_page import PANEL, open_sidebar, run_notebook
 from test_hostile import FIND_LIVE_PAYLOADS
 
 from jupyter_agent_memory import AgentMemory, PromptBuilder
 
-PANEL = "#jp-agent-memory"
-TAB = '.jp-SideBar .lm-TabBar-tab[data-id="jp-agent-memory"]'
 
 def default_agent(agents_root: Path) -> AgentMemory:
     return AgentMemory.open_id("default", agents_root)
 
 
-def open_sidebar(page: Page, agent: str = "default") -> None:
-    page.locator(TAB).click()
-    expect(page.locator(PANEL)).to_be_visible()
-    expect(page.locator(f"{PANEL} .jp-AgentMemory-agentPicker")).to_have_value(agent)
 
 
 def both_themes(page: Page, folder: Path, name: str) -> None:
@@ -62,7 +57,9 @@ def test_fact_md_is_rendered_by_jupyterlab_and_runs_nothing(
     expect(rendered).to_contain_text("Raw <b>bold</b> stays text.")
     expect(rendered).to_contain_text("Costs $5 and $6 today.")
     expect(rendered.locator("code").first).to_have_text("code <i>kept</i>")
-    expect(rendered.locator('a[href="https://example.org/chart.png"]')).to_have_text("chart")
+    expect(rendered.locator('a[href="https://example.org/chart.png"]')).to_have_text(
+        "image: chart")
+    expect(rendered).to_contain_text("image: chart (https://example.org/chart.png)")
     assert rendered.locator("img, script, iframe, style, svg, math, mjx-container").count() == 0
     for payload in (PAYLOADS["img"], PAYLOADS["script"]):
         expect(rendered).to_contain_text(payload)
@@ -93,6 +90,9 @@ def test_ctrl_s_saves_and_escape_cancels(page: Page, agents_root: Path) -> None:
     expect(note).to_contain_text("Saved (sha256")
     expect(editor).to_be_hidden()
     assert mem.facts == "- one\n- two\n"
+    # The focus stays in the sidebar, on Edit, not on the page's body.
+    edit = page.locator(f"{PANEL} .jp-AgentMemory-edit")
+    expect(edit).to_be_focused()
 
     # Escape with no change cancels at once; with changes it asks for a second Escape.
     page.locator(f"{PANEL} .jp-AgentMemory-edit").click()
@@ -106,6 +106,7 @@ def test_ctrl_s_saves_and_escape_cancels(page: Page, agents_root: Path) -> None:
     editor.press("Escape")
     expect(editor).to_be_hidden()
     expect(note).to_have_text("Edit discarded.")
+    expect(edit).to_be_focused()
     assert mem.facts == "- one\n- two\n"
     # The browser's own Save dialog never opened, and no notebook was saved.
     assert watch_of(page).dialogs == []
@@ -254,11 +255,11 @@ def test_an_agent_outside_the_server_root_has_no_open_in_editor(
 ) -> None:
     default_agent(agents_root).update_facts("- x\n")
     open_sidebar(page)
-    button = page.locator(f"{PANEL} .jp-AgentMemory-factsOpenEditor")
-    expect(button).to_be_disabled()
-    expect(button).to_have_attribute("title", f"{agents_root / 'default' / 'memory' / 'FACT.md'}"
-                                     " is outside the server's root: open the agent by its "
-                                     "folder to edit it in JupyterLab")
+    # No button that does nothing: the reason is said in the sidebar itself.
+    expect(page.locator(f"{PANEL} .jp-AgentMemory-factsOpenEditor")).to_be_hidden()
+    expect(page.locator(f"{PANEL} .jp-AgentMemory-factsOpenNote")).to_have_text(
+        "JupyterLab's editor cannot open FACT.md here: it is outside the server's root. "
+        "Edit it with Edit above, or start JupyterLab in a folder above it.")
 
 
 def test_the_notebooks_active_agent(new_page: Any, lab: Lab, agents_root: Path) -> None:
@@ -271,11 +272,7 @@ def test_the_notebooks_active_agent(new_page: Any, lab: Lab, agents_root: Path) 
     nbformat.write(notebook, lab.workspace / "active.ipynb")
     page = new_page()
     try:
-        page.goto(lab.lab_url("active.ipynb"))
-        page.wait_for_function("() => window.jupyterapp !== undefined")
-        page.evaluate("async () => { await window.jupyterapp.restored; }")
-        page.wait_for_function(KERNEL_IDLE, timeout=60_000)
-        page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        run_notebook(page, lab.lab_url("active.ipynb"))
         expect(page.get_by_text("Journal entry added at")).to_be_visible(timeout=60_000)
         page.wait_for_function(KERNEL_IDLE, timeout=60_000)
         page.evaluate(

@@ -16,11 +16,10 @@ from conftest import watch_of
 from hostile import PAYLOADS
 from pages import screenshot_dir, set_theme
 from playwright.sync_api import Page, expect
+from sidebar_page import PANEL, open_sidebar
 
 from jupyter_agent_memory import AgentMemory
 
-PANEL = "#jp-agent-memory"
-TAB = '.jp-SideBar .lm-TabBar-tab[data-id="jp-agent-memory"]'
 HUGE = 1_500_000  # characters in one entry's text (a megabyte and a half)
 SHOWN = 2000  # MAX_SHOWN_CHARS in labextension/src/dom.ts
 
@@ -31,10 +30,6 @@ LIVE_PAYLOADS = """
 """
 
 
-def open_sidebar(page: Page, agent: str = "default") -> None:
-    page.locator(TAB).click()
-    expect(page.locator(PANEL)).to_be_visible()
-    expect(page.locator(f"{PANEL} .jp-AgentMemory-agentPicker")).to_have_value(agent)
 
 
 def write_lines(mem: AgentMemory, entries: list[Any]) -> None:

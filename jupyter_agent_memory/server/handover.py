@@ -1,0 +1,183 @@
+"""Agent folders a notebook's kernel hands over to the server, so the sidebar can follow them.
+
+A notebook's ``%agent_memory`` may use an agent anywhere on disk (a tutorial's temporary
+folder, a project folder outside the server's root). The REST API opens agents under its
+agents root (by id) and folders below the server's root (``@relative/path``); it never takes
+a path from a request, so no caller can make it open an arbitrary folder.
+
+The one other way in is a handover: ``POST handover {"kernel_id": ...}`` makes the *server*
+ask that kernel, through the server's own kernel manager, where its active agent is
+(:func:`jupyter_agent_memory.notebook.magics.active_agent_location`, evaluated silently as a
+user expression). The caller never names a path; it can only point at a kernel it is allowed
+to execute code in (the route checks the ``execute`` permission on ``kernels`` too, since
+asking runs code there). The folder the kernel reports must exist; it is then known by an
+opaque handle (``~`` and 16 hex digits) for the rest of the server's life, and every route
+accepts that handle as an agent id. A handle nobody handed over is refused (404), and a
+handle never lets a request add path segments of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from collections import OrderedDict
+from pathlib import Path
+from queue import Empty
+from typing import Any
+
+#: An agent id starting with this is a handle of a handed-over folder.
+HANDOVER_PREFIX = "~"
+
+#: What the server evaluates in the kernel (no output, no history, nothing opened or created).
+KERNEL_EXPRESSION = (
+    "__import__('jupyter_agent_memory.notebook.magics', fromlist=['active_agent_location'])"
+    ".active_agent_location(get_ipython())"
+)
+
+#: Handed-over folders kept at once; the oldest handle is forgotten beyond this.
+MAX_HANDOVERS = 256
+
+
+class HandoverError(Exception):
+    """A handover that cannot be done: ``status`` is the HTTP status, ``message`` the reason."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class Handovers:
+    """The folders kernels handed over, by handle (the same folder keeps its handle)."""
+
+    def __init__(self, limit: int = MAX_HANDOVERS) -> None:
+        self.limit = limit
+        self._paths: OrderedDict[str, Path] = OrderedDict()
+        self._handles: dict[Path, str] = {}
+
+    def handle_for(self, folder: Path) -> str:
+        """The handle of ``folder`` (an existing, resolved directory), made on first use."""
+        handle = self._handles.get(folder)
+        if handle is None:
+            handle = f"{HANDOVER_PREFIX}{secrets.token_hex(8)}"
+            self._paths[handle] = folder
+            self._handles[folder] = handle
+            while len(self._paths) > self.limit:
+                _old, gone = self._paths.popitem(last=False)
+                del self._handles[gone]
+        return handle
+
+    def path_of(self, handle: str) -> Path:
+        """The folder ``handle`` stands for; :class:`HandoverError` 404 when none was handed
+        over under it (or it was forgotten)."""
+        folder = self._paths.get(handle)
+        if folder is None:
+            raise HandoverError(
+                404,
+                f'No agent folder was handed over as "{handle}": a folder outside the '
+                "server's root is reachable only after its notebook's kernel reports it "
+                "(Show the Notebook's Agent Memory)",
+            )
+        return folder
+
+
+async def ask_kernel(kernel_manager: Any, kernel_id: str, timeout: float) -> dict[str, Any]:
+    """What kernel ``kernel_id`` says about its active agent (``active_agent_location``)."""
+    if kernel_id not in kernel_manager:
+        raise HandoverError(404, f'No running kernel "{kernel_id}"')
+    from jupyter_client.session import Session
+
+    kernel = kernel_manager.get_kernel(kernel_id)
+    # A session of our own: a client sharing the manager's would record every broadcast
+    # message's signature in the same replay history, and the notebook's own connection would
+    # then drop those messages as duplicates.
+    session = Session(
+        key=kernel.session.key,
+        signature_scheme=kernel.session.signature_scheme,
+        username="agent-memory",
+    )
+    client = kernel.client(session=session)
+    client.start_channels()
+    try:
+        msg_id = client.execute(
+            "", silent=True, store_history=False, allow_stdin=False,
+            user_expressions={"agent": KERNEL_EXPRESSION},
+        )  # fmt: skip
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise HandoverError(
+                    504,
+                    f"The kernel did not answer within {timeout:g} s (is a cell still "
+                    "running?); try again when it is idle",
+                )
+            try:
+                reply = await client.get_shell_msg(timeout=left)
+            except Empty:
+                continue  # the deadline check above reports it
+            if reply.get("parent_header", {}).get("msg_id") == msg_id:
+                break
+    finally:
+        client.stop_channels()
+    result = (reply.get("content", {}).get("user_expressions") or {}).get("agent") or {}
+    if result.get("status") != "ok":
+        reason = result.get("evalue") or "no answer"
+        raise HandoverError(
+            409,
+            f"The kernel could not tell where its agent is ({reason}); is "
+            "jupyter-agent-memory installed in the kernel's environment?",
+        )
+    try:
+        answer = json.loads(result["data"]["text/plain"])
+    except (KeyError, TypeError, ValueError):
+        raise HandoverError(502, "The kernel's answer was not understood") from None
+    if not isinstance(answer, dict):
+        raise HandoverError(502, "The kernel's answer was not understood")
+    return answer
+
+
+def reported_folder(answer: dict[str, Any]) -> Path:
+    """The existing folder a kernel's answer names; :class:`HandoverError` 409 otherwise."""
+    if not answer.get("loaded"):
+        raise HandoverError(
+            409, "The notebook has not loaded the extension (%load_ext jupyter_agent_memory)"
+        )
+    if answer.get("error"):
+        raise HandoverError(409, f"The notebook has no usable agent: {answer['error']}")
+    path = answer.get("path")
+    if not isinstance(path, str) or not os.path.isabs(path):
+        raise HandoverError(502, "The kernel reported no absolute agent folder")
+    if not os.path.isdir(path):
+        raise HandoverError(
+            409,
+            f"The notebook's agent folder {path} does not exist yet: run a memory magic "
+            "(for example %fact) in the notebook first",
+        )
+    return Path(os.path.realpath(path))
+
+
+def _inside(folder: Path, root: Path) -> str | None:
+    """``folder`` relative to ``root`` (both resolved) with '/' separators, or None."""
+    try:
+        relative = folder.relative_to(root)
+    except ValueError:
+        return None
+    return relative.as_posix() if relative.parts else None
+
+
+def agent_for(
+    folder: Path, agent_id: str | None, agents_root: Path, workspace: Path, handovers: Handovers
+) -> tuple[str, str]:
+    """The id every route knows ``folder`` by, and how: ``("id", "agents-root")`` for an agent
+    of the agents root, ``("@rel", "server-root")`` below the server's root, else a handle
+    (``"handed-over"``)."""
+    root = Path(os.path.realpath(agents_root))
+    if agent_id and folder == root / agent_id:
+        return agent_id, "agents-root"
+    relative = _inside(folder, Path(os.path.realpath(workspace)))
+    if relative is not None:
+        return f"@{relative}", "server-root"
+    return handovers.handle_for(folder), "handed-over"

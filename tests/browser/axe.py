@@ -1,0 +1,87 @@
+"""axe-core (from the npm registry, installed with the sidebar's dev dependencies) in a page,
+and contrast computed from the colours the browser actually uses.
+
+axe reports text over a highlight as "incomplete" (it cannot tell the background), so
+:func:`low_contrast` computes those ratios itself (WCAG 2 relative luminance).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from playwright.sync_api import Page
+
+NODE_MODULES = Path(__file__).resolve().parents[2] / "labextension" / "node_modules"
+AXE = NODE_MODULES / "axe-core" / "axe.min.js"
+
+#: One row per violation: rule, impact, and the first offending node.
+RUN_AXE = """
+async selector => {
+  const results = await axe.run(document.querySelector(selector), {resultTypes: ['violations']});
+  return results.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
+    nodes: v.nodes.slice(0, 3).map(n => n.target.join(' '))}));
+}
+"""
+
+#: Elements under `selector` matching `targets` whose text contrast is below `minimum`.
+LOW_CONTRAST = """
+([selector, targets, minimum]) => {
+  const parse = value => {
+    const m = value.match(/rgba?\\(([^)]+)\\)/);
+    if (!m) return [0, 0, 0, 0];
+    const p = m[1].split(/[ ,\\/]+/).filter(Boolean).map(Number);
+    return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1];
+  };
+  const over = (top, bottom) => {
+    const a = top[3];
+    return [0, 1, 2].map(i => top[i] * a + bottom[i] * (1 - a)).concat([1]);
+  };
+  const background = node => {
+    const layers = [];
+    for (let n = node; n; n = n.parentElement) {
+      const colour = parse(getComputedStyle(n).backgroundColor);
+      if (colour[3] > 0) layers.push(colour);
+      if (colour[3] >= 1) break;
+    }
+    let result = [255, 255, 255, 1];
+    for (const layer of layers.reverse()) result = over(layer, result);
+    return result;
+  };
+  const luminance = c => {
+    const [r, g, b] = c.slice(0, 3).map(v => {
+      v /= 255;
+      return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4);
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const root = document.querySelector(selector);
+  const found = [];
+  for (const node of root.querySelectorAll(targets)) {
+    if (!node.textContent.trim() || !node.getClientRects().length) continue;
+    const bg = background(node);
+    const fg = over(parse(getComputedStyle(node).color), bg);
+    const [hi, lo] = [luminance(fg), luminance(bg)].sort((x, y) => y - x);
+    const ratio = (hi + 0.05) / (lo + 0.05);
+    if (ratio < minimum) found.push({node: node.className, text: node.textContent.slice(0, 40),
+                                     ratio: Math.round(ratio * 100) / 100});
+  }
+  return found;
+}
+"""
+
+
+def serious_violations(page: Page, selector: str) -> list[dict[str, Any]]:
+    """axe's critical and serious violations inside ``selector``."""
+    if not AXE.is_file():
+        raise RuntimeError(f"{AXE} is missing: run `jlpm install` in labextension/")
+    if not page.evaluate("() => typeof window.axe !== 'undefined'"):
+        page.add_script_tag(path=str(AXE))
+    found = page.evaluate(RUN_AXE, selector)
+    return [v for v in found if v["impact"] in ("critical", "serious")]
+
+
+def low_contrast(page: Page, selector: str, targets: str, minimum: float = 4.5) -> list[Any]:
+    """Elements matching ``targets`` inside ``selector`` whose text contrast is below
+    ``minimum`` (WCAG AA for normal text: 4.5)."""
+    return page.evaluate(LOW_CONTRAST, [selector, targets, minimum])
