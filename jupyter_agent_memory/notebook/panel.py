@@ -22,7 +22,6 @@ This is the only module of the package that imports ipywidgets.
 from __future__ import annotations
 
 import logging
-import warnings
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -37,7 +36,6 @@ from ..engine.tool import DEFAULT_LIMIT, NO_JOURNAL
 from ..errors import AgentNotFoundError, MemoryConflictError, MemoryToolError
 from ..render import NO_MATH_CLASS, escape_html
 from .display import (
-    STATUS_COLOURS,
     TEXT_WRAP,
     VIEW_LIMIT,
     DiffView,
@@ -50,6 +48,7 @@ from .display import (
     format_size,
     format_when,
     short_sha,
+    status_style,
 )
 
 __all__ = ["MemoryPanel", "is_live", "memory_fingerprint", "refresh_live_panels"]
@@ -102,7 +101,7 @@ def _journal_bytes(mem: AgentMemory) -> int:
 def _message(text: str, kind: str = "info") -> str:
     """Status line HTML in the theme's colour for ``kind``; ``text`` is escaped (it may quote
     untrusted content)."""
-    return (f'<span class="{NO_MATH_CLASS}" style="color:{STATUS_COLOURS[kind]};'
+    return (f'<span class="{NO_MATH_CLASS}" style="{status_style(kind)};'
             f'{TEXT_WRAP}">{escape_html(text)}</span>')
 
 
@@ -806,14 +805,10 @@ class MemoryPanel(widgets.VBox):
             return None
 
         def build() -> PromptView:
-            from ..engine.prompt import PromptBudgetWarning
-
-            # Built as a session would be (the engine's build_session), like %memprompt; the
-            # budget warning is shown in the view, so it is not also sent to stderr.
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", PromptBudgetWarning)
-                prompt = self.builder.build_session(self.mem, workspace)
-            return PromptView.from_prompt(prompt)
+            # Built as a session would be, like %memprompt; the budget warning is shown in
+            # the view, so it is not also sent to stderr.
+            return PromptView.from_prompt(
+                self.builder.build_session(self.mem, workspace, warn=False))
         self.prompt_status.value = ""
         view = self._guard(self.prompt_status, build)
         if view is not None:

@@ -547,12 +547,20 @@ def test_a_vanished_agent_folder_is_shown_and_never_recreated(
 
 
 def test_status_colours_follow_the_theme(panel: MemoryPanel, mem: AgentMemory) -> None:
+    # The declaration that wins (the last) is the theme's colour moved towards the theme's
+    # text colour; the browser suite measures its contrast in both themes.
+    def last_colour(html: str) -> str:
+        style = html.split('style="')[1].split('"')[0]
+        return [d for d in style.split(";") if d.startswith("color:")][-1]
+
     panel.facts_editor.value = "- saved\n"
     assert panel.save_facts()
-    assert "color:var(--jp-success-color1" in panel.facts_status.value
+    assert last_colour(panel.facts_status.value) == (
+        "color:color-mix(in srgb,var(--jp-success-color1,#388e3c) 65%,"
+        "var(--jp-ui-font-color0,#000))")
     panel.journal_since.value = "bad"
-    assert "color:var(--jp-error-color1" in panel.journal_status.value
-    assert "#1a7f37" not in panel.journal_status.value.split("var(")[0]
+    assert last_colour(panel.journal_status.value).startswith(
+        "color:color-mix(in srgb,var(--jp-error-color1,")
 
 
 # -- big memory -------------------------------------------------------------------------------
