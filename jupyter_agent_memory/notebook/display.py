@@ -997,7 +997,8 @@ class WhyView(list):
             rows.append([
                 _esc(origin.section), f"<code>{_esc(source)}</code>",
                 f"<code>{_esc(version)}</code>", _esc(line),
-                f'<div style="{TEXT_WRAP}">{highlight_html(origin.text, self.needle)}</div>',
+                f'<div style="{TEXT_WRAP};min-width:16em">'
+                f"{highlight_html(origin.text, self.needle)}</div>",
             ])
         return _table(("section", "source", "version", "line", "text"), rows,
                       "jp-AgentMemory-why", "Where the prompt lines came from")
