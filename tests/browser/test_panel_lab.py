@@ -13,9 +13,14 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import nbformat
 from conftest import Lab, watch_of
-from pages import KERNEL_IDLE, in_both_themes, screenshot_dir
+from pages import (
+    KERNEL_IDLE,
+    in_both_themes,
+    patient_expect,  # noqa: F401 (autouse: patient waits)
+    screenshot_dir,
+    write_notebook,
+)
 from playwright.sync_api import Page, expect
 
 from jupyter_agent_memory import AgentMemory, PromptBuilder
@@ -32,15 +37,8 @@ def shots(page: Page, tmp_path: Path, name: str) -> None:
 
 
 def open_panel(new_page: Any, lab: Lab, folder: str) -> Page:
-    notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell(source) for source in (
-        "%load_ext jupyter_agent_memory",
-        f"%agent_memory ./{folder}",
-        "%agent_memory",
-    )]
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                       "language": "python"}
-    nbformat.write(notebook, lab.workspace / f"{folder}.ipynb")
+    write_notebook(lab.workspace / f"{folder}.ipynb", [
+        "%load_ext jupyter_agent_memory", f"%agent_memory ./{folder}", "%agent_memory"])
     page = new_page()
     page.goto(lab.lab_url(f"{folder}.ipynb"))
     page.wait_for_function("() => window.jupyterapp !== undefined")

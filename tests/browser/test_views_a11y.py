@@ -16,11 +16,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import pytest
 from axe import contrast_report, serious_violations
 from conftest import Lab
-from pages import KERNEL_IDLE, THEMES, screenshot_dir, set_theme
+from pages import (
+    KERNEL_IDLE,
+    THEMES,
+    patient_expect,  # noqa: F401 (autouse: patient waits)
+    screenshot_dir,
+    set_theme,
+    write_notebook,
+)
 from playwright.sync_api import Page, expect
 
 from jupyter_agent_memory import AgentMemory, PromptBuilder
@@ -76,12 +82,8 @@ def views_notebook(lab: Lab, sessions: list[str]) -> str:
         "%forget zq-forget-me",
         "%agent_memory",
     ]
-    notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell(source) for source in sources]
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                       "language": "python"}
     name = f"{FOLDER}.ipynb"
-    nbformat.write(notebook, lab.workspace / name)
+    write_notebook(lab.workspace / name, sources)
     return name
 
 
