@@ -19,7 +19,9 @@ What it measures:
 - **what a view sends**: the HTML and text sizes of the prompt and FACT.md views on that
   agent, against the ~100 KB view limit.
 
-It exits with 1 only when a target is missed.
+It exits with 1 only when a target is missed. How long the panel takes to appear in a
+browser (its widget models travel to the page and are built there) is
+``bench/panel_browser_bench.py``'s measurement.
 """
 
 from __future__ import annotations

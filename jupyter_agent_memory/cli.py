@@ -241,6 +241,10 @@ def _read_text(source: str) -> str:
 
 
 def _journal(args: argparse.Namespace) -> int:
+    from .engine.arguments import check_count
+
+    if args.verb == "search":  # refused before the agent is even looked up
+        check_count(args.limit, "-n/--limit")
     memory = _open(args)
     as_json = getattr(args, "json", False)
     if args.verb == "append":
@@ -296,24 +300,14 @@ def _prompt(args: argparse.Namespace) -> int:
     builder = PromptBuilder(
         tool_name=args.tool_name or DEFAULT_TOOL_NAME, budget_tokens=args.budget
     )
-    import warnings
-
-    from .engine.prompt import PromptBudgetWarning
-
-    with warnings.catch_warnings():
-        # Reported below as one plain line, not as a Python warning with a source location.
-        warnings.simplefilter("ignore", PromptBudgetWarning)
-        prompt = builder.build_session(memory, workspace)
+    # The warning is reported below as one plain line, not as a Python warning.
+    prompt = builder.build_session(memory, workspace, warn=False)
     sizes = {
         "tokens": prompt.tokens,
         "memory_tokens": prompt.memory_tokens,
         "budget_tokens": prompt.budget_tokens,
         "warnings": list(prompt.warnings),
-        "sections": [
-            {"name": s.name, "source": None if s.source is None else str(s.source),
-             "chars": s.chars, "tokens": s.tokens}
-            for s in prompt.sections
-        ],
+        "sections": prompt.section_dicts(),
     }
     if getattr(args, "json", False):
         _print_json({"text": prompt.text, **sizes})
@@ -736,38 +730,11 @@ def _forget(args: argparse.Namespace) -> int:
     if getattr(args, "json", False):
         _print_json(receipt)
         return 1 if failed else 0
-    counts = {str(kind): _count(value) for kind, value in (receipt.get("changed") or {}).items()}
-    places = [str(p) for p in receipt.get("places") or ()]
-    if receipt.get("dry_run"):
-        heading = "Dry run, nothing changed. Forgetting would change:"
-    else:
-        heading = "Forgotten. Changed:"
-    if not any(counts.values()) and not places:
-        print("Nothing to forget: no stored place holds it.")
-    else:
-        print(heading)
-        for kind, count in counts.items():
-            print(f"  {kind:<9} {count}")
-        for place in places:
-            print(f"  - {place}")
-    digest = str(receipt.get("forgotten_sha256") or "")
-    print(f"Receipt: {receipt.get('ts', '?')}, sha256 of what was forgotten {digest[:12]}.")
-    if receipt.get("dry_run"):
-        return 0
-    if failed:
-        remaining = ", ".join(str(p) for p in receipt.get("remaining") or ()) or "(unnamed)"
-        print(f"Verification FAILED: still found in {remaining}", file=sys.stderr)
-        return 1
-    print("Verified: found in no form (raw, case-folded, JSON-escaped) in the agent's files.")
-    return 0
+    from .notebook.display import forget_report
 
-
-def _count(value: object) -> int:
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, int):
-        return value
-    return len(value) if hasattr(value, "__len__") else 0
+    for status, line in forget_report(receipt):
+        print(line, file=sys.stderr if status == "error" else sys.stdout)
+    return 1 if failed else 0
 
 
 def _lint(args: argparse.Namespace) -> int:

@@ -49,3 +49,17 @@ def coerce_time(value: datetime | str | None, field: str) -> datetime | None:
         f"got {json.dumps(value, default=str)}",
         INVALID_PARAMS,
     )
+
+
+def check_count(value: int, name: str) -> int:
+    """A count a person typed (``-n``, ``--limit``, the panel's Limit): returned when it is a
+    positive integer, else -32602 naming ``name`` and the rule.
+
+    People asking for ``-n 0`` or ``-n -3`` made a mistake worth telling them about; the tool
+    keeps its lenient rule (:func:`normalize_limit`) because a model cannot read a usage text.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise MemoryToolError(
+            f"{name} must be a positive integer (1 or more), got {value!r}", INVALID_PARAMS
+        )
+    return value

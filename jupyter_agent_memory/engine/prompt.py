@@ -105,6 +105,16 @@ class Section:
             return None
         return hashlib.sha256(self.content.encode("utf-8", "surrogatepass")).hexdigest()
 
+    def to_dict(self) -> dict[str, Any]:
+        """``{"name", "source", "chars", "tokens"}`` with the source as a string (None: builder
+        text): how every surface that sends sizes as JSON describes a section."""
+        return {
+            "name": self.name,
+            "source": None if self.source is None else str(self.source),
+            "chars": self.chars,
+            "tokens": self.tokens,
+        }
+
 
 @dataclass(frozen=True)
 class Prompt:
@@ -140,6 +150,10 @@ class Prompt:
     def over_budget(self) -> bool:
         """True when a budget is set and the memory part exceeds it."""
         return self.budget_tokens is not None and self.memory_tokens > self.budget_tokens
+
+    def section_dicts(self) -> list[dict[str, Any]]:
+        """Every section as :meth:`Section.to_dict` describes it, in prompt order."""
+        return [section.to_dict() for section in self.sections]
 
     def __str__(self) -> str:
         return self.text
@@ -251,6 +265,8 @@ class PromptBuilder:
         workspace: str | os.PathLike[str] | None = None,
         config: Mapping[str, Any] | None = None,
         has_user_instructions: bool = False,
+        *,
+        warn: bool = True,
     ) -> Prompt:
         """Build the prompt for ``agent`` (an :class:`AgentMemory` or a folder path).
 
@@ -260,6 +276,10 @@ class PromptBuilder:
         else is refused with -32602); a ``budget_tokens`` passed here is this call's own and
         outranks the builder's. A completion the agent recorded (a ``bootstrap`` append)
         outranks ``bootstrap_completed``.
+
+        A build over budget raises :class:`PromptBudgetWarning` (every time, cached or not);
+        ``warn=False`` leaves that to the caller, for surfaces that show
+        :attr:`Prompt.warnings` themselves and must not print it a second time.
         """
         if config:
             completed = config.get("bootstrap_completed")
@@ -300,7 +320,7 @@ class PromptBuilder:
             # have installed a newer one meanwhile: the keys of this one were taken before it
             # read anything, so if it is older it simply fails its next check.
             self._cache.put(Kind.WATCH, watch_key, armed)
-        for message in prompt.warnings:
+        for message in prompt.warnings if warn else ():
             warnings.warn(message, PromptBudgetWarning, stacklevel=2)
         return prompt
 
@@ -345,7 +365,11 @@ class PromptBuilder:
 
     @engine_boundary
     def build_session(
-        self, agent: AgentMemory, workspace: str | os.PathLike[str] | None = None
+        self,
+        agent: AgentMemory,
+        workspace: str | os.PathLike[str] | None = None,
+        *,
+        warn: bool = True,
     ) -> Prompt:
         """Build ``agent``'s prompt as a session would, with its template's settings.
 
@@ -357,7 +381,8 @@ class PromptBuilder:
         A budget given to this builder (``budget_tokens=``) wins over the template's
         ``budget_tokens``: the template's is a default for agents nobody configured, and a
         budget someone asked for must not be silently replaced. Without one, the template's
-        applies. :attr:`Prompt.budget_tokens` is always the budget that was used.
+        applies. :attr:`Prompt.budget_tokens` is always the budget that was used. ``warn`` is
+        :meth:`build`'s.
         """
         definition = self._session_template(agent)
         config = definition.configuration if definition else None
@@ -368,6 +393,7 @@ class PromptBuilder:
             workspace=workspace,
             config=config,
             has_user_instructions=bool(definition and definition.instructions),
+            warn=warn,
         )
 
     def _session_template(self, agent: AgentMemory) -> Any:
@@ -645,12 +671,7 @@ class PromptBuilder:
             if loaded.state is FileState.UNREADABLE
         )
         if budget is not None and approx_tokens(context) > budget:
-            sizes = ", ".join(f"{s.name} {s.tokens}" for s in sections if s.name != "system")
-            notes += (
-                f"Agent memory uses about {approx_tokens(context)} tokens, over the budget of "
-                f"{budget} (by section: {sizes}). Nothing was cut; trim FACT.md, SOUL.md or "
-                "USER.md.",
-            )
+            notes += (_over_budget(approx_tokens(context), budget, sections),)
         return Prompt(
             base=system.text if system is not None else None,
             context=context,
@@ -954,6 +975,36 @@ def _check_aliases(
             )
         pairs.append((os.path.normpath(real), shown.rstrip("/") or "/"))
     return tuple(sorted(pairs, key=lambda pair: -len(pair[0])))
+
+
+def _over_budget(used: int, budget: int, sections: list[Section]) -> str:
+    """The budget warning: the sizes, and which part is the largest and what shrinks it.
+
+    The builder's own text can be most of a small agent's memory; telling people to trim
+    their files would then send them after the wrong part.
+    """
+    memory = [s for s in sections if s.name != "system"]
+    sizes = ", ".join(f"{s.name} {s.tokens}" for s in memory)
+    largest = max(memory, key=lambda s: s.tokens)
+    if largest.source is not None:
+        part = f"{largest.source.name} ({largest.name}): trim it"
+    else:
+        builder = sum(s.tokens for s in memory if s.source is None)
+        bootstrap = sum(s.tokens for s in memory if s.name == "bootstrap")
+        if builder - bootstrap >= budget:
+            remedy = "the builder's text alone is over this budget, so raise it"
+        elif builder >= budget:
+            remedy = ("the bootstrap block goes once the agent logs completion (an append "
+                      "tagged bootstrap); until then, raise the budget")
+        else:
+            remedy = "trim FACT.md, SOUL.md or USER.md, or raise the budget"
+        what = ("the builder's own text about the memory files" if largest.name == "memories"
+                else f"the builder's {largest.name} block")
+        part = f"{what}, which no file controls; {remedy}"
+    return (
+        f"Agent memory uses about {used} tokens, over the budget of {budget} "
+        f"(by section: {sizes}). Nothing was cut. The largest part is {part}."
+    )
 
 
 def _section(

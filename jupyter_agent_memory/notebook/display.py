@@ -40,10 +40,13 @@ __all__ = [
     "RawText",
     "SessionsView",
     "WhyView",
+    "forget_report",
     "format_size",
     "format_when",
     "highlight_html",
+    "scroll_box",
     "short_sha",
+    "status_style",
 ]
 
 #: About how many characters of memory text one view sends to the front end by default. A
@@ -75,7 +78,7 @@ _esc = escape_html
 # whole page), built on JupyterLab's theme variables so light and dark themes both read well;
 # the fallbacks serve front ends without those variables.
 TABLE_STYLE = (
-    "border-collapse:collapse;width:auto;font-size:var(--jp-ui-font-size1,13px);"
+    "border-collapse:collapse;width:100%;font-size:var(--jp-ui-font-size1,13px);"
     "color:var(--jp-content-font-color1,inherit)"
 )
 TH_STYLE = (
@@ -91,26 +94,56 @@ TD_STYLE = (
 TEXT_WRAP = "white-space:pre-wrap;overflow-wrap:break-word;word-break:normal"
 #: A box of bounded height that scrolls, for long tables and texts.
 SCROLL_STYLE = "max-height:32em;overflow:auto;border:1px solid var(--jp-border-color2,#ddd)"
+
+
+def _on_theme(colour: str, share: int) -> str:
+    """``colour`` moved ``share`` percent towards the theme's strongest text colour (black in
+    a light theme, white in a dark one): darker where the page is light, lighter where it is
+    dark, so one inline style keeps its contrast (WCAG AA, 4.5:1) in both themes."""
+    return f"color-mix(in srgb,{colour} {100 - share}%,var(--jp-ui-font-color0,#000))"
+
+
+#: Search matches: text in the theme's strongest colour on a tint of orange mixed into the
+#: page background (light orange in a light theme, dark amber in a dark one). The plain
+#: colours first serve browsers without ``color-mix``.
 MARK_STYLE = (
-    "background:var(--jp-warn-color3,#ffe0b2);color:var(--jp-ui-font-color0,#000);"
+    "background:#ffe08a;color:#000;"
+    "background:color-mix(in srgb,var(--jp-warn-color2,#ffb74d) 45%,"
+    "var(--jp-layout-color0,#fff));color:var(--jp-ui-font-color0,#000);"
     "padding:0 1px;border-radius:2px"
 )
-#: Status colours per kind, from the theme (both themes define readable variants).
-STATUS_COLOURS = {
-    "info": "inherit",
-    "ok": "var(--jp-success-color1,#1a7f37)",
-    "error": "var(--jp-error-color1,#cf222e)",
-    "warning": "var(--jp-warn-color0,#9a6700)",
+#: Status text colours per kind: ``(plain fallback, theme colour)``.
+_STATUS = {
+    "ok": ("#1a7f37", "var(--jp-success-color1,#388e3c)"),
+    "error": ("#b42318", "var(--jp-error-color1,#d32f2f)"),
+    "warning": ("#8a5a00", "var(--jp-warn-color1,#f57c00)"),
 }
+
+
+def status_style(kind: str) -> str:
+    """The inline ``color`` declarations of a status line: ``info`` (the text colour), ``ok``,
+    ``warning`` or ``error``, readable in light and dark themes."""
+    if kind == "info":
+        return "color:inherit"
+    plain, themed = _STATUS[kind]
+    return f"color:{plain};color:{_on_theme(themed, 35)}"
+
+
+def scroll_box(label: str) -> str:
+    """Attributes of a scrolling box: keyboard users reach it with Tab and scroll it with the
+    arrow keys, and screen readers announce ``label``."""
+    return f'tabindex="0" role="region" aria-label="{_esc(label)}"'
 
 
 def _table(
     head: Sequence[str],
     rows: Iterable[Sequence[str]],
     css_class: str,
+    label: str,
     limit: int | None = VIEW_LIMIT,
 ) -> str:
-    """A themed, scrollable table; ``head`` is plain text, ``rows`` hold ready HTML cells.
+    """A themed, scrollable table filling its box; ``head`` is plain text, ``rows`` hold ready
+    HTML cells, ``label`` names the box for screen readers.
 
     Rows stop once about ``limit`` characters of HTML are reached; a last row says how many
     were left out (the list in code still has them all).
@@ -123,7 +156,7 @@ def _table(
             left = len(all_rows) - number
             body.append(
                 f'<tr><td colspan="{len(head)}" style="{TD_STYLE};'
-                f'color:var(--jp-warn-color0,#9a6700)">… {left:,} more row'
+                f'{status_style("warning")}">… {left:,} more row'
                 f"{'' if left == 1 else 's'} not shown here, so the notebook stays small (the "
                 "list in code has all of them)</td></tr>"
             )
@@ -132,7 +165,8 @@ def _table(
                     + "</tr>")
         sent += len(body[-1])
     return (
-        f'<div style="{SCROLL_STYLE}"><table class="{css_class}" style="{TABLE_STYLE}">'
+        f'<div {scroll_box(label)} style="{SCROLL_STYLE}">'
+        f'<table class="{css_class}" style="{TABLE_STYLE}">'
         f"<thead><tr>{header}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
     )
 
@@ -146,7 +180,7 @@ def _cell_text(text: str, query: str = "") -> str:
     shown, left_out = _cut(text, CELL_LIMIT)
     html_text = highlight_html(shown, query)
     if left_out:
-        html_text += (f' <small style="color:var(--jp-warn-color0,#9a6700)">… {left_out:,} '
+        html_text += (f' <small style="{status_style("warning")}">… {left_out:,} '
                       "more characters</small>")
     return html_text
 
@@ -229,7 +263,7 @@ def _cut(text: str, limit: int | None) -> tuple[str, int]:
 
 def _left_out_html(left_out: int, how: str, unit: str = "characters") -> str:
     return (
-        f'<p style="color:var(--jp-warn-color0,#9a6700)"><small>… {left_out:,} more {unit} '
+        f'<p style="{status_style("warning")}"><small>… {left_out:,} more {unit} '
         f"not shown here, so the notebook stays small: {_esc(how)}.</small></p>"
     )
 
@@ -422,8 +456,9 @@ class JournalResult(list):
                     value = json.dumps(value, ensure_ascii=False)
                 cells.append(f'<div style="{TEXT_WRAP}">{_cell_text(value)}</div>')
             rows.append(cells)
-        return _table(("time (UTC)", "tags", "text", *extras), rows,
-                      "jp-AgentMemory-journal") + f"<p><small>{_esc(self._footer())}</small></p>"
+        table = _table(("time (UTC)", "tags", "text", *extras), rows,
+                       "jp-AgentMemory-journal", "Journal entries")
+        return table + f"<p><small>{_esc(self._footer())}</small></p>"
 
     def _skipped_html(self) -> str:
         if not self.skipped:
@@ -489,7 +524,8 @@ class HistoryView(list):
             ]
             for v in self
         ]
-        return _table(("saved (UTC)", "sha256", "size"), rows, "jp-AgentMemory-history")
+        return _table(("saved (UTC)", "sha256", "size"), rows, "jp-AgentMemory-history",
+                      "Earlier FACT.md versions")
 
     def __str__(self) -> str:
         if not self:
@@ -545,6 +581,11 @@ class DiffView:
         )
 
     @property
+    def label(self) -> str:
+        """What the diff box is called for screen readers: from what to what."""
+        return f"Differences from {self.fromfile} to {self.tofile}"
+
+    @property
     def changed(self) -> bool:
         """True when the texts differ (line endings at the very end are ignored)."""
         return bool(self.lines)
@@ -584,7 +625,7 @@ class DiffView:
             if line.startswith(("+++", "---")):
                 style = "font-weight:bold"
             elif line.startswith("@@"):
-                style = "color:var(--jp-info-color0,#6f42c1)"
+                style = f"color:#6f42c1;color:{_on_theme('var(--jp-info-color1,#0097a7)', 35)}"
             elif line.startswith("+"):
                 style = "background:rgba(76,175,80,0.22)"
             elif line.startswith("-"):
@@ -593,8 +634,8 @@ class DiffView:
             out.append(f'<span style="display:block;{style}">{_esc(line) or " "}</span>')
             sent += len(out[-1])
         return (
-            f'<pre class="jp-AgentMemory-diff" style="line-height:1.3;{TEXT_WRAP};'
-            f'{SCROLL_STYLE};padding:4px">'
+            f'<pre class="jp-AgentMemory-diff" {scroll_box(self.label)} '
+            f'style="line-height:1.3;{TEXT_WRAP};{SCROLL_STYLE};padding:4px">'
             + "".join(out)
             + f"</pre><p><small>{_esc(self.summary())}</small></p>"
             + (_left_out_html(left_out, "str(view) has all of it", "diff lines")
@@ -740,11 +781,11 @@ class PromptView:
                 for s in self.sections
             ]
             parts.append(_table(("section", "source", "chars", "~tokens"), rows,
-                                "jp-AgentMemory-sections"))
+                                "jp-AgentMemory-sections", "Prompt sections"))
         shown, left_out = _cut(self.text, self.limit)
         parts.append(
-            f'<pre class="jp-AgentMemory-prompt" style="{TEXT_WRAP};{SCROLL_STYLE};'
-            f'padding:6px;margin-top:6px">{_esc(shown)}</pre>'
+            f'<pre class="jp-AgentMemory-prompt" {scroll_box(self.title + ", text")} '
+            f'style="{TEXT_WRAP};{SCROLL_STYLE};padding:6px;margin-top:6px">{_esc(shown)}</pre>'
         )
         if left_out:
             parts.append(_left_out_html(
@@ -900,8 +941,9 @@ class SessionsView(list):
             for ts, sid, client, tokens, sha in self._rows()
         ]
         count = f"{len(self)} session{'' if len(self) == 1 else 's'}, newest first"
-        return _table(("time (UTC)", "id", "client", "~tokens", "prompt sha256"), rows,
-                      "jp-AgentMemory-sessions") + f"<p><small>{_esc(count)}</small></p>"
+        table = _table(("time (UTC)", "id", "client", "~tokens", "prompt sha256"), rows,
+                       "jp-AgentMemory-sessions", "Recorded sessions")
+        return table + f"<p><small>{_esc(count)}</small></p>"
 
     def __str__(self) -> str:
         if not self:
@@ -955,10 +997,11 @@ class WhyView(list):
             rows.append([
                 _esc(origin.section), f"<code>{_esc(source)}</code>",
                 f"<code>{_esc(version)}</code>", _esc(line),
-                f'<div style="{TEXT_WRAP}">{highlight_html(origin.text, self.needle)}</div>',
+                f'<div style="{TEXT_WRAP};min-width:16em">'
+                f"{highlight_html(origin.text, self.needle)}</div>",
             ])
         return _table(("section", "source", "version", "line", "text"), rows,
-                      "jp-AgentMemory-why")
+                      "jp-AgentMemory-why", "Where the prompt lines came from")
 
     def __str__(self) -> str:
         if not self:
@@ -973,57 +1016,91 @@ class WhyView(list):
         return f"WhyView({len(self)} origins)"
 
 
+#: What one count of each kind of place in a forget receipt is, so a summary line says what
+#: it counts: ``(singular, plural)``.
+FORGET_UNITS = {
+    "profile": ("line of SOUL.md or USER.md", "lines of SOUL.md or USER.md"),
+    "facts": ("line of FACT.md", "lines of FACT.md"),
+    "journal": ("journal entry (a tombstone keeps its time)",
+                "journal entries (tombstones keep their times)"),
+    "history": ("earlier FACT.md version", "earlier FACT.md versions"),
+    "sessions": ("stored session text (a prompt or a file version, shared by every session "
+                 "that used it)",
+                 "stored session texts (prompts and file versions, shared by every session "
+                 "that used them)"),
+    "caches": ("search index file", "search index files"),
+}
+
+
+def _receipt_counts(receipt: Mapping[str, Any]) -> dict[str, int]:
+    """A receipt's ``changed`` as counts per kind (a list of places counts its length)."""
+    changed = receipt.get("changed") or {}
+    if not isinstance(changed, Mapping):
+        return {}
+    return {
+        str(kind): int(value) if isinstance(value, int)
+        else len(value) if isinstance(value, (list, tuple, dict, set)) else 0
+        for kind, value in changed.items()
+    }
+
+
+def forget_report(receipt: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The lines people read about a forget or a dry run, as ``(status, text)`` pairs.
+
+    ``status`` is what :func:`status_style` colours (``"error"`` for a failed verification).
+    The notebook view and the command line print the same lines; no line holds the
+    forgotten text, only its hash.
+    """
+    from ..engine.forgetting import RECEIPTS
+
+    counts = _receipt_counts(receipt)
+    dry = bool(receipt.get("dry_run"))
+    places = [str(place) for place in receipt.get("places") or ()]
+    lines: list[tuple[str, str]] = []
+    if not any(counts.values()) and not places:
+        lines.append(("info", "Nothing to forget: no stored place holds it."))
+    else:
+        lines.append(("info", "Dry run, nothing changed. Forgetting would change:" if dry
+                      else "Forgotten. Changed:"))
+        for kind, n in counts.items():
+            unit = FORGET_UNITS.get(kind)
+            lines.append(("info", f"  {kind}: {n}" + (f" {unit[n != 1]}" if unit else "")))
+        lines.extend(("info", f"  - {place}") for place in places)
+    digest = short_sha(str(receipt.get("forgotten_sha256") or ""))
+    when = receipt.get("ts", "?")
+    if dry:
+        lines.append(("info", f"Dry run at {when}, no receipt written; keyed sha256 of what "
+                      f"would be forgotten {digest}."))
+        return lines
+    lines.append(("info", f"Receipt {when} (in memory/{RECEIPTS}), keyed sha256 of what was "
+                  f"forgotten {digest}."))
+    if receipt.get("verified"):
+        lines.append(("ok", "Verified: found in no form (raw, case-folded, JSON-escaped) in "
+                      "the agent's files."))
+    else:
+        remaining = ", ".join(str(p) for p in receipt.get("remaining") or ()) or "?"
+        lines.append(("error", f"Verification FAILED: still found in {remaining}"))
+    return lines
+
+
 class ForgetReceipt(dict):
     """The engine's receipt of a forget (or of a dry run): a ``dict`` in code, a short
-    report of the kinds of places changed, their counts and the verification in a notebook.
-    It never holds the forgotten text, only its hash."""
-
-    @staticmethod
-    def _count(value: object) -> int:
-        if isinstance(value, bool):
-            return int(value)
-        if isinstance(value, int):
-            return value
-        return len(value) if isinstance(value, (list, tuple, dict, set)) else 0
+    report of the kinds of places changed, their counts and the verification in a notebook
+    (:func:`forget_report`). It never holds the forgotten text, only its hash."""
 
     def counts(self) -> dict[str, int]:
         """Places changed (or that would change), per kind."""
-        changed = self.get("changed") or {}
-        return {str(k): self._count(v) for k, v in changed.items()} if isinstance(
-            changed, Mapping) else {}
-
-    def _lines(self) -> list[tuple[str, str]]:
-        counts = self.counts()
-        dry = bool(self.get("dry_run"))
-        lines: list[tuple[str, str]] = []
-        if not any(counts.values()) and not self.get("places"):
-            lines.append(("info", "Nothing to forget: no stored place holds it."))
-        else:
-            lines.append(("info", "Dry run, nothing changed. Forgetting would change:" if dry
-                          else "Forgotten. Changed:"))
-            lines.extend(("info", f"  {kind}: {n}") for kind, n in counts.items())
-            lines.extend(("info", f"  - {place}") for place in self.get("places") or ())
-        digest = short_sha(str(self.get("forgotten_sha256") or ""))
-        lines.append(("info", f"Receipt {self.get('ts', '?')}, sha256 of what was forgotten "
-                      f"{digest}."))
-        if not dry:
-            if self.get("verified"):
-                lines.append(("ok", "Verified: found in no form (raw, case-folded, "
-                              "JSON-escaped) in the agent's files."))
-            else:
-                remaining = ", ".join(str(p) for p in self.get("remaining") or ()) or "?"
-                lines.append(("error", f"Verification FAILED: still found in {remaining}"))
-        return lines
+        return _receipt_counts(self)
 
     @_no_math
     def _repr_html_(self) -> str:
         return "".join(
-            f'<div style="color:{STATUS_COLOURS[kind]};{TEXT_WRAP}">{_esc(text)}</div>'
-            for kind, text in self._lines()
+            f'<div style="{status_style(kind)};{TEXT_WRAP}">{_esc(text)}</div>'
+            for kind, text in forget_report(self)
         )
 
     def __str__(self) -> str:
-        return "\n".join(text for _kind, text in self._lines())
+        return "\n".join(text for _kind, text in forget_report(self))
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         """Plain-text form for IPython (terminal output and ``text/plain``)."""

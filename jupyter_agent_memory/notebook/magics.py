@@ -59,7 +59,6 @@ import contextlib
 import inspect
 import os
 import sys
-import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -70,10 +69,11 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.utils.process import arg_split
 from traitlets import CaselessStrEnum, Int, Unicode
 
+from ..engine.arguments import DEFAULT_LIMIT, check_count
 from ..engine.paths import require_workspace
 from ..engine.prompt import DEFAULT_TOOL_NAME
 from ..engine.store import AgentMemory, check_edit_body
-from ..engine.tool import DEFAULT_LIMIT, NO_JOURNAL
+from ..engine.tool import NO_JOURNAL
 from ..errors import MemoryToolError
 from .display import (
     AgentSummary,
@@ -90,12 +90,12 @@ from .display import (
 
 __all__ = [
     "AgentMemoryMagics",
-    "build_session_prompt",
     "load_ipython_extension",
     "unload_ipython_extension",
 ]
 
 _QUOTES = ("'", '"')
+APPEND_USAGE = "Usage: %journal append TEXT [-t TAG]..."
 
 
 def _clean_doc(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -488,16 +488,18 @@ class AgentMemoryMagics(Magics):
         %journal append "-5 degrees  outside".
         """
         args = _parse(self.journal, line)
-        mem = self.memory_for(args.agent)
+        # Every argument is checked before the agent is looked up.
         command = args.command.lower()
         if command == "append":
             for name in ("limit", "since", "until"):
                 if getattr(args, name) is not None:
                     raise UsageError(f"--{name} applies to search, not append")
             text = " ".join(args.words)
+            if not text.strip():
+                raise UsageError(f"The entry text is missing. {APPEND_USAGE}")
             with _engine_errors():
-                return RawText(mem.call_tool({"action": "append", "text": text,
-                                              "tags": args.tags}))
+                return RawText(self.memory_for(args.agent).call_tool(
+                    {"action": "append", "text": text, "tags": args.tags}))
         if command not in ("", "search"):
             raise UsageError(f"Unknown journal command {args.command!r}, expected append or search")
         if len(args.tags) > 1:
@@ -506,6 +508,10 @@ class AgentMemoryMagics(Magics):
         limit = args.limit
         if limit is None:
             limit = self.journal_limit if not command else DEFAULT_LIMIT
+        else:
+            with _engine_errors():
+                check_count(limit, "-n/--limit")
+        mem = self.memory_for(args.agent)
         with _engine_errors():
             result = mem.search_journal(
                 query=" ".join(args.words),
@@ -595,7 +601,8 @@ class AgentMemoryMagics(Magics):
                 view = PromptView(text or "", title="Agent Knowledge section")
                 warnings: list[str] = []
             else:
-                prompt = build_session_prompt(builder, mem, workspace)
+                # The view shows the budget warning; stderr would repeat it.
+                prompt = builder.build_session(mem, workspace, warn=False)
                 text = prompt.text
                 view = PromptView.from_prompt(prompt)
                 warnings = list(prompt.warnings)
@@ -700,20 +707,6 @@ class AgentMemoryMagics(Magics):
         panel_module = sys.modules.get(f"{__package__}.panel")
         if panel_module is not None:
             panel_module.refresh_live_panels()
-
-
-def build_session_prompt(builder: Any, mem: AgentMemory, workspace: Path | str | None) -> Any:
-    """Build ``mem``'s prompt as a session would: with its template's configuration.
-
-    The engine's :meth:`~jupyter_agent_memory.engine.prompt.PromptBuilder.build_session` does the
-    work, as for the command line; its budget warning is silenced here because the views
-    show it themselves (stderr would repeat it).
-    """
-    from ..engine.prompt import PromptBudgetWarning
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PromptBudgetWarning)
-        return builder.build_session(mem, workspace)
 
 
 def _receipt(mem: AgentMemory, session_id: str) -> dict[str, Any]:

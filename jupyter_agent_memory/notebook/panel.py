@@ -22,7 +22,6 @@ This is the only module of the package that imports ipywidgets.
 from __future__ import annotations
 
 import logging
-import warnings
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -31,13 +30,13 @@ from typing import Any
 import ipywidgets as widgets
 
 from ..engine import sessions
+from ..engine.arguments import DEFAULT_LIMIT, check_count
 from ..engine.prompt import DEFAULT_TOOL_NAME
 from ..engine.store import AgentMemory, check_edit_body
-from ..engine.tool import DEFAULT_LIMIT, NO_JOURNAL
+from ..engine.tool import NO_JOURNAL
 from ..errors import AgentNotFoundError, MemoryConflictError, MemoryToolError
 from ..render import NO_MATH_CLASS, escape_html
 from .display import (
-    STATUS_COLOURS,
     TEXT_WRAP,
     VIEW_LIMIT,
     DiffView,
@@ -50,6 +49,7 @@ from .display import (
     format_size,
     format_when,
     short_sha,
+    status_style,
 )
 
 __all__ = ["MemoryPanel", "is_live", "memory_fingerprint", "refresh_live_panels"]
@@ -102,16 +102,63 @@ def _journal_bytes(mem: AgentMemory) -> int:
 def _message(text: str, kind: str = "info") -> str:
     """Status line HTML in the theme's colour for ``kind``; ``text`` is escaped (it may quote
     untrusted content)."""
-    return (f'<span class="{NO_MATH_CLASS}" style="color:{STATUS_COLOURS[kind]};'
+    return (f'<span class="{NO_MATH_CLASS}" style="{status_style(kind)};'
             f'{TEXT_WRAP}">{escape_html(text)}</span>')
 
 
-def _textarea(placeholder: str, height: str = "220px") -> widgets.Textarea:
-    return widgets.Textarea(placeholder=placeholder,
-                            layout=widgets.Layout(width="100%", height=height))
+#: Layouts shared by several widgets (see :class:`_Kit`): never shown or hidden one by one.
+_SHARED_LAYOUTS: weakref.WeakSet[widgets.Layout] = weakref.WeakSet()
+
+
+class _Kit:
+    """Makes one panel's widgets, sharing layout and style models among them.
+
+    Every widget model is a message from the kernel and a model the browser builds before
+    the panel can appear. Left alone, each widget brings a Layout and a style model of its
+    own, nearly tripling that count for nothing; here widgets share one Layout per set of
+    properties and one style model per style class. A shared layout never changes, so a
+    widget that is shown and hidden gets its own (``hideable=True``).
+    """
+
+    def __init__(self) -> None:
+        self._layouts: dict[tuple[tuple[str, str], ...], widgets.Layout] = {}
+        self._styles: dict[type, widgets.Widget] = {}
+
+    def layout(self, **props: str) -> widgets.Layout:
+        """The shared Layout with these properties."""
+        key = tuple(sorted(props.items()))
+        if key not in self._layouts:
+            self._layouts[key] = widgets.Layout(**props)
+            _SHARED_LAYOUTS.add(self._layouts[key])
+        return self._layouts[key]
+
+    def __call__(self, cls: type[widgets.Widget], *, hideable: bool = False,
+                 layout: dict[str, str] | None = None, **kwargs: Any) -> Any:
+        """``cls(**kwargs)`` with a shared (or, ``hideable``, its own) layout and style."""
+        props = layout or {}
+        kwargs["layout"] = widgets.Layout(**props) if hideable else self.layout(**props)
+        style = cls.class_traits().get("style")
+        if style is not None and "style" not in kwargs:
+            kind = style.klass
+            if kind not in self._styles:
+                self._styles[kind] = kind()
+            kwargs["style"] = self._styles[kind]
+        return cls(**kwargs)
+
+    def button(self, description: str, icon: str, **kwargs: Any) -> widgets.Button:
+        """A button as wide as its text (the default width cuts long labels short)."""
+        layout = kwargs.pop("layout", {"width": "auto"})
+        return self(widgets.Button, description=description, icon=icon, layout=layout,
+                    **kwargs)
+
+    def models(self) -> list[widgets.Widget]:
+        """The shared layout and style models, to close with the panel."""
+        return [*self._layouts.values(), *self._styles.values()]
 
 
 def _show(widget: widgets.Widget, visible: bool) -> None:
+    if widget.layout in _SHARED_LAYOUTS:  # would show or hide every widget sharing it
+        raise ValueError(f"{widget!r} shares its layout; make it with hideable=True")
     widget.layout.display = None if visible else "none"
 
 
@@ -139,6 +186,7 @@ class _FileEditor:
 
     def __init__(
         self,
+        kit: _Kit,
         label: str,
         read: Callable[[], tuple[str, str]],
         write: Callable[..., str],
@@ -155,40 +203,83 @@ class _FileEditor:
         self._guard = guard
         self._check = check
         self.limit = limit
-        self.editor = _textarea(placeholder, height)
-        self.save_button = widgets.Button(description=f"Save {label}", icon="save")
-        self.reload_button = widgets.Button(description="Reload", icon="refresh")
-        self.status = widgets.HTML()
-        self.large_button = widgets.Button(description="Edit here anyway", icon="pencil")
-        self.large_button.on_click(lambda _b: self.load_large())
-        _show(self.large_button, False)
-        self.conflict_view = widgets.HTML()
-        self.conflict_reload_button = widgets.Button(description="Reload", icon="refresh",
-                                                     tooltip="Discard your text, load the file")
-        self.keep_editing_button = widgets.Button(description="Keep editing", icon="pencil")
-        self.overwrite_button = widgets.Button(
-            description="Overwrite anyway", icon="exclamation-triangle", button_style="danger",
-            tooltip="Replace the version shown above with your text (if it has not changed again)")
-        self.conflict_reload_button.on_click(lambda _b: self.load(force=True))
-        self.keep_editing_button.on_click(lambda _b: self.keep_editing())
-        self.overwrite_button.on_click(lambda _b: self.overwrite())
-        self.conflict_box = widgets.VBox([
-            self.conflict_view,
-            widgets.HBox([self.conflict_reload_button, self.keep_editing_button,
-                          self.overwrite_button]),
-        ])
-        _show(self.conflict_box, False)
+        self._kit = kit
+        # The description is the textarea's label (screen readers announce it).
+        self.editor = kit(widgets.Textarea, description=label, placeholder=placeholder,
+                          layout={"width": "auto", "height": height})
+        self.save_button = kit.button(f"Save {label}", "save")
+        # Hidden while a conflict shows its own choices, so there is one Reload at a time.
+        self.reload_button = kit.button("Reload", "refresh", hideable=True,
+                                        tooltip=f"Load {label} as it is on disk")
+        self.status = kit(widgets.HTML)
         self.loaded_text = ""
         self.base_sha = ""
         self.conflict = False
         self.conflict_sha = ""
         self.held_back = False
+        self.writable = True
         self._allow_large = False
-        self.box = widgets.VBox([
-            self.editor,
-            widgets.HBox([self.save_button, self.reload_button, self.large_button]),
-            self.status, self.conflict_box,
-        ])
+        # Made on first need (a conflict, a file too large to edit here): most editors never
+        # need them, and every widget is one more model for the browser to build.
+        self._choices: _Choices | None = None
+        self._large: widgets.Button | None = None
+        self._buttons = kit(widgets.HBox, children=[self.save_button, self.reload_button])
+        self.box = kit(widgets.VBox, children=[self.editor, self._buttons, self.status])
+
+    def _conflict_widgets(self) -> _Choices:
+        if self._choices is None:
+            self._choices = _Choices(self._kit, self)
+            self._choices.overwrite_button.disabled = not self.writable
+            self.box.children = (*self.box.children, self._choices.box)
+        return self._choices
+
+    @property
+    def conflict_box(self) -> widgets.VBox:
+        """What a conflict shows: the diff and the three choices (hidden otherwise)."""
+        return self._conflict_widgets().box
+
+    @property
+    def conflict_view(self) -> widgets.HTML:
+        """The conflict's message and diff from the file as it is now to the editor's text."""
+        return self._conflict_widgets().view
+
+    @property
+    def conflict_reload_button(self) -> widgets.Button:
+        """Discard the editor's text and load the file as it is now."""
+        return self._conflict_widgets().reload_button
+
+    @property
+    def keep_editing_button(self) -> widgets.Button:
+        """Close the conflict's choices and keep the text."""
+        return self._conflict_widgets().keep_editing_button
+
+    @property
+    def overwrite_button(self) -> widgets.Button:
+        """Write the text over the version the conflict showed (compare-and-swap)."""
+        return self._conflict_widgets().overwrite_button
+
+    @property
+    def large_button(self) -> widgets.Button:
+        """*Edit here anyway*, for a file larger than the view limit."""
+        if self._large is None:
+            self._large = self._kit.button("Edit here anyway", "pencil", hideable=True)
+            self._large.on_click(lambda _b: self.load_large())
+            _show(self._large, False)
+            self._buttons.children = (*self._buttons.children, self._large)
+        return self._large
+
+    def set_writable(self, enabled: bool) -> None:
+        """Turn saving on or off (off while the agent folder is gone)."""
+        self.writable = enabled
+        self.save_button.disabled = not enabled or self.held_back
+        if self._choices is not None:
+            self._choices.overwrite_button.disabled = not enabled
+
+    def _show_choices(self, visible: bool) -> None:
+        """Show or hide the conflict's choices; they bring their own Reload."""
+        if visible or self._choices is not None:
+            _show(self.conflict_box, visible)
+        _show(self.reload_button, not visible)
 
     @property
     def dirty(self) -> bool:
@@ -201,12 +292,13 @@ class _FileEditor:
         self.loaded_text = "" if self.held_back else text
         self.editor.value = self.loaded_text
         self.editor.disabled = self.held_back
-        self.save_button.disabled = self.held_back
-        _show(self.large_button, self.held_back)
+        self.save_button.disabled = self.held_back or not self.writable
+        if self.held_back or self._large is not None:
+            _show(self.large_button, self.held_back)
         self.base_sha = sha
         self.conflict = False
         self.conflict_sha = ""
-        _show(self.conflict_box, False)
+        self._show_choices(False)
         self.reload_button.button_style = ""
         if self.held_back:
             self.large_button.description = (
@@ -241,7 +333,7 @@ class _FileEditor:
 
     def keep_editing(self) -> None:
         """Close the conflict choices and go on editing (Save will ask again)."""
-        _show(self.conflict_box, False)
+        self._show_choices(False)
         self.status.value = _message(
             f"Still editing. {self.label} on disk is {short_sha(self.conflict_sha)}; your text "
             "is not saved.", "warning")
@@ -280,7 +372,7 @@ class _FileEditor:
         self.base_sha = sha
         self.conflict = False
         self.conflict_sha = ""
-        _show(self.conflict_box, False)
+        self._show_choices(False)
         self.reload_button.button_style = ""
         self.status.value = _message(f"Saved {self.label} (sha256 {short_sha(sha)}).", "ok")
         return True
@@ -302,13 +394,39 @@ class _FileEditor:
                         "your text")
         self.conflict_view.value = (
             _message("What your text changes in the file as it is now:") + diff._repr_html_())
-        _show(self.conflict_box, True)
+        self._show_choices(True)
+
+
+class _Choices:
+    """The widgets of an editor's conflict: the diff and Discard / Keep editing / Overwrite."""
+
+    def __init__(self, kit: _Kit, editor: _FileEditor) -> None:
+        self.view = kit(widgets.HTML)
+        self.reload_button = kit.button(
+            "Discard mine, reload", "refresh",
+            tooltip=f"Drop your text and load {editor.label} as it is now")
+        self.keep_editing_button = kit.button("Keep editing", "pencil")
+        self.overwrite_button = kit.button(
+            "Overwrite anyway", "exclamation-triangle", button_style="danger",
+            tooltip="Replace the version shown above with your text (if it has not changed again)")
+        self.reload_button.on_click(lambda _b: editor.load(force=True))
+        self.keep_editing_button.on_click(lambda _b: editor.keep_editing())
+        self.overwrite_button.on_click(lambda _b: editor.overwrite())
+        self.box = kit(widgets.VBox, hideable=True, children=[
+            self.view,
+            kit(widgets.HBox, children=[self.reload_button, self.keep_editing_button,
+                                        self.overwrite_button]),
+        ])
 
 
 #: Tags are counted on every refresh while the journal is at most this big (a few
 #: milliseconds); a bigger journal is counted only when asked (Count tags), so refreshing after
 #: a cell costs the same on a thousand entries or a million.
 TAG_COUNT_AUTO_BYTES = 1024 * 1024
+
+
+#: The CSS class of the panel's outermost element.
+PANEL_CLASS = "jp-AgentMemory-panel"
 
 
 class MemoryPanel(widgets.VBox):
@@ -329,6 +447,7 @@ class MemoryPanel(widgets.VBox):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.add_class(PANEL_CLASS)
         from ..engine.prompt import PromptBuilder
 
         self.mem = mem
@@ -344,24 +463,25 @@ class MemoryPanel(widgets.VBox):
         self._rendered_facts: tuple[str, bool] | None = None
         self._searching = False
 
+        self._kit = kit = _Kit()
         label = mem.agent_id if mem.agent_id is not None else mem.path.name
-        self.title = widgets.HTML(
+        self.title = kit(widgets.HTML, value=(
             f"<b>Agent memory: {escape_html(label)}</b> "
-            f"<small><code>{escape_html(mem.path)}</code></small>"
-        )
-        self.banner = widgets.HTML()
-        self.refresh_button = widgets.Button(description="Refresh", icon="refresh",
-                                             tooltip="Reload everything from disk")
+            f"<small><code>{escape_html(mem.path)}</code></small>"))
+        self.banner = kit(widgets.HTML)
+        self.refresh_button = kit.button("Refresh", "refresh",
+                                         tooltip="Reload everything from disk")
         self.refresh_button.on_click(lambda _b: self.refresh())
 
-        self.tabs = widgets.Tab(
+        self.tabs = kit(
+            widgets.Tab,
             children=[self._build_facts_tab(), self._build_journal_tab(),
                       self._build_prompt_tab(), self._build_persona_tab(),
                       self._build_sessions_tab()],
             titles=("Facts", "Journal", "Prompt", "Persona", "Sessions"),
         )
-        self.children = [widgets.HBox([self.title, self.refresh_button]), self.banner,
-                         self.tabs]
+        self.children = [kit(widgets.HBox, children=[self.title, self.refresh_button]),
+                         self.banner, self.tabs]
         self.refresh()
         _LIVE_PANELS.add(self)
 
@@ -374,7 +494,12 @@ class MemoryPanel(widgets.VBox):
         """Close the panel and its widgets and stop refreshing it."""
         _LIVE_PANELS.discard(self)
         for widget in self._own_widgets():
+            if widget.layout not in _SHARED_LAYOUTS:
+                widget.layout.close()
             widget.close()
+        for model in self._kit.models():
+            model.close()
+        self.layout.close()
         super().close()
 
     def _own_widgets(self) -> list[widgets.Widget]:
@@ -394,7 +519,9 @@ class MemoryPanel(widgets.VBox):
     # -- building the tabs -----------------------------------------------------------------
 
     def _build_facts_tab(self) -> widgets.Widget:
+        kit = self._kit
         self.facts = _FileEditor(
+            kit,
             "FACT.md",
             self.mem.read_facts,
             self.mem.update_facts,
@@ -409,147 +536,160 @@ class MemoryPanel(widgets.VBox):
         self.facts_status = self.facts.status
         self.facts_save_button.on_click(lambda _b: self.save_facts())
         self.facts_reload_button.on_click(lambda _b: self.reload_facts())
-        self.facts_rendered = widgets.Output()
-        self.facts_show_all = widgets.ToggleButton(
-            value=False, description="Show all", icon="expand",
+        self.facts_rendered = kit(widgets.Output)
+        self.facts_show_all = kit(
+            widgets.ToggleButton, value=False, description="Show all", icon="expand",
+            layout={"width": "auto"},
             tooltip="Render all of FACT.md, however long (sends it all to the browser)")
         self.facts_show_all.observe(lambda _c: self._guard(
             self.facts_status, lambda: self._render_facts(self.mem.facts)), names="value")
 
-        self.history_select = widgets.Select(options=[], rows=6,
-                                             layout=widgets.Layout(width="100%"))
-        self.history_diff_button = widgets.Button(description="Diff with current", icon="columns")
-        self.history_restore_button = widgets.Button(description="Restore", icon="undo")
-        self.history_output = widgets.HTML()
+        self.history_select = kit(widgets.Select, options=[], rows=6, description="Version",
+                                  layout={"width": "auto"})
+        self.history_diff_button = kit.button("Diff with current", "columns")
+        self.history_restore_button = kit.button("Restore", "undo")
+        self.history_output = kit(widgets.HTML)
         self.history_diff_button.on_click(lambda _b: self.show_history_diff())
         self.history_restore_button.on_click(lambda _b: self.restore_version())
 
         editor = self.facts.box
-        history = widgets.VBox([self.history_select,
-                                widgets.HBox([self.history_diff_button,
-                                              self.history_restore_button]),
-                                self.history_output])
-        rendered = widgets.VBox([self.facts_rendered, self.facts_show_all])
-        self.facts_tabs = widgets.Tab(children=[editor, rendered, history],
-                                      titles=("Edit", "Rendered", "History"))
+        history = kit(widgets.VBox, children=[
+            self.history_select,
+            kit(widgets.HBox, children=[self.history_diff_button, self.history_restore_button]),
+            self.history_output])
+        rendered = kit(widgets.VBox, children=[self.facts_rendered, self.facts_show_all])
+        self.facts_tabs = kit(widgets.Tab, children=[editor, rendered, history],
+                              titles=("Edit", "Rendered", "History"))
         return self.facts_tabs
 
     def _build_journal_tab(self) -> widgets.Widget:
+        kit = self._kit
+        # Fields grow with the panel and never shrink below their placeholders' width.
+        grow = {"flex": "1 1 0%", "min_width": "22em", "width": "auto"}
         # Without continuous updates a value changes on Enter or on leaving the field; each
         # change searches again, so the results always match the filters shown.
-        self.journal_query = widgets.Text(placeholder="text contains…", description="Query",
-                                          continuous_update=False)
-        self.journal_tag = widgets.Combobox(placeholder="any tag", description="Tag",
-                                            options=[], ensure_option=False,
-                                            continuous_update=False)
-        self.journal_limit = widgets.BoundedIntText(value=DEFAULT_LIMIT, min=1, max=1_000_000,
-                                                    description="Limit",
-                                                    continuous_update=False)
-        self.journal_since = widgets.Text(placeholder="2026-11-01 or 2026-11-01T09:00Z",
-                                          description="Since", continuous_update=False)
-        self.journal_until = widgets.Text(placeholder="ISO-8601, inclusive",
-                                          description="Until", continuous_update=False)
-        self.journal_search_button = widgets.Button(description="Search", icon="search",
-                                                    button_style="primary")
-        self.journal_count_button = widgets.Button(
-            description="Count tags", icon="tags",
+        self.journal_query = kit(widgets.Text, placeholder="text contains…",
+                                 description="Query", continuous_update=False, layout=grow)
+        self.journal_tag = kit(widgets.Combobox, placeholder="any tag", description="Tag",
+                               options=[], ensure_option=False, continuous_update=False,
+                               layout=grow)
+        # A plain integer field: a count below 1 is refused with the rule, not clamped.
+        self.journal_limit = kit(widgets.IntText, value=DEFAULT_LIMIT, description="Limit",
+                                 continuous_update=False,
+                                 layout={"width": "12em", "flex": "0 0 auto"})
+        self.journal_since = kit(widgets.Text, placeholder="e.g. 2026-11-01T09:00Z",
+                                 description="Since", continuous_update=False, layout=grow)
+        self.journal_until = kit(widgets.Text, placeholder="ISO-8601, inclusive",
+                                 description="Until", continuous_update=False, layout=grow)
+        self.journal_search_button = kit.button("Search", "search", button_style="primary")
+        self.journal_count_button = kit.button(
+            "Count tags", "tags",
             tooltip="Read the whole journal once and list every tag with its count")
-        self.journal_tags_info = widgets.HTML()
-        self.journal_results = widgets.HTML()
-        self.journal_status = widgets.HTML()
+        self.journal_tags_info = kit(widgets.HTML)
+        self.journal_results = kit(widgets.HTML)
+        self.journal_status = kit(widgets.HTML)
         self.journal_search_button.on_click(lambda _b: self.search_journal())
         self.journal_count_button.on_click(lambda _b: self.count_tags())
         for control in (self.journal_query, self.journal_tag, self.journal_limit,
                         self.journal_since, self.journal_until):
             control.observe(lambda _change: self._search_on_change(), names="value")
 
-        self.append_text = _textarea("What happened? (one journal entry)", "80px")
-        self.append_tags = widgets.Text(placeholder="comma-separated, e.g. meeting, q3",
-                                        description="Tags")
-        self.append_button = widgets.Button(description="Append", icon="plus")
-        self.append_status = widgets.HTML()
+        self.append_text = kit(widgets.Textarea, description="Entry",
+                               placeholder="What happened? (one journal entry)",
+                               layout={"width": "auto", "height": "80px"})
+        self.append_tags = kit(widgets.Text, placeholder="comma-separated, e.g. meeting, q3",
+                               description="Tags", layout=grow)
+        self.append_button = kit.button("Append", "plus")
+        self.append_status = kit(widgets.HTML)
         self.append_button.on_click(lambda _b: self.append_entry())
 
-        search = widgets.VBox([
-            widgets.HBox([self.journal_query, self.journal_tag, self.journal_limit]),
-            widgets.HBox([self.journal_since, self.journal_until, self.journal_search_button,
-                          self.journal_count_button]),
+        wrap = {"flex_flow": "row wrap", "width": "100%"}
+        search = kit(widgets.VBox, children=[
+            kit(widgets.HBox, layout=wrap, children=[self.journal_query, self.journal_tag,
+                                                     self.journal_limit]),
+            kit(widgets.HBox, layout=wrap, children=[
+                self.journal_since, self.journal_until, self.journal_search_button,
+                self.journal_count_button]),
             self.journal_tags_info, self.journal_status, self.journal_results,
         ])
-        append = widgets.VBox([widgets.HTML("<b>New entry</b>"), self.append_text,
-                               widgets.HBox([self.append_tags, self.append_button]),
-                               self.append_status])
-        return widgets.VBox([search, append])
+        append = kit(widgets.VBox, children=[
+            kit(widgets.HTML, value="<b>New entry</b>"), self.append_text,
+            kit(widgets.HBox, layout=wrap, children=[self.append_tags, self.append_button]),
+            self.append_status])
+        return kit(widgets.VBox, children=[search, append])
 
     def _build_prompt_tab(self) -> widgets.Widget:
-        self.prompt_workspace = widgets.Text(value=str(self._workspace),
-                                             description="Workspace",
-                                             layout=widgets.Layout(width="70%"))
-        self.prompt_build_button = widgets.Button(description="Build", icon="cogs")
-        self.prompt_show_all = widgets.ToggleButton(
-            value=False, description="Show all", icon="expand",
+        kit = self._kit
+        self.prompt_workspace = kit(widgets.Text, value=str(self._workspace),
+                                    description="Workspace",
+                                    layout={"flex": "1 1 0%", "width": "auto"})
+        self.prompt_build_button = kit.button("Build", "cogs")
+        self.prompt_show_all = kit(
+            widgets.ToggleButton, value=False, description="Show all", icon="expand",
+            layout={"width": "auto"},
             tooltip="Show the whole prompt, however long (sends it all to the browser)")
-        self.prompt_copy_button = widgets.ToggleButton(
-            value=False, description="Copy", icon="copy",
+        self.prompt_copy_button = kit(
+            widgets.ToggleButton, value=False, description="Copy", icon="copy",
+            layout={"width": "auto"},
             tooltip="Show the exact text in a box to select and copy (Ctrl+A, Ctrl+C)")
-        self.prompt_copy_text = widgets.Textarea(layout=widgets.Layout(width="100%",
-                                                                       height="160px"))
+        self.prompt_copy_text = kit(widgets.Textarea, description="Exact text", hideable=True,
+                                    layout={"width": "auto", "height": "160px"})
         _show(self.prompt_copy_text, False)
-        self.prompt_status = widgets.HTML()
-        self.prompt_view = widgets.HTML()
+        self.prompt_status = kit(widgets.HTML)
+        self.prompt_view = kit(widgets.HTML)
         self.prompt_build_button.on_click(lambda _b: self.build_prompt())
         self.prompt_show_all.observe(lambda _c: self._show_prompt(), names="value")
         self.prompt_copy_button.observe(lambda _c: self._show_prompt(), names="value")
-        return widgets.VBox([
-            widgets.HBox([self.prompt_workspace, self.prompt_build_button]),
-            widgets.HBox([self.prompt_show_all, self.prompt_copy_button]),
+        return kit(widgets.VBox, children=[
+            kit(widgets.HBox, layout={"width": "100%"},
+                children=[self.prompt_workspace, self.prompt_build_button]),
+            kit(widgets.HBox, children=[self.prompt_show_all, self.prompt_copy_button]),
             self.prompt_copy_text, self.prompt_status, self.prompt_view,
         ])
 
     def _build_persona_tab(self) -> widgets.Widget:
-        mem = self.mem
-        self.soul = _FileEditor("SOUL.md", mem.read_soul, mem.write_soul,
+        mem, kit = self.mem, self._kit
+        self.soul = _FileEditor(kit, "SOUL.md", mem.read_soul, mem.write_soul,
                                 "SOUL.md is empty. Write it here and press Save.", "180px",
                                 check=self._check_folder)
-        self.user = _FileEditor("USER.md", mem.read_user, mem.write_user,
+        self.user = _FileEditor(kit, "USER.md", mem.read_user, mem.write_user,
                                 "USER.md is empty. Write it here and press Save.", "180px",
                                 check=self._check_folder)
         for part in (self.soul, self.user):
             part.save_button.on_click(lambda _b, p=part: self.save_persona(p))
             part.reload_button.on_click(lambda _b, p=part: self._guard(p.status,
                                                                        lambda: p.load(True)))
-        return widgets.VBox(
-            [
-                widgets.VBox([widgets.HTML(f"<b>{escape_html(part.label)}</b>"), part.box])
-                for part in (self.soul, self.user)
-            ]
-        )
+        return kit(widgets.VBox, children=[self.soul.box, self.user.box])
 
     def _build_sessions_tab(self) -> widgets.Widget:
-        self.sessions_timeline = widgets.HTML()
-        self.session_pick = widgets.Dropdown(options=[], description="Session",
-                                             layout=widgets.Layout(width="60%"))
-        self.session_other = widgets.Dropdown(options=[("(pick one to diff with)", "")],
-                                              description="Diff with",
-                                              layout=widgets.Layout(width="60%"))
-        self.session_show_button = widgets.Button(description="Show prompt", icon="file-text")
-        self.session_diff_button = widgets.Button(description="Diff", icon="columns")
-        self.session_why_text = widgets.Text(placeholder="a line or part of one",
-                                             description="Why",
-                                             continuous_update=False)
-        self.session_why_button = widgets.Button(description="Trace", icon="search")
-        self.session_output = widgets.HTML()
+        kit = self._kit
+        self.sessions_timeline = kit(widgets.HTML)
+        pick = {"flex": "1 1 0%", "width": "auto"}
+        self.session_pick = kit(widgets.Dropdown, options=[], description="Session",
+                                layout=pick)
+        self.session_other = kit(widgets.Dropdown, options=[("(pick one to diff with)", "")],
+                                 description="Diff with", layout=pick)
+        self.session_show_button = kit.button("Show prompt", "file-text")
+        self.session_diff_button = kit.button("Diff", "columns")
+        self.session_why_text = kit(widgets.Text, placeholder="a line or part of one",
+                                    description="Why", continuous_update=False, layout=pick)
+        self.session_why_button = kit.button("Trace", "search")
+        self.session_output = kit(widgets.HTML)
         self.session_output.add_class("jp-AgentMemory-panelSessionOutput")
         self.session_show_button.on_click(lambda _b: self.show_session())
         self.session_diff_button.on_click(lambda _b: self.diff_sessions())
         self.session_why_button.on_click(lambda _b: self.why())
         self.session_why_text.observe(lambda _c: self.session_why_text.value and self.why(),
                                       names="value")
-        return widgets.VBox([
+        row = {"width": "100%"}
+        return kit(widgets.VBox, children=[
             self.sessions_timeline,
-            widgets.HBox([self.session_pick, self.session_show_button]),
-            widgets.HBox([self.session_other, self.session_diff_button]),
-            widgets.HBox([self.session_why_text, self.session_why_button]),
+            kit(widgets.HBox, layout=row, children=[self.session_pick,
+                                                    self.session_show_button]),
+            kit(widgets.HBox, layout=row, children=[self.session_other,
+                                                    self.session_diff_button]),
+            kit(widgets.HBox, layout=row, children=[self.session_why_text,
+                                                    self.session_why_button]),
             self.session_output,
         ])
 
@@ -564,13 +704,10 @@ class MemoryPanel(widgets.VBox):
             return None
 
     def _writable(self, enabled: bool) -> None:
-        for button in (self.facts.save_button, self.soul.save_button, self.user.save_button,
-                       self.append_button, self.history_restore_button,
-                       self.facts.overwrite_button):
+        for part in (self.facts, self.soul, self.user):
+            part.set_writable(enabled)
+        for button in (self.append_button, self.history_restore_button):
             button.disabled = not enabled
-        if enabled:
-            for part in (self.facts, self.soul, self.user):
-                part.save_button.disabled = part.held_back
 
     def refresh(self) -> None:
         """Reload everything from disk. Editors with unsaved edits keep them (and say so).
@@ -647,6 +784,9 @@ class MemoryPanel(widgets.VBox):
         ]
         if not versions:
             self.history_output.value = versions._repr_html_()
+        for control in (self.history_select, self.history_diff_button,
+                        self.history_restore_button):
+            control.disabled = not versions
 
     def save_facts(self) -> bool:
         """Save the editor as FACT.md with compare-and-swap against the version loaded.
@@ -760,7 +900,7 @@ class MemoryPanel(widgets.VBox):
             result = self.mem.search_journal(
                 query=query,
                 tag=self.journal_tag.value.strip(),
-                limit=self.journal_limit.value,
+                limit=check_count(self.journal_limit.value, "Limit"),
                 since=self.journal_since.value.strip() or None,
                 until=self.journal_until.value.strip() or None,
             )
@@ -806,14 +946,10 @@ class MemoryPanel(widgets.VBox):
             return None
 
         def build() -> PromptView:
-            from ..engine.prompt import PromptBudgetWarning
-
-            # Built as a session would be (the engine's build_session), like %memprompt; the
-            # budget warning is shown in the view, so it is not also sent to stderr.
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", PromptBudgetWarning)
-                prompt = self.builder.build_session(self.mem, workspace)
-            return PromptView.from_prompt(prompt)
+            # Built as a session would be, like %memprompt; the budget warning is shown in
+            # the view, so it is not also sent to stderr.
+            return PromptView.from_prompt(
+                self.builder.build_session(self.mem, workspace, warn=False))
         self.prompt_status.value = ""
         view = self._guard(self.prompt_status, build)
         if view is not None:
@@ -873,6 +1009,12 @@ class MemoryPanel(widgets.VBox):
             ids = [value for _label, value in dropdown.options]
             # Keep the pick; otherwise the newest session (or "none" for the second one).
             dropdown.value = current if current in ids else (ids[0] if ids else None)
+        # Controls that need sessions are off until there are some (two, to diff).
+        for control in (self.session_pick, self.session_show_button, self.session_why_text,
+                        self.session_why_button):
+            control.disabled = not receipts
+        for control in (self.session_other, self.session_diff_button):
+            control.disabled = len(receipts) < 2
 
     def show_session(self, session_id: str | None = None) -> PromptView | None:
         """Show the exact prompt a recorded session started with (default: the one picked)."""

@@ -1,11 +1,13 @@
-"""Helpers the browser tests share: waiting for a kernel, themes, and where screenshots go."""
+"""Helpers the browser tests share: notebooks to open, waiting for a kernel, themes, and where
+screenshots go."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import Page, expect
 
 #: True once the current notebook's kernel is connected and idle (needs expose_app_in_browser).
@@ -19,6 +21,31 @@ KERNEL_IDLE = """
 """
 
 THEMES = (("JupyterLab Light", "light"), ("JupyterLab Dark", "dark"))
+
+#: How long an ``expect`` waits for a state. Playwright's 5 s default is too short on a busy
+#: 2-core machine, where a widget panel may take several seconds to render; waiting longer
+#: for the state costs nothing when it comes sooner.
+PATIENCE_MS = 30_000
+
+
+@pytest.fixture(autouse=True)
+def patient_expect() -> Iterator[None]:
+    """Let every ``expect`` of a test module that imports this wait up to PATIENCE_MS."""
+    expect.set_options(timeout=PATIENCE_MS)
+    yield
+    expect.set_options(timeout=5_000)
+
+
+def write_notebook(path: Path, sources: list[str]) -> Path:
+    """A Python 3 notebook at ``path`` with one code cell per source; returns ``path``."""
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in sources]
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                       "language": "python"}
+    nbformat.write(notebook, path)
+    return path
 
 
 def screenshot_dir(tmp_path: Path) -> Path:

@@ -1,18 +1,26 @@
 """The ipywidgets memory panel in a real JupyterLab through Chromium: the Journal tab searches
 on every change, the plain tags field, themed tables, conflicts with Overwrite anyway, a vanished
-agent folder, and the Sessions tab. Screenshots in both themes go to
-``$AGENT_MEMORY_SCREENSHOTS`` when set, else to the test's temporary folder.
+agent folder, the Sessions tab, and how it looks (no label or placeholder cut short, tables as
+wide as their boxes, one Reload at a time, controls off when there is nothing to act on).
+Screenshots in both themes go to ``$AGENT_MEMORY_SCREENSHOTS`` when set, else to the test's
+temporary folder.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 from typing import Any
 
-import nbformat
 from conftest import Lab, watch_of
-from pages import KERNEL_IDLE, in_both_themes, screenshot_dir
+from pages import (
+    KERNEL_IDLE,
+    in_both_themes,
+    patient_expect,  # noqa: F401 (autouse: patient waits)
+    screenshot_dir,
+    write_notebook,
+)
 from playwright.sync_api import Page, expect
 
 from jupyter_agent_memory import AgentMemory, PromptBuilder
@@ -29,15 +37,8 @@ def shots(page: Page, tmp_path: Path, name: str) -> None:
 
 
 def open_panel(new_page: Any, lab: Lab, folder: str) -> Page:
-    notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell(source) for source in (
-        "%load_ext jupyter_agent_memory",
-        f"%agent_memory ./{folder}",
-        "%agent_memory",
-    )]
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                       "language": "python"}
-    nbformat.write(notebook, lab.workspace / f"{folder}.ipynb")
+    write_notebook(lab.workspace / f"{folder}.ipynb", [
+        "%load_ext jupyter_agent_memory", f"%agent_memory ./{folder}", "%agent_memory"])
     page = new_page()
     page.goto(lab.lab_url(f"{folder}.ipynb"))
     page.wait_for_function("() => window.jupyterapp !== undefined")
@@ -50,7 +51,50 @@ def open_panel(new_page: Any, lab: Lab, folder: str) -> Page:
 
 
 def tab(page: Page, title: str) -> None:
-    page.locator(".widget-tab .lm-TabBar-tab", has_text=title).first.click()
+    tab = page.locator(".widget-tab .lm-TabBar-tab", has_text=title).first
+    tab.click()
+    expect(tab).to_have_class(re.compile(r"\blm-mod-current\b"))
+
+
+#: Visible buttons and inputs of the panel whose text does not fit: a button label cut short
+#: (its text wider than the button) or a placeholder wider than its empty field (measured
+#: with the field's own font).
+CUT_SHORT = """
+() => {
+  const panel = document.querySelector('.jp-OutputArea .jp-AgentMemory-panel');
+  const shown = n => n.getClientRects().length && getComputedStyle(n).visibility !== 'hidden';
+  const cut = [];
+  for (const button of panel.querySelectorAll('button.jupyter-button')) {
+    if (shown(button) && button.scrollWidth > button.clientWidth + 1)
+      cut.push('button: ' + button.textContent.trim());
+  }
+  const canvas = document.createElement('canvas').getContext('2d');
+  for (const field of panel.querySelectorAll('input[placeholder], textarea[placeholder]')) {
+    if (!shown(field) || !field.placeholder) continue;
+    const style = getComputedStyle(field);
+    canvas.font = `${style.fontStyle} ${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+    const room = field.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    if (canvas.measureText(field.placeholder).width > room + 1)
+      cut.push('placeholder: ' + field.placeholder);
+  }
+  return cut;
+}
+"""
+
+#: Tables of the panel next to the box they sit in: [class, table width, box content width].
+TABLE_WIDTHS = """
+() => [...document.querySelectorAll('.jp-OutputArea .widget-tab table[class^="jp-AgentMemory"]')]
+  .filter(t => t.getClientRects().length)
+  .map(t => [t.className, t.getBoundingClientRect().width, t.parentElement.clientWidth])
+"""
+
+
+def assert_nothing_cut_short(page: Page, where: str) -> None:
+    assert page.evaluate(CUT_SHORT) == [], where
+    widths = page.evaluate(TABLE_WIDTHS)
+    assert widths, where
+    for name, table, box in widths:
+        assert abs(table - box) <= 1, (where, name, table, box)
 
 
 def close(page: Page, lab: Lab, folder: str) -> None:
@@ -156,5 +200,64 @@ def test_sessions_tab(new_page: Any, lab: Lab, agents_root: Path, tmp_path: Path
         why.press("Enter")
         expect(output.locator(".jp-AgentMemory-why mark")).to_have_text(["metric"])
         shots(page, tmp_path, "sessions")
+    finally:
+        close(page, lab, folder)
+
+
+def test_nothing_is_cut_short_and_controls_follow_what_exists(
+    new_page: Any, lab: Lab, agents_root: Path, tmp_path: Path
+) -> None:
+    folder = "panel-looks"
+    mem = AgentMemory.open(lab.workspace / folder)
+    mem.update_facts("- first\n")
+    mem.update_facts("- first\n- second\n")
+    for n in range(3):
+        mem.append(f"Entry {n} about the quarterly report", ["work"])
+    page = open_panel(new_page, lab, folder)
+    try:
+        panel = page.locator(".jp-OutputArea .jp-AgentMemory-panel").first
+        for title in ("Journal", "Prompt", "Sessions"):
+            tab(page, title)
+            if title == "Sessions":  # no session yet: its tables are not there
+                break
+            assert_nothing_cut_short(page, title)
+        # No session on record: nothing to pick, show, trace or diff.
+        for name in ("Show prompt", "Diff", "Trace"):
+            expect(panel.get_by_role("button", name=name)).to_be_disabled()
+        expect(panel.get_by_role("combobox", name="Session")).to_be_disabled()
+        expect(panel.get_by_role("textbox", name="Why")).to_be_disabled()
+        assert page.evaluate(CUT_SHORT) == []
+        shots(page, tmp_path, "sessions-empty")
+        # One session: it can be shown and traced, still not diffed; two: diffed too.
+        PromptBuilder().start_session(mem, lab.workspace, client={"name": "cli"})
+        panel.get_by_role("button", name="Refresh").click()
+        expect(panel.get_by_role("button", name="Show prompt")).to_be_enabled()
+        expect(panel.get_by_role("textbox", name="Why")).to_be_enabled()
+        expect(panel.get_by_role("button", name="Diff")).to_be_disabled()
+        mem.update_facts("- first\n- second\n- third\n")
+        PromptBuilder().start_session(mem, lab.workspace, client={"name": "cli"})
+        panel.get_by_role("button", name="Refresh").click()
+        expect(panel.get_by_role("button", name="Diff")).to_be_enabled()
+        expect(panel.get_by_role("combobox", name="Diff with")).to_be_enabled()
+        assert_nothing_cut_short(page, "Sessions")
+
+        # A conflict shows its own Reload; the editor's hides, so one Reload at a time,
+        # and every choice is readable in full.
+        tab(page, "Facts")
+        editor = panel.get_by_role("textbox", name="FACT.md")
+        editor.fill("- mine\n")
+        mem.update_facts("- the agent's\n")
+        panel.get_by_role("button", name="Save FACT.md").click()
+        expect(panel.get_by_role("button", name="Overwrite anyway")).to_be_visible()
+        reloads = panel.get_by_role("button", name=re.compile("reload", re.IGNORECASE))
+        expect(reloads).to_have_count(1)
+        expect(reloads).to_have_text("Discard mine, reload")
+        assert page.evaluate(CUT_SHORT) == []
+        shots(page, tmp_path, "conflict-choices")
+        panel.get_by_role("button", name="Keep editing").click()
+        expect(panel.get_by_role("button", name="Overwrite anyway")).to_be_hidden()
+        expect(reloads).to_have_count(1)
+        expect(reloads).to_have_text("Reload")
+        assert watch_of(page).errors == []
     finally:
         close(page, lab, folder)

@@ -46,11 +46,19 @@ def test_dry_run_lists_what_would_change_and_changes_nothing(
     assert (code, err) == (0, "")
     lines = out.splitlines()
     assert lines[0] == "Dry run, nothing changed. Forgetting would change:"
-    assert lines[1 : 1 + len(kinds)] == [
-        f"  {kind:<9} {receipt['changed'][kind]}" for kind in kinds
-    ]
+    # Each count says what it counts: lines, entries, versions, files.
+    shown = [line.split(": ", 1) for line in lines[1 : 1 + len(kinds)]]
+    assert [kind.strip() for kind, _ in shown] == kinds
+    counts = {kind.strip(): rest for kind, rest in shown}
+    assert counts["facts"] == f"{receipt['changed']['facts']} line" + (
+        "" if receipt["changed"]["facts"] == 1 else "s") + " of FACT.md"
+    n = receipt["changed"]["sessions"]
+    assert counts["sessions"].startswith(f"{n} stored session text")
     assert [line[4:] for line in lines if line.startswith("  - ")] == receipt["places"]
-    assert re.fullmatch(r"Receipt: \S+, sha256 of what was forgotten [0-9a-f]{12}\.", lines[-1])
+    # Nothing was forgotten and no receipt kept: the hash is of what *would* be forgotten, keyed
+    # with a throwaway key (a dry run writes no key), so two dry runs show different hashes.
+    assert re.fullmatch(r"Dry run at \S+Z, no receipt written; keyed sha256 of what would be "
+                        r"forgotten [0-9a-f]{12}\.", lines[-1])
     assert TEXT.casefold() not in out.casefold()
     assert stored(agent) == before
 
@@ -62,8 +70,10 @@ def test_forget_removes_every_copy_and_says_it_verified(
     assert (code, err) == (0, "")
     lines = out.splitlines()
     assert lines[0] == "Forgotten. Changed:"
-    shown = [line.split()[0] for line in lines[1:] if not line.startswith("  - ")]
+    shown = [line.split(":")[0].strip() for line in lines[1:] if not line.startswith("  - ")]
     assert [kind for kind in shown if kind in KINDS] == list(KINDS)
+    assert re.fullmatch(r"Receipt \S+ \(in memory/FORGET\.jsonl\), keyed sha256 of what was "
+                        r"forgotten [0-9a-f]{12}\.", lines[-2])
     assert lines[-1] == (
         "Verified: found in no form (raw, case-folded, JSON-escaped) in the agent's files."
     )

@@ -510,12 +510,86 @@ def test_over_budget_warns_on_every_build_and_cuts_nothing(
         sizes = ", ".join(f"{s.name} {s.tokens}" for s in prompt.sections)
         assert str(caught[0].message) == (
             f"Agent memory uses about {prompt.memory_tokens} tokens, over the budget of 50 "
-            f"(by section: {sizes}). Nothing was cut; trim FACT.md, SOUL.md or USER.md."
+            f"(by section: {sizes}). Nothing was cut. The largest part is the builder's own "
+            "text about the memory files, which no file controls; the builder's text alone is "
+            "over this budget, so raise it."
         )
         assert prompt.warnings == (str(caught[0].message),)
         assert prompt.over_budget is True
         assert prompt.budget_tokens == 50
         assert "<facts>\n" + ("- fact\n" * 200).strip() + "\n</facts>" in prompt.context
+
+
+def _largest_part(prompt: Prompt) -> str:
+    (warning,) = prompt.warnings
+    return warning.split("Nothing was cut. The largest part is ", 1)[1]
+
+
+def test_the_budget_warning_names_a_large_file(agent: AgentMemory, workspace: Path) -> None:
+    agent.update_facts("- a fact the user asked to keep\n" * 400)
+    builder_tokens = sum(s.tokens for s in build(agent, workspace).sections if s.source is None)
+    prompt = PromptBuilder(budget_tokens=builder_tokens + 10).build(
+        agent, workspace=workspace, warn=False)
+    assert _largest_part(prompt) == "FACT.md (facts): trim it."
+
+
+def test_the_budget_warning_says_when_the_builders_text_is_the_large_part(
+    agent: AgentMemory, workspace: Path
+) -> None:
+    # A small agent: the explanation of the memory files is most of the prompt, and trimming
+    # files would not help, or not enough.
+    sections = build(agent, workspace).sections
+    builder_tokens = sum(s.tokens for s in sections if s.source is None)
+    files = sum(s.tokens for s in sections if s.source is not None)
+    assert builder_tokens > 5 * files
+    reachable = PromptBuilder(budget_tokens=builder_tokens + 1).build(
+        agent, workspace=workspace, warn=False)
+    assert _largest_part(reachable) == (
+        "the builder's own text about the memory files, which no file controls; trim "
+        "FACT.md, SOUL.md or USER.md, or raise the budget.")
+    unreachable = PromptBuilder(budget_tokens=builder_tokens).build(
+        agent, workspace=workspace, warn=False)
+    assert _largest_part(unreachable).endswith(
+        "; the builder's text alone is over this budget, so raise it.")
+
+
+def test_the_budget_warning_says_when_bootstrap_ending_would_be_enough(
+    mem: AgentMemory, workspace: Path
+) -> None:
+    prompt = build(mem, workspace)
+    assert prompt.bootstrap
+    sizes = {s.name: s.tokens for s in prompt.sections}
+    over = PromptBuilder(budget_tokens=sizes["memories"] + 1).build(
+        mem, workspace=workspace, warn=False)
+    assert _largest_part(over) == (
+        "the builder's own text about the memory files, which no file controls; the "
+        "bootstrap block goes once the agent logs completion (an append tagged bootstrap); "
+        "until then, raise the budget.")
+
+
+def test_warn_false_keeps_the_warning_in_the_prompt_only(
+    agent: AgentMemory, workspace: Path
+) -> None:
+    builder = PromptBuilder(budget_tokens=10)
+    for call in (lambda: builder.build(agent, workspace=workspace, warn=False),
+                 lambda: builder.build_session(agent, workspace, warn=False)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            prompt = call()
+        assert len(prompt.warnings) == 1 and "over the budget of 10 " in prompt.warnings[0]
+    with pytest.warns(PromptBudgetWarning):
+        builder.build_session(agent, workspace)
+
+
+def test_section_dicts(agent: AgentMemory, workspace: Path) -> None:
+    prompt = build(agent, workspace)
+    assert prompt.section_dicts() == [
+        {"name": s.name, "source": None if s.source is None else str(s.source),
+         "chars": len(s.text), "tokens": (len(s.text) + 3) // 4}
+        for s in prompt.sections
+    ]
+    assert [d["name"] for d in prompt.section_dicts()] == ["memories", "soul", "user", "facts"]
+    assert prompt.section_dicts()[3]["source"] == str(agent.path / "memory" / "FACT.md")
 
 
 def test_budget_from_config_and_under_budget(agent: AgentMemory, workspace: Path) -> None:

@@ -539,9 +539,13 @@ def test_journal_append_text_forms(shell: InteractiveShell, mem: AgentMemory, ar
 
 
 def test_journal_append_empty_text_is_refused(shell: InteractiveShell, mem: AgentMemory) -> None:
-    for args in ("journal append", "journal append -t x", 'journal append ""'):
-        with pytest.raises(UsageError, match=r"^'text' is required for append action$"):
+    # No text is a usage mistake: the usage line, not the tool's message for models.
+    for args in ("journal append", "journal append -t x", 'journal append ""',
+                 "journal append '   '"):
+        with pytest.raises(UsageError) as refused:
             line(shell, args)
+        assert str(refused.value) == (
+            "The entry text is missing. Usage: %journal append TEXT [-t TAG]...")
     assert journal_lines(mem) == []
     with pytest.raises(UsageError, match=r"^--since applies to search, not append$"):
         line(shell, "journal append hello --since 2026-01-01")
@@ -631,7 +635,8 @@ def test_journal_usage_error_in_a_cell_is_one_line(shell: InteractiveShell,
     with capture_output() as cap:
         result = shell.run_cell("%journal append")
     assert not result.success
-    assert cap.stderr == "UsageError: 'text' is required for append action\n"
+    assert cap.stderr == (
+        "UsageError: The entry text is missing. Usage: %journal append TEXT [-t TAG]...\n")
 
 
 # -- %memprompt ----------------------------------------------------------------------------

@@ -193,15 +193,27 @@ def test_forget_receipt_view() -> None:
                              "changed": {"facts": 1, "journal": [1, 2], "history": 0}})
     assert receipt["verified"] is True
     assert str(receipt).splitlines() == [
-        "Forgotten. Changed:", "  facts: 1", "  journal: 2", "  history: 0",
-        f"Receipt 2026-12-01T08:00:00.000Z, sha256 of what was forgotten {'ab' * 6}.",
+        "Forgotten. Changed:", "  facts: 1 line of FACT.md",
+        "  journal: 2 journal entries (tombstones keep their times)",
+        "  history: 0 earlier FACT.md versions",
+        "Receipt 2026-12-01T08:00:00.000Z (in memory/FORGET.jsonl), keyed sha256 of what was "
+        f"forgotten {'ab' * 6}.",
         "Verified: found in no form (raw, case-folded, JSON-escaped) in the agent's files.",
+    ]
+    dry = ForgetReceipt({**receipt, "dry_run": True, "verified": False,
+                         "changed": {"sessions": 4}})
+    assert str(dry).splitlines() == [
+        "Dry run, nothing changed. Forgetting would change:",
+        "  sessions: 4 stored session texts (prompts and file versions, shared by every "
+        "session that used them)",
+        "Dry run at 2026-12-01T08:00:00.000Z, no receipt written; keyed sha256 of what would be "
+        f"forgotten {'ab' * 6}.",
     ]
     failed = ForgetReceipt({"verified": False, "remaining": ["<memory/FACT.md>"],
                             "changed": {"facts": 1}})
     page = failed._repr_html_()
     assert "Verification FAILED: still found in &lt;memory/FACT.md&gt;" in page
-    assert "var(--jp-error-color1" in page
+    assert "var(--jp-error-color1" in page.split("Verification FAILED")[0].rsplit("<div", 1)[1]
     nothing = ForgetReceipt({"dry_run": True, "changed": {"facts": 0}})
     assert str(nothing).splitlines()[0] == "Nothing to forget: no stored place holds it."
 

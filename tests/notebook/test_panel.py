@@ -56,6 +56,111 @@ def test_tabs_and_state(panel: MemoryPanel, mem: AgentMemory) -> None:
     assert panel not in _LIVE_PANELS
 
 
+def _models(root: Any) -> dict[str, Any]:
+    """Every widget model the front end needs to show ``root``, by id: its children, their
+    layouts and styles, all the way down."""
+    import ipywidgets
+
+    seen: dict[str, Any] = {}
+    stack = [root]
+    while stack:
+        widget = stack.pop()
+        if widget.model_id in seen:
+            continue
+        seen[widget.model_id] = widget
+        for name in widget.keys:
+            value = getattr(widget, name)
+            values = value if isinstance(value, (list, tuple)) else [value]
+            stack.extend(v for v in values if isinstance(v, ipywidgets.Widget))
+    return seen
+
+
+def test_the_panel_is_few_widget_models(panel: MemoryPanel) -> None:
+    # Each model is a message and a model the browser builds before the panel appears:
+    # layouts and styles are shared, conflict and large-file controls come on first need.
+    assert len(_models(panel)) <= 100
+    before = _models(panel)
+    panel.facts_editor.value = "- mine\n"
+    panel.mem.update_facts("- theirs\n")
+    assert panel.save_facts() is False
+    assert panel.facts.conflict_box.layout.display is None
+    assert 0 < len(_models(panel).keys() - before.keys()) <= 8  # the conflict's, once
+
+
+def test_shared_layouts_are_never_shown_or_hidden_one_by_one(panel: MemoryPanel) -> None:
+    from jupyter_agent_memory.notebook import panel as panel_module
+
+    # Two widgets that share a layout: hiding one would hide the other.
+    assert panel.facts_save_button.layout is panel.journal_count_button.layout
+    with pytest.raises(ValueError, match="shares its layout"):
+        panel_module._show(panel.facts_save_button, False)
+    assert panel.journal_count_button.layout.display is None
+
+
+def test_closing_the_panel_closes_every_model(mem: AgentMemory) -> None:
+    panel = MemoryPanel(mem)
+    panel.facts_editor.value = "- mine\n"
+    mem.update_facts("- theirs\n")
+    panel.save_facts()  # the conflict's widgets exist too
+    models = list(_models(panel).values())
+    assert len(models) > 50
+    panel.close()
+    assert all(w.comm is None for w in models)
+
+
+def test_sessions_controls_follow_the_sessions_on_record(panel: MemoryPanel,
+                                                        mem: AgentMemory) -> None:
+    from jupyter_agent_memory import PromptBuilder
+
+    def enabled() -> dict[str, bool]:
+        return {name: not getattr(panel, name).disabled for name in (
+            "session_pick", "session_show_button", "session_why_text", "session_why_button",
+            "session_other", "session_diff_button")}
+
+    assert set(enabled().values()) == {False}
+    PromptBuilder().start_session(mem)
+    panel.refresh()
+    assert enabled() == {"session_pick": True, "session_show_button": True,
+                         "session_why_text": True, "session_why_button": True,
+                         "session_other": False, "session_diff_button": False}
+    mem.update_facts("- changed\n")
+    PromptBuilder().start_session(mem)
+    panel.refresh()
+    assert set(enabled().values()) == {True}
+
+
+def test_history_controls_follow_the_versions(panel: MemoryPanel, mem: AgentMemory) -> None:
+    controls = (panel.history_select, panel.history_diff_button, panel.history_restore_button)
+    assert all(c.disabled for c in controls)
+    mem.update_facts("- one\n")
+    mem.update_facts("- two\n")
+    panel.refresh()
+    assert not any(c.disabled for c in controls)
+
+
+def test_the_limit_field_refuses_a_count_below_one(panel: MemoryPanel, mem: AgentMemory) -> None:
+    for n in range(3):
+        mem.append(f"entry {n}", [])
+    panel.journal_limit.value = 2
+    assert [e["text"] for e in panel.last_results] == ["entry 2", "entry 1"]
+    for bad in (0, -3):
+        panel.journal_limit.value = bad
+        assert panel.search_journal() is None
+        assert f"Limit must be a positive integer (1 or more), got {bad}" in (
+            panel.journal_status.value)
+        assert [e["text"] for e in panel.last_results] == ["entry 2", "entry 1"]  # kept
+
+
+def test_every_text_field_has_a_label(panel: MemoryPanel) -> None:
+    import ipywidgets
+
+    fields = [w for w in _models(panel).values()
+              if isinstance(w, (ipywidgets.Text, ipywidgets.Textarea, ipywidgets.IntText,
+                                ipywidgets.Select, ipywidgets.Dropdown))]
+    assert len(fields) >= 12
+    assert [f for f in fields if not f.description] == []
+
+
 def test_initial_contents(mem: AgentMemory) -> None:
     mem.update_facts("# Facts\n- metric units\n")
     mem.write_soul("I am Ada.\n")
@@ -116,12 +221,16 @@ def test_save_conflict_then_reload(panel: MemoryPanel, mem: AgentMemory) -> None
     assert f"--- FACT.md now ({agent_sha[:12]})" in diff and "+++ your text" in diff
     assert "-- written by the agent" in diff and "+- my edit" in diff
     assert [b.description for b in panel.facts.conflict_box.children[1].children] == [
-        "Reload", "Keep editing", "Overwrite anyway"]
+        "Discard mine, reload", "Keep editing", "Overwrite anyway"]
+    # The choices carry their own Reload: the editor's is hidden meanwhile (one at a time).
+    assert panel.facts_reload_button.layout.display == "none"
 
-    panel.facts_reload_button.click()
+    panel.facts.conflict_reload_button.click()
     assert panel.facts_editor.value == "- written by the agent\n"
     assert not panel.facts_conflict
     assert panel.facts_reload_button.button_style == ""
+    assert panel.facts_reload_button.layout.display is None
+    assert panel.facts.conflict_box.layout.display == "none"
     panel.facts_editor.value = "- written by the agent\n- my edit\n"
     assert panel.save_facts() is True
     assert mem.facts == "- written by the agent\n- my edit\n"
@@ -547,12 +656,20 @@ def test_a_vanished_agent_folder_is_shown_and_never_recreated(
 
 
 def test_status_colours_follow_the_theme(panel: MemoryPanel, mem: AgentMemory) -> None:
+    # The declaration that wins (the last) is the theme's colour moved towards the theme's
+    # text colour; the browser suite measures its contrast in both themes.
+    def last_colour(html: str) -> str:
+        style = html.split('style="')[1].split('"')[0]
+        return [d for d in style.split(";") if d.startswith("color:")][-1]
+
     panel.facts_editor.value = "- saved\n"
     assert panel.save_facts()
-    assert "color:var(--jp-success-color1" in panel.facts_status.value
+    assert last_colour(panel.facts_status.value) == (
+        "color:color-mix(in srgb,var(--jp-success-color1,#388e3c) 65%,"
+        "var(--jp-ui-font-color0,#000))")
     panel.journal_since.value = "bad"
-    assert "color:var(--jp-error-color1" in panel.journal_status.value
-    assert "#1a7f37" not in panel.journal_status.value.split("var(")[0]
+    assert last_colour(panel.journal_status.value).startswith(
+        "color:color-mix(in srgb,var(--jp-error-color1,")
 
 
 # -- big memory -------------------------------------------------------------------------------
