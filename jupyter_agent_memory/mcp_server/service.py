@@ -40,6 +40,8 @@ __all__ = [
     "PROMPT_URI",
     "READ_TOOL_NAME",
     "RESOURCE_NOT_FOUND",
+    "SERVER_NAME",
+    "SERVER_TITLE",
     "Changes",
     "MemoryService",
     "ResourceSpec",
@@ -57,6 +59,8 @@ FACT_URI = f"{URI_BASE}{MEMORY_DIR}/{FACT}"
 JOURNAL_URI = URI_BASE + "journal/latest"
 PROMPT_URI = URI_BASE + "prompt"
 
+SERVER_NAME = "agent-memory"
+SERVER_TITLE = "Agent memory"
 PROMPT_NAME = "new-session"
 READ_TOOL_NAME = "memory_read"
 DEFAULT_LATEST = 20
