@@ -171,6 +171,39 @@ def test_resources_list_and_read_the_files_with_their_hashes(tmp_path, mode):
     run_client(build_server(service), body, mode)
 
 
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_resource_templates_list_is_answered_and_empty(tmp_path, mode):
+    mem = AgentMemory.open(tmp_path / "agent")
+
+    async def body(client):
+        assert (await client.list_resource_templates()).resource_templates == []
+
+    run_client(build_server(mem), body, mode)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_every_list_refuses_a_cursor_it_never_handed_out(tmp_path, mode):
+    mem = AgentMemory.open(tmp_path / "agent")
+    lists = ("list_tools", "list_resources", "list_resource_templates", "list_prompts")
+
+    async def body(client):
+        for name in lists:
+            first = await getattr(client, name)()
+            assert first.next_cursor is None, name  # one page: nothing to continue
+            for cursor in ("next", "", "eyJwYWdlIjogMn0="):
+                with pytest.raises(MCPError) as info:
+                    await getattr(client, name)(cursor=cursor)
+                assert (info.value.error.code, info.value.error.message) == (
+                    -32602,
+                    "Invalid cursor: this server answers every list in one page and never "
+                    "hands out a cursor",
+                ), (name, cursor)
+        # The session goes on.
+        assert [t.name for t in (await client.list_tools()).tools] == ["memory"]
+
+    run_client(build_server(mem), body, mode)
+
+
 def test_resource_reads_are_fresh_and_unknown_uris_are_refused(tmp_path):
     mem = AgentMemory.open(tmp_path / "agent")
     (tmp_path / "system.md").write_text("You are a careful assistant.\n")

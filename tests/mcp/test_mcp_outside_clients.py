@@ -169,12 +169,22 @@ def test_outside_clients_list_and_read_what_the_python_side_sees(tmp_path):
                 {"op": "getPrompt", "name": "new-session"},
                 {"op": "callTool", "name": "product_info", "arguments": {"source": "manifest"}},
                 {"op": "readResource", "uri": URI + "nothing-here"},
+                {"op": "listResourceTemplates"},
+                {"op": "listTools", "cursor": "page-2"},
             ],
             *options,
         ),
         tmp_path,
     )
-    tools, resources, prompts, fact, prompt, info, missing = report["results"]
+    tools, resources, prompts, fact, prompt, info, missing, templates, paged = report["results"]
+    assert templates == {"resourceTemplates": []}
+    assert paged == {
+        "error": {
+            "code": -32602,
+            "message": "MCP error -32602: Invalid cursor: this server answers every list in one "
+            "page and never hands out a cursor",
+        }
+    }
     assert report["serverVersion"]["name"] == "agent-memory"
     assert report["capabilities"]["tools"] == {"listChanged": True}
     assert report["capabilities"]["resources"]["subscribe"] is True
@@ -223,6 +233,8 @@ def test_outside_clients_list_and_read_what_the_python_side_sees(tmp_path):
     assert listed["tools"] == tools["tools"]
     listed = inspector(tmp_path, command, "--method", "resources/list")["out"]
     assert listed["resources"] == resources["resources"]
+    listed = inspector(tmp_path, command, "--method", "resources/templates/list")["out"]
+    assert listed == {"resourceTemplates": []}
     listed = inspector(tmp_path, command, "--method", "prompts/list")["out"]
     assert listed["prompts"] == prompts["prompts"]
     read = inspector(tmp_path, command, "--method", "resources/read", "--uri", FACT_URI)["out"]
