@@ -330,8 +330,29 @@ def _prompt(args: argparse.Namespace) -> int:
 MCP_TOKEN_ENV = "JUPYTER_AGENT_MEMORY_MCP_TOKEN"
 
 
+def _at_least_one(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
 def _add_mcp_parser(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     from .engine.prompt import DEFAULT_TOOL_NAME
+    from .mcp_server.http import HttpLimits
 
     mcp = commands.add_parser(
         "mcp",
@@ -369,6 +390,45 @@ def _add_mcp_parser(commands: argparse._SubParsersAction, common: argparse.Argum
         default=[],
         metavar="HOST",
         help="HTTP: also accept this Host header, e.g. mybox:8765 or mybox:* (repeatable)",
+    )
+    limits = HttpLimits()
+    mcp.add_argument(
+        "--max-sessions",
+        type=_at_least_one,
+        default=limits.max_sessions,
+        metavar="N",
+        help=f"HTTP: open sessions in all ({limits.max_sessions}; 503 past that)",
+    )
+    mcp.add_argument(
+        "--max-sessions-per-client",
+        type=_at_least_one,
+        default=limits.max_sessions_per_client,
+        metavar="N",
+        help=f"HTTP: open sessions from one client address ({limits.max_sessions_per_client}; "
+        "429 past that)",
+    )
+    mcp.add_argument(
+        "--session-idle-timeout",
+        type=_seconds,
+        default=limits.session_idle_timeout,
+        metavar="SECONDS",
+        help="HTTP: close a session with no request in flight for this long "
+        f"({limits.session_idle_timeout:g})",
+    )
+    mcp.add_argument(
+        "--request-timeout",
+        type=_seconds,
+        default=limits.request_timeout,
+        metavar="SECONDS",
+        help="HTTP: a request's headers, then its body, must each arrive within this "
+        f"({limits.request_timeout:g}; 408 otherwise)",
+    )
+    mcp.add_argument(
+        "--max-connections",
+        type=_at_least_one,
+        default=limits.max_connections,
+        metavar="N",
+        help=f"HTTP: open sockets at once ({limits.max_connections}; 503 past that)",
     )
     mcp.add_argument(
         "--read-tool",
@@ -413,6 +473,7 @@ def _mcp(args: argparse.Namespace) -> int:
         problem = str(exc)
     try:
         from .mcp_server import MemoryService, require_mcp, serve_http, serve_stdio
+        from .mcp_server.http import HttpLimits
 
         require_mcp()
     except ImportError as exc:  # the [mcp] extra is missing
@@ -436,6 +497,13 @@ def _mcp(args: argparse.Namespace) -> int:
                 allowed_hosts=tuple(args.allow_host),
                 allowed_origins=tuple(args.allow_origin),
                 problem=problem,
+                limits=HttpLimits(
+                    max_sessions=args.max_sessions,
+                    max_sessions_per_client=args.max_sessions_per_client,
+                    session_idle_timeout=args.session_idle_timeout,
+                    request_timeout=args.request_timeout,
+                    max_connections=args.max_connections,
+                ),
             )
         except OSError as exc:  # the server's own socket (a port in use), not the engine
             raise MemoryToolError(

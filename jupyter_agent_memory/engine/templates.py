@@ -542,8 +542,8 @@ def product_info(memory: AgentMemory, args: dict[str, Any]) -> str:
     sections}`` (the manifest's top-level keys but ``schemaVersion``); a section gives
     ``{runtimeVersion, manifestVersion, section, data}``; ``"all"`` gives ``{runtimeVersion,
     manifestVersion, section: "all", manifest}``. ``manifestVersion`` is the manifest's
-    ``package.version``. ``section: ""`` means no section. Arguments other than ``source`` (required, ``"manifest"``) and
-    ``section`` are refused.
+    ``package.version``; ``section: ""`` means no section. Arguments other than ``source``
+    (required, ``"manifest"``) and ``section`` are refused.
     """
     from ..__about__ import __version__
 

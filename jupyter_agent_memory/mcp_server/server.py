@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from mcp.server import Server
 
     from .. import AgentMemory
+    from .http import HttpLimits
 
 __all__ = [
     "POLL_SECONDS",
@@ -159,14 +160,16 @@ def serve_http(
     allowed_hosts: tuple[str, ...] = (),
     allowed_origins: tuple[str, ...] = (),
     problem: str | None = None,
+    limits: HttpLimits | None = None,
 ) -> None:
     """Serve the agent over Streamable HTTP at ``http://HOST:PORT/mcp`` until interrupted.
 
     Binds ``host`` (127.0.0.1 by default; port 0 picks a free one, named in the start-up
     line). Requests whose ``Host`` or ``Origin`` header is not this server's (or listed in
     ``allowed_hosts`` / ``allowed_origins``) are refused (DNS rebinding); with ``token`` every
-    request needs ``Authorization: Bearer <token>``. All clients share one engine and its
-    locks.
+    request needs ``Authorization: Bearer <token>``. ``limits`` caps sessions, idle time,
+    slow requests and open sockets (:class:`~.http.HttpLimits`; its defaults when None).
+    All clients share one engine and its locks.
     """
     service = _service(memory)
     require_mcp()
@@ -182,6 +185,8 @@ def serve_http(
         token=token,
         allowed_hosts=allowed_hosts,
         allowed_origins=allowed_origins,
+        limits=limits,
+        on_session_end=state.forget_session,
         announce=lambda url: print(
             startup_line(service, f"streamable-http at {url}", problem), file=sys.stderr, flush=True
         ),
