@@ -352,7 +352,7 @@ def _seconds(text: str) -> float:
 
 def _add_mcp_parser(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     from .engine.prompt import DEFAULT_TOOL_NAME
-    from .mcp_server.http import HttpLimits
+    from .mcp_server.limits import HttpLimits
 
     mcp = commands.add_parser(
         "mcp",
@@ -473,7 +473,7 @@ def _mcp(args: argparse.Namespace) -> int:
         problem = str(exc)
     try:
         from .mcp_server import MemoryService, require_mcp, serve_http, serve_stdio
-        from .mcp_server.http import HttpLimits
+        from .mcp_server.limits import HttpLimits
 
         require_mcp()
     except ImportError as exc:  # the [mcp] extra is missing

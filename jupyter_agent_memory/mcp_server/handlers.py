@@ -44,9 +44,8 @@ from mcp.server.subscriptions import (
 from mcp_types import CLIENT_INFO_META_KEY
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from ..__about__ import __version__
 from ..errors import INVALID_PARAMS, MemoryToolError
-from .service import PROMPT_NAME, SERVER_NAME, SERVER_TITLE, Changes, MemoryService
+from .service import PROMPT_NAME, SERVER_INFO, Changes, MemoryService
 from .stdio import PARKED_METHOD, ParkedRequests
 
 __all__ = [
@@ -117,9 +116,9 @@ def assemble(
     """The low-level server for ``service`` and the state its runs share."""
     state = ServerState(service, poll_seconds)
     server: Server[Run] = Server(
-        SERVER_NAME,
-        version=__version__,
-        title=SERVER_TITLE,
+        SERVER_INFO["name"],
+        version=SERVER_INFO["version"],
+        title=SERVER_INFO["title"],
         lifespan=functools.partial(lifespan, state),
         on_list_tools=list_tools,
         on_call_tool=call_tool,

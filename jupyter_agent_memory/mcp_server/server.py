@@ -13,7 +13,12 @@ streamable-http --port N`` (Streamable HTTP on 127.0.0.1). The server is named
 - resources SOUL.md, USER.md, FACT.md (with its sha256), the latest journal entries and the
   session system prompt, with ``notifications/resources/updated`` for subscribers and
   ``notifications/tools/list_changed`` when ``product_info`` appears;
-- a prompt, ``new-session``, whose message is a new session's system prompt.
+- a prompt, ``new-session``, whose message is a new session's system prompt; no resource
+  templates (``resources/templates/list`` answers an empty list) and no pagination (a cursor
+  is refused with ``-32602``).
+
+The protocol handlers are the module-level functions of :mod:`.handlers`; this module builds
+and serves the server, and imports none of the SDK until then.
 
 Tool arguments go to the engine unchanged; this layer adds no validation of its own. Every
 failure is an ``isError`` tool result whose text is ``Error: MCP error <code>: <message>``; an
@@ -30,22 +35,26 @@ clients (``initialize``, every released host) get notifications on their connect
 clients on ``subscriptions/listen``.
 
 The ``mcp`` package (``pip install "jupyter-agent-memory[mcp]"``) is imported only inside the
-functions below: importing it costs well over a second.
+functions below: importing it takes most of the server's start-up, so over stdio it loads in
+a thread while ``initialize`` is answered (see :mod:`.stdio`).
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import sys
-from typing import TYPE_CHECKING
+import threading
+from typing import TYPE_CHECKING, Any, TextIO
 
-from .service import SERVER_NAME, MemoryService
+from .service import SERVER_INFO, SERVER_NAME, MemoryService
 
 if TYPE_CHECKING:
     from mcp.server import Server
 
     from .. import AgentMemory
-    from .http import HttpLimits
+    from .limits import HttpLimits
 
 __all__ = [
     "POLL_SECONDS",
@@ -66,18 +75,23 @@ log = logging.getLogger(__name__)
 
 
 def require_mcp() -> None:
-    """Check that the MCP SDK can be imported; raise one actionable ``ImportError`` if not.
+    """Check that the MCP SDK is installed; raise one actionable ``ImportError`` if not.
 
-    The message names ``pip install "jupyter-agent-memory[mcp]"``. ``build_server`` and the
+    The message names ``pip install "jupyter-agent-memory[mcp]"``. Looks the packages up
+    without importing them (that costs most of a second). ``build_server`` and the
     ``serve_*`` functions call it first; a command line can call it before serving to report
     the missing extra without a traceback.
     """
+    import importlib.util
+
     try:
-        import mcp.server  # noqa: F401
-    except ImportError as exc:
+        found = all(importlib.util.find_spec(name) for name in ("mcp", "mcp_types"))
+    except (ImportError, ValueError):
+        found = False
+    if not found:
         raise ImportError(
             f"The MCP server needs the 'mcp' package (version 2.3 or later): {INSTALL_HINT}"
-        ) from exc
+        )
 
 
 def _service(memory_or_service: AgentMemory | MemoryService) -> MemoryService:
@@ -128,25 +142,82 @@ def serve_stdio(memory: AgentMemory | MemoryService, problem: str | None = None)
     Blocks. Only protocol messages go to stdout; the start-up line (``problem``, when given,
     is the engine's refusal every call will report) and logs go to stderr. Raises
     ``ImportError`` naming ``pip install "jupyter-agent-memory[mcp]"`` when ``mcp`` is missing.
+
+    The SDK loads in a thread while the client's first line is awaited; a plain
+    ``initialize`` is answered without waiting for it (see :mod:`.stdio`).
     """
+    from .stdio import early_reply, initialize_request, open_stdin
+
     service = _service(memory)
     require_mcp()
+    loader = _SdkLoader()
+    loader.start()
+    _quiet_stdout_logging()
+    print(startup_line(service, "stdio", problem), file=sys.stderr, flush=True)
+    source = open_stdin()
+    first = source.readline()
+    request = initialize_request(first)
+    sent = None
+    if request is not None:
+        request_id, params = request
+        instructions = service.start_session(params["clientInfo"])
+        sent = early_reply(request_id, params, SERVER_INFO, instructions)
+        _write_stdout(json.dumps(sent) + "\n")
+    loader.wait()
+    _run_stdio(service, source, first, sent)
+
+
+class _SdkLoader(threading.Thread):
+    """Imports the SDK and the handlers in the background; :meth:`wait` re-raises a failure
+    as the install hint."""
+
+    def __init__(self) -> None:
+        super().__init__(name="agent-memory-sdk-loader", daemon=True)
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            import mcp.server.stdio  # noqa: F401
+
+            from . import handlers  # noqa: F401
+        except BaseException as exc:  # reported by wait(), in the main thread
+            self.error = exc
+
+    def wait(self) -> None:
+        self.join()
+        if self.error is not None:
+            raise ImportError(
+                f"The MCP server needs the 'mcp' package (version 2.3 or later): {INSTALL_HINT}"
+            ) from self.error
+
+
+def _write_stdout(text: str) -> None:
+    data = text.encode("utf-8")
+    while data:
+        data = data[os.write(1, data) :]
+
+
+def _run_stdio(
+    service: MemoryService, source: TextIO, first: str, sent: dict[str, Any] | None
+) -> None:
     import anyio
     from mcp.server.stdio import stdio_server
 
     from .handlers import assemble
-    from .stdio import surrogate_safe_stdin
+    from .stdio import SkipReply, surrogate_safe_stdin
 
     server, state = assemble(service, POLL_SECONDS)
-    _quiet_stdout_logging()
-    print(startup_line(service, "stdio", problem), file=sys.stderr, flush=True)
-    stdin = surrogate_safe_stdin(state.parked)
+    if sent is not None:
+        # The session is on record already; the replayed initialize reuses its text.
+        state.answered_start = sent["result"]["instructions"]
+    stdin = surrogate_safe_stdin(state.parked, source, first)
 
     async def main() -> None:
         # The SDK declares an anyio AsyncFile but only iterates its lines (`async for`), which
         # this async generator of lines does too.
         async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            out = write_stream if sent is None else SkipReply(write_stream, sent)
+            await server.run(read_stream, out, server.create_initialization_options())
 
     anyio.run(main)
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..__about__ import __version__
 from ..engine import functions
 from ..engine.store import FACT, JOURNAL, MEMORY_DIR, SOUL, USER, normalize_limit
 from ..errors import MemoryToolError
@@ -40,8 +41,8 @@ __all__ = [
     "PROMPT_URI",
     "READ_TOOL_NAME",
     "RESOURCE_NOT_FOUND",
+    "SERVER_INFO",
     "SERVER_NAME",
-    "SERVER_TITLE",
     "Changes",
     "MemoryService",
     "ResourceSpec",
@@ -61,6 +62,8 @@ PROMPT_URI = URI_BASE + "prompt"
 
 SERVER_NAME = "agent-memory"
 SERVER_TITLE = "Agent memory"
+#: The server's ``serverInfo``.
+SERVER_INFO = {"name": SERVER_NAME, "title": SERVER_TITLE, "version": __version__}
 PROMPT_NAME = "new-session"
 READ_TOOL_NAME = "memory_read"
 DEFAULT_LATEST = 20

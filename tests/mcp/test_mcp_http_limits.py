@@ -19,7 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_harness import TIMEOUT, child_env, http_server, initialize_request, text_of
 
 from jupyter_agent_memory import AgentMemory
-from jupyter_agent_memory.mcp_server.http import HttpLimits
+from jupyter_agent_memory.mcp_server.limits import HttpLimits
 
 pytestmark = pytest.mark.slow
 
