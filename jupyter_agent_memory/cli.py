@@ -392,44 +392,38 @@ def _add_mcp_parser(commands: argparse._SubParsersAction, common: argparse.Argum
         help="HTTP: also accept this Host header, e.g. mybox:8765 or mybox:* (repeatable)",
     )
     limits = HttpLimits()
-    mcp.add_argument(
-        "--max-sessions",
-        type=_at_least_one,
-        default=limits.max_sessions,
-        metavar="N",
-        help=f"HTTP: open sessions in all ({limits.max_sessions}; 503 past that)",
-    )
-    mcp.add_argument(
-        "--max-sessions-per-client",
-        type=_at_least_one,
-        default=limits.max_sessions_per_client,
-        metavar="N",
-        help=f"HTTP: open sessions from one client address ({limits.max_sessions_per_client}; "
-        "429 past that)",
-    )
-    mcp.add_argument(
-        "--session-idle-timeout",
-        type=_seconds,
-        default=limits.session_idle_timeout,
-        metavar="SECONDS",
-        help="HTTP: close a session with no request in flight for this long "
-        f"({limits.session_idle_timeout:g})",
-    )
-    mcp.add_argument(
-        "--request-timeout",
-        type=_seconds,
-        default=limits.request_timeout,
-        metavar="SECONDS",
-        help="HTTP: a request's headers, then its body, must each arrive within this "
-        f"({limits.request_timeout:g}; 408 otherwise)",
-    )
-    mcp.add_argument(
-        "--max-connections",
-        type=_at_least_one,
-        default=limits.max_connections,
-        metavar="N",
-        help=f"HTTP: open sockets at once ({limits.max_connections}; 503 past that)",
-    )
+    # Each flag sets the HttpLimits field of the same name.
+    for flag, parse, metavar, text in (
+        ("--max-sessions", _at_least_one, "N", "open sessions in all ({}; 503 past that)"),
+        (
+            "--max-sessions-per-client",
+            _at_least_one,
+            "N",
+            "open sessions from one client address ({}; 429 past that)",
+        ),
+        (
+            "--session-idle-timeout",
+            _seconds,
+            "SECONDS",
+            "close a session with no request in flight for this long ({})",
+        ),
+        (
+            "--request-timeout",
+            _seconds,
+            "SECONDS",
+            "a request's headers, then its body, must each arrive within this "
+            "({}; 408 otherwise)",
+        ),
+        ("--max-connections", _at_least_one, "N", "open sockets at once ({}; 503 past that)"),
+    ):
+        default = getattr(limits, flag[2:].replace("-", "_"))
+        mcp.add_argument(
+            flag,
+            type=parse,
+            default=default,
+            metavar=metavar,
+            help="HTTP: " + text.format(f"{default:g}"),
+        )
     mcp.add_argument(
         "--read-tool",
         action="store_true",
@@ -472,6 +466,8 @@ def _mcp(args: argparse.Namespace) -> int:
         # the engine's refusal on every call instead of a connection that just closes.
         problem = str(exc)
     try:
+        from dataclasses import fields
+
         from .mcp_server import MemoryService, require_mcp, serve_http, serve_stdio
         from .mcp_server.limits import HttpLimits
 
@@ -498,11 +494,7 @@ def _mcp(args: argparse.Namespace) -> int:
                 allowed_origins=tuple(args.allow_origin),
                 problem=problem,
                 limits=HttpLimits(
-                    max_sessions=args.max_sessions,
-                    max_sessions_per_client=args.max_sessions_per_client,
-                    session_idle_timeout=args.session_idle_timeout,
-                    request_timeout=args.request_timeout,
-                    max_connections=args.max_connections,
+                    **{field.name: getattr(args, field.name) for field in fields(HttpLimits)}
                 ),
             )
         except OSError as exc:  # the server's own socket (a port in use), not the engine

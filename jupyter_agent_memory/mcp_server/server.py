@@ -160,9 +160,13 @@ def serve_stdio(memory: AgentMemory | MemoryService, problem: str | None = None)
     sent = None
     if request is not None:
         request_id, params = request
-        instructions = service.start_session(params["clientInfo"])
-        sent = early_reply(request_id, params, SERVER_INFO, instructions)
-        _write_stdout(json.dumps(sent) + "\n")
+        try:
+            instructions = service.start_session(params["clientInfo"])
+        except Exception:  # a bug, not a refusal (start_session handles those): the SDK answers
+            log.warning("answering initialize early failed", exc_info=True)
+        else:
+            sent = early_reply(request_id, params, SERVER_INFO, instructions)
+            _write_stdout(json.dumps(sent) + "\n")
     loader.wait()
     _run_stdio(service, source, first, sent)
 

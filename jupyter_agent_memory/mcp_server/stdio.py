@@ -188,7 +188,8 @@ class SkipReply:
         """Send ``item`` on, unless it is the answer already given."""
         sent = self.sent
         message = getattr(item, "message", None)
-        if sent is not None and getattr(message, "id", None) == sent["id"]:
+        answers = hasattr(message, "result") or hasattr(message, "error")  # not a request
+        if sent is not None and answers and getattr(message, "id", None) == sent["id"]:
             self.sent = None
             assert message is not None
             answer = json.loads(message.model_dump_json(by_alias=True, exclude_unset=True))

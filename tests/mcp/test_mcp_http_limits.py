@@ -5,6 +5,7 @@ HTTP status with a JSON-RPC error body."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import socket
@@ -60,6 +61,16 @@ def open_session(url: str, source: str = "127.0.0.1", **headers: str):
     return request(url, "POST", initialize_request(f"limits-{source}"), source, **headers)
 
 
+@contextlib.contextmanager
+def limited_server(tmp_path, *options: str, token: str | None = None):
+    """A server for a new agent with ``options``, with ``token`` required when given."""
+    agent = tmp_path / "agent"
+    AgentMemory.open(agent)
+    env = child_env(tmp_path, **({"JUPYTER_AGENT_MEMORY_MCP_TOKEN": token} if token else {}))
+    with http_server(agent, tmp_path, *options, env=env) as server:
+        yield server["url"]
+
+
 def error_of(body: bytes) -> tuple[int, str]:
     answer = json.loads(body)
     assert answer["jsonrpc"] == "2.0" and answer["id"] is None
@@ -82,11 +93,8 @@ def test_the_documented_defaults():
 
 
 def test_sessions_are_capped_per_client_address_and_in_total(tmp_path):
-    agent = tmp_path / "agent"
-    AgentMemory.open(agent)
     options = ("--max-sessions", "3", "--max-sessions-per-client", "2")
-    with http_server(agent, tmp_path, *options) as server:
-        url = server["url"]
+    with limited_server(tmp_path, *options) as url:
         first = [open_session(url) for _ in range(2)]
         assert [status for status, _h, _b in first] == [200, 200]
         ids = [headers["mcp-session-id"] for _s, headers, _b in first]
@@ -137,11 +145,8 @@ def test_sessions_are_capped_per_client_address_and_in_total(tmp_path):
 
 
 def test_idle_sessions_expire_and_free_their_place(tmp_path):
-    agent = tmp_path / "agent"
-    AgentMemory.open(agent)
     options = ("--session-idle-timeout", "1", "--max-sessions-per-client", "1")
-    with http_server(agent, tmp_path, *options) as server:
-        url = server["url"]
+    with limited_server(tmp_path, *options) as url:
         status, headers, _body = open_session(url)
         assert status == 200
         idle = headers["mcp-session-id"]
@@ -207,11 +212,8 @@ def parse_raw(data: bytes) -> tuple[str, dict[str, str], bytes]:
 
 @pytest.mark.parametrize("token", [None, TOKEN])
 def test_requests_whose_headers_never_complete_are_cut_off(tmp_path, token):
-    agent = tmp_path / "agent"
-    AgentMemory.open(agent)
-    env = child_env(tmp_path, **({"JUPYTER_AGENT_MEMORY_MCP_TOKEN": token} if token else {}))
-    with http_server(agent, tmp_path, "--request-timeout", "1", env=env) as server:
-        host, port = address(server["url"])
+    with limited_server(tmp_path, "--request-timeout", "1", token=token) as url:
+        host, port = address(url)
         # Headers sent a byte at a time, never finished: the drip does not reset the clock.
         with socket.create_connection((host, port), timeout=TIMEOUT) as sock:
             started = time.monotonic()
@@ -246,16 +248,13 @@ def test_requests_whose_headers_never_complete_are_cut_off(tmp_path, token):
         assert 0.5 < waited < 1 + 3
         # The server still serves.
         auth = {"Authorization": f"Bearer {token}"} if token else {}
-        assert open_session(server["url"], **auth)[0] == 200
+        assert open_session(url, **auth)[0] == 200
 
 
 @pytest.mark.parametrize("token", [None, TOKEN])
 def test_requests_whose_body_never_completes_are_answered_408(tmp_path, token):
-    agent = tmp_path / "agent"
-    AgentMemory.open(agent)
-    env = child_env(tmp_path, **({"JUPYTER_AGENT_MEMORY_MCP_TOKEN": token} if token else {}))
-    with http_server(agent, tmp_path, "--request-timeout", "1", env=env) as server:
-        host, port = address(server["url"])
+    with limited_server(tmp_path, "--request-timeout", "1", token=token) as url:
+        host, port = address(url)
         with socket.create_connection((host, port), timeout=TIMEOUT) as sock:
             head = (
                 f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\n"
@@ -274,14 +273,12 @@ def test_requests_whose_body_never_completes_are_answered_408(tmp_path, token):
             -32600,
             "Request body not received in time: it must arrive within 1 s",
         )
-    assert not (agent / "memory" / "JOURNAL.jsonl").exists()
+    assert not (tmp_path / "agent" / "memory" / "JOURNAL.jsonl").exists()
 
 
 def test_open_sockets_are_capped_and_bodies_too_large_refused(tmp_path):
-    agent = tmp_path / "agent"
-    AgentMemory.open(agent)
-    with http_server(agent, tmp_path, "--max-connections", "3") as server:
-        host, port = address(server["url"])
+    with limited_server(tmp_path, "--max-connections", "3") as url:
+        host, port = address(url)
         held = [socket.create_connection((host, port), timeout=TIMEOUT) for _ in range(3)]
         try:
             time.sleep(0.3)  # let the server accept all three
@@ -297,7 +294,7 @@ def test_open_sockets_are_capped_and_bodies_too_large_refused(tmp_path):
             held.pop().close()
             time.sleep(0.3)
             too_big = {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "a" * 4194304}}
-            status, _h, body = request(server["url"], "POST", too_big)
+            status, _h, body = request(url, "POST", too_big)
             assert status == 413
             assert error_of(body) == (
                 -32600,
