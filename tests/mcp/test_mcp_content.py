@@ -316,6 +316,9 @@ def test_product_info_results_are_structured_without_changing_the_text(tmp_path)
         assert result.structured_content == json.loads(text_of(result))
         memory = await client.call_tool("memory", {"action": "search"})
         assert memory.structured_content is None  # its texts are not JSON objects
+        # A strict-mode client sends every property: an empty section is the overview.
+        strict = await client.call_tool("product_info", {"source": "manifest", "section": ""})
+        assert (strict.is_error, text_of(strict)) == (False, text_of(result))
 
     run_client(build_server(mem), body)
 
