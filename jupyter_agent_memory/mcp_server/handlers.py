@@ -31,9 +31,8 @@ from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
-from mcp import MCPError, types
+from mcp import MCPError, ServerSession, types
 from mcp.server import Server, ServerRequestContext
-from mcp.server.session import ServerSession
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,

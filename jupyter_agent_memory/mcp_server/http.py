@@ -514,12 +514,17 @@ class SessionLimits:
         try:
             await self.app(scope, receive, watch)
         finally:
+            now = anyio.current_time()
             if session is not None:
-                self._done(session_id, anyio.current_time())
+                self._done(session_id, now)
             status = statuses[0] if statuses else None
             deleted = scope.get("method") == "DELETE" and status is not None and status < 300
             if status == 404 or deleted:
                 self._end(session_id)
+            elif session is None and status is not None and status < 400:
+                # Counted as expired a moment before the SDK closed it: it is open after all.
+                peer = _peer(scope)
+                self.sessions[session_id] = _Session(peer[0] if peer else "", now)
 
 
 def build_http_app(
