@@ -68,6 +68,7 @@ __all__ = [
 ]
 
 INSTALL_HINT = 'pip install "jupyter-agent-memory[mcp]"'
+MISSING_SDK = f"The MCP server needs the 'mcp' package (version 2.3 or later): {INSTALL_HINT}"
 # How often the agent folder is checked for changes while the server runs.
 POLL_SECONDS = 0.5
 
@@ -89,9 +90,7 @@ def require_mcp() -> None:
     except (ImportError, ValueError):
         found = False
     if not found:
-        raise ImportError(
-            f"The MCP server needs the 'mcp' package (version 2.3 or later): {INSTALL_HINT}"
-        )
+        raise ImportError(MISSING_SDK)
 
 
 def _service(memory_or_service: AgentMemory | MemoryService) -> MemoryService:
@@ -190,9 +189,7 @@ class _SdkLoader(threading.Thread):
     def wait(self) -> None:
         self.join()
         if self.error is not None:
-            raise ImportError(
-                f"The MCP server needs the 'mcp' package (version 2.3 or later): {INSTALL_HINT}"
-            ) from self.error
+            raise ImportError(MISSING_SDK) from self.error
 
 
 def _write_stdout(text: str) -> None:
