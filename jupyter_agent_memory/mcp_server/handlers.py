@@ -427,16 +427,15 @@ async def notify(run: Run, changes: Changes) -> None:
             run.peers.pop(key, None)
 
 
-async def watch(run: Run) -> None:
+async def watch(run: Run, before: dict[str, Any], tools: list[str]) -> None:
     """Poll the agent folder for changes to announce, for as long as the run lasts.
 
-    A timer, not a busy loop: every ``poll_seconds`` one ``AgentMemory.file_stats()`` call
-    (an lstat per entry of the agent folder and memory/, nothing read), compared by the
-    engine's stat keys. Files are read only when a client asks for them.
+    ``before`` and ``tools`` are the snapshot and tool names to compare with first. A timer,
+    not a busy loop: every ``poll_seconds`` one ``AgentMemory.file_stats()`` call (an lstat
+    per entry of the agent folder and memory/, nothing read), compared by the engine's stat
+    keys. Files are read only when a client asks for them.
     """
     service = run.state.service
-    before = await off_loop(service.snapshot)
-    tools = await off_loop(service.tool_names)
     while True:
         await anyio.sleep(run.state.poll_seconds)
         try:
@@ -458,8 +457,12 @@ async def lifespan(state: ServerState, server: Server[Run]) -> AsyncIterator[Run
     """One run of the server: per process on stdio, once for all HTTP sessions."""
     run = Run(state)
     state.runs.add(run)
+    # The first snapshot is taken before any request is served, so a change a client makes
+    # right after it connects is never part of the baseline.
+    before = await off_loop(state.service.snapshot)
+    tools = await off_loop(state.service.tool_names)
     async with anyio.create_task_group() as group:
-        group.start_soon(watch, run)
+        group.start_soon(watch, run, before, tools)
         try:
             yield run
         finally:

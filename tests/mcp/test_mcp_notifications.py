@@ -3,6 +3,7 @@ list, on both protocol eras (handshake-era sessions over stdio, 2026-era listen 
 
 from __future__ import annotations
 
+import time
 import warnings
 
 import anyio
@@ -13,6 +14,7 @@ from mcp_harness import TIMEOUT, stdio_params, stdio_session, text_of
 
 from jupyter_agent_memory import AgentMemory, provision
 from jupyter_agent_memory.mcp_server.server import build_server
+from jupyter_agent_memory.mcp_server.service import MemoryService
 
 URI = "agent-memory://agent/"
 FACT_URI = URI + "memory/FACT.md"
@@ -123,6 +125,36 @@ def test_in_process_legacy_session_gets_notifications_too(tmp_path):
                 await inbox.wait_for("notifications/resources/updated", JOURNAL_URI)
                 provision("guide", mem)
                 await inbox.wait_for("notifications/tools/list_changed")
+
+    anyio.run(main)
+
+
+def test_a_change_right_after_connecting_is_announced(tmp_path, monkeypatch):
+    """The server's first look at the folder comes before it serves anything, however slow
+    that look is, so the client's own first write is a change and not the baseline."""
+    mem = AgentMemory.open(tmp_path / "agent")
+    service = MemoryService(mem)
+    first_look = service.snapshot
+    looks = []
+
+    def slow_first_look():
+        if not looks:
+            time.sleep(0.5)
+        looks.append(1)
+        return first_look()
+
+    monkeypatch.setattr(service, "snapshot", slow_first_look)
+    inbox = Inbox()
+
+    async def main():
+        with anyio.fail_after(TIMEOUT):
+            server = build_server(service, poll_seconds=0.05)
+            async with Client(server, mode="legacy", message_handler=inbox) as client:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", MCPDeprecationWarning)
+                    await client.subscribe_resource(JOURNAL_URI)
+                await client.call_tool("memory", {"action": "append", "text": "first"})
+                await inbox.wait_for("notifications/resources/updated", JOURNAL_URI)
 
     anyio.run(main)
 
