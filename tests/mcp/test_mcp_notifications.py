@@ -46,6 +46,13 @@ class Inbox:
                 await self._changed.wait()
 
 
+async def legacy(subscription, uri: str) -> None:
+    """``resources/(un)subscribe``, which the SDK marks deprecated for 2026-era use."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        await subscription(uri)
+
+
 @pytest.mark.slow
 def test_stdio_subscribers_hear_about_their_resources_only(tmp_path):
     agent = tmp_path / "agent"
@@ -59,10 +66,8 @@ def test_stdio_subscribers_hear_about_their_resources_only(tmp_path):
             ) as (session, init):
                 assert init.capabilities.resources.subscribe is True
                 assert init.capabilities.tools.list_changed is True
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", MCPDeprecationWarning)
-                    await session.subscribe_resource(FACT_URI)
-                    await session.subscribe_resource(PROMPT_URI)
+                await legacy(session.subscribe_resource, FACT_URI)
+                await legacy(session.subscribe_resource, PROMPT_URI)
                 # A change through the tool, then one made outside the server.
                 result = await session.call_tool("memory", {"action": "append", "text": "x"})
                 assert text_of(result).startswith("Journal entry added at ")
@@ -76,9 +81,7 @@ def test_stdio_subscribers_hear_about_their_resources_only(tmp_path):
                 inbox.received.clear()
                 await inbox.wait_for("notifications/resources/updated", PROMPT_URI)
                 assert ("notifications/resources/updated", SOUL_URI) not in inbox.received
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", MCPDeprecationWarning)
-                    await session.unsubscribe_resource(PROMPT_URI)
+                await legacy(session.unsubscribe_resource, PROMPT_URI)
                 inbox.received.clear()
                 other.update_facts("- two\n")
                 await inbox.wait_for("notifications/resources/updated", FACT_URI)
@@ -118,9 +121,7 @@ def test_in_process_legacy_session_gets_notifications_too(tmp_path):
         with anyio.fail_after(TIMEOUT):
             server = build_server(mem, poll_seconds=0.05)
             async with Client(server, mode="legacy", message_handler=inbox) as client:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", MCPDeprecationWarning)
-                    await client.subscribe_resource(JOURNAL_URI)
+                await legacy(client.subscribe_resource, JOURNAL_URI)
                 mem.append("hello")
                 await inbox.wait_for("notifications/resources/updated", JOURNAL_URI)
                 provision("guide", mem)
@@ -150,9 +151,7 @@ def test_a_change_right_after_connecting_is_announced(tmp_path, monkeypatch):
         with anyio.fail_after(TIMEOUT):
             server = build_server(service, poll_seconds=0.05)
             async with Client(server, mode="legacy", message_handler=inbox) as client:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", MCPDeprecationWarning)
-                    await client.subscribe_resource(JOURNAL_URI)
+                await legacy(client.subscribe_resource, JOURNAL_URI)
                 await client.call_tool("memory", {"action": "append", "text": "first"})
                 await inbox.wait_for("notifications/resources/updated", JOURNAL_URI)
 
@@ -198,9 +197,7 @@ def test_nothing_is_announced_while_nothing_changes(tmp_path, mode):
         with anyio.fail_after(TIMEOUT):
             async with Client(server, mode=mode, message_handler=inbox) as client:
                 if mode == "legacy":
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore", MCPDeprecationWarning)
-                        await client.subscribe_resource(FACT_URI)
+                    await legacy(client.subscribe_resource, FACT_URI)
                 for _ in range(5):
                     (await client.read_resource(FACT_URI))  # reading changes nothing
                     await client.call_tool("memory", {"action": "search"})
