@@ -322,11 +322,31 @@ def _prompt(args: argparse.Namespace) -> int:
     return 0
 
 
-#: How MCP hosts (Claude Code, Cherry Studio) name our memory tool: mcp__<server>__<tool>.
-MCP_TOOL_NAME = "mcp__agent-memory__memory"
+
+
+def _at_least_one(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
 
 
 def _add_mcp_parser(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    from .mcp_server.limits import HttpLimits
+
     mcp = commands.add_parser(
         "mcp",
         parents=[common],
@@ -364,6 +384,39 @@ def _add_mcp_parser(commands: argparse._SubParsersAction, common: argparse.Argum
         metavar="HOST",
         help="HTTP: also accept this Host header, e.g. mybox:8765 or mybox:* (repeatable)",
     )
+    limits = HttpLimits()
+    # Each flag sets the HttpLimits field of the same name.
+    for flag, parse, metavar, text in (
+        ("--max-sessions", _at_least_one, "N", "open sessions in all ({}; 503 past that)"),
+        (
+            "--max-sessions-per-client",
+            _at_least_one,
+            "N",
+            "open sessions from one client address ({}; 429 past that)",
+        ),
+        (
+            "--session-idle-timeout",
+            _seconds,
+            "SECONDS",
+            "close a session with no request in flight for this long ({})",
+        ),
+        (
+            "--request-timeout",
+            _seconds,
+            "SECONDS",
+            "a request's headers, then its body, must each arrive within this "
+            "({}; 408 otherwise)",
+        ),
+        ("--max-connections", _at_least_one, "N", "open sockets at once ({}; 503 past that)"),
+    ):
+        default = getattr(limits, flag[2:].replace("-", "_"))
+        mcp.add_argument(
+            flag,
+            type=parse,
+            default=default,
+            metavar=metavar,
+            help="HTTP: " + text.format(f"{default:g}"),
+        )
     mcp.add_argument(
         "--read-tool",
         action="store_true",
@@ -377,7 +430,7 @@ def _add_mcp_parser(commands: argparse._SubParsersAction, common: argparse.Argum
         "--tool-name",
         default=None,
         metavar="NAME",
-        help=f"how the model sees the memory tool in the prompt ({MCP_TOOL_NAME})",
+        help="how the model sees the memory tool in the prompt (default: as MCP hosts name it)",
     )
     mcp.add_argument(
         "--budget-tokens",
@@ -406,19 +459,19 @@ def _mcp(args: argparse.Namespace) -> int:
         # the engine's refusal on every call instead of a connection that just closes.
         problem = str(exc)
     try:
+        from dataclasses import fields
+
         from .mcp_server import MemoryService, require_mcp, serve_http, serve_stdio
+        from .mcp_server.limits import HttpLimits
 
         require_mcp()
     except ImportError as exc:  # the [mcp] extra is missing
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 1
-    from .engine.functions import Toolset
     from .engine.prompt import PromptBuilder
+    from .mcp_server.service import host_tools
 
-    # An MCP host shows our tools under its own prefix and usually has file tools of its own,
-    # with which the model edits SOUL.md and USER.md (as in Cherry Studio).
-    tools = Toolset(memory=args.tool_name or MCP_TOOL_NAME, file_edits=True)
-    builder = PromptBuilder(tools=tools, budget_tokens=args.budget_tokens)
+    builder = PromptBuilder(tools=host_tools(args.tool_name), budget_tokens=args.budget_tokens)
     service = MemoryService(memory, builder, workspace=workspace, read_tool=args.read_tool)
     if args.transport == "stdio":
         serve_stdio(service, problem)
@@ -432,6 +485,9 @@ def _mcp(args: argparse.Namespace) -> int:
                 allowed_hosts=tuple(args.allow_host),
                 allowed_origins=tuple(args.allow_origin),
                 problem=problem,
+                limits=HttpLimits(
+                    **{field.name: getattr(args, field.name) for field in fields(HttpLimits)}
+                ),
             )
         except OSError as exc:  # the server's own socket (a port in use), not the engine
             raise MemoryToolError(

@@ -118,24 +118,30 @@ def text_of(result: Any) -> str:
 
 
 def raw_stdio_exchange(
-    agent: Path | str, tmp_path: Path, lines: list[str]
+    agent: Path | str, tmp_path: Path, lines: list[str], stderr: Path | None = None
 ) -> tuple[list[dict[str, Any]], str, int]:
     """Talk raw JSON-RPC to a stdio server, as a host does, one line at a time.
 
     ``lines`` are sent as written (so hand-made escapes reach the server untouched); after a
     request (a line with an ``"id"``) its reply is read before the next line goes out. Then
     stdin is closed. Returns the replies in order, whatever stdout still held after them, and
-    the exit status. A server that hangs is killed after ``TIMEOUT`` seconds.
+    the exit status; the server's stderr goes to the file ``stderr`` when given. A server
+    that hangs is killed after ``TIMEOUT`` seconds.
     """
-    proc = subprocess.Popen(
-        server_command(agent),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        encoding="utf-8",
-        env=child_env(tmp_path),
-    )
+    errors = open(stderr, "w", encoding="utf-8") if stderr else subprocess.DEVNULL  # noqa: SIM115
+    try:
+        proc = subprocess.Popen(
+            server_command(agent),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+            encoding="utf-8",
+            env=child_env(tmp_path),
+        )
+    finally:
+        if stderr:
+            errors.close()
     assert proc.stdin is not None and proc.stdout is not None
     watchdog = threading.Timer(TIMEOUT, proc.kill)
     watchdog.start()
@@ -306,3 +312,11 @@ def sdk_client(plan: dict[str, Any], tmp_path: Path) -> list[Any]:
     assert out.returncode == 0, (out.returncode, out.stdout, out.stderr)
     report = json.loads(out.stdout)
     return report
+
+
+def host_prompt(mem: Any, workspace: Any) -> Any:
+    """The session prompt the MCP server gives for ``mem``: the MCP host's toolset."""
+    from jupyter_agent_memory import PromptBuilder
+    from jupyter_agent_memory.mcp_server.service import host_tools
+
+    return PromptBuilder(tools=host_tools()).build_session(mem, workspace)

@@ -19,7 +19,7 @@ from jupyter_agent_memory.engine import prompt, tool
 PACKAGE = Path(jupyter_agent_memory.__file__).parent
 
 HOMES = {
-    "mcp__agent-memory__memory": "cli.py",
+    "mcp__agent-memory__memory": "mcp_server/service.py",
     tool.UPDATED: "engine/tool.py",
     tool.NO_JOURNAL: "engine/tool.py",
     tool.NO_MATCHES: "engine/tool.py",

@@ -20,10 +20,11 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 from mcp_harness import TIMEOUT, stdio_params, stdio_session
 
-from jupyter_agent_memory import AgentMemory, PromptBuilder, provision
+from jupyter_agent_memory import AgentMemory, PromptBuilder, Toolset, provision
 from jupyter_agent_memory.cli import main
 from jupyter_agent_memory.engine.prompt import PromptBudgetWarning
 from jupyter_agent_memory.engine.templates import load_template
+from jupyter_agent_memory.mcp_server.service import host_tools
 
 TEMPLATE_BUDGET = 4000
 EXPLICIT = 100
@@ -41,9 +42,11 @@ def quiet_build(builder: PromptBuilder, mem: AgentMemory, workspace: Path) -> An
         return builder.build_session(mem, workspace)
 
 
-def over_budget_message(mem: AgentMemory, workspace: Path, budget: int) -> str:
+def over_budget_message(
+    mem: AgentMemory, workspace: Path, budget: int, tools: Toolset | None = None
+) -> str:
     """The warning text an uncached build with ``budget`` gives, computed independently."""
-    prompt = quiet_build(PromptBuilder(), mem, workspace)
+    prompt = quiet_build(PromptBuilder(tools=tools), mem, workspace)
     sizes = ", ".join(f"{s.name} {s.tokens}" for s in prompt.sections if s.name != "system")
     # The guide agent's builder text is larger than the small budget on its own.
     (memories,) = [s for s in prompt.sections if s.name == "memories"]
@@ -260,7 +263,7 @@ def test_cli_prompt_budget_wins_and_is_reported(
 def test_cli_mcp_budget_tokens_wins(tmp_path: Path) -> None:
     agent = tmp_path / "agent"
     mem = guide_agent(agent)
-    expected = over_budget_message(mem, tmp_path, EXPLICIT)
+    expected = over_budget_message(mem, tmp_path, EXPLICIT, host_tools())
 
     async def prompt_meta(*options: str) -> dict[str, Any]:
         params = stdio_params(agent, tmp_path, "--workspace", str(tmp_path), *options)

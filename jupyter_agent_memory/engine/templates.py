@@ -551,8 +551,8 @@ def product_info(memory: AgentMemory, args: dict[str, Any]) -> str:
     sections}`` (the manifest's top-level keys but ``schemaVersion``); a section gives
     ``{runtimeVersion, manifestVersion, section, data}``; ``"all"`` gives ``{runtimeVersion,
     manifestVersion, section: "all", manifest}``. ``manifestVersion`` is the manifest's
-    ``package.version``. Arguments other than ``source`` (required, ``"manifest"``) and
-    ``section`` are refused.
+    ``package.version``; ``section: ""`` means no section. Arguments other than ``source``
+    (required, ``"manifest"``) and ``section`` are refused.
     """
     from ..__about__ import __version__
 
@@ -569,9 +569,11 @@ def product_info(memory: AgentMemory, args: dict[str, Any]) -> str:
         )
     manifest = read_manifest(template_for(memory))
     head = {"runtimeVersion": __version__, "manifestVersion": manifest["package"]["version"]}
-    if "section" not in args:
+    section = args.get("section", "")
+    if section == "":
+        # Absent, or empty as strict-mode clients send every property: the overview (the
+        # memory tool reads an empty optional string the same way).
         return js_json({**head, "sections": [k for k in manifest if k != "schemaVersion"]})
-    section = args["section"]
     if not isinstance(section, str) or not js_trim(section):
         raise MemoryToolError("'section' must be a non-empty string", INVALID_PARAMS)
     if section == "all":

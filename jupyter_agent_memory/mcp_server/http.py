@@ -7,6 +7,10 @@ local memory server needs:
   address (plus what the user allows); a web page on another origin is refused with 403, a
   foreign ``Host`` with 421.
 - an optional bearer token (constant-time comparison; 401 with ``WWW-Authenticate: Bearer``);
+- limits (:class:`HttpLimits`): sessions per client address and in total, a shorter idle
+  timeout than the SDK's 30 minutes, a deadline for a request's headers and for its body
+  (slow or silent sockets are closed, with or without a token), and a cap on open sockets;
+  every refusal is an HTTP status with a JSON-RPC error body;
 - one socket bound before serving, so port 0 works and the start-up line names the real port.
 
 Imported only by ``mcp_server.serve_http`` (it imports the MCP SDK and uvicorn).
@@ -14,17 +18,26 @@ Imported only by ``mcp_server.serve_http`` (it imports the MCP SDK and uvicorn).
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
+import json
+import math
 import signal
 import socket
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
+
+from .limits import HttpLimits
 
 __all__ = [
     "BearerTokenGuard",
+    "ConnectionGuard",
+    "RequestDeadline",
+    "SessionLimits",
     "build_http_app",
     "exposure_warning",
     "run_http",
@@ -98,21 +111,420 @@ class BearerTokenGuard:
         if scope["type"] == "http":
             given = dict(scope.get("headers") or []).get(b"authorization", b"")
             if not hmac.compare_digest(given, self._expected):
-                body = b"Missing or wrong bearer token"
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [
-                            (b"content-type", b"text/plain; charset=utf-8"),
-                            (b"content-length", str(len(body)).encode()),
-                            (b"www-authenticate", b'Bearer realm="agent-memory"'),
-                        ],
-                    }
+                await respond(
+                    send,
+                    401,
+                    b"Missing or wrong bearer token",
+                    "text/plain; charset=utf-8",
+                    ((b"www-authenticate", b'Bearer realm="agent-memory"'),),
                 )
-                await send({"type": "http.response.body", "body": body})
                 return
         await self.app(scope, receive, send)
+
+
+# -- limits -----------------------------------------------------------------------------------
+
+#: The SDK's own cap on a request body (4 MiB), applied before the SDK sees the request.
+MAX_BODY_BYTES = 4 * 1024 * 1024
+SESSION_HEADER = b"mcp-session-id"
+PROTOCOL_HEADER = b"mcp-protocol-version"
+INVALID_REQUEST = -32600
+LIMIT_REACHED = -32603  # the code the SDK answers its own session cap with
+
+
+def jsonrpc_error(code: int, message: str) -> bytes:
+    """A JSON-RPC error object that answers no particular request (``id`` null)."""
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
+    return json.dumps(body).encode()
+
+
+def raw_response(status: int, reason: str, body: bytes) -> bytes:
+    """A complete HTTP/1.1 JSON response that closes the connection, for use below ASGI."""
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    )
+    return head.encode("ascii") + body
+
+
+async def respond(
+    send: Any,
+    status: int,
+    body: bytes,
+    content_type: str = "application/json",
+    headers: Sequence[tuple[bytes, bytes]] = (),
+) -> None:
+    """Send a whole ASGI response."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", content_type.encode()),
+                (b"content-length", str(len(body)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def _peer(scope: Mapping[str, Any]) -> tuple[str, int] | None:
+    client = scope.get("client")
+    return (str(client[0]), int(client[1])) if client else None
+
+
+class ConnectionGuard:
+    """The open connections of one server, and the clock each one runs against.
+
+    A connection that is not serving a request must finish the next request's line and
+    headers within ``request_timeout``: slow or silent sockets are closed (408 when some
+    bytes came). The ASGI side (:class:`RequestDeadline`) says when a request starts and
+    ends; connections are matched by their peer address, which is unique while open.
+    """
+
+    def __init__(self, limits: HttpLimits) -> None:
+        self.limits = limits
+        self.connections: dict[tuple[str, int], GuardedProtocol] = {}
+
+    def protocol_class(self) -> type[asyncio.Protocol]:
+        """A uvicorn ``http`` protocol class bound to this guard."""
+        return type("GuardedHTTPProtocol", (GuardedProtocol,), {"guard": self})
+
+    def request_started(self, peer: tuple[str, int] | None) -> None:
+        """A request's headers arrived on ``peer``: its clock stops."""
+        connection = self.connections.get(peer) if peer else None
+        if connection is not None:
+            connection.busy += 1
+            connection.disarm()
+
+    def request_finished(self, peer: tuple[str, int] | None) -> None:
+        """A request on ``peer`` was answered: the clock runs for the next one."""
+        connection = self.connections.get(peer) if peer else None
+        if connection is not None:
+            connection.busy = max(0, connection.busy - 1)
+            if not connection.busy:
+                connection.arm()
+
+
+class GuardedProtocol(asyncio.Protocol):
+    """uvicorn's HTTP/1.1 protocol with the :class:`ConnectionGuard`'s clock and cap.
+
+    Wraps one ``H11Protocol`` and forwards every event to it; built by uvicorn with the
+    protocol's own keyword arguments.
+    """
+
+    guard: ConnectionGuard
+
+    def __init__(self, **kwargs: Any) -> None:
+        from uvicorn.protocols.http.h11_impl import H11Protocol
+
+        self.inner = H11Protocol(**kwargs)
+        self.transport: asyncio.Transport | None = None
+        self.peer: tuple[str, int] | None = None
+        self.busy = 0
+        self.heard = False  # bytes came since the clock was last armed
+        self.timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.inner.connection_made(transport)
+        self.transport = transport
+        peername = transport.get_extra_info("peername")
+        if isinstance(peername, (tuple, list)) and len(peername) >= 2:
+            self.peer = (str(peername[0]), int(peername[1]))
+        connections = self.guard.connections
+        if len(connections) >= self.guard.limits.max_connections:
+            message = (
+                f"Too many open connections ({self.guard.limits.max_connections}); "
+                "try again when some have closed"
+            )
+            transport.write(
+                raw_response(
+                    503,
+                    "Service Unavailable",
+                    jsonrpc_error(LIMIT_REACHED, message),
+                )
+            )
+            transport.close()
+            return
+        if self.peer is not None:
+            connections[self.peer] = self
+        self.arm()
+
+    def data_received(self, data: bytes) -> None:
+        if not self.busy:
+            self.heard = True
+        self.inner.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        self.inner.eof_received()
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.disarm()
+        if self.peer is not None and self.guard.connections.get(self.peer) is self:
+            del self.guard.connections[self.peer]
+        self.inner.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        self.inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.inner.resume_writing()
+
+    def arm(self) -> None:
+        """Start the clock for the next request's line and headers."""
+        self.disarm()
+        self.heard = False
+        loop = asyncio.get_running_loop()
+        self.timer = loop.call_later(self.guard.limits.request_timeout, self.expire)
+
+    def disarm(self) -> None:
+        """Stop the clock."""
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+    def expire(self) -> None:
+        """The clock ran out: close the connection (408 when a request had begun)."""
+        self.timer = None
+        transport = self.transport
+        if self.busy or transport is None or transport.is_closing():
+            return
+        if self.heard:
+            message = (
+                "Request not received in time: its line and headers must arrive within "
+                f"{self.guard.limits.request_timeout:g} s"
+            )
+            transport.write(
+                raw_response(
+                    408,
+                    "Request Timeout",
+                    jsonrpc_error(INVALID_REQUEST, message),
+                )
+            )
+        transport.close()
+
+
+class RequestDeadline:
+    """ASGI middleware: the body must follow the headers within ``request_timeout``.
+
+    The whole body (at most :data:`MAX_BODY_BYTES`) is read before the app sees the
+    request, so a body that never completes is answered 408 and holds nothing of the app;
+    a larger one is answered 413. Tells the :class:`ConnectionGuard` when requests start
+    and end.
+    """
+
+    def __init__(self, app: Any, guard: ConnectionGuard) -> None:
+        self.app = app
+        self.guard = guard
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        peer = _peer(scope)
+        self.guard.request_started(peer)
+        try:
+            await self._serve(scope, receive, send)
+        finally:
+            self.guard.request_finished(peer)
+
+    async def _serve(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        import anyio
+
+        timeout = self.guard.limits.request_timeout
+        chunks: list[bytes] = []
+        size = 0
+        trailing: list[dict[str, Any]] = []
+        with anyio.move_on_after(timeout) as deadline:
+            while True:
+                message = await receive()
+                if message["type"] != "http.request":
+                    trailing.append(message)
+                    break
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > MAX_BODY_BYTES:
+                    text = f"Request body too large: at most {MAX_BODY_BYTES} bytes"
+                    await respond(send, 413, jsonrpc_error(INVALID_REQUEST, text))
+                    return
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    break
+        if deadline.cancelled_caught:
+            text = f"Request body not received in time: it must arrive within {timeout:g} s"
+            await respond(send, 408, jsonrpc_error(INVALID_REQUEST, text), headers=_CLOSE)
+            return
+        replay = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
+        replay += trailing
+
+        async def replayed() -> Any:
+            return replay.pop(0) if replay else await receive()
+
+        await self.app(scope, replayed, send)
+
+
+_CLOSE = ((b"connection", b"close"),)
+
+
+@dataclass
+class _Session:
+    client: str
+    last_seen: float
+    in_flight: int = 0
+
+
+class SessionLimits:
+    """ASGI middleware: cap handshake-era sessions per client address and in total.
+
+    A request that would open a session (a POST without ``Mcp-Session-Id``, not of the
+    2026 era) is refused with 429 when its client holds ``max_sessions_per_client`` and
+    with 503 when the server holds ``max_sessions``, both with a JSON-RPC error and
+    ``Retry-After``. Sessions are counted from the SDK's answers: opened by a success that
+    carries a session id, ended by a DELETE, a 404 for their id, or idleness (the SDK
+    closes a session idle for ``session_idle_timeout``; the count follows the same rule).
+    ``on_end`` hears each session id that ended.
+    """
+
+    def __init__(
+        self, app: Any, limits: HttpLimits, on_end: Callable[[str], None] | None = None
+    ) -> None:
+        self.app = app
+        self.limits = limits
+        self.on_end = on_end
+        self.sessions: dict[str, _Session] = {}
+        self.opening: dict[str, int] = {}  # requests that may open a session, by client
+        from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+        # Later protocol versions open no session.
+        self.handshake = {version.encode() for version in HANDSHAKE_PROTOCOL_VERSIONS}
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        session_id = headers.get(SESSION_HEADER)
+        if session_id is not None:
+            await self._in_session(session_id.decode("latin-1"), scope, receive, send)
+            return
+        version = headers.get(PROTOCOL_HEADER)
+        if scope.get("method") != "POST" or (
+            version is not None and version not in self.handshake
+        ):
+            await self.app(scope, receive, send)
+            return
+        peer = _peer(scope)
+        await self._opening(peer[0] if peer else "", scope, receive, send)
+
+    def _expire(self, now: float) -> None:
+        idle = self.limits.session_idle_timeout
+        for session_id, session in list(self.sessions.items()):
+            if not session.in_flight and now - session.last_seen >= idle:
+                self._end(session_id)
+
+    def _end(self, session_id: str) -> None:
+        self.sessions.pop(session_id, None)
+        if self.on_end is not None:
+            self.on_end(session_id)
+
+    def _retry_after(self, now: float, client: str | None) -> int:
+        """Seconds until the first idle session (of ``client``, or any) expires."""
+        idle = self.limits.session_idle_timeout
+        waits = [
+            idle - (now - s.last_seen)
+            for s in self.sessions.values()
+            if not s.in_flight and (client is None or s.client == client)
+        ]
+        return max(1, math.ceil(min(waits, default=idle)))
+
+    def _refusal(self, client: str, now: float) -> tuple[int, bytes, int] | None:
+        self._expire(now)
+        limits = self.limits
+        mine = sum(1 for s in self.sessions.values() if s.client == client)
+        mine += self.opening.get(client, 0)
+        total = len(self.sessions) + sum(self.opening.values())
+        advice = (
+            "close one (HTTP DELETE with its Mcp-Session-Id) or wait: a session with no "
+            f"request in flight for {limits.session_idle_timeout:g} s is closed"
+        )
+        if mine >= limits.max_sessions_per_client:
+            text = (
+                f"Too many open sessions for client {client}: {mine} of "
+                f"{limits.max_sessions_per_client}; {advice}"
+            )
+            return 429, jsonrpc_error(LIMIT_REACHED, text), self._retry_after(now, client)
+        if total >= limits.max_sessions:
+            text = f"Too many open sessions: {total} of {limits.max_sessions}; {advice}"
+            return 503, jsonrpc_error(LIMIT_REACHED, text), self._retry_after(now, None)
+        return None
+
+    async def _opening(self, client: str, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        import anyio
+
+        refusal = self._refusal(client, anyio.current_time())
+        if refusal is not None:
+            status, body, wait = refusal
+            await respond(send, status, body, headers=((b"retry-after", str(wait).encode()),))
+            return
+        self.opening[client] = self.opening.get(client, 0) + 1
+        opened: list[str] = []
+
+        async def watch(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start" and message["status"] < 400:
+                value = dict(message.get("headers") or []).get(SESSION_HEADER)
+                if value is not None:
+                    session_id = value.decode("latin-1")
+                    self.sessions[session_id] = _Session(client, anyio.current_time(), 1)
+                    opened.append(session_id)
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        finally:
+            self.opening[client] -= 1
+            if not self.opening[client]:
+                del self.opening[client]
+            for session_id in opened:
+                self._done(session_id, anyio.current_time())
+
+    def _done(self, session_id: str, now: float) -> None:
+        session = self.sessions.get(session_id)
+        if session is not None:
+            session.in_flight -= 1
+            session.last_seen = now
+
+    async def _in_session(
+        self, session_id: str, scope: dict[str, Any], receive: Any, send: Any
+    ) -> None:
+        import anyio
+
+        session = self.sessions.get(session_id)
+        if session is not None:
+            session.in_flight += 1
+        statuses: list[int] = []
+
+        async def watch(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                statuses.append(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        finally:
+            now = anyio.current_time()
+            if session is not None:
+                self._done(session_id, now)
+            status = statuses[0] if statuses else None
+            deleted = scope.get("method") == "DELETE" and status is not None and status < 300
+            if status == 404 or deleted:
+                self._end(session_id)
+            elif session is None and status is not None and status < 400:
+                # Counted as expired a moment before the SDK closed it: it is open after all.
+                peer = _peer(scope)
+                self.sessions[session_id] = _Session(peer[0] if peer else "", now)
 
 
 def build_http_app(
@@ -122,14 +534,29 @@ def build_http_app(
     token: str | None = None,
     allowed_hosts: Sequence[str] = (),
     allowed_origins: Sequence[str] = (),
+    limits: HttpLimits | None = None,
+    guard: ConnectionGuard | None = None,
+    on_session_end: Callable[[str], None] | None = None,
 ) -> Any:
-    """The ASGI app serving ``server`` at ``/mcp`` with the guards above."""
+    """The ASGI app serving ``server`` at ``/mcp`` with the guards and limits above.
+
+    Outermost first: the request deadline (with ``guard``, the connection's clock), the
+    bearer token, the session caps, then the SDK's app (Host/Origin checks, its own idle
+    timeout and, as a backstop, its own session cap).
+    """
+    limits = limits or HttpLimits()
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         host=host,
         transport_security=security_settings(host, allowed_hosts, allowed_origins),
+        session_idle_timeout=limits.session_idle_timeout,
+        max_sessions=limits.max_sessions,
+        max_request_body_size=MAX_BODY_BYTES,
     )
-    return BearerTokenGuard(app, token) if token else app
+    app = SessionLimits(app, limits, on_session_end)
+    if token:
+        app = BearerTokenGuard(app, token)
+    return RequestDeadline(app, guard or ConnectionGuard(limits))
 
 
 def run_http(
@@ -141,10 +568,13 @@ def run_http(
     allowed_hosts: Sequence[str],
     allowed_origins: Sequence[str],
     announce: Callable[[str], None],
+    limits: HttpLimits | None = None,
+    on_session_end: Callable[[str], None] | None = None,
 ) -> None:
     """Bind ``host:port``, call ``announce(url)``, serve until SIGINT/SIGTERM."""
     import uvicorn
 
+    limits = limits or HttpLimits()
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -156,14 +586,28 @@ def run_http(
     sock.listen(128)
     sock.set_inheritable(True)
     bound_port = sock.getsockname()[1]
+    guard = ConnectionGuard(limits)
     app = build_http_app(
         server,
         host=host,
         token=token,
         allowed_hosts=allowed_hosts,
         allowed_origins=allowed_origins,
+        limits=limits,
+        guard=guard,
+        on_session_end=on_session_end,
     )
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        lifespan="on",
+        access_log=False,
+        http=guard.protocol_class(),
+        # The peer address is the client's identity for the session cap: never take it
+        # from X-Forwarded-For, which any local process could set.
+        proxy_headers=False,
+        ws="none",
+    )
     announce(f"http://{_url_host(host)}:{bound_port}{MCP_PATH}")
     warning = exposure_warning(host, token)
     if warning:

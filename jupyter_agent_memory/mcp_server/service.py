@@ -25,12 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..__about__ import __version__
 from ..engine import functions
 from ..engine.store import FACT, JOURNAL, MEMORY_DIR, SOUL, USER, normalize_limit
 from ..errors import MemoryToolError
 from ..folder import file_key, match_name
 
 if TYPE_CHECKING:
+    from ..engine.functions import Toolset
     from ..engine.prompt import Prompt, PromptBuilder
     from ..engine.store import AgentMemory
 
@@ -40,6 +42,8 @@ __all__ = [
     "PROMPT_URI",
     "READ_TOOL_NAME",
     "RESOURCE_NOT_FOUND",
+    "SERVER_INFO",
+    "SERVER_NAME",
     "Changes",
     "MemoryService",
     "ResourceSpec",
@@ -57,6 +61,10 @@ FACT_URI = f"{URI_BASE}{MEMORY_DIR}/{FACT}"
 JOURNAL_URI = URI_BASE + "journal/latest"
 PROMPT_URI = URI_BASE + "prompt"
 
+SERVER_NAME = "agent-memory"
+SERVER_TITLE = "Agent memory"
+#: The server's ``serverInfo``.
+SERVER_INFO = {"name": SERVER_NAME, "title": SERVER_TITLE, "version": __version__}
 PROMPT_NAME = "new-session"
 READ_TOOL_NAME = "memory_read"
 DEFAULT_LATEST = 20
@@ -152,13 +160,27 @@ READ_TOOL = {
 }
 
 
+#: How MCP hosts (Claude Code, Cherry Studio) name our memory tool: ``mcp__<server>__<tool>``.
+HOST_TOOL_NAME = "mcp__agent-memory__memory"
+
+
+def host_tools(tool_name: str | None = None) -> Toolset:
+    """What a model behind an MCP host is offered: our ``memory`` tool under the host's name
+    for it, and the host's own file tools, with which it edits SOUL.md and USER.md (as
+    Cherry Studio's agents do). The instructions are built from this toolset."""
+    from ..engine.functions import Toolset
+
+    return Toolset(memory=tool_name or HOST_TOOL_NAME, file_edits=True)
+
+
 class MemoryService:
     """The agent-memory MCP server's content for one agent, independent of the protocol.
 
-    ``builder`` makes the session prompt (its ``tool_name`` is how the model sees the memory
-    tool), ``workspace`` is the session workspace whose ``system.md`` becomes the prompt's base
-    (default: the current directory), ``read_tool`` adds the read-only tool. Methods do file
-    I/O and are meant to run off the event loop; they are safe to call from several threads.
+    ``builder`` makes the session prompt (default: one describing :func:`host_tools`; its
+    ``tool_name`` is how the model sees the memory tool), ``workspace`` is the session
+    workspace whose ``system.md`` becomes the prompt's base (default: the current directory),
+    ``read_tool`` adds the read-only tool. Methods do file I/O and are meant to run off the
+    event loop; they are safe to call from several threads.
     """
 
     def __init__(
@@ -172,7 +194,7 @@ class MemoryService:
         from ..engine.prompt import PromptBuilder
 
         self.memory = memory
-        self.builder = builder if builder is not None else PromptBuilder()
+        self.builder = builder if builder is not None else PromptBuilder(tools=host_tools())
         self.workspace = Path(os.path.abspath(workspace if workspace is not None else os.getcwd()))
         self.read_tool = read_tool
         # Once product_info was offered it stays offered, so a manifest that disappears

@@ -9,18 +9,40 @@ holds an unpaired surrogate, the request is parked and replaced by a request for
 the handler): a ``tools/call`` goes to the engine, which refuses the text with its own
 ``-32602`` message naming the field, and any other method gets a ``-32602`` error. Nothing
 with an unpaired surrogate is ever written.
+
+It also answers a client's ``initialize`` before the SDK is loaded: importing ``mcp`` takes
+most of a stdio server's start-up (about 0.45 s of 0.5 s on a quiet 2-core machine, several
+times that under load), and hosts give ``initialize`` a deadline. :func:`early_reply` builds
+the answer the SDK would give (the same protocol-version choice, capabilities and server
+info; the session's instructions from :class:`~.service.MemoryService`), the request is then
+replayed to the SDK so its connection state is exact, and :class:`SkipReply` drops the
+SDK's own answer to that replay after comparing it with the one sent (a difference is logged
+as a warning, so an SDK upgrade that changes the handshake is noticed).
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import logging
 import os
 import re
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, TextIO
 
-__all__ = ["PARKED_METHOD", "ParkedRequests", "surrogate_safe_stdin"]
+__all__ = [
+    "CAPABILITIES",
+    "HANDSHAKE_VERSIONS",
+    "PARKED_METHOD",
+    "ParkedRequests",
+    "SkipReply",
+    "early_reply",
+    "initialize_request",
+    "open_stdin",
+    "surrogate_safe_stdin",
+]
+
+log = logging.getLogger(__name__)
 
 PARKED_METHOD = "agent-memory/unpaired-surrogate"
 # Any \uD800-\uDFFF escape; pairs (an escaped emoji) match too and are let through below.
@@ -63,17 +85,130 @@ class ParkedRequests:
         return self._requests.pop(token, None)
 
 
-async def surrogate_safe_stdin(parked: ParkedRequests) -> AsyncIterator[str]:
-    """Lines of standard input (UTF-8, undecodable bytes replaced), requests the SDK would
-    drop replaced by their stand-ins."""
+def open_stdin() -> TextIO:
+    """Standard input as UTF-8 text lines (undecodable bytes replaced), on a private
+    duplicate of fd 0, so closing it never closes ``sys.stdin``."""
+    return open(os.dup(0), encoding="utf-8", errors="replace", newline="\n", closefd=True)  # noqa: SIM115
+
+
+async def surrogate_safe_stdin(
+    parked: ParkedRequests, source: TextIO, first: str = ""
+) -> AsyncIterator[str]:
+    """``first`` (a line already read), then the lines of ``source``, each request the SDK
+    would drop replaced by its stand-in. Closes ``source`` at the end."""
     import anyio
 
-    # A private duplicate of fd 0, so closing this reader never closes sys.stdin.
-    stream = anyio.wrap_file(
-        open(os.dup(0), encoding="utf-8", errors="replace", newline="\n", closefd=True)  # noqa: SIM115
-    )
+    stream = anyio.wrap_file(source)
     try:
+        if first:
+            yield parked.park(first) or first
         async for line in stream:
             yield parked.park(line) or line
     finally:
         await stream.aclose()
+
+
+# -- the early handshake ----------------------------------------------------------------------
+
+#: The protocol versions a client can ask for in ``initialize`` (the SDK's
+#: ``HANDSHAKE_PROTOCOL_VERSIONS``; the list is closed, 2026-era clients open no handshake).
+HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+#: What the server's handlers make the SDK declare in the handshake.
+CAPABILITIES: dict[str, Any] = {
+    "prompts": {"listChanged": False},
+    "resources": {"listChanged": False, "subscribe": True},
+    "tools": {"listChanged": True},
+}
+_CLIENT_INFO_TEXT = ("name", "version", "title", "description", "websiteUrl")
+
+
+def initialize_request(line: str) -> tuple[int | str, dict[str, Any]] | None:
+    """``(id, params)`` when ``line`` is a plain ``initialize`` request the SDK accepts as
+    it is, else None (anything unusual is left to the SDK)."""
+    if not line.lstrip().startswith("{") or _SURROGATE_ESCAPE.search(line):
+        return None
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return None
+    request_id, params = message.get("id"), message.get("params")
+    if message.get("method") != "initialize" or not isinstance(params, dict):
+        return None
+    if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
+        return None
+    info, capabilities = params.get("clientInfo"), params.get("capabilities")
+    if not isinstance(params.get("protocolVersion"), str) or not isinstance(capabilities, dict):
+        return None
+    if not all(isinstance(value, dict) for value in capabilities.values()):
+        return None
+    if not isinstance(info, dict) or not {"name", "version"} <= set(info):
+        return None
+    if not all(key in _CLIENT_INFO_TEXT and isinstance(v, str) for key, v in info.items()):
+        return None
+    return request_id, params
+
+
+def early_reply(
+    request_id: int | str,
+    params: Mapping[str, Any],
+    server_info: Mapping[str, str],
+    instructions: str,
+) -> dict[str, Any]:
+    """The JSON-RPC answer to ``initialize``, as the SDK (with this server's handlers and
+    middleware) gives it: the requested protocol version when it is a handshake version,
+    else the latest one."""
+    requested = params.get("protocolVersion")
+    version = requested if requested in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "result": {
+            "capabilities": CAPABILITIES,
+            "protocolVersion": version,
+            "serverInfo": dict(server_info),
+            "instructions": instructions,
+        },
+    }
+
+
+class SkipReply:
+    """A write stream for the SDK that drops its answer to the replayed ``initialize``.
+
+    Forwards everything else to ``stream``. The dropped answer is compared with ``sent``
+    (what the client already has); a difference is logged as a warning.
+    """
+
+    def __init__(self, stream: Any, sent: dict[str, Any]) -> None:
+        self.stream = stream
+        self.sent: dict[str, Any] | None = sent
+
+    async def send(self, item: Any) -> None:
+        """Send ``item`` on, unless it is the answer already given."""
+        sent = self.sent
+        message = getattr(item, "message", None)
+        answers = hasattr(message, "result") or hasattr(message, "error")  # not a request
+        if sent is not None and answers and getattr(message, "id", None) == sent["id"]:
+            self.sent = None
+            assert message is not None
+            answer = json.loads(message.model_dump_json(by_alias=True, exclude_unset=True))
+            if answer != sent:
+                log.warning(
+                    "the MCP SDK answers initialize differently from the early answer the "
+                    "client got: %s, not %s",
+                    json.dumps(answer)[:2000],
+                    json.dumps(sent)[:2000],
+                )
+            return
+        await self.stream.send(item)
+
+    async def aclose(self) -> None:
+        """Close the underlying stream."""
+        await self.stream.aclose()
+
+    async def __aenter__(self) -> SkipReply:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

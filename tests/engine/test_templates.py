@@ -353,7 +353,7 @@ def test_product_info_one_section_and_all(guide: AgentMemory) -> None:
         ({"source": "web"}, "Unknown product_info source: web"),
         ({}, "Unknown product_info source: undefined"),
         ({"source": None}, "Unknown product_info source: null"),
-        ({"source": "manifest", "section": ""}, "'section' must be a non-empty string"),
+        ({"source": "manifest", "section": " "}, "'section' must be a non-empty string"),
         ({"source": "manifest", "section": 3}, "'section' must be a non-empty string"),
         ({"source": "manifest", "path": "/etc"}, "Unsupported product_info argument: path"),
     ],

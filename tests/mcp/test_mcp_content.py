@@ -20,6 +20,7 @@ from mcp import (
 from mcp_harness import (
     TIMEOUT,
     child_env,
+    host_prompt,
     server_command,
     stdio_params,
     stdio_session,
@@ -35,7 +36,7 @@ from jupyter_agent_memory import (
     provision,
 )
 from jupyter_agent_memory.mcp_server.server import build_server
-from jupyter_agent_memory.mcp_server.service import MemoryService
+from jupyter_agent_memory.mcp_server.service import MemoryService, host_tools
 
 URI = "agent-memory://agent/"
 FACT_URI = URI + "memory/FACT.md"
@@ -74,7 +75,7 @@ def learned_agent(tmp_path: Path) -> AgentMemory:
 def test_instructions_are_the_session_context_of_the_prompt_builder(tmp_path, mode):
     mem = learned_agent(tmp_path)
     service = MemoryService(mem, workspace=tmp_path)
-    expected = PromptBuilder().build_session(mem, tmp_path).context
+    expected = host_prompt(mem, tmp_path).context
 
     async def body(client):
         assert client.instructions == expected
@@ -100,7 +101,7 @@ def test_instructions_carry_the_bootstrap_block_when_due_and_each_session_sees_t
     run_client(server, body)
     mem.update_facts("- The user's name is Ada.\n")
     run_client(server, body)  # the same server object, a new session
-    builder = PromptBuilder()
+    builder = PromptBuilder(tools=host_tools())
     assert seen[0].startswith("## Bootstrap Mode")
     assert "<facts>" not in seen[0]
     assert seen[1] == builder.build_session(mem, tmp_path).context
@@ -109,9 +110,9 @@ def test_instructions_carry_the_bootstrap_block_when_due_and_each_session_sees_t
 
 def test_instructions_follow_the_budget_rules_without_cutting(tmp_path):
     mem = learned_agent(tmp_path)
-    builder = PromptBuilder(budget_tokens=10)
+    builder = PromptBuilder(tools=host_tools(), budget_tokens=10)
     with pytest.warns(UserWarning, match="over the budget of 10"):
-        expected = PromptBuilder(budget_tokens=10).build_session(mem, tmp_path)
+        expected = PromptBuilder(tools=host_tools(), budget_tokens=10).build_session(mem, tmp_path)
     service = MemoryService(mem, builder, workspace=tmp_path)
 
     async def body(client):
@@ -128,12 +129,12 @@ def test_instructions_follow_the_budget_rules_without_cutting(tmp_path):
 
 def test_the_tool_name_in_instructions_is_configurable(tmp_path):
     mem = learned_agent(tmp_path)
-    service = MemoryService(mem, PromptBuilder(tool_name="memory"), workspace=tmp_path)
+    service = MemoryService(mem, PromptBuilder(tools=host_tools("memory")), workspace=tmp_path)
 
     async def body(client):
         assert (
             client.instructions
-            == PromptBuilder(tool_name="memory").build_session(mem, tmp_path).context
+            == PromptBuilder(tools=host_tools("memory")).build_session(mem, tmp_path).context
         )
         assert "mcp__agent-memory__memory" not in client.instructions
 
@@ -166,9 +167,42 @@ def test_resources_list_and_read_the_files_with_their_hashes(tmp_path, mode):
         assert [e["text"] for e in entries] == ["Ada likes tea ☕", "met Ada"]
         assert journal.text == json.dumps(list(mem.search(limit=20)), indent=2, ensure_ascii=False)
         (prompt,) = (await client.read_resource(URI + "prompt")).contents
-        assert prompt.text == PromptBuilder().build_session(mem, tmp_path).text
+        assert prompt.text == host_prompt(mem, tmp_path).text
 
     run_client(build_server(service), body, mode)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_resource_templates_list_is_answered_and_empty(tmp_path, mode):
+    mem = AgentMemory.open(tmp_path / "agent")
+
+    async def body(client):
+        assert (await client.list_resource_templates()).resource_templates == []
+
+    run_client(build_server(mem), body, mode)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_every_list_refuses_a_cursor_it_never_handed_out(tmp_path, mode):
+    mem = AgentMemory.open(tmp_path / "agent")
+    lists = ("list_tools", "list_resources", "list_resource_templates", "list_prompts")
+
+    async def body(client):
+        for name in lists:
+            first = await getattr(client, name)()
+            assert first.next_cursor is None, name  # one page: nothing to continue
+            for cursor in ("next", "", "eyJwYWdlIjogMn0="):
+                with pytest.raises(MCPError) as info:
+                    await getattr(client, name)(cursor=cursor)
+                assert (info.value.error.code, info.value.error.message) == (
+                    -32602,
+                    "Invalid cursor: this server answers every list in one page and never "
+                    "hands out a cursor",
+                ), (name, cursor)
+        # The session goes on.
+        assert [t.name for t in (await client.list_tools()).tools] == ["memory"]
+
+    run_client(build_server(mem), body, mode)
 
 
 def test_resource_reads_are_fresh_and_unknown_uris_are_refused(tmp_path):
@@ -220,7 +254,7 @@ def test_the_new_session_prompt_returns_the_system_prompt(tmp_path):
         result = await client.get_prompt("new-session")
         (message,) = result.messages
         assert message.role == "user"
-        assert message.content.text == PromptBuilder().build_session(mem, tmp_path).text
+        assert message.content.text == host_prompt(mem, tmp_path).text
         with pytest.raises(MCPError) as info:
             await client.get_prompt("old-session")
         assert info.value.error.message == "Unknown prompt: old-session"
@@ -285,6 +319,9 @@ def test_product_info_results_are_structured_without_changing_the_text(tmp_path)
         assert result.structured_content == json.loads(text_of(result))
         memory = await client.call_tool("memory", {"action": "search"})
         assert memory.structured_content is None  # its texts are not JSON objects
+        # A strict-mode client sends every property: an empty section is the overview.
+        strict = await client.call_tool("product_info", {"source": "manifest", "section": ""})
+        assert (strict.is_error, text_of(strict)) == (False, text_of(result))
 
     run_client(build_server(mem), body)
 
@@ -429,7 +466,7 @@ def test_each_session_start_is_on_record_with_the_exact_prompt(tmp_path, mode):
     anyio.run(main)
     receipts = mem.sessions()
     assert len(receipts) == 2
-    prompt = PromptBuilder().build_session(mem, tmp_path)
+    prompt = host_prompt(mem, tmp_path)
     for receipt, instructions in zip(receipts, seen, strict=True):
         assert instructions == prompt.context
         assert mem.session_prompt(receipt["session_id"]) == prompt.text
@@ -448,7 +485,7 @@ def test_a_folder_that_refuses_the_receipt_still_gets_its_instructions(tmp_path,
     monkeypatch.setattr(service.builder, "start_session", refuse)
 
     async def body(client):
-        assert client.instructions == PromptBuilder().build_session(mem, tmp_path).context
+        assert client.instructions == host_prompt(mem, tmp_path).context
 
     run_client(build_server(service), body)
     assert mem.sessions() == []

@@ -13,10 +13,18 @@ import httpx2
 import pytest
 from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from mcp_harness import TIMEOUT, TS, child_env, http_server, initialize_request, text_of
+from mcp_harness import (
+    TIMEOUT,
+    TS,
+    child_env,
+    host_prompt,
+    http_server,
+    initialize_request,
+    text_of,
+)
 from test_mcp_server import exercise_plain_agent
 
-from jupyter_agent_memory import AgentMemory, PromptBuilder
+from jupyter_agent_memory import AgentMemory
 
 INITIALIZE = initialize_request("raw-http-test")
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -74,7 +82,7 @@ def test_http_sessions_see_what_earlier_sessions_learned(tmp_path):
             assert text_of(result) == "Memory updated."
 
         async def recall(session, init):
-            assert init.instructions == PromptBuilder().build_session(mem, tmp_path).context
+            assert init.instructions == host_prompt(mem, tmp_path).context
             assert "<facts>\n- The user's name is Ada.\n</facts>" in init.instructions
             (content,) = (
                 await session.read_resource("agent-memory://agent/memory/FACT.md")

@@ -3,6 +3,7 @@ list, on both protocol eras (handshake-era sessions over stdio, 2026-era listen 
 
 from __future__ import annotations
 
+import time
 import warnings
 
 import anyio
@@ -13,6 +14,7 @@ from mcp_harness import TIMEOUT, stdio_params, stdio_session, text_of
 
 from jupyter_agent_memory import AgentMemory, provision
 from jupyter_agent_memory.mcp_server.server import build_server
+from jupyter_agent_memory.mcp_server.service import MemoryService
 
 URI = "agent-memory://agent/"
 FACT_URI = URI + "memory/FACT.md"
@@ -44,6 +46,13 @@ class Inbox:
                 await self._changed.wait()
 
 
+async def legacy(subscription, uri: str) -> None:
+    """``resources/(un)subscribe``, which the SDK marks deprecated for 2026-era use."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        await subscription(uri)
+
+
 @pytest.mark.slow
 def test_stdio_subscribers_hear_about_their_resources_only(tmp_path):
     agent = tmp_path / "agent"
@@ -57,10 +66,8 @@ def test_stdio_subscribers_hear_about_their_resources_only(tmp_path):
             ) as (session, init):
                 assert init.capabilities.resources.subscribe is True
                 assert init.capabilities.tools.list_changed is True
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", MCPDeprecationWarning)
-                    await session.subscribe_resource(FACT_URI)
-                    await session.subscribe_resource(PROMPT_URI)
+                await legacy(session.subscribe_resource, FACT_URI)
+                await legacy(session.subscribe_resource, PROMPT_URI)
                 # A change through the tool, then one made outside the server.
                 result = await session.call_tool("memory", {"action": "append", "text": "x"})
                 assert text_of(result).startswith("Journal entry added at ")
@@ -74,9 +81,7 @@ def test_stdio_subscribers_hear_about_their_resources_only(tmp_path):
                 inbox.received.clear()
                 await inbox.wait_for("notifications/resources/updated", PROMPT_URI)
                 assert ("notifications/resources/updated", SOUL_URI) not in inbox.received
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", MCPDeprecationWarning)
-                    await session.unsubscribe_resource(PROMPT_URI)
+                await legacy(session.unsubscribe_resource, PROMPT_URI)
                 inbox.received.clear()
                 other.update_facts("- two\n")
                 await inbox.wait_for("notifications/resources/updated", FACT_URI)
@@ -116,13 +121,39 @@ def test_in_process_legacy_session_gets_notifications_too(tmp_path):
         with anyio.fail_after(TIMEOUT):
             server = build_server(mem, poll_seconds=0.05)
             async with Client(server, mode="legacy", message_handler=inbox) as client:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", MCPDeprecationWarning)
-                    await client.subscribe_resource(JOURNAL_URI)
+                await legacy(client.subscribe_resource, JOURNAL_URI)
                 mem.append("hello")
                 await inbox.wait_for("notifications/resources/updated", JOURNAL_URI)
                 provision("guide", mem)
                 await inbox.wait_for("notifications/tools/list_changed")
+
+    anyio.run(main)
+
+
+def test_a_change_right_after_connecting_is_announced(tmp_path, monkeypatch):
+    """The server's first look at the folder comes before it serves anything, however slow
+    that look is, so the client's own first write is a change and not the baseline."""
+    mem = AgentMemory.open(tmp_path / "agent")
+    service = MemoryService(mem)
+    first_look = service.snapshot
+    looks = []
+
+    def slow_first_look():
+        if not looks:
+            time.sleep(0.5)
+        looks.append(1)
+        return first_look()
+
+    monkeypatch.setattr(service, "snapshot", slow_first_look)
+    inbox = Inbox()
+
+    async def main():
+        with anyio.fail_after(TIMEOUT):
+            server = build_server(service, poll_seconds=0.05)
+            async with Client(server, mode="legacy", message_handler=inbox) as client:
+                await legacy(client.subscribe_resource, JOURNAL_URI)
+                await client.call_tool("memory", {"action": "append", "text": "first"})
+                await inbox.wait_for("notifications/resources/updated", JOURNAL_URI)
 
     anyio.run(main)
 
@@ -166,9 +197,7 @@ def test_nothing_is_announced_while_nothing_changes(tmp_path, mode):
         with anyio.fail_after(TIMEOUT):
             async with Client(server, mode=mode, message_handler=inbox) as client:
                 if mode == "legacy":
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore", MCPDeprecationWarning)
-                        await client.subscribe_resource(FACT_URI)
+                    await legacy(client.subscribe_resource, FACT_URI)
                 for _ in range(5):
                     (await client.read_resource(FACT_URI))  # reading changes nothing
                     await client.call_tool("memory", {"action": "search"})

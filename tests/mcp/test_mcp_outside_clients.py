@@ -18,6 +18,7 @@ from mcp_harness import (
     TIMEOUT,
     TS,
     child_env,
+    host_prompt,
     http_server,
     inspector,
     node_clients,
@@ -28,7 +29,7 @@ from mcp_harness import (
     text_of,
 )
 
-from jupyter_agent_memory import MEMORY_TOOL, AgentMemory, PromptBuilder, product_info, provision
+from jupyter_agent_memory import MEMORY_TOOL, AgentMemory, product_info, provision
 
 # Outside clients (TypeScript, the Inspector) against server processes.
 pytestmark = pytest.mark.slow
@@ -156,7 +157,7 @@ def test_outside_clients_list_and_read_what_the_python_side_sees(tmp_path):
     mem.update_facts("# Facts\n- Ada prefers metric units.\n")
     options = ("--workspace", str(tmp_path))
     command = server_command(agent, *options)
-    session_prompt = PromptBuilder().build_session(mem, tmp_path)
+    session_prompt = host_prompt(mem, tmp_path)
     facts, sha = mem.read_facts()
 
     report = sdk_client(
@@ -171,12 +172,22 @@ def test_outside_clients_list_and_read_what_the_python_side_sees(tmp_path):
                 {"op": "getPrompt", "name": "new-session"},
                 {"op": "callTool", "name": "product_info", "arguments": {"source": "manifest"}},
                 {"op": "readResource", "uri": URI + "nothing-here"},
+                {"op": "listResourceTemplates"},
+                {"op": "listTools", "cursor": "page-2"},
             ],
             *options,
         ),
         tmp_path,
     )
-    tools, resources, prompts, fact, prompt, info, missing = report["results"]
+    tools, resources, prompts, fact, prompt, info, missing, templates, paged = report["results"]
+    assert templates == {"resourceTemplates": []}
+    assert paged == {
+        "error": {
+            "code": -32602,
+            "message": "MCP error -32602: Invalid cursor: this server answers every list in one "
+            "page and never hands out a cursor",
+        }
+    }
     assert report["serverVersion"]["name"] == "agent-memory"
     assert report["capabilities"]["tools"] == {"listChanged": True}
     assert report["capabilities"]["resources"]["subscribe"] is True
@@ -225,6 +236,8 @@ def test_outside_clients_list_and_read_what_the_python_side_sees(tmp_path):
     assert listed["tools"] == tools["tools"]
     listed = inspector(tmp_path, command, "--method", "resources/list")["out"]
     assert listed["resources"] == resources["resources"]
+    listed = inspector(tmp_path, command, "--method", "resources/templates/list")["out"]
+    assert listed == {"resourceTemplates": []}
     listed = inspector(tmp_path, command, "--method", "prompts/list")["out"]
     assert listed["prompts"] == prompts["prompts"]
     read = inspector(tmp_path, command, "--method", "resources/read", "--uri", FACT_URI)["out"]
@@ -246,7 +259,7 @@ def test_a_fresh_session_over_mcp_alone_sees_what_the_last_one_learned(tmp_path)
     mem = AgentMemory.open(agent)
     options = ("--workspace", str(tmp_path))
     command = server_command(agent, *options)
-    first = PromptBuilder().build_session(mem, tmp_path).context
+    first = host_prompt(mem, tmp_path).context
     assert "<facts>" not in first
 
     learned = "# Facts\n- The user's name is Ada Lovelace.\n- Ada prefers metric units.\n"
@@ -269,7 +282,7 @@ def test_a_fresh_session_over_mcp_alone_sees_what_the_last_one_learned(tmp_path)
         ),
         tmp_path,
     )
-    assert report["instructions"] == PromptBuilder().build_session(mem, tmp_path).context
+    assert report["instructions"] == host_prompt(mem, tmp_path).context
     assert f"<facts>\n{learned.strip()}\n</facts>" in report["instructions"]
     fact, search = report["results"]
     assert fact["contents"][0]["text"] == learned

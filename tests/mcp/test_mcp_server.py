@@ -312,7 +312,7 @@ def test_unexpected_exception_becomes_internal_error_result(tmp_path, monkeypatc
 
 def test_missing_mcp_package_names_the_extra(tmp_path, monkeypatch):
     mem = AgentMemory.open(tmp_path / "agent")
-    monkeypatch.setitem(sys.modules, "mcp.server", None)
+    monkeypatch.setitem(sys.modules, "mcp", None)  # as if the package were not installed
     hint = re.escape('pip install "jupyter-agent-memory[mcp]"')
     with pytest.raises(ImportError, match=hint):
         require_mcp()

@@ -18,9 +18,9 @@ import anyio
 import pytest
 from mcp import Implementation
 from mcp.client.session import DEFAULT_CLIENT_INFO
-from mcp_harness import TIMEOUT, stdio_params, stdio_session, text_of
+from mcp_harness import TIMEOUT, host_prompt, stdio_params, stdio_session, text_of
 
-from jupyter_agent_memory import AgentMemory, PromptBuilder
+from jupyter_agent_memory import AgentMemory
 from jupyter_agent_memory.engine.blocks import guard_block_text
 from jupyter_agent_memory.engine.jstext import js_trim
 
@@ -197,4 +197,4 @@ def test_mcp_sessions_replay_byte_for_byte_and_why_traces_every_line(tmp_path: P
     # The builder's own closing tag is builder text of the facts section.
     closing = [o for o in mem.why(third_id, "</facts>") if o.source is None]
     assert [(o.section, o.text) for o in closing] == [("facts", "</facts>")]
-    assert PromptBuilder().build_session(mem, workspace).text == mem.session_prompt(third_id)
+    assert host_prompt(mem, workspace).text == mem.session_prompt(third_id)

@@ -97,6 +97,15 @@ async function main() {
 }
 
 /**
+ * The pagination parameters of a list step: its cursor, when the plan gives one.
+ * @param {Step} step
+ * @returns {{cursor: string} | undefined}
+ */
+function page(step) {
+  return typeof step.cursor === "string" ? { cursor: step.cursor } : undefined;
+}
+
+/**
  * @param {Client} client
  * @param {Step} step
  * @param {Notification[]} notifications
@@ -105,11 +114,13 @@ async function main() {
 async function run(client, step, notifications, onNotification) {
   switch (step.op) {
     case "listTools":
-      return await client.listTools();
+      return await client.listTools(page(step));
     case "listResources":
-      return await client.listResources();
+      return await client.listResources(page(step));
+    case "listResourceTemplates":
+      return await client.listResourceTemplates(page(step));
     case "listPrompts":
-      return await client.listPrompts();
+      return await client.listPrompts(page(step));
     case "getPrompt":
       return await client.getPrompt({ name: step.name });
     case "readResource":

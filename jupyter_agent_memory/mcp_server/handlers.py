@@ -1,0 +1,469 @@
+"""The protocol handlers of the ``agent-memory`` MCP server: module-level functions.
+
+Each handler is ``async (ctx, params) -> result`` as the SDK's low-level ``Server`` calls it;
+everything it needs is in ``ctx.lifespan_context``, a :class:`Run` (one entry of the server's
+lifespan: one per stdio process or in-process client, one for all Streamable HTTP sessions)
+that points at the :class:`ServerState` every run of the server shares. Only public SDK names
+are used: constructor handlers, ``Server.middleware``, ``add_request_handler``, the
+subscription bus and the per-request ``ServerSession``.
+
+- A session start (``initialize``, or ``server/discover`` for a 2026-era client) is put on
+  record with the prompt it was given; the middleware puts that prompt's context into the
+  answer's ``instructions``, so every session sees the memory as it is when it starts.
+- Handshake-era connections get change notifications on their own channel: each one is
+  remembered by the run (the only connection of a stdio or in-process run, or a Streamable
+  HTTP session id) with the resources it subscribed to. 2026-era clients listen through
+  ``subscriptions/listen`` on the shared bus.
+- No list is paginated, so a list request with a cursor is answered ``-32602``.
+
+Imported only after ``require_mcp`` (it imports the SDK).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import weakref
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import anyio
+import anyio.to_thread
+from mcp import MCPError, ServerSession, types
+from mcp.server import Server, ServerRequestContext
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    ResourceUpdated,
+    ToolsListChanged,
+)
+from mcp_types import CLIENT_INFO_META_KEY
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+from ..errors import INVALID_PARAMS, MemoryToolError
+from .service import PROMPT_NAME, SERVER_INFO, Changes, MemoryService
+from .stdio import PARKED_METHOD, ParkedRequests
+
+__all__ = [
+    "SESSION_STARTS",
+    "Run",
+    "ServerState",
+    "assemble",
+]
+
+# Requests that start a session: the handshake, and discovery for 2026-era clients.
+SESSION_STARTS = ("initialize", "server/discover")
+PROMPT_TITLE = "New session with this agent's memory"
+PROMPT_DESCRIPTION = (
+    "The system prompt a new session starts with: the agent's memory (SOUL.md, USER.md, "
+    "FACT.md) and how to keep it up to date."
+)
+NO_CURSOR = (
+    "Invalid cursor: this server answers every list in one page and never hands out a cursor"
+)
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+@dataclass(eq=False)
+class Peer:
+    """A handshake-era connection: the session of its latest request, its subscriptions."""
+
+    session: ServerSession
+    uris: set[str] = field(default_factory=set)
+
+
+@dataclass(eq=False)
+class ServerState:
+    """What every run of one server shares: the content, the buses, the stdio helpers."""
+
+    service: MemoryService
+    poll_seconds: float
+    bus: InMemorySubscriptionBus = field(default_factory=InMemorySubscriptionBus)
+    parked: ParkedRequests = field(default_factory=ParkedRequests)
+    # The instructions a stdio handshake answered before the SDK was loaded (the session is
+    # already on record); the replayed ``initialize`` takes them instead of starting anew.
+    answered_start: str | None = None
+    runs: weakref.WeakSet[Run] = field(default_factory=weakref.WeakSet)
+
+    def forget_session(self, session_id: str) -> None:
+        """Drop a Streamable HTTP session that ended (deleted, expired or refused)."""
+        for run in list(self.runs):
+            run.peers.pop(session_id, None)
+
+
+@dataclass(eq=False)
+class Run:
+    """One entry of the server's lifespan and the handshake-era connections it serves."""
+
+    state: ServerState
+    # Keyed by Streamable HTTP session id; "" is the one connection of a stdio or
+    # in-process run.
+    peers: dict[str, Peer] = field(default_factory=dict)
+
+
+Context = ServerRequestContext[Run, Any]
+
+
+def assemble(
+    service: MemoryService, poll_seconds: float
+) -> tuple[Server[Run], ServerState]:
+    """The low-level server for ``service`` and the state its runs share."""
+    state = ServerState(service, poll_seconds)
+    server: Server[Run] = Server(
+        SERVER_INFO["name"],
+        version=SERVER_INFO["version"],
+        title=SERVER_INFO["title"],
+        lifespan=functools.partial(lifespan, state),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_resource_templates,
+        on_read_resource=read_resource,
+        on_subscribe_resource=subscribe,
+        on_unsubscribe_resource=unsubscribe,
+        on_subscriptions_listen=ListenHandler(state.bus),
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
+    )
+    server.middleware.append(track_sessions)
+    server.add_request_handler(PARKED_METHOD, ParkedParams, answer_parked)
+    return server, state
+
+
+async def off_loop(function: Callable[..., T], *args: Any) -> T:
+    """Run ``function`` in a worker thread: file I/O and the journal lock never block the
+    event loop."""
+    return await anyio.to_thread.run_sync(function, *args)
+
+
+def check_no_cursor(params: types.PaginatedRequestParams | None) -> None:
+    """Refuse a cursor: none was ever handed out, so any cursor is invalid."""
+    if params is not None and params.cursor is not None:
+        raise MCPError(code=INVALID_PARAMS, message=NO_CURSOR)
+
+
+# -- sessions ---------------------------------------------------------------------------------
+
+
+def client_info(params: Any) -> dict[str, Any] | None:
+    """The client's ``{"name", "version"}``: ``clientInfo`` of an ``initialize``, or the
+    2026-era ``_meta`` entry of the same name."""
+    if not isinstance(params, Mapping):
+        return None
+    meta = params.get("_meta")
+    candidates = (
+        params.get("clientInfo"),
+        meta.get(CLIENT_INFO_META_KEY) if isinstance(meta, Mapping) else None,
+    )
+    for info in candidates:
+        if isinstance(info, Mapping):
+            return dict(info)
+    return None
+
+
+def session_answer(result: Any, instructions: str) -> dict[str, Any]:
+    """A session start's answer with this session's ``instructions``, and ``tools``
+    marked ``listChanged`` (``product_info`` can appear while a session runs)."""
+    if isinstance(result, Mapping):
+        answer = dict(result)
+    else:  # a model: what the runner would have put on the wire
+        answer = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    answer["instructions"] = instructions
+    capabilities = answer.get("capabilities")
+    if isinstance(capabilities, Mapping) and isinstance(capabilities.get("tools"), Mapping):
+        answer["capabilities"] = {
+            **capabilities,
+            "tools": {**capabilities["tools"], "listChanged": True},
+        }
+    return answer
+
+
+async def track_sessions(ctx: Context, call_next: Any) -> Any:
+    """Middleware: record session starts, and remember handshake-era connections."""
+    run = ctx.lifespan_context
+    if ctx.method not in SESSION_STARTS:
+        result = await call_next(ctx)
+        remember(run, ctx)  # after initialize, so the protocol version is negotiated
+        return result
+    # Only a start the SDK accepted is put on record.
+    result = await call_next(ctx)
+    state = run.state
+    text, state.answered_start = state.answered_start, None
+    if text is None:
+        text = await off_loop(state.service.start_session, client_info(ctx.params))
+    return session_answer(result, text)
+
+
+def peer_key(ctx: Context) -> str | None:
+    """Which handshake-era connection ``ctx`` came on; None for a 2026-era request, or for
+    the HTTP request that opens a session (it has no id yet)."""
+    if ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
+        return None
+    headers = getattr(ctx.request, "headers", None)
+    if headers is None:
+        return ""
+    session_id = headers.get(MCP_SESSION_ID_HEADER)
+    return session_id if isinstance(session_id, str) else None
+
+
+def remember(run: Run, ctx: Context) -> Peer | None:
+    """The peer ``ctx`` came from, remembered so it hears about changes."""
+    key = peer_key(ctx)
+    if key is None:
+        return None
+    peer = run.peers.get(key)
+    if peer is None:
+        peer = run.peers[key] = Peer(ctx.session)
+    else:
+        peer.session = ctx.session
+    return peer
+
+
+# -- tools ------------------------------------------------------------------------------------
+
+
+def tool_object(spec: dict[str, Any]) -> types.Tool:
+    """A neutral tool spec of :meth:`MemoryService.tools` as the SDK's ``Tool``."""
+    notes = spec["annotations"]
+    return types.Tool(
+        name=spec["name"],
+        title=spec["title"],
+        description=spec["description"],
+        input_schema=spec["input_schema"],
+        output_schema=spec.get("output_schema"),
+        annotations=types.ToolAnnotations(
+            title=notes["title"],
+            read_only_hint=notes["readOnlyHint"],
+            destructive_hint=notes["destructiveHint"],
+            idempotent_hint=notes["idempotentHint"],
+            open_world_hint=notes["openWorldHint"],
+        ),
+    )
+
+
+def tool_result(answer: tuple[str, bool, Any]) -> types.CallToolResult:
+    """``MemoryService.call``'s ``(text, is_error, structured)`` as a tool result."""
+    text, is_error, structured = answer
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content=structured,
+        is_error=is_error,
+    )
+
+
+async def list_tools(
+    ctx: Context, params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
+    """``tools/list``: the tools offered now."""
+    check_no_cursor(params)
+    specs = await off_loop(ctx.lifespan_context.state.service.tools)
+    return types.ListToolsResult(tools=[tool_object(spec) for spec in specs])
+
+
+async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+    """``tools/call``: the engine's answer; every failure is an ``isError`` result."""
+    service = ctx.lifespan_context.state.service
+    return tool_result(await off_loop(service.call, params.name, params.arguments))
+
+
+# -- resources --------------------------------------------------------------------------------
+
+
+async def list_resources(
+    ctx: Context, params: types.PaginatedRequestParams | None
+) -> types.ListResourcesResult:
+    """``resources/list``: SOUL.md, USER.md, FACT.md, the journal and the prompt."""
+    check_no_cursor(params)
+    specs = ctx.lifespan_context.state.service.resources()
+    return types.ListResourcesResult(
+        resources=[
+            types.Resource(
+                uri=spec.uri,
+                name=spec.name,
+                title=spec.title,
+                description=spec.description,
+                mime_type=spec.mime_type,
+            )
+            for spec in specs
+        ]
+    )
+
+
+async def list_resource_templates(
+    ctx: Context, params: types.PaginatedRequestParams | None
+) -> types.ListResourceTemplatesResult:
+    """``resources/templates/list``: every resource has a fixed URI, so none."""
+    check_no_cursor(params)
+    return types.ListResourceTemplatesResult(resource_templates=[])
+
+
+async def read_resource(
+    ctx: Context, params: types.ReadResourceRequestParams
+) -> types.ReadResourceResult:
+    """``resources/read``: the file as it is now, with its metadata in ``_meta``."""
+    service = ctx.lifespan_context.state.service
+    try:
+        resource = await off_loop(service.read, str(params.uri))
+    except MemoryToolError as exc:
+        raise MCPError(code=exc.code, message=exc.message) from None
+    return types.ReadResourceResult(
+        contents=[
+            types.TextResourceContents(
+                uri=resource.uri,
+                mime_type=resource.mime_type,
+                text=resource.text,
+                _meta=resource.meta,  # the field's alias: the name the SDK's types declare
+            )
+        ]
+    )
+
+
+async def subscribe(ctx: Context, params: types.SubscribeRequestParams) -> types.EmptyResult:
+    """``resources/subscribe`` (handshake era): this connection hears about ``uri``."""
+    peer = remember(ctx.lifespan_context, ctx)
+    if peer is not None:
+        peer.uris.add(str(params.uri))
+    return types.EmptyResult()
+
+
+async def unsubscribe(
+    ctx: Context, params: types.UnsubscribeRequestParams
+) -> types.EmptyResult:
+    """``resources/unsubscribe`` (handshake era)."""
+    peer = remember(ctx.lifespan_context, ctx)
+    if peer is not None:
+        peer.uris.discard(str(params.uri))
+    return types.EmptyResult()
+
+
+# -- the prompt -------------------------------------------------------------------------------
+
+
+async def list_prompts(
+    ctx: Context, params: types.PaginatedRequestParams | None
+) -> types.ListPromptsResult:
+    """``prompts/list``: the one prompt, ``new-session``."""
+    check_no_cursor(params)
+    return types.ListPromptsResult(
+        prompts=[
+            types.Prompt(name=PROMPT_NAME, title=PROMPT_TITLE, description=PROMPT_DESCRIPTION)
+        ]
+    )
+
+
+async def get_prompt(ctx: Context, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    """``prompts/get``: a new session's system prompt (a preview: nothing is recorded)."""
+    if params.name != PROMPT_NAME:
+        raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {params.name}")
+    try:
+        prompt = await off_loop(ctx.lifespan_context.state.service.prompt)
+    except MemoryToolError as exc:
+        raise MCPError(code=exc.code, message=exc.message) from None
+    return types.GetPromptResult(
+        description="System prompt for a new session with this agent",
+        messages=[
+            types.PromptMessage(
+                role="user", content=types.TextContent(type="text", text=prompt.text)
+            )
+        ],
+    )
+
+
+# -- requests the stdio reader parked ---------------------------------------------------------
+
+
+class ParkedParams(types.RequestParams):
+    """The stand-in request of :mod:`.stdio`: which parked request to answer."""
+
+    token: int
+
+
+async def answer_parked(ctx: Context, params: ParkedParams) -> Any:
+    """Answer a request whose text holds an unpaired surrogate (see :mod:`.stdio`), under the
+    id the client is waiting on: a tool call goes to the engine, which names the field it
+    refuses; anything else is ``-32602``."""
+    state = ctx.lifespan_context.state
+    request = state.parked.take(params.token) or {}
+    sent = request.get("params")
+    body: dict[str, Any] = sent if isinstance(sent, dict) else {}
+    if request.get("method") == "tools/call" and isinstance(body.get("name"), str):
+        arguments = body.get("arguments")
+        if arguments is None or isinstance(arguments, dict):
+            answer = await off_loop(state.service.call, body["name"], arguments)
+            result = tool_result(answer).model_dump(by_alias=True, mode="json", exclude_none=True)
+            # Shaped by hand (the SDK only shapes its own methods): a tools/call answer.
+            result.pop("resultType", None)
+            return result
+    raise MCPError(
+        code=INVALID_PARAMS,
+        message="Invalid request: its text holds an unpaired surrogate, which is not "
+        "valid Unicode",
+    )
+
+
+# -- change notifications ---------------------------------------------------------------------
+
+
+async def notify(run: Run, changes: Changes) -> None:
+    """Tell listeners (2026 era) and subscribed connections (handshake era) what changed."""
+    for uri in changes.resources:
+        await run.state.bus.publish(ResourceUpdated(uri=uri))
+    if changes.tools:
+        await run.state.bus.publish(ToolsListChanged())
+    for key, peer in list(run.peers.items()):
+        try:
+            for uri in changes.resources:
+                if uri in peer.uris:
+                    await peer.session.send_resource_updated(uri)
+            if changes.tools:
+                await peer.session.send_tool_list_changed()
+        except Exception:  # a client that went away mid-send: notifications are advisory
+            log.debug("dropped a notification for a closed connection", exc_info=True)
+            run.peers.pop(key, None)
+
+
+async def watch(run: Run, before: dict[str, Any], tools: list[str]) -> None:
+    """Poll the agent folder for changes to announce, for as long as the run lasts.
+
+    ``before`` and ``tools`` are the snapshot and tool names to compare with first. A timer,
+    not a busy loop: every ``poll_seconds`` one ``AgentMemory.file_stats()`` call (an lstat
+    per entry of the agent folder and memory/, nothing read), compared by the engine's stat
+    keys. Files are read only when a client asks for them.
+    """
+    service = run.state.service
+    while True:
+        await anyio.sleep(run.state.poll_seconds)
+        try:
+            after = await off_loop(service.snapshot)
+            changes = service.changes(before, after)
+            before = after
+            if changes.tools:
+                now = await off_loop(service.tool_names)
+                changes = Changes(changes.resources, now != tools)
+                tools = now
+            if changes:
+                await notify(run, changes)
+        except Exception:  # the watcher must outlive any one bad poll
+            log.warning("checking the agent folder for changes failed", exc_info=True)
+
+
+@contextlib.asynccontextmanager
+async def lifespan(state: ServerState, server: Server[Run]) -> AsyncIterator[Run]:
+    """One run of the server: per process on stdio, once for all HTTP sessions."""
+    run = Run(state)
+    state.runs.add(run)
+    # The first snapshot is taken before any request is served, so a change a client makes
+    # right after it connects is never part of the baseline.
+    before = await off_loop(state.service.snapshot)
+    tools = await off_loop(state.service.tool_names)
+    async with anyio.create_task_group() as group:
+        group.start_soon(watch, run, before, tools)
+        try:
+            yield run
+        finally:
+            group.cancel_scope.cancel()
