@@ -26,6 +26,7 @@ from typing import Any
 
 from .. import journal
 from ..errors import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     AgentNotFoundError,
     ContentTooLargeError,
@@ -54,6 +55,9 @@ FACT = "FACT.md"
 JOURNAL = "JOURNAL.jsonl"
 LOCK = ".lock"
 TEMPLATE_RECORD = ".template.json"
+# The agent's generation token, replaced by every forget; derived copies (the journal index)
+# record the generation they were made for.
+GENERATION = ".generation"
 
 # One limit for FACT.md, SOUL.md, USER.md and each journal entry, whatever surface sends it:
 # memory goes into every prompt, so a runaway write must fail loudly instead of silently
@@ -128,8 +132,9 @@ class AgentMemory:
         self.keep_bytes = max(1, int(keep_session_bytes))
         # Refuse writes holding credentials (secrets.py); off only where that is intended.
         self.secret_guard = secret_guard
-        # The journal's derived search index (journal_index): True on, False off (no cache
-        # file at all), None by size; $JUPYTER_AGENT_MEMORY_INDEX decides when None.
+        # The journal's derived search index: True keeps it up to date (built in the
+        # background), False never uses one, None follows $JUPYTER_AGENT_MEMORY_INDEX and
+        # else uses one that build_index() made (see the index methods below).
         self.journal_index = journal_index
 
     def now(self) -> datetime:
@@ -592,11 +597,14 @@ class AgentMemory:
             raise ContentTooLargeError("tags", tags_size, self.max_bytes)
         entry = {"ts": journal.format_timestamp(self.now()), "tags": kept, "text": text}
         line = journal.encode_line(entry)
+        keep_index = self._keeps_index()  # before writing: a bad setting must write nothing
         appender = self._journal_appender()
         appender.fsync = self.fsync_appends
         appender.lock_timeout = self.lock_timeout
         appender.append(line)
         note_bootstrap_append(self, entry)  # a `bootstrap`-tagged entry completes bootstrap
+        if keep_index:
+            self._index_in_background()
         return entry
 
     def _journal_appender(self) -> JournalAppender:
@@ -649,7 +657,10 @@ class AgentMemory:
         until: datetime | str | None = None,
     ) -> journal.SearchResult | None:
         """Like :meth:`search`, but None when the journal file does not exist."""
-        window = {"since": coerce_time(since, "since"), "until": coerce_time(until, "until")}
+        since_time, until_time = coerce_time(since, "since"), coerce_time(until, "until")
+        for value, field in ((query, "query"), (tag, "tag")):
+            if value:
+                encode_text(value, field)  # no index or file could hold a lone surrogate
         with self._journal_file() as handle:
             if handle is None:
                 return None
@@ -658,8 +669,9 @@ class AgentMemory:
                 query=query or "",
                 tag=tag or "",
                 limit=normalize_limit(limit),
+                since=since_time,
+                until=until_time,
                 index=self._journal_index_opener(),
-                **window,
             )
         if result.skipped:
             warnings.warn(
@@ -670,32 +682,156 @@ class AgentMemory:
             )
         return result
 
-    def _journal_index_opener(self) -> journal.IndexOpener | None:
-        """How a search opens the journal's derived index (None: the index is off, or this
-        Python has no ``sqlite3``)."""
-        try:
-            from ..journal.index import index_setting
-        except ImportError:
-            return None
+    # -- the journal's index (derived data in a cache folder, never in the agent folder) ---
 
-        setting = index_setting(self.journal_index)
+    @engine_boundary
+    def generation(self) -> str:
+        """This agent's generation: the 32 hex digits in ``memory/.generation``, which every
+        forget replaces (``""`` while the file is missing; other content reads as a token made
+        from its bytes). An index records the generation it was built for and serves no other.
+        Read-only: nothing is created."""
+        try:
+            with self._folders() as (_agent, mem):
+                return _generation_token(mem.read_bytes(GENERATION) if mem is not None else None)
+        except FileNotFoundError:
+            return ""
+
+    @engine_boundary
+    def build_index(self, *, background: bool = False) -> dict[str, Any]:
+        """Build the journal's search index, or bring it up to date, and return
+        :meth:`index_status`. Nothing ever builds it inside a search. With ``background`` the
+        build runs in a thread of this process and this returns at once; searches meanwhile
+        use the part built so far and scan the rest. The index lives in the cache folder
+        (``$JUPYTER_AGENT_MEMORY_CACHE``, else the user cache) and is registered in
+        ``memory/.indexes.json`` so forgetting finds it; -32603 when that folder is unusable."""
+        index = _index_module()
+        db = self._index_db()
+        if db is None:
+            raise MemoryToolError(
+                f"Cannot index the journal: the cache folder {index.cache_dir()} is inside the "
+                f"agent folder {self.path} (set ${index.CACHE_ENV} to another folder)",
+                INTERNAL_ERROR,
+            )
+        if background:
+            index.in_background(os.fspath(db), self._build_index_now)
+        else:
+            try:
+                self._build_index_now()
+            except sqlite3_error() as exc:
+                raise MemoryToolError(
+                    f"Cannot build the journal index {db}: {exc}", INTERNAL_ERROR
+                ) from exc
+        return self.index_status()
+
+    def _build_index_now(self) -> None:
+        index = _index_module()
+        db = self._index_db()
+        if db is None:
+            return
+        with contextlib.ExitStack() as stack:
+            agent, mem = stack.enter_context(self._folders())
+            if mem is None:
+                return
+            # Under the lock, the generation read and the journal opened belong together (a
+            # forget takes the lock too), and the index is registered before it exists.
+            with mem.locked(LOCK, self.lock_timeout):
+                generation = _generation_token(mem.read_bytes(GENERATION))
+                index.register(mem, db, lambda: self._recheck(agent, mem))
+                handle = stack.enter_context(self._journal_file())
+            if handle is not None:
+                index.build(db, handle, generation, generation_now=self.generation)
+
+    @engine_boundary
+    def drop_index(self) -> dict[str, Any]:
+        """Delete this agent's journal indexes: every one registered in the agent folder (in
+        any cache folder of this machine) and the one in this process's cache folder.
+        Searches scan the journal until the next build. Returns ``{"dropped": [paths]}``."""
+        index = _index_module()
+        return {"dropped": [str(p) for p in index.drop_registered(*self._index_places())]}
+
+    @engine_boundary
+    def index_files(self) -> list[Path]:
+        """Every existing file of this agent's journal indexes (those registered in the agent
+        folder, and the one in this process's cache folder). Changes nothing."""
+        try:
+            index = _index_module()
+        except MemoryToolError:
+            return []  # without sqlite3 no index was made here
+        return index.registered_index_files(*self._index_places())
+
+    @engine_boundary
+    def index_status(self) -> dict[str, Any]:
+        """The journal index as this process sees it: ``{"path", "state", "indexed_bytes",
+        "journal_bytes", "size_bytes", "building", "keep", "registered", "error"}``.
+
+        ``path`` is the database in this process's cache folder (None when that folder is
+        unusable); ``state`` is ``"missing"``, ``"stale"`` (built for another journal file or
+        generation: never used), ``"behind"`` (searches scan the part not indexed yet) or
+        ``"ready"``; ``size_bytes`` its size on disk; ``building`` whether this process is
+        building it in the background; ``keep`` whether the keep-up-to-date setting is on;
+        ``registered`` the existing files of every index registered for this agent; ``error``
+        the last background build's error (None after a success). Creates nothing."""
+        index = _index_module()
+        db = self._index_db()
+        with self._journal_file() as handle:
+            status = index.describe(db, handle, self.generation())
+        key = os.fspath(db) if db is not None else ""
+        status["building"] = index.building(key)
+        status["keep"] = self._keeps_index()
+        status["registered"] = [str(p) for p in index.registered_index_files(self._memory_path())]
+        status["error"] = index.last_error(key)
+        return status
+
+    def _index_db(self) -> Path | None:
+        """The index database in this process's cache folder (None when unusable)."""
+        return _index_module().index_path(self.path / MEMORY_DIR / JOURNAL, self.path)
+
+    def _memory_path(self) -> Path:
+        return self.file_path(JOURNAL).parent
+
+    def _index_places(self) -> tuple[Path, Path | None]:
+        return self._memory_path(), self._index_db()
+
+    def _keeps_index(self) -> bool:
+        """Whether the keep-up-to-date setting is on (-32602 for a bad environment value)."""
+        if self.journal_index is not None:
+            return bool(self.journal_index)
+        try:
+            index = _index_module()
+        except MemoryToolError:
+            return False
+        return index.keep_setting(None) is True
+
+    def _index_in_background(self) -> None:
+        db = self._index_db()
+        if db is not None:
+            _index_module().in_background(os.fspath(db), self._build_index_now)
+
+    def _journal_index_opener(self) -> journal.IndexOpener | None:
+        """How a search opens the journal's index (None: the setting is off, or this Python
+        has no ``sqlite3``). It never builds one: with the keep setting on, a missing or
+        lagging index is brought up to date in the background while the search scans."""
+        try:
+            index = _index_module()
+        except MemoryToolError:
+            return None
+        setting = index.keep_setting(self.journal_index)
         if setting is False:
             return None
-        # Computed once: a search can cost less than building this path each time.
-        journal_path = self.__dict__.get("_journal_path")
-        if journal_path is None:
-            journal_path = self.path / MEMORY_DIR / JOURNAL
-            self.__dict__["_journal_path"] = journal_path
+        db = self._index_db()
+        if db is None:
+            return None
 
         def open_index(read: Callable[[int, int], bytes], st: os.stat_result) -> Any:
-            from ..journal import index as journal_index
-
-            full_text = setting is True or st.st_size >= journal_index.FTS_MIN_BYTES
-            if not full_text and st.st_size < journal_index.MAP_MIN_BYTES:
-                return None
-            return journal_index.JournalIndex.open(
-                journal_path, self.path, read, st, full_text=full_text
-            )
+            view = None
+            if os.path.exists(db):
+                generation = _generation_token(
+                    self._journal_reader().read_companion(GENERATION)
+                )
+                view = index.open_view(db, read, st, generation)
+            if setting and (view is None or view.end < st.st_size):
+                self._index_in_background()
+            return view
 
         return open_index
 
@@ -829,9 +965,42 @@ def _decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+_GENERATION_TOKEN = re.compile(rb"[0-9a-f]{32}\n?")
+
+
+def _generation_token(data: bytes | None) -> str:
+    """The generation ``memory/.generation`` holds: its 32 hex digits, ``""`` when missing;
+    other content is read as a token of its bytes, so that replacing it still counts."""
+    if data is None:
+        return ""
+    if _GENERATION_TOKEN.fullmatch(data):
+        return data[:32].decode("ascii")
+    return "~" + sha256_hex(data)[:32]
+
+
+def _index_module() -> Any:
+    """The journal index module (it needs ``sqlite3``, which some Pythons lack)."""
+    try:
+        from ..journal import index
+    except ImportError as exc:
+        raise MemoryToolError(
+            f"The journal index needs Python's sqlite3 module: {exc}", INTERNAL_ERROR
+        ) from None
+    return index
+
+
+def sqlite3_error() -> type[Exception]:
+    """``sqlite3.Error`` (imported only where an index is used)."""
+    import sqlite3
+
+    return sqlite3.Error
+
+
 # The files each folder's atomic writes target (compared ignoring case, as lookups are).
 _AGENT_FILES = frozenset(n.casefold() for n in (SOUL, USER, TEMPLATE_RECORD, STATE_FILE))
-_MEMORY_FILES = frozenset(n.casefold() for n in (FACT, sessions.SESSIONS_LOG))
+_MEMORY_FILES = frozenset(
+    n.casefold() for n in (FACT, sessions.SESSIONS_LOG, journal.INDEX_REGISTRY)
+)
 
 
 def _sweep_temp_files(folder: Folder, targets: frozenset[str] | re.Pattern[str]) -> None:

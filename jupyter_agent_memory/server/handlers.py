@@ -111,12 +111,14 @@ class ConflictResponse(TypedDict):
 
 
 class JournalResponse(TypedDict):
-    """``GET agents/{id}/journal``: matches newest first, plus how many lines were skipped."""
+    """``GET agents/{id}/journal``: matches newest first, how many lines were skipped and
+    read, and whether the journal's index narrowed the search."""
 
     agent: str
     entries: list[dict[str, Any]]
     skipped: int
     scanned: int
+    indexed: bool
 
 
 class JournalAppendedResponse(TypedDict):
@@ -658,6 +660,7 @@ class JournalHandler(AgentMemoryHandler):
                 "entries": list(result),
                 "skipped": int(getattr(result, "skipped", 0)),
                 "scanned": int(getattr(result, "scanned", 0)),
+                "indexed": bool(getattr(result, "indexed", False)),
             }
 
         self.reply(await self.run(work))
