@@ -18,6 +18,7 @@ import json
 import os
 import re
 import stat
+import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timezone
@@ -661,9 +662,10 @@ class AgentMemory:
         for value, field in ((query, "query"), (tag, "tag")):
             if value:
                 encode_text(value, field)  # no index or file could hold a lone surrogate
-        with self._journal_file() as handle:
-            if handle is None:
+        with self._journal_reader().opened() as fd:
+            if fd is None:
                 return None
+            handle: Any = DescriptorFile(fd)  # the methods of a binary file search uses
             result = journal.search(
                 handle,
                 query=query or "",
@@ -671,7 +673,7 @@ class AgentMemory:
                 limit=normalize_limit(limit),
                 since=since_time,
                 until=until_time,
-                index=self._journal_index_opener(),
+                index=self._open_index,
             )
         if result.skipped:
             warnings.warn(
@@ -784,7 +786,11 @@ class AgentMemory:
 
     def _index_db(self) -> Path | None:
         """The index database in this process's cache folder (None when unusable)."""
-        return _index_module().index_path(self.path / MEMORY_DIR / JOURNAL, self.path)
+        # Kept: a search can cost less than building this path each time.
+        journal_path = self.__dict__.get("_journal_path")
+        if journal_path is None:
+            journal_path = self.__dict__["_journal_path"] = self.path / MEMORY_DIR / JOURNAL
+        return _index_module().index_path(journal_path, self.path)
 
     def _memory_path(self) -> Path:
         return self.file_path(JOURNAL).parent
@@ -807,33 +813,27 @@ class AgentMemory:
         if db is not None:
             _index_module().in_background(os.fspath(db), self._build_index_now)
 
-    def _journal_index_opener(self) -> journal.IndexOpener | None:
-        """How a search opens the journal's index (None: the setting is off, or this Python
-        has no ``sqlite3``). It never builds one: with the keep setting on, a missing or
-        lagging index is brought up to date in the background while the search scans."""
+    def _open_index(self, read: Callable[[int, int], bytes], st: os.stat_result) -> Any:
+        """The journal's index for a search it can narrow (a
+        :data:`~jupyter_agent_memory.journal.IndexOpener`), or None: no index, the setting is
+        off, or this Python has no ``sqlite3``. It never builds one; with the keep setting on,
+        a missing or lagging index is brought up to date in the background meanwhile."""
         try:
             index = _index_module()
         except MemoryToolError:
             return None
-        setting = index.keep_setting(self.journal_index)
-        if setting is False:
-            return None
-        db = self._index_db()
+        keep = index.keep_setting(self.journal_index)
+        db = self._index_db() if keep is not False else None
         if db is None:
             return None
+        view = index.open_view(db, read, st, self._held_generation)
+        if keep and (view is None or view.end < st.st_size):
+            self._index_in_background()
+        return view
 
-        def open_index(read: Callable[[int, int], bytes], st: os.stat_result) -> Any:
-            view = None
-            if os.path.exists(db):
-                generation = _generation_token(
-                    self._journal_reader().read_companion(GENERATION)
-                )
-                view = index.open_view(db, read, st, generation)
-            if setting and (view is None or view.end < st.st_size):
-                self._index_in_background()
-            return view
-
-        return open_index
+    def _held_generation(self) -> str:
+        """:meth:`generation`, read through the folder the journal's reader holds."""
+        return _generation_token(self._journal_reader().read_companion(GENERATION))
 
     @engine_boundary
     def search(
@@ -980,6 +980,9 @@ def _generation_token(data: bytes | None) -> str:
 
 def _index_module() -> Any:
     """The journal index module (it needs ``sqlite3``, which some Pythons lack)."""
+    index = sys.modules.get("jupyter_agent_memory.journal.index")
+    if index is not None:
+        return index
     try:
         from ..journal import index
     except ImportError as exc:

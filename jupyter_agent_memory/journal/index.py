@@ -57,6 +57,7 @@ from ..errors import INVALID_PARAMS, MemoryToolError
 from ..folder import Folder
 from .format import _CANONICAL_TS, CORRUPT, decode_line, parse_time
 from .reader import INDEX_REGISTRY, file_reader
+from .scan import IndexFailed
 
 __all__ = [
     "CACHE_ENV",
@@ -141,17 +142,19 @@ def cache_dir() -> Path:
     return base / "jupyter-agent-memory"
 
 
-# (journal, agent folder, cache folder) -> the database path, or None
-_paths: dict[tuple[str, str, str], Path | None] = {}
+# (journal, agent folder, what decides the cache folder) -> the database path, or None
+_paths: dict[tuple[object, ...], Path | None] = {}
 
 
 def index_path(journal: Path, agent: Path, cache: Path | None = None) -> Path | None:
     """Where the index of ``journal`` (in the agent folder ``agent``) lives in ``cache``
     (default :func:`cache_dir`); None when that folder is the agent folder or inside it.
     Nothing is created."""
-    folder = os.fspath(cache if cache is not None else cache_dir())
-    key = (os.fspath(journal), os.fspath(agent), folder)
+    environ = os.environ
+    key = (journal, agent, cache, environ.get(CACHE_ENV), environ.get("XDG_CACHE_HOME"),
+           environ.get("HOME"))
     if key not in _paths:
+        folder = os.fspath(cache if cache is not None else cache_dir())
         base = Path(os.path.realpath(folder))
         real_agent = Path(os.path.realpath(agent))
         inside = base == real_agent or real_agent in base.parents
@@ -323,7 +326,8 @@ def _judge(
 
 
 class IndexView:
-    """An index found valid for one journal file, as one search reads it.
+    """An index found valid for one journal file, as one search reads it (its methods raise
+    :class:`~jupyter_agent_memory.journal.scan.IndexFailed` when the database fails).
 
     ``end``: the journal bytes it covers (whole lines); everything past it is the search's to
     scan. Lines another build indexes meanwhile (past ``end``) are never named.
@@ -333,28 +337,44 @@ class IndexView:
         self.conn = conn
         self.end = end
 
-    def text_candidates(self, needle: str) -> Iterator[int]:
-        """Offsets of the lines whose lowered text may hold ``needle`` (lower-cased, three or
-        more characters, no NUL), newest first."""
-        phrase = '"' + needle.replace('"', '""') + '"'
-        cursor = self.conn.execute(
-            "SELECT rowid FROM texts WHERE texts MATCH ? ORDER BY rowid DESC", (phrase,)
-        )
-        batch = 24  # most searches stop at their limit (20 by default): ask for little first
-        while rows := cursor.fetchmany(batch):
-            for (offset,) in rows:
-                if offset < self.end:
-                    yield offset
-            batch = min(batch * 4, 4096)
+    def text_candidates(self, needle: str) -> Iterator[int] | None:
+        """Offsets of the lines whose lowered text may hold ``needle`` (lower-cased), newest
+        first; None when the trigram index cannot narrow it (under three characters, or a
+        NUL)."""
+        if not narrows(needle):
+            return None
+        return self._candidates('"' + needle.replace('"', '""') + '"')
 
-    def window_ranges(self, low: str, high: str) -> list[tuple[int, int]]:
-        """Byte ranges that may hold entries with a time in ``[low, high]`` (keys of
-        :func:`window_keys`), newest first."""
-        rows = self.conn.execute(
-            "SELECT start, stop FROM runs WHERE hi >= ? AND lo <= ? AND stop <= ? "
-            "ORDER BY start DESC",
-            (low, high, self.end),
-        ).fetchall()
+    def _candidates(self, phrase: str) -> Iterator[int]:
+        try:
+            cursor = self.conn.execute(
+                "SELECT rowid FROM texts WHERE texts MATCH ? ORDER BY rowid DESC", (phrase,)
+            )
+            batch = 24  # most searches stop at their limit (20 by default): ask little first
+            while rows := cursor.fetchmany(batch):
+                for (offset,) in rows:
+                    if offset < self.end:
+                        yield offset
+                batch = min(batch * 4, 4096)
+        except sqlite3.Error as exc:
+            raise IndexFailed(exc) from exc
+
+    def window_ranges(
+        self, since: datetime | None, until: datetime | None
+    ) -> list[tuple[int, int]] | None:
+        """Byte ranges that may hold entries with a time in ``[since, until]``, newest first;
+        None without bounds (or for a bound no key can express)."""
+        keys = window_keys(since, until)
+        if keys is None:
+            return None
+        try:
+            rows = self.conn.execute(
+                "SELECT start, stop FROM runs WHERE hi >= ? AND lo <= ? AND stop <= ? "
+                "ORDER BY start DESC",
+                (*keys, self.end),
+            ).fetchall()
+        except sqlite3.Error as exc:
+            raise IndexFailed(exc) from exc
         merged: list[tuple[int, int]] = []
         for start, stop in rows:
             if merged and merged[-1][0] == stop:
@@ -365,26 +385,34 @@ class IndexView:
 
 
 def open_view(
-    db: Path, read: Callable[[int, int], bytes], st: os.stat_result, generation: str
+    db: Path,
+    read: Callable[[int, int], bytes],
+    st: os.stat_result,
+    generation: Callable[[], str],
 ) -> IndexView | None:
     """The index ``db`` for the journal read by ``read`` (its ``fstat`` ``st``), or None when
-    there is none or it does not describe this journal. An index of another generation is
-    deleted. Creates nothing; may raise :data:`INDEX_ERRORS`."""
+    there is none or it does not describe this journal; ``generation()`` is the agent's
+    generation now (asked only when there is an index). An index of another generation is
+    deleted. Creates nothing; raises ``IndexFailed`` for a database that fails."""
     key = os.fspath(db)
     try:
         conn = _connect(db, write=False)
     except (FileNotFoundError, sqlite3.OperationalError):
         return None  # no index (or one just being created)
-    # The state is read again only when a connection committed meanwhile.
-    version = conn.execute("PRAGMA data_version").fetchone()[0]
-    seen = _connections.seen.get(key)
-    journal = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, generation)
-    if seen is not None and seen[0] == version and seen[2][0] == journal:
-        state, verdict = seen[1], seen[2][1]
-    else:
-        state = _state(conn)
-        verdict = _judge(state, read, st, generation)
-        _connections.seen[key] = (version, state, (journal, verdict))
+    now = generation()
+    try:
+        # The state is read again only when a connection committed meanwhile.
+        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        seen = _connections.seen.get(key)
+        journal = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, now)
+        if seen is not None and seen[0] == version and seen[2][0] == journal:
+            state, verdict = seen[1], seen[2][1]
+        else:
+            state = _state(conn)
+            verdict = _judge(state, read, st, now)
+            _connections.seen[key] = (version, state, (journal, verdict))
+    except sqlite3.Error as exc:
+        raise IndexFailed(exc) from exc
     if verdict == "forgotten":
         drop(db)
     return IndexView(conn, state["end"]) if verdict == "valid" else None

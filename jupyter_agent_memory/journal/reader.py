@@ -91,6 +91,7 @@ class JournalReader:
         self._paths: tuple[str, str] = ("", "")
         self._ids: tuple[tuple[int, int, bool], ...] = ()
         self._handles: list[object] = []
+        self._companion: tuple[object, bytes | None] = (None, None)
         self._finalizer = weakref.finalize(self, close_handles, self._handles)
         self._serial = next(_serials)
 
@@ -176,15 +177,27 @@ class JournalReader:
 
     def read_companion(self, name: str) -> bytes | None:
         """The content of the file ``name`` (exact name) in the held ``memory/`` folder, read
-        without following a link; None when it, or the journal, is missing. Cheaper than
-        opening the folders again, for a small file a search needs beside the journal."""
+        without following a link; None when it, or the journal, is missing. For a small file
+        a search needs beside the journal it just opened: the folder held is the one that
+        :meth:`opened` checked (checked again only when nothing is held)."""
         with self._mutex:
-            if not self._still_valid():
+            if self._mem is None:
                 try:
                     self._open()
                 except FileNotFoundError:
                     return None
-            return None if self._mem is None else self._mem.read_bytes(name)
+            if self._mem is None:
+                return None
+            # One stat tells whether the file is the one read last time (a replaced or
+            # rewritten file has another inode, size or time): then it is not read again.
+            try:
+                st = os.stat(name, dir_fd=self._mem.fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return None
+            key = (name, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_nlink)
+            if not stat.S_ISREG(st.st_mode) or self._companion[0] != key:
+                self._companion = (key, self._mem.read_bytes(name))  # refuses links
+            return self._companion[1]
 
 
 class DescriptorFile:

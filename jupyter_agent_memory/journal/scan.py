@@ -71,7 +71,7 @@ from typing import Any, BinaryIO
 from .format import _CANONICAL_TS, CORRUPT, Matcher, decode_line, format_timestamp
 from .reader import file_reader
 
-__all__ = ["DEFAULT_BLOCK_SIZE", "IndexOpener", "SearchResult", "iter_entries",
+__all__ = ["DEFAULT_BLOCK_SIZE", "IndexFailed", "IndexOpener", "SearchResult", "iter_entries",
            "reference_search", "search"]
 
 #: The largest block :func:`search` and :func:`iter_entries` read at once, by default.
@@ -427,7 +427,8 @@ def _window(matcher: Matcher) -> _Window | None:
 # -- public search -----------------------------------------------------------------------------
 
 #: How a search opens an index: given ``read(pos, size)`` and the journal's ``fstat``, an
-#: :class:`~jupyter_agent_memory.journal.index.IndexView` or None (see :func:`search`).
+#: :class:`~jupyter_agent_memory.journal.index.IndexView` or None (see :func:`search`). The
+#: view's methods raise :class:`IndexFailed` when it cannot answer.
 IndexOpener = Callable[[Callable[[int, int], bytes], os.stat_result], Any]
 
 
@@ -457,22 +458,24 @@ def search(
     read, st = file_reader(f)
     size = st.st_size if st is not None and stat.S_ISREG(st.st_mode) else f.seek(0, os.SEEK_END)
     if index is not None and st is not None:
-        from . import index as journal_index
-
         try:
-            plan = _indexed_plan(journal_index, st, read, size, matcher, index)
+            plan = _indexed_plan(st, read, size, matcher, index)
             if plan is not None:
                 ranges, candidates, end = plan
                 result = _run(read, matcher, limit, ranges, candidates, end, block_size)
                 result.indexed = True
                 return result
-        except journal_index.INDEX_ERRORS:
+        except (OSError, IndexFailed):
             pass  # a plain search below, from the start
     return _run(read, matcher, limit, [(0, size)], None, size, block_size)
 
 
+class IndexFailed(Exception):
+    """The index could not answer (a damaged or vanished database): the search goes on
+    without it."""
+
+
 def _indexed_plan(
-    journal_index: Any,
     st: os.stat_result,
     read: Callable[[int, int], bytes],
     size: int,
@@ -481,9 +484,7 @@ def _indexed_plan(
 ) -> tuple[list[tuple[int, int]], Iterator[int] | None, int] | None:
     """``(ranges to scan newest first, candidate line offsets, end of the indexed part)`` for
     a search the index can narrow, or None for a plain search."""
-    text_query = matcher.query if journal_index.narrows(matcher.query) else ""
-    bounds = journal_index.window_keys(matcher.since, matcher.until)
-    if not text_query and bounds is None:
+    if not matcher.query and matcher.since is None and matcher.until is None:
         return None
     if st.st_size != size:
         st = os.stat_result((*st[:6], size, *st[7:]))
@@ -491,9 +492,14 @@ def _indexed_plan(
     if view is None:
         return None
     tail = (view.end, size)
-    if text_query:
-        return [tail], view.text_candidates(text_query), view.end
-    return [tail, *view.window_ranges(*bounds)], None, view.end
+    if matcher.query:
+        candidates = view.text_candidates(matcher.query)
+        if candidates is not None:
+            return [tail], candidates, view.end
+    ranges = view.window_ranges(matcher.since, matcher.until)
+    if ranges is None:
+        return None
+    return [tail, *ranges], None, view.end
 
 
 def _run(
