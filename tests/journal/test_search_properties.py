@@ -24,14 +24,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from jupyter_agent_memory.journal import (
-    encode_line,
-    format_timestamp,
-    iter_entries,
-    parse_time,
-    reference_search,
-    search,
-)
+from jupyter_agent_memory import journal
 
 # Characters chosen to hit every special case: ASCII case, the two non-ASCII characters that
 # lower-case to ASCII, the context-dependent Greek sigma, characters JSON escapes, astral ones.
@@ -71,7 +64,7 @@ tags = st.text(alphabet=st.sampled_from(TAG_ALPHABET), min_size=1, max_size=3)
 
 
 def _ts_values() -> st.SearchStrategy[Any]:
-    canonical = st.sampled_from(TIMES_MS).map(format_timestamp)
+    canonical = st.sampled_from(TIMES_MS).map(journal.format_timestamp)
     other_forms = st.sampled_from(TIMES).map(
         lambda t: t.astimezone(timezone(timedelta(hours=2))).isoformat()
     )
@@ -81,8 +74,8 @@ def _ts_values() -> st.SearchStrategy[Any]:
         other_forms,
         st.just("2026-01-01"),
         # 24 characters like ours, but not our layout: must not be compared as bytes
-        st.sampled_from(TIMES).map(lambda t: format_timestamp(t).replace("T", " ")),
-        st.sampled_from(TIMES).map(lambda t: format_timestamp(t).lower()),
+        st.sampled_from(TIMES).map(lambda t: journal.format_timestamp(t).replace("T", " ")),
+        st.sampled_from(TIMES).map(lambda t: journal.format_timestamp(t).lower()),
         st.just("yesterday"),
         st.just("2026-13-01T00:00:00.000Z"),
         st.integers(-3, 3),
@@ -175,7 +168,7 @@ def lines(draw: st.DrawFn, plant: str = "", plant_tag: str = "") -> bytes:
     kind = draw(st.sampled_from([4, 0, 5, 1, 2, 3, 6, 7, 8, 9]))
     entry_strategy = entries(plant, plant_tag)
     if kind <= 2:
-        return encode_line(draw(entry_strategy))[:-1]
+        return journal.encode_line(draw(entry_strategy))[:-1]
     if kind == 3:
         return json.dumps(draw(entry_strategy)).encode("ascii")  # ASCII-only, spaces after : and ,
     if kind <= 5:
@@ -190,19 +183,19 @@ def lines(draw: st.DrawFn, plant: str = "", plant_tag: str = "") -> bytes:
         # Entries whose text carries a lone surrogate: escaped (valid) or raw (not UTF-8).
         text = draw(texts) + "\ud83d"
         if draw(st.booleans()):
-            return encode_line({"ts": format_timestamp(TIMES[0]), "text": text})[
+            return journal.encode_line({"ts": journal.format_timestamp(TIMES[0]), "text": text})[
                 :-1
             ]
         return json.dumps({"text": text}, ensure_ascii=False).encode("utf-8", "surrogatepass")
     if kind == 7:
-        good = encode_line(draw(entry_strategy))[:-1]
+        good = journal.encode_line(draw(entry_strategy))[:-1]
         return good[: draw(st.integers(0, max(len(good) - 1, 0)))]  # torn
     if kind == 8 and draw(st.booleans()):
         # The same key twice: JSON keeps the last one, whatever the first one says.
         first, last = draw(st.sampled_from(TIMES_MS)), draw(_ts_values())
         return (
             b'{"ts":"'
-            + format_timestamp(first).encode()
+            + journal.format_timestamp(first).encode()
             + b'","text":"dup",'
             + draw(st.sampled_from([b'"ts"', b'"t\\u0073"', b'"\\u0074s"', b'"\\u0074\\u0073"']))
             + b":"
@@ -234,19 +227,19 @@ def dense_line(rng: random.Random, plant: str, index: int) -> bytes:
     text may not: in our tags or timestamp, in another tool's key, in the text, or behind an
     escape; runs of these make a block search its text view."""
     variant = rng.choice(CASES)(plant) or "x"
-    ts = format_timestamp(TIMES_MS[index % len(TIMES_MS)])
+    ts = journal.format_timestamp(TIMES_MS[index % len(TIMES_MS)])
     kind = rng.randrange(6)
     if kind == 0:
-        return encode_line({"ts": ts, "tags": [variant], "text": "filler"})
+        return journal.encode_line({"ts": ts, "tags": [variant], "text": "filler"})
     if kind == 1:  # foreign layout: the plant in a key before the text
         return json.dumps({"note": variant, "text": "filler", "ts": ts}).encode() + b"\n"
     if kind == 2:
-        return encode_line({"ts": ts, "tags": ["x"], "text": f"with {variant} inside"})
+        return journal.encode_line({"ts": ts, "tags": ["x"], "text": f"with {variant} inside"})
     if kind == 3:  # our layout, but a tag that holds "]" or an escape: kept whole
-        return encode_line({"ts": ts, "tags": [f"]{variant}", 'q"'], "text": "filler"})
+        return journal.encode_line({"ts": ts, "tags": [f"]{variant}", 'q"'], "text": "filler"})
     if kind == 4:  # ASCII-only JSON: every non-ASCII character escaped
         return json.dumps({"ts": ts, "tags": [], "text": f"esc {variant}"}).encode() + b"\n"
-    return encode_line({"ts": f"{ts[:-1]}{variant}", "tags": [], "text": "filler"})
+    return journal.encode_line({"ts": f"{ts[:-1]}{variant}", "tags": [], "text": "filler"})
 
 
 @st.composite
@@ -341,16 +334,16 @@ def test_search_equals_reference(
     args = extra.draw(search_args(data, plant, plant_tag))
     with ExitStack() as stack:
         f = io.BytesIO(data) if in_memory else stack.enter_context(_real_file(data))
-        got = search(f, block_size=block_size, **args)
-        want = reference_search(f, **args)
+        got = journal.search(f, block_size=block_size, **args)
+        want = journal.reference_search(f, **args)
     event("matches" if want else "no match")
     query = args.get("query") or ""
     event("query: " + ("none" if not query else "ascii" if query.isascii() else "unicode"))
     event("stopped at limit" if len(want) == args["limit"] else "whole file")
-    assert_consistent(got, want, args["limit"])
+    assert_consistent(got, want)
 
 
-def assert_consistent(got: Any, want: Any, limit: int) -> None:
+def assert_consistent(got: Any, want: Any) -> None:
     """``got`` (from search) is ``want`` (from reference_search), with sensible counters."""
     assert got == want
     assert [type(e) for e in got] == [dict] * len(got)
@@ -375,13 +368,13 @@ def test_iter_entries_equals_reference(data: bytes, block_size: int) -> None:
     """iter_entries yields every entry the reference finds, oldest first."""
     corrupt: list[int] = []
     got = list(
-        iter_entries(
+        journal.iter_entries(
             io.BytesIO(data),
             on_corrupt=lambda n, _line: corrupt.append(n),
             block_size=block_size,
         )
     )
-    want = reference_search(io.BytesIO(data), limit=10**9)
+    want = journal.reference_search(io.BytesIO(data), limit=10**9)
     assert got == list(reversed(want))
     assert len(corrupt) == want.skipped
     assert corrupt == sorted(set(corrupt))
@@ -391,7 +384,7 @@ def test_iter_entries_equals_reference(data: bytes, block_size: int) -> None:
 @given(entry=entries())
 def test_encode_line_round_trips(entry: dict[str, Any]) -> None:
     """A line written by encode_line decodes to the same entry, ts/tags/text first, one line."""
-    line = encode_line(entry)
+    line = journal.encode_line(entry)
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     decoded = json.loads(line.decode("utf-8"))
     assert decoded == entry
@@ -415,11 +408,11 @@ def test_timestamps_round_trip(moment: datetime, offset_minutes: int) -> None:
         utc = aware.astimezone(timezone.utc)
     except OverflowError:
         return  # outside datetime's range once converted to UTC
-    text = format_timestamp(aware)
+    text = journal.format_timestamp(aware)
     assert len(text) == 24 and text.endswith("Z") and text[10] == "T"
-    parsed = parse_time(text)
+    parsed = journal.parse_time(text)
     assert parsed == utc.replace(microsecond=utc.microsecond // 1000 * 1000)
-    assert parse_time(aware.isoformat()) == aware
+    assert journal.parse_time(aware.isoformat()) == aware
 
 
 # -- a seeded soak test: thousands of uniformly random journals, no shrinking, every path ------
@@ -436,7 +429,7 @@ def _random_case(rng: random.Random, s: str) -> str:
 def _random_entry(rng: random.Random, plant: str, plant_tag: str) -> dict[str, Any]:
     entry: dict[str, Any] = {}
     if rng.random() < 0.9:
-        canonical = format_timestamp(rng.choice(TIMES_MS))
+        canonical = journal.format_timestamp(rng.choice(TIMES_MS))
         entry["ts"] = rng.choice(
             [canonical] * 4
             + [canonical.replace("T", " "), rng.choice(TIMES).isoformat(), "2026-01-01", 7, None]
@@ -461,7 +454,7 @@ def _random_line(rng: random.Random, plant: str, plant_tag: str) -> bytes:
     entry = _random_entry(rng, plant, plant_tag)
     roll = rng.random()
     if roll < 0.35:
-        return encode_line(entry)[:-1]
+        return journal.encode_line(entry)[:-1]
     if roll < 0.45:
         return json.dumps(entry).encode("ascii")
     if roll < 0.8:
@@ -471,17 +464,17 @@ def _random_line(rng: random.Random, plant: str, plant_tag: str) -> bytes:
         )
         return ("{" + body + "}").encode("utf-8")
     if roll < 0.87:
-        good = encode_line(entry)[:-1]
+        good = journal.encode_line(entry)[:-1]
         return good[: rng.randint(0, len(good))]
     if roll < 0.9:
-        line = encode_line(entry)[:-1]
+        line = journal.encode_line(entry)[:-1]
         return (
             line[:-1]
             + b","
             + rng.choice([b'"ts"', b'"t\\u0073"', b'"\\u0074\\u0073"'])
             + b":"
             + json.dumps(
-                rng.choice([None, "x", format_timestamp(rng.choice(TIMES_MS))])
+                rng.choice([None, "x", journal.format_timestamp(rng.choice(TIMES_MS))])
             ).encode()
             + b"}"
         )
@@ -518,10 +511,10 @@ def test_search_equals_reference_soak() -> None:
             args["until"] = rng.choice(BOUNDS)
         block_size = rng.choice([rng.randint(1, 40), rng.randint(40, 2000), 1024 * 1024])
         with _real_file(data) as f:
-            got = search(f, block_size=block_size, **args)
-            want = reference_search(f, **args)
+            got = journal.search(f, block_size=block_size, **args)
+            want = journal.reference_search(f, **args)
         assert got == want, (data, args, block_size)
-        assert_consistent(got, want, args["limit"])
+        assert_consistent(got, want)
         compared += 1
         matched += bool(want)
     assert compared == 3000 and matched > 1000  # the generator really produces matches
