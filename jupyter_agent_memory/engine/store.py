@@ -689,9 +689,9 @@ class AgentMemory:
     @engine_boundary
     def generation(self) -> str:
         """This agent's generation: the 32 hex digits in ``memory/.generation``, which every
-        forget replaces (``""`` while the file is missing; other content reads as a token made
-        from its bytes). An index records the generation it was built for and serves no other.
-        Read-only: nothing is created."""
+        forget replaces (``""`` while the file is missing or holds anything else). An index
+        records the generation it was built for and serves no other. Read-only: nothing is
+        created."""
         try:
             with self._folders() as (_agent, mem):
                 return _generation_token(mem.read_bytes(GENERATION) if mem is not None else None)
@@ -965,17 +965,14 @@ def _decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-_GENERATION_TOKEN = re.compile(rb"[0-9a-f]{32}\n?")
+_GENERATION_TOKEN = re.compile(r"[0-9a-fA-F]{32}")
 
 
 def _generation_token(data: bytes | None) -> str:
-    """The generation ``memory/.generation`` holds: its 32 hex digits, ``""`` when missing;
-    other content is read as a token of its bytes, so that replacing it still counts."""
-    if data is None:
-        return ""
-    if _GENERATION_TOKEN.fullmatch(data):
-        return data[:32].decode("ascii")
-    return "~" + sha256_hex(data)[:32]
+    """The generation in ``memory/.generation``'s bytes: its 32 hex digits (lower-cased),
+    ``""`` when the file is missing or holds anything else."""
+    token = (data or b"").strip().decode("ascii", "replace")
+    return token.lower() if _GENERATION_TOKEN.fullmatch(token) else ""
 
 
 def _index_module() -> Any:

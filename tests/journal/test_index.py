@@ -240,11 +240,12 @@ def test_an_index_of_another_generation_never_serves_and_is_deleted(
     assert not db.exists()  # stale: deleted on sight
     assert mem.build_index()["state"] == "ready"
     assert mem.search(query="zeppelin").indexed is True  # built for the new generation
-    # Any other content is a generation too, so replacing it still counts.
+    # A file holding anything else is the empty generation, as a missing one is.
     (mem.path / "memory" / ".generation").write_bytes(b"not hex at all")
-    token = mem.generation()
-    assert token.startswith("~") and token == mem.generation()
+    assert mem.generation() == ""
     assert mem.search(query="zeppelin").indexed is False and not db.exists()
+    _bump_generation(mem, "0123456789ABCDEF0123456789ABCDEF")
+    assert mem.generation() == "0123456789abcdef0123456789abcdef"
 
 
 def test_the_generation_file_is_read_without_following_links(
