@@ -218,6 +218,11 @@ _DOTTED_I = "\u0130".encode()
 # the last of duplicate keys, so the text a search matches begins there or later, inside what
 # the view keeps.
 _TEXT_VIEW = re.compile(rb'(?:\{"ts":"[^"\\\n]*","tags":\[[^\]\\\n]*\],"text":")?([^\n]*)\n')
+# Our layout's keys as written (with the quotes around them), the characters of a lower-cased
+# canonical timestamp, and the characters a needle must not hold to be counted in strings.
+_KEY_PIECES = (b'{"ts":"', b'","tags":[', b'],"text":"')
+_TIMESTAMP_CHARS = frozenset("0123456789-t:.z")
+_PROOF_BREAKERS = frozenset('"\\[]{},:\n\0')
 
 
 class _Needle:
@@ -256,6 +261,15 @@ class _Needle:
             self.specials = [_KELVIN] if "k" in self.chars else []
             if not quoted and s.endswith("i"):
                 self.specials.append(_DOTTED_I)
+            self.lowers = any("a" <= c <= "z" or "A" <= c <= "Z" for c in s)
+            # Patterns whose every match holds the needle in a string no text is (see
+            # _only_in_keys_and_timestamps), with how many times.
+            self.structural: list[tuple[bytes, int]] = []
+            if s and not self.chars & _PROOF_BREAKERS:
+                needle = self.needle
+                self.structural = [(k, k.count(needle)) for k in _KEY_PIECES if needle in k]
+                if self.chars <= _TIMESTAMP_CHARS:
+                    self.structural.append((b'{"ts":"' + needle, 1))
         self._u_verdicts: dict[bytes, bool] = {}
 
     def candidates(self, buf: bytes, lo: int) -> Iterator[bytes]:
@@ -263,7 +277,8 @@ class _Needle:
         if not self.ascii:
             yield from self._unicode_candidates(buf[lo:])
             return
-        low = buf.lower()
+        # bytes.lower changes ASCII letters only: a needle without any finds the same bytes.
+        low = buf.lower() if self.lowers else buf
         hidden = self._hidden_starts(buf, lo)  # ascending; taken from the end
         needle, end, found = self.needle, len(buf), 0
         while True:
@@ -279,8 +294,31 @@ class _Needle:
             end = start
             found += 1
             if found == _DENSE_LINES and not self.quoted and end > lo:
-                yield from self._text_view_candidates(buf, low, lo, end, hidden)
+                if self._only_in_keys_and_timestamps(low, lo, end):
+                    while hidden:
+                        yield _line(buf, hidden.pop())
+                else:
+                    yield from self._text_view_candidates(buf, low, lo, end, hidden)
                 return
+
+    def _only_in_keys_and_timestamps(self, low: bytes, lo: int, end: int) -> bool:
+        """Whether every occurrence of the needle in ``low[lo:end]`` is in a key name of our
+        layout or at the start of a timestamp: then no text there holds it (but through an
+        escape or a special character).
+
+        Why counting proves it. The needle holds no quote, bracket, brace, comma, colon or
+        backslash, so each occurrence lies inside one JSON string, or outside every string,
+        never across a boundary; counting (greedy, non-overlapping) adds up over strings.
+        Each match of a pattern of :attr:`structural` (``","tags":[``, or ``{"ts":"`` and
+        the needle: raw quotes, so structure, never inside a string) names one key-name string
+        or timestamp value holding the needle, never a text value, and no two matches name
+        the same string. So when the needle's count equals the sum of theirs, no other string
+        holds it, and no text in particular.
+        """
+        if not self.structural:
+            return False
+        total = low.count(self.needle, lo, end)
+        return total == sum(low.count(p, lo, end) * times for p, times in self.structural)
 
     def _hidden_starts(self, buf: bytes, lo: int) -> list[int]:
         """Starts of the lines of ``buf[lo:]`` where an escape or a special character may hide

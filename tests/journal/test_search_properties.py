@@ -50,7 +50,7 @@ TEXT_ALPHABET = list("aAbBkKiIzZs ") + [
     "\ufffd",  # what invalid bytes and escaped lone surrogates read as
 ]
 # Mostly ASCII, with every character JSON may escape: the needles most likely to be hidden.
-PLANT_ALPHABET = list('aAkKiIsS"\\/\n\t\x00 ') + ["\u212a", "\u0130", "\u00e9", "\u03a3"]
+PLANT_ALPHABET = list('aAkKiIsStT20"\\/\n\t\x00 :-') + ["\u212a", "\u0130", "\u00e9", "\u03a3"]
 TAG_ALPHABET = list("xXkK") + ["\u212a", "\u0130", "\u00e9", "\u00c9", '"', "\\", "\ufffd"]
 
 BASE = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -228,7 +228,7 @@ def dense_line(rng: random.Random, plant: str, index: int) -> bytes:
     escape; runs of these make a block search its text view."""
     variant = rng.choice(CASES)(plant) or "x"
     ts = journal.format_timestamp(TIMES_MS[index % len(TIMES_MS)])
-    kind = rng.randrange(6)
+    kind = rng.randrange(8)
     if kind == 0:
         return journal.encode_line({"ts": ts, "tags": [variant], "text": "filler"})
     if kind == 1:  # foreign layout: the plant in a key before the text
@@ -239,7 +239,11 @@ def dense_line(rng: random.Random, plant: str, index: int) -> bytes:
         return journal.encode_line({"ts": ts, "tags": [f"]{variant}", 'q"'], "text": "filler"})
     if kind == 4:  # ASCII-only JSON: every non-ASCII character escaped
         return json.dumps({"ts": ts, "tags": [], "text": f"esc {variant}"}).encode() + b"\n"
-    return journal.encode_line({"ts": f"{ts[:-1]}{variant}", "tags": [], "text": "filler"})
+    if kind == 5:
+        return journal.encode_line({"ts": f"{ts[:-1]}{variant}", "tags": [], "text": "filler"})
+    if kind == 6:  # a timestamp that starts with the plant: only counted, never decoded
+        return journal.encode_line({"ts": variant + ts, "tags": [], "text": "filler"})
+    return journal.encode_line({"ts": ts, "tags": [], "text": "filler"})  # keys only
 
 
 @st.composite
