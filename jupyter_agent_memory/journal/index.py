@@ -101,6 +101,9 @@ _READ_BLOCK = 4 * 1024 * 1024  # journal bytes per build transaction
 _OPTIMIZE_BYTES = 8 * 1024 * 1024
 _FINGERPRINT = 4096
 _BUILD_TIMEOUT = 5.0  # seconds a build waits for another build's transaction
+# A reader never waits for a writer (WAL), only, at most this long, for the moments SQLite
+# locks a database whole (creating it, recovering its log); then the search scans instead.
+_READ_TIMEOUT = 0.05
 _MAX_REGISTERED = 64
 _SIDECARS = ("", "-wal", "-shm", "-journal")
 _DB_NAME = re.compile(r"[0-9a-f]{32}\.sqlite")
@@ -232,8 +235,7 @@ _connections = _Connections()
 
 def _connect(db: Path, *, write: bool) -> sqlite3.Connection:
     """A connection to ``db`` kept for this thread (SQLite connections are per thread); a
-    database deleted or replaced meanwhile gets a new one. Only a writer creates the file;
-    a reader never waits for a lock (a busy database is an error, and the search scans)."""
+    database deleted or replaced meanwhile gets a new one. Only a writer creates the file."""
     key = os.fspath(db)
     try:
         inode = os.stat(key).st_ino
@@ -256,15 +258,17 @@ def _connect(db: Path, *, write: bool) -> sqlite3.Connection:
         conn = sqlite3.connect(key, isolation_level=None, timeout=_BUILD_TIMEOUT)
         try:
             # Derived data: durability does not matter (a damaged index is rebuilt), speed
-            # does, and readers must never wait for the writer (WAL).
-            conn.execute("PRAGMA journal_mode=WAL")
+            # does, and readers must never wait for the writer (WAL; switching to it takes
+            # a moment's exclusive lock, so only a new database does).
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=OFF")
         except sqlite3.Error:
             conn.close()
             raise
     else:
         uri = f"file:{quote(key)}?mode=rw"
-        conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=0)
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=_READ_TIMEOUT)
     _connections.held[(key, write)] = (os.getpid(), inode, conn)
     return conn
 
