@@ -719,7 +719,7 @@ class AgentMemory:
         else:
             try:
                 self._build_index_now()
-            except sqlite3_error() as exc:
+            except index.INDEX_ERRORS as exc:
                 raise MemoryToolError(
                     f"Cannot build the journal index {db}: {exc}", INTERNAL_ERROR
                 ) from exc
@@ -988,12 +988,6 @@ def _index_module() -> Any:
         ) from None
     return index
 
-
-def sqlite3_error() -> type[Exception]:
-    """``sqlite3.Error`` (imported only where an index is used)."""
-    import sqlite3
-
-    return sqlite3.Error
 
 
 # The files each folder's atomic writes target (compared ignoring case, as lookups are).

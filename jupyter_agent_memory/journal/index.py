@@ -72,7 +72,6 @@ __all__ = [
     "drop",
     "drop_registered",
     "in_background",
-    "index_files",
     "index_path",
     "keep_setting",
     "last_error",
@@ -164,13 +163,6 @@ def index_path(journal: Path, agent: Path, cache: Path | None = None) -> Path | 
         name = hashlib.sha256(os.fsencode(os.path.abspath(journal))).hexdigest()[:32]
         _paths[key] = None if inside else base / "journal-index" / f"{name}.sqlite"
     return _paths[key]
-
-
-def index_files(journal: Path, root: Path | None = None) -> list[Path]:
-    """Every file the index of ``journal`` in the cache folder ``root`` may have (the
-    database and its ``-wal``, ``-shm`` and ``-journal`` companions); none is created."""
-    db = index_path(journal, Path(os.path.dirname(os.path.dirname(journal))), root)
-    return [] if db is None else [Path(f"{db}{suffix}") for suffix in _SIDECARS]
 
 
 def narrows(query: str) -> bool:
