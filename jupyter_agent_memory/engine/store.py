@@ -989,7 +989,6 @@ def _index_module() -> Any:
     return index
 
 
-
 # The files each folder's atomic writes target (compared ignoring case, as lookups are).
 _AGENT_FILES = frozenset(n.casefold() for n in (SOUL, USER, TEMPLATE_RECORD, STATE_FILE))
 _MEMORY_FILES = frozenset(
