@@ -35,6 +35,7 @@ examples:
   {prog} journal search ana -n 5           newest first; --json for scripts
   {prog} prompt --budget 2000              the next session's system prompt
   {prog} mcp --agent research              serve one agent to an MCP client
+  {prog} index build                       build the journal's search index (status, drop)
   {prog} sessions                          recorded session starts; show, diff or why
   {prog} forget "old address" --dry-run    what forgetting a text would change
   {prog} lint                              credentials already stored, if any
@@ -119,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     _add_mcp_parser(commands, common)
+    _add_index_parser(commands, common)
     commands.add_parser("agents", parents=[common], help="list the agents under the root")
     commands.add_parser(
         "demo",
@@ -251,17 +253,22 @@ def _journal(args: argparse.Namespace) -> int:
         call = {"action": "append", "text": args.text, "tags": args.tag}
         print(memory.call_tool(call))
         return 0
-    call = {"action": "search", "query": args.query, "tag": args.tag, "limit": args.limit}
-    call.update({k: getattr(args, k) for k in ("since", "until") if getattr(args, k)})
-    text = memory.call_tool(call)
-    if as_json or not text.startswith("["):
-        # JSON for scripts is the tool's own text; "No ... found." reads the same for both.
-        print(text)
+    if as_json:  # JSON for scripts is the tool's own text
+        call = {"action": "search", "query": args.query, "tag": args.tag, "limit": args.limit}
+        call.update({k: getattr(args, k) for k in ("since", "until") if getattr(args, k)})
+        print(memory.call_tool(call))
         return 0
-    import json
+    from .engine.tool import NO_JOURNAL, NO_MATCHES
 
-    for entry in json.loads(text):
+    memory.check_folder()
+    result = memory.search_journal(args.query, args.tag, args.limit, args.since, args.until)
+    if not result:
+        print(NO_JOURNAL if result is None else NO_MATCHES)  # the tool's texts
+        return 0
+    for entry in result:
         print(format_entry(entry))
+    if result.indexed:
+        print("(the journal's index narrowed this search)", file=sys.stderr)
     return 0
 
 
@@ -494,6 +501,49 @@ def _mcp(args: argparse.Namespace) -> int:
                 f"Cannot serve on {args.host}:{args.port}: {exc.strerror or exc}",
                 INTERNAL_ERROR,
             ) from None
+    return 0
+
+
+def _add_index_parser(
+    commands: argparse._SubParsersAction, common: argparse.ArgumentParser
+) -> None:
+    index = commands.add_parser(
+        "index", parents=[common], help="build, drop or show the journal's search index"
+    )
+    actions = index.add_subparsers(dest="action", metavar="ACTION")
+    actions.required = True
+    actions.add_parser(
+        "build", parents=[common], help="build the index, or bring it up to date, now"
+    )
+    actions.add_parser(
+        "drop", parents=[common], help="delete every index of this agent on this machine"
+    )
+    actions.add_parser("status", parents=[common], help="show what the index covers")
+
+
+def _index(args: argparse.Namespace) -> int:
+    memory = _open(args)
+    if args.action == "drop":
+        dropped = memory.drop_index()
+        if getattr(args, "json", False):
+            _print_json(dropped)
+            return 0
+        files = dropped["dropped"]
+        print(f"Dropped {len(files)} index file{'' if len(files) == 1 else 's'}.")
+        for path in files:
+            print(f"  {_shown(path)}")
+        return 0
+    status = memory.build_index() if args.action == "build" else memory.index_status()
+    if getattr(args, "json", False):
+        _print_json(status)
+        return 0
+    print(f"state: {status['state']}" + (" (building)" if status["building"] else ""))
+    print(f"indexed: {status['indexed_bytes']:,} of {status['journal_bytes']:,} journal bytes")
+    print(f"size on disk: {status['size_bytes']:,} bytes")
+    print(f"path: {_shown(status['path'] or '(no usable cache folder)')}")
+    print(f"kept up to date after appends: {'yes' if status['keep'] else 'no'}")
+    if status["error"]:
+        print(f"last background build failed: {_shown(status['error'])}")
     return 0
 
 
@@ -824,6 +874,7 @@ _COMMANDS = {
     "journal": _journal,
     "prompt": _prompt,
     "mcp": _mcp,
+    "index": _index,
     "agents": _agents,
     "demo": _demo,
     "sessions": _sessions,

@@ -79,6 +79,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("journal", "append to or search the journal"),
     Command("prompt", "print the system prompt the next session gets (sizes on stderr)"),
     Command("mcp", "serve the memory over MCP (stdio, or Streamable HTTP)"),
+    Command("index", "build, drop or show the journal's search index"),
     Command("agents", "list the agents under the root"),
     Command("demo", "show the learning loop on the guide template, in its own 'demo' agent"),
     Command("sessions", "list recorded session starts; show, diff or trace their exact prompts"),

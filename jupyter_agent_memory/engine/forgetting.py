@@ -528,9 +528,8 @@ def _caches(mem: AgentMemory, run: _Run) -> None:
 
 
 def _cache_files(mem: AgentMemory) -> list[Path]:
-    from ..journal.index import index_files
-
-    return [p for p in index_files(mem.file_path("JOURNAL.jsonl")) if os.path.lexists(p)]
+    # Every index registered in the agent folder, whatever cache folder it is in.
+    return mem.index_files()
 
 
 # -- verification ---------------------------------------------------------------------------------

@@ -27,14 +27,16 @@ import json
 import os
 import re
 import stat
+import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .. import journal
+from .. import environment, journal
 from ..errors import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     AgentNotFoundError,
     ContentTooLargeError,
@@ -58,6 +60,7 @@ from .access import (
     folders,
     generation_of,
     locked,
+    read_generation,
     replace_agent_file,
 )
 from .arguments import coerce_time, normalize_limit
@@ -149,8 +152,9 @@ class AgentMemory:
         self.keep_bytes = max(1, int(keep_session_bytes))
         # Refuse writes holding credentials (secrets.py); off only where that is intended.
         self.secret_guard = secret_guard
-        # The journal's derived search index (journal_index): True on, False off (no cache
-        # file at all), None by size; $JUPYTER_AGENT_MEMORY_INDEX decides when None.
+        # The journal's derived search index: True keeps it up to date (built in the
+        # background), False never uses one, None follows $JUPYTER_AGENT_MEMORY_INDEX and
+        # else uses one that build_index() made (see the index methods below).
         self.journal_index = journal_index
 
     def now(self) -> datetime:
@@ -613,6 +617,7 @@ class AgentMemory:
             raise ContentTooLargeError("tags", tags_size, self.max_bytes)
         entry = {"ts": journal.format_timestamp(self.now()), "tags": kept, "text": text}
         line = journal.encode_line(entry)
+        keep_index = self._keeps_index()  # before writing: a bad setting must write nothing
         appender = self._journal_appender()
         appender.fsync = self.fsync_appends
         appender.lock_timeout = self.lock_timeout
@@ -623,6 +628,8 @@ class AgentMemory:
             if not self._carried_by_forget(before, line):
                 raise
         note_bootstrap_append(self, entry)  # a `bootstrap`-tagged entry completes bootstrap
+        if keep_index:
+            self._index_in_background()
         return entry
 
     def _carried_by_forget(self, before: str, line: bytes) -> bool:
@@ -691,17 +698,22 @@ class AgentMemory:
         until: datetime | str | None = None,
     ) -> journal.SearchResult | None:
         """Like :meth:`search`, but None when the journal file does not exist."""
-        window = {"since": coerce_time(since, "since"), "until": coerce_time(until, "until")}
-        with self._journal_file() as handle:
-            if handle is None:
+        since_time, until_time = coerce_time(since, "since"), coerce_time(until, "until")
+        for value, field in ((query, "query"), (tag, "tag")):
+            if value:
+                encode_text(value, field)  # no index or file could hold a lone surrogate
+        with self._journal_reader().opened() as fd:
+            if fd is None:
                 return None
+            handle: Any = DescriptorFile(fd)  # the methods of a binary file search uses
             result = journal.search(
                 handle,
                 query=query or "",
                 tag=tag or "",
                 limit=normalize_limit(limit),
-                index=self._journal_index_opener(),
-                **window,
+                since=since_time,
+                until=until_time,
+                index=self._open_index,
             )
         if result.skipped:
             warnings.warn(
@@ -712,34 +724,152 @@ class AgentMemory:
             )
         return result
 
-    def _journal_index_opener(self) -> journal.IndexOpener | None:
-        """How a search opens the journal's derived index (None: the index is off, or this
-        Python has no ``sqlite3``)."""
-        try:
-            from ..journal.index import index_setting
-        except ImportError:
-            return None
+    # -- the journal's index (derived data in a cache folder, never in the agent folder) ---
 
-        setting = index_setting(self.journal_index)
-        if setting is False:
-            return None
-        # Computed once: a search can cost less than building this path each time.
+    @engine_boundary
+    def generation(self) -> str:
+        """This agent's generation: the 32 hex digits in ``memory/.generation``, which every
+        forget replaces (``""`` while the file is missing or holds anything else). An index
+        records the generation it was built for and serves no other. Read-only: nothing is
+        created."""
+        return generation_of(self)
+
+    @engine_boundary
+    def build_index(self, *, background: bool = False) -> dict[str, Any]:
+        """Build the journal's search index, or bring it up to date, and return
+        :meth:`index_status`. Nothing ever builds it inside a search. With ``background`` the
+        build runs in a thread of this process and this returns at once; searches meanwhile
+        use the part built so far and scan the rest. The index lives in the cache folder
+        (``$JUPYTER_AGENT_MEMORY_CACHE``, else the user cache) and is registered in
+        ``memory/.indexes.json`` so forgetting finds it; -32603 when that folder is unusable."""
+        index = _index_module()
+        db = self._index_db()
+        if db is None:
+            raise MemoryToolError(
+                f"Cannot index the journal: the cache folder {index.cache_dir()} is inside the "
+                f"agent folder {self.path} (set ${environment.CACHE} to another folder)",
+                INTERNAL_ERROR,
+            )
+        if background:
+            index.in_background(os.fspath(db), self._build_index_now)
+        else:
+            try:
+                self._build_index_now()
+            except index.INDEX_ERRORS as exc:
+                raise MemoryToolError(
+                    f"Cannot build the journal index {db}: {exc}", INTERNAL_ERROR
+                ) from exc
+        return self.index_status()
+
+    def _build_index_now(self) -> None:
+        index = _index_module()
+        db = self._index_db()
+        if db is None:
+            return
+        with contextlib.ExitStack() as stack:
+            _agent, mem = stack.enter_context(folders(self))
+            if mem is None:
+                return
+            # Under the lock, the generation read and the journal opened belong together (a
+            # forget takes the lock too), and the index is registered before it exists.
+            with locked(self) as held:
+                generation = read_generation(held.memory.read_bytes(GENERATION))
+                index.register(held.memory, db, held.recheck)
+                handle = stack.enter_context(self._journal_file())
+            if handle is not None:
+                index.build(db, handle, generation, generation_now=self.generation)
+
+    @engine_boundary
+    def drop_index(self) -> dict[str, Any]:
+        """Delete this agent's journal indexes: every one registered in the agent folder (in
+        any cache folder of this machine) and the one in this process's cache folder.
+        Searches scan the journal until the next build. Returns ``{"dropped": [paths]}``."""
+        index = _index_module()
+        return {"dropped": [str(p) for p in index.drop_registered(*self._index_places())]}
+
+    @engine_boundary
+    def index_files(self) -> list[Path]:
+        """Every existing file of this agent's journal indexes (those registered in the agent
+        folder, and the one in this process's cache folder). Changes nothing."""
+        try:
+            index = _index_module()
+        except MemoryToolError:
+            return []  # without sqlite3 no index was made here
+        return index.registered_index_files(*self._index_places())
+
+    @engine_boundary
+    def index_status(self) -> dict[str, Any]:
+        """The journal index as this process sees it: ``{"path", "state", "indexed_bytes",
+        "journal_bytes", "size_bytes", "building", "keep", "registered", "error"}``.
+
+        ``path`` is the database in this process's cache folder (None when that folder is
+        unusable); ``state`` is ``"missing"``, ``"stale"`` (built for another journal file or
+        generation: never used), ``"behind"`` (searches scan the part not indexed yet) or
+        ``"ready"``; ``size_bytes`` its size on disk; ``building`` whether this process is
+        building it in the background; ``keep`` whether the keep-up-to-date setting is on;
+        ``registered`` the existing files of every index registered for this agent; ``error``
+        the last background build's error (None after a success). Creates nothing."""
+        index = _index_module()
+        db = self._index_db()
+        with self._journal_file() as handle:
+            status = index.describe(db, handle, self.generation())
+        key = os.fspath(db) if db is not None else ""
+        status["building"] = index.building(key)
+        status["keep"] = self._keeps_index()
+        status["registered"] = [str(p) for p in index.registered_index_files(self._memory_path())]
+        status["error"] = index.last_error(key)
+        return status
+
+    def _index_db(self) -> Path | None:
+        """The index database in this process's cache folder (None when unusable)."""
+        # Kept: a search can cost less than building this path each time.
         journal_path = self.__dict__.get("_journal_path")
         if journal_path is None:
-            journal_path = self.path / MEMORY_DIR / JOURNAL
-            self.__dict__["_journal_path"] = journal_path
+            journal_path = self.__dict__["_journal_path"] = self.path / MEMORY_DIR / JOURNAL
+        return _index_module().index_path(journal_path, self.path)
 
-        def open_index(read: Callable[[int, int], bytes], st: os.stat_result) -> Any:
-            from ..journal import index as journal_index
+    def _memory_path(self) -> Path:
+        return self.file_path(JOURNAL).parent
 
-            full_text = setting is True or st.st_size >= journal_index.FTS_MIN_BYTES
-            if not full_text and st.st_size < journal_index.MAP_MIN_BYTES:
-                return None
-            return journal_index.JournalIndex.open(
-                journal_path, self.path, read, st, full_text=full_text
-            )
+    def _index_places(self) -> tuple[Path, Path | None]:
+        return self._memory_path(), self._index_db()
 
-        return open_index
+    def _keeps_index(self) -> bool:
+        """Whether the keep-up-to-date setting is on (-32602 for a bad environment value)."""
+        if self.journal_index is not None:
+            return bool(self.journal_index)
+        try:
+            index = _index_module()
+        except MemoryToolError:
+            return False
+        return index.keep_setting(None) is True
+
+    def _index_in_background(self) -> None:
+        db = self._index_db()
+        if db is not None:
+            _index_module().in_background(os.fspath(db), self._build_index_now)
+
+    def _open_index(self, read: Callable[[int, int], bytes], st: os.stat_result) -> Any:
+        """The journal's index for a search it can narrow (a
+        :data:`~jupyter_agent_memory.journal.IndexOpener`), or None: no index, the setting is
+        off, or this Python has no ``sqlite3``. It never builds one; with the keep setting on,
+        a missing or lagging index is brought up to date in the background meanwhile."""
+        try:
+            index = _index_module()
+        except MemoryToolError:
+            return None
+        keep = index.keep_setting(self.journal_index)
+        db = self._index_db() if keep is not False else None
+        if db is None:
+            return None
+        view = index.open_view(db, read, st, self._held_generation)
+        if keep and (view is None or view.end < st.st_size):
+            self._index_in_background()
+        return view
+
+    def _held_generation(self) -> str:
+        """:meth:`generation`, read through the folder the journal's reader holds."""
+        return read_generation(self._journal_reader().read_companion(GENERATION))
 
     @engine_boundary
     def search(
@@ -865,11 +995,28 @@ def _decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+def _index_module() -> Any:
+    """The journal index module (it needs ``sqlite3``, which some Pythons lack)."""
+    index = sys.modules.get("jupyter_agent_memory.journal.index")
+    if index is not None:
+        return index
+    try:
+        from ..journal import index
+    except ImportError as exc:
+        raise MemoryToolError(
+            f"The journal index needs Python's sqlite3 module: {exc}", INTERNAL_ERROR
+        ) from None
+    return index
+
+
 # The files each folder's atomic writes target (compared ignoring case, as lookups are).
 _AGENT_FILES = frozenset(n.casefold() for n in (SOUL, USER, TEMPLATE_RECORD, STATE_FILE))
 _MEMORY_FILES = frozenset(
     n.casefold()
-    for n in (FACT, JOURNAL, sessions.SESSIONS_LOG, FORGET_RECEIPTS, GENERATION, FORGET_KEY)
+    for n in (
+        FACT, JOURNAL, sessions.SESSIONS_LOG, FORGET_RECEIPTS, GENERATION, FORGET_KEY,
+        journal.INDEX_REGISTRY,
+    )
 )
 
 

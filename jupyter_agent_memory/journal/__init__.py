@@ -7,16 +7,27 @@ is its only writer. Modules:
 - :mod:`.append`: one durable ``write`` per entry under the agent's lock;
 - :mod:`.reader`: the journal file kept open between searches, checked before each use;
 - :mod:`.scan`: newest-first search by reading the file backwards in blocks;
-- :mod:`.index`: the optional derived index, built only when asked.
+- :mod:`.index`: the optional derived index, built only when asked (imported on first use:
+  it needs ``sqlite3``).
 """
 
 from __future__ import annotations
 
 from .format import CORRUPT, Matcher, decode_line, encode_line, format_timestamp, parse_time
-from .scan import IndexOpener, SearchResult, iter_entries, reference_search, search
+from .reader import INDEX_REGISTRY
+from .scan import (
+    DEFAULT_BLOCK_SIZE,
+    IndexOpener,
+    SearchResult,
+    iter_entries,
+    reference_search,
+    search,
+)
 
 __all__ = [
     "CORRUPT",
+    "DEFAULT_BLOCK_SIZE",
+    "INDEX_REGISTRY",
     "IndexOpener",
     "Matcher",
     "SearchResult",

@@ -9,6 +9,8 @@ escapes of lone surrogates (``"\\ud83d"``, written by other tools) both come bac
 keys and values alike, and the line is kept. :func:`decode_line` is the only decoder; the fast
 search, the reference algorithm, :func:`~jupyter_agent_memory.journal.iter_entries` and the
 index all use it, so they agree on every line.
+
+Matching rules are :class:`Matcher`'s (documented in :mod:`~jupyter_agent_memory.journal.scan`).
 """
 
 from __future__ import annotations
@@ -171,8 +173,8 @@ def encode_line(entry: dict[str, Any]) -> bytes:
 
 # -- decoding and matching ---------------------------------------------------------------------
 
-_CORRUPT = object()
-CORRUPT = _CORRUPT  # what decode_line returns for a line that holds no entry
+#: What :func:`decode_line` returns for a line that holds no entry.
+CORRUPT = object()
 
 # A JSON escape of a UTF-16 surrogate; paired ones decode to one character, lone ones are
 # repaired after decoding. Cheap to look for: our own writer never produces one.
@@ -191,18 +193,16 @@ def decode_line(line: bytes) -> Any:
     try:
         entry = _loads(text)
     except (ValueError, RecursionError):
-        return _CORRUPT if line.strip() else None
+        return CORRUPT if line.strip() else None
     if not isinstance(entry, dict):
-        return _CORRUPT
+        return CORRUPT
     if b"\\u" in line and _SURROGATE_ESCAPE.search(line):
         try:
             entry = _repair(entry)
         except RecursionError:
-            return _CORRUPT
+            return CORRUPT
     return entry
 
-
-_decode = decode_line
 
 # The decoder's C scanner (an attribute json.JSONDecoder sets up but does not declare).
 _scan_once: Any = getattr(json.JSONDecoder(), "scan_once")  # noqa: B009
@@ -245,7 +245,7 @@ class Matcher:
         self.until = _aware(until)
 
     def matches(self, entry: dict[str, Any]) -> bool:
-        """Whether ``entry`` passes every filter (module docstring, "Matching")."""
+        """Whether ``entry`` passes every filter (the rules are listed in the search module)."""
         if not self._matches_text_and_tags(entry):
             return False
         if self.since is None and self.until is None:
@@ -263,8 +263,8 @@ class Matcher:
 
     def matches_inside_window(self, entry: dict[str, Any]) -> bool:
         """:meth:`matches` for an entry whose ``ts`` is already known to be a canonical
-        timestamp inside ``[since, until]`` when compared as text (the byte-level window plan
-        proved it): only whether that text is a real date and time is left to check, as
+        timestamp inside ``[since, until]`` when compared as text (the byte-level window
+        prefilter proved it): only whether that text is a real date and time is left to check, as
         :func:`parse_time` would."""
         if not self._matches_text_and_tags(entry):
             return False
@@ -288,5 +288,3 @@ class Matcher:
                 return False
         return True
 
-
-_Matcher = Matcher

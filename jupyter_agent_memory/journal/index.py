@@ -1,69 +1,120 @@
-"""An optional, derived index of a journal, so large journals answer in logarithmic time.
+"""The optional journal index: a derived SQLite database that lets a search skip most lines.
 
-The journal file stays the only truth. The index is a SQLite database in a local cache folder
-(``$JUPYTER_AGENT_MEMORY_CACHE``, else ``$XDG_CACHE_HOME/jupyter-agent-memory``, else
-``~/.cache/jupyter-agent-memory``), never inside an agent folder, and it can be deleted at
-any time: it is rebuilt silently when it is missing, stale or corrupt. It holds two things:
+The journal stays the only truth; an index can be deleted at any time and is rebuilt only when
+asked.
 
-* a **time map**: the journal cut into runs of whole lines (about 32 KiB each), with the
-  smallest and largest ``ts`` of each run, for runs where every line is in our own layout
-  (``{"ts":"<canonical ts>"`` first and no other ``ts`` key, the lines the byte-level window
-  check of :class:`~jupyter_agent_memory.journal.plans._Window` may judge). A time window then
-  reads only the runs it overlaps, plus every run holding any other line, plus the tail not
-  mapped yet. When the whole mapped part is in time order (the usual case, checked line by
-  line when it is mapped), finding them is two indexed look-ups, and the newest end of the
-  window is found by bisecting the file itself; otherwise one pass over the run table.
-* a **trigram full-text index** (SQLite FTS5, ``tokenize='trigram case_sensitive 1'``) of
-  ``text.lower()`` for every entry whose ``text`` is a string, keyed by the line's byte offset.
-  A substring query of at least 3 characters asks it for candidate lines, newest first; each
-  is decoded and confirmed by the same exact matcher as every other search, so results are
-  byte-identical to the scan. It is built only when enabled: by setting, or by size
-  (``FTS_MIN_BYTES``).
+Where it lives. In a cache folder outside every agent folder (``$JUPYTER_AGENT_MEMORY_CACHE``,
+else ``$XDG_CACHE_HOME/jupyter-agent-memory``, else ``~/.cache/jupyter-agent-memory``), one
+database per journal: ``journal-index/<32 hex digits>.sqlite``. A cache folder that is the
+agent folder or lies inside it is never used.
 
-Both are brought up to date from the journal's tail when a search needs them (the part not
-indexed yet is always scanned directly, so an index that lags behind is never wrong). An index
-is *stale* when the journal is a different file (device and inode), shorter than what was
-indexed, or differs in the bytes fingerprinted at the start and at the end of the indexed
-part; it is then dropped and rebuilt. The journal is append-only; an edit in the middle of the
-file that keeps its size and both fingerprints is the one change this cannot notice.
+What it holds, for the first ``end`` bytes of the journal (whole lines):
+
+* a trigram full-text index (SQLite FTS5, ``tokenize='trigram case_sensitive 1'``) of
+  ``text.lower()`` for every entry whose text is a string, keyed by the line's byte offset;
+* a time map: the lines cut into runs of about 32 KiB, each with the earliest and the latest
+  time its entries' ``ts`` parse to (UTC, to the microsecond, as the matcher compares them);
+  entries without a parseable ``ts`` never match a window, so they need no place in it.
+
+How a search uses it. A substring query of three or more characters (and no NUL) decodes
+only the lines the trigram index names, newest first, each confirmed by the same matcher as
+every search; a time window reads only the runs it overlaps. The part of the journal past
+``end`` is always scanned. So an index that lags behind is never wrong, only slower, and a
+search during a build uses what the build has committed so far, without waiting for it.
+
+When it is built. Never inside a search: by :func:`build` (``AgentMemory.build_index()``,
+``jupyter-agent-memory index build``), or in a background thread (:func:`in_background`) for
+an agent that keeps its index up to date.
+
+When it is stale. An index records the journal file's identity (device and inode), a
+fingerprint of the start and the end of the part it covers, and the agent's *generation*
+(``memory/.generation``, replaced by every forget). A search uses it only when all three still
+hold, and an index of another generation is deleted as soon as a search or a build sees it.
+Every index is also registered in the agent folder (``memory/.indexes.json``, written by
+:func:`register` under the agent's lock), so forgetting finds and deletes the indexes of
+every cache folder on this machine (:func:`registered_index_files`, :func:`drop_registered`).
+The journal is append-only; an edit in the middle that keeps the file's size, identity and
+both fingerprints is the one change an index cannot notice.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
+import re
 import sqlite3
+import stat
 import threading
 from collections.abc import Callable, Iterator
+from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any, BinaryIO
+from urllib.parse import quote
 
 from .. import environment
-from .format import CORRUPT, decode_line
-from .plans import layout_keys
+from ..folder import Folder
+from .format import _CANONICAL_TS, CORRUPT, decode_line, parse_time
+from .reader import INDEX_REGISTRY, file_reader
+from .scan import IndexFailed
 
 __all__ = [
-    "FTS_MIN_BYTES",
-    "MAP_MIN_BYTES",
-    "JournalIndex",
+    "INDEX_ERRORS",
+    "REGISTRY",
+    "IndexView",
+    "build",
+    "building",
     "cache_dir",
-    "index_setting",
+    "describe",
+    "drop",
+    "drop_registered",
+    "in_background",
+    "index_path",
+    "keep_setting",
+    "last_error",
+    "narrows",
+    "open_view",
+    "register",
+    "registered_index_files",
+    "window_keys",
 ]
 
-# Below these sizes a scan is already fast, so no cache file is written at all.
-MAP_MIN_BYTES = 1024 * 1024
-FTS_MIN_BYTES = 64 * 1024 * 1024
-# The time map's runs, and how much unindexed tail a search scans before it updates the
-# full-text index (each update is a database transaction).
-CHUNK_BYTES = 32 * 1024
-TAIL_BYTES = 4 * 1024  # the unmapped tail a search scans before it maps it
-FTS_LAG_BYTES = 256 * 1024
-# An update of the full-text index at least this big (and at least as big as what was indexed
-# before it) ends by merging the index into one segment.
-OPTIMIZE_BYTES = 8 * 1024 * 1024
-_READ_BLOCK = 4 * 1024 * 1024
+#: The registry of an agent's indexes, in its ``memory/`` folder.
+REGISTRY = INDEX_REGISTRY
+#: What a failing index raises; a search then goes on without it.
+INDEX_ERRORS = (OSError, sqlite3.Error)
+
+_SCHEMA = 2
+_RUN_BYTES = 32 * 1024
+_READ_BLOCK = 4 * 1024 * 1024  # journal bytes per build transaction
+# A build that adds at least this much (and at least as much as was indexed before) ends by
+# merging the full-text index into one segment: a query reads every segment, and a fresh
+# build leaves many.
+_OPTIMIZE_BYTES = 8 * 1024 * 1024
 _FINGERPRINT = 4096
-_SCHEMA = 1
+_BUILD_TIMEOUT = 5.0  # seconds a build waits for another build's transaction
+# A reader never waits for a writer (WAL), only, at most this long, for the moments SQLite
+# locks a database whole (creating it, recovering its log); then the search scans instead.
+_READ_TIMEOUT = 0.05
+_MAX_REGISTERED = 64
+_SIDECARS = ("", "-wal", "-shm", "-journal")
+_DB_NAME = re.compile(r"[0-9a-f]{32}\.sqlite")
+
+
+# -- settings and places -----------------------------------------------------------------------
+
+
+def keep_setting(value: bool | None) -> bool | None:
+    """The effective index setting: ``value``, else the ``$JUPYTER_AGENT_MEMORY_INDEX`` switch.
+
+    True (``on``): keep the index up to date, built in the background; False (``off``): never
+    use one; None (unset): use one that was built, and build none.
+    """
+    if value is not None:
+        return bool(value)
+    return environment.switch(environment.INDEX)
+
 
 def cache_dir() -> Path:
     """The folder for derived caches (``$JUPYTER_AGENT_MEMORY_CACHE`` or the user cache)."""
@@ -75,394 +126,234 @@ def cache_dir() -> Path:
     return base / "jupyter-agent-memory"
 
 
-def index_setting(value: bool | None) -> bool | None:
-    """The effective full-text setting: ``value``, else ``$JUPYTER_AGENT_MEMORY_INDEX``.
+# (journal, agent folder, what decides the cache folder) -> the database path, or None
+_paths: dict[tuple[object, ...], Path | None] = {}
 
-    True: always; False: never (the time map too); None: by size.
-    """
-    if value is not None:
-        return bool(value)
-    return environment.switch(environment.INDEX)
+
+def index_path(journal: Path, agent: Path, cache: Path | None = None) -> Path | None:
+    """Where the index of ``journal`` (in the agent folder ``agent``) lives in ``cache``
+    (default :func:`cache_dir`); None when that folder is the agent folder or inside it.
+    Nothing is created."""
+    key = (
+        journal, agent, cache, environment.text(environment.CACHE),
+        environment.text(environment.XDG_CACHE_HOME), str(Path.home()),
+    )
+    if key not in _paths:
+        folder = os.fspath(cache if cache is not None else cache_dir())
+        base = Path(os.path.realpath(folder))
+        real_agent = Path(os.path.realpath(agent))
+        inside = base == real_agent or real_agent in base.parents
+        name = hashlib.sha256(os.fsencode(os.path.abspath(journal))).hexdigest()[:32]
+        _paths[key] = None if inside else base / "journal-index" / f"{name}.sqlite"
+    return _paths[key]
+
+
+def narrows(query: str) -> bool:
+    """Whether the trigram index can narrow a search for ``query`` (lower-cased)."""
+    return len(query) >= 3 and "\0" not in query
+
+
+def _time_key(moment: datetime) -> str:
+    """``moment`` in UTC as fixed-width text, so that text order is time order."""
+    utc = moment.astimezone(timezone.utc)
+    return (
+        f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:"
+        f"{utc.second:02d}.{utc.microsecond:06d}"
+    )
+
+
+def window_keys(since: datetime | None, until: datetime | None) -> tuple[str, str] | None:
+    """The time map's keys for a window (None without bounds, or for a bound at the ends of
+    time, which no key can express)."""
+    if since is None and until is None:
+        return None
+    try:
+        low = _time_key(since) if since is not None else ""
+        high = _time_key(until) if until is not None else "~"  # after every digit
+    except (OverflowError, ValueError):
+        return None
+    return low, high
+
+
+def _entry_span(ts: Any) -> tuple[str, str] | None:
+    """The keys an entry's ``ts`` may take (one key twice), or None when no window can match
+    it; the widest span when its time is at the ends of what UTC can express."""
+    if not isinstance(ts, str):
+        return None
+    if _CANONICAL_TS.fullmatch(ts):
+        # A canonical timestamp that is no real date never matches: a key for it only
+        # widens its run.
+        key = ts[:-1] + "000"
+        return key, key
+    try:
+        key = _time_key(parse_time(ts))
+    except ValueError:
+        return None
+    except OverflowError:
+        return "", "~"
+    return key, key
+
+
+# -- connections ---------------------------------------------------------------------------------
 
 
 class _Connections(threading.local):
     def __init__(self) -> None:
-        # path -> (pid, inode of the database file, connection, tables created)
-        self.by_path: dict[str, list[object]] = {}
+        # (path, for writing) -> (pid, inode of the database file, connection)
+        self.held: dict[tuple[str, bool], tuple[int, int, sqlite3.Connection]] = {}
+        # path -> (data_version, state, judged (journal key, verdict)) of the last reader
+        self.seen: dict[str, tuple[int, dict[str, Any], tuple[Any, str]]] = {}
 
 
 _connections = _Connections()
 
 
-def _connect(path: Path) -> tuple[sqlite3.Connection, list[object]]:
-    """A connection to ``path`` kept for this thread (SQLite connections are per thread),
-    with its record; a database file deleted or replaced meanwhile gets a new connection."""
-    key = os.fspath(path)
-    held = _connections.by_path.get(key)
-    if held is not None:
-        try:
-            inode = os.stat(key).st_ino
-        except OSError:
-            inode = -1
-        if held[0] == os.getpid() and held[1] == inode:
-            return held[2], held  # type: ignore[return-value]
-        _forget(path)
-    fd = os.open(key, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+def _connect(db: Path, *, write: bool) -> sqlite3.Connection:
+    """A connection to ``db`` kept for this thread (SQLite connections are per thread); a
+    database deleted or replaced meanwhile gets a new one. Only a writer creates the file."""
+    key = os.fspath(db)
     try:
-        inode = os.fstat(fd).st_ino
-    finally:
-        os.close(fd)
-    conn = sqlite3.connect(key, isolation_level=None, timeout=5.0)
-    try:
-        # Derived data: durability does not matter (a damaged index is rebuilt), speed does.
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=OFF")
-    except sqlite3.DatabaseError:
-        conn.close()
-        raise
-    # [pid, inode, connection, tables created, journal version last found valid,
-    #  (data_version, state) last read]
-    record: list[object] = [os.getpid(), inode, conn, False, None, None]
-    _connections.by_path[key] = record
-    return conn, record
-
-
-# (journal, agent folder, cache root, the two cache variables) -> the database path, or None
-# when no cache may be used
-_locations: dict[tuple[object, ...], Path | None] = {}
-
-
-def _location(journal: Path, agent: Path, root: Path | None) -> Path | None:
-    cache_settings = (
-        environment.text(environment.CACHE),
-        environment.text(environment.XDG_CACHE_HOME),
-    )
-    key = (journal, agent, root, *cache_settings)
-    if key in _locations:
-        return _locations[key]
-    configured = os.fspath(root if root is not None else cache_dir())
-    base = Path(os.path.realpath(configured))
-    real_agent = Path(os.path.realpath(agent))
-    db: Path | None = None
-    if base != real_agent and real_agent not in base.parents:
-        # (a cache inside the agent folder would become part of the memory: never)
-        folder = base / "journal-index"
-        try:
-            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        except OSError:
-            return None  # not remembered: the folder may become writable later
-        db = _db_path(base, journal)
-    _locations[key] = db
-    return db
-
-
-def _db_path(base: Path, journal: Path) -> Path:
-    name = hashlib.sha256(os.fsencode(os.path.abspath(journal))).hexdigest()[:32]
-    return base / "journal-index" / f"{name}.sqlite"
-
-
-def index_files(journal: Path, root: Path | None = None) -> list[Path]:
-    """Every cache file the index of ``journal`` may have (none is created here).
-
-    For forgetting: deleting them is always safe, the index is rebuilt when next needed.
-    """
-    base = Path(os.path.realpath(os.fspath(root if root is not None else cache_dir())))
-    db = _db_path(base, journal)
-    return [Path(f"{db}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")]
-
-
-def _forget(path: Path) -> None:
-    held = _connections.by_path.pop(os.fspath(path), None)
+        inode = os.stat(key).st_ino
+    except FileNotFoundError:
+        if not write:
+            raise
+        inode = -1
+    held = _connections.held.get((key, write))
     if held is not None:
-        with contextlib.suppress(sqlite3.Error):
-            held[2].close()  # type: ignore[attr-defined]
-
-
-class JournalIndex:
-    """The index of one journal file (see the module docstring).
-
-    ``read(pos, size)`` reads the journal; ``st`` is its ``fstat`` taken when the search
-    began (the search reads only up to that size). Every method may raise
-    :class:`sqlite3.Error` or :class:`OSError`; callers then search without the index.
-    """
-
-    def __init__(self, db: Path, read: Callable[[int, int], bytes], st: os.stat_result) -> None:
-        self.db = db
-        self.read = read
-        self.size = st.st_size
-        self.mtime = st.st_mtime_ns
-        self.identity = f"{st.st_dev}:{st.st_ino}"
-        self.conn, self._record = _connect(db)
-        self.state: dict[str, object] = {}
-        self.full_text = False  # whether searches may use the trigram index
-
-    @classmethod
-    def open(
-        cls,
-        journal: Path,
-        agent: Path,
-        read: Callable[[int, int], bytes],
-        st: os.stat_result,
-        *,
-        full_text: bool = False,
-        root: Path | None = None,
-    ) -> JournalIndex | None:
-        """The index for ``journal`` (whose agent folder is ``agent``), or None when the
-        cache folder cannot be used (missing permissions, inside the agent folder)."""
-        db = _location(journal, agent, root)
-        if db is None:
-            return None
+        if held[:2] == (os.getpid(), inode):
+            return held[2]
+        _close(key)
+    if write:
+        db.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(key, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
-            try:
-                index = cls(db, read, st)
-                index._prepare()
-            except sqlite3.DatabaseError:
-                # Corrupt or not a database: rebuild from nothing.
-                _forget(db)
-                for suffix in ("", "-wal", "-shm"):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(f"{db}{suffix}")
-                index = cls(db, read, st)
-                index._prepare()
-        except (OSError, sqlite3.Error):
-            return None
-        index.full_text = full_text
-        return index
-
-    # -- state -----------------------------------------------------------------------------
-
-    def _prepare(self) -> None:
-        conn = self.conn
-        if not self._record[3]:
-            self._create_tables()
-            self._record[3] = True
-        # The stored state is read again only when another connection committed meanwhile
-        # (``data_version`` changes then; this connection's own commits keep ``state`` in
-        # step, and a rolled-back transaction forgets it).
-        version = conn.execute("PRAGMA data_version").fetchone()[0]
-        cached = self._record[5]
-        if isinstance(cached, tuple) and cached[0] == version:
-            self.state = cached[1]
-        else:
-            self.state = dict(conn.execute("SELECT key, value FROM state").fetchall())
-            self._record[5] = (version, self.state)
-        if not self._still_valid():
-            self._reset()
-
-    def _create_tables(self) -> None:
-        conn = self.conn
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value) WITHOUT ROWID"
-        )
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS runs (start INTEGER PRIMARY KEY, stop INTEGER, "
-            "lo BLOB, hi BLOB, mapped INTEGER)"
-        )
-        conn.execute("CREATE INDEX IF NOT EXISTS runs_lo ON runs (lo)")
-        conn.execute("CREATE INDEX IF NOT EXISTS runs_hi ON runs (hi)")
-        conn.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS texts USING fts5(body, content='', "
-            "tokenize='trigram case_sensitive 1')"
-        )
-
-    def _fingerprint(self, end: int) -> str:
-        head = self.read(0, min(_FINGERPRINT, end))
-        tail = self.read(max(0, end - _FINGERPRINT), min(_FINGERPRINT, end))
-        return hashlib.sha256(head + b"\0" + tail).hexdigest()
-
-    def _still_valid(self) -> bool:
-        state = self.state
-        if state.get("schema") != _SCHEMA or state.get("identity") != self.identity:
-            return False
-        # The fingerprints were checked for this very file version already (same size and
-        # modification time, and the same ends indexed): no need to read them again.
-        seen = (self.identity, self.size, self.mtime, state.get("map_end"), state.get("fts_end"))
-        if self._record[4] == seen:
-            return True
-        for part in ("map", "fts"):
-            end = self._state_int(f"{part}_end", 0)
-            if end > self.size:
-                return False
-            if end and state.get(f"{part}_print") != self._fingerprint(end):
-                return False
-        self._record[4] = seen
-        return True
-
-    def _reset(self) -> None:
-        conn = self.conn
-        self._record[5] = None
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            conn.execute("DELETE FROM runs")
-            conn.execute("DELETE FROM texts")
-            conn.execute("DELETE FROM state")
-            self.state = {
-                "schema": _SCHEMA,
-                "identity": self.identity,
-                "map_end": 0,
-                "map_print": "",
-                "map_sorted": 1,
-                "map_hi": b"",
-                "fts_end": 0,
-                "fts_print": "",
-            }
-            conn.executemany("INSERT INTO state VALUES (?, ?)", list(self.state.items()))
-            conn.execute("COMMIT")
-        except BaseException:
-            self._record[5] = None
-            conn.execute("ROLLBACK")
-            raise
-
-    def _save(self, **values: object) -> None:
-        self.state.update(values)
-        self.conn.executemany(
-            "INSERT OR REPLACE INTO state VALUES (?, ?)", list(values.items())
-        )
-
-    def _state_int(self, key: str, default: int | None = None) -> int:
-        """An integer of the stored state; another type means the index file is not ours
-        (a ``DatabaseError``, so the search goes on without the index)."""
-        value = self.state.get(key, default)
-        if not isinstance(value, int):
-            raise sqlite3.DatabaseError(f"index state {key!r} is not an integer")
-        return value
-
-    def _state_bytes(self, key: str) -> bytes:
-        """Bytes of the stored state (a ``DatabaseError`` when they are something else)."""
-        value = self.state.get(key)
-        if not isinstance(value, bytes):
-            raise sqlite3.DatabaseError(f"index state {key!r} is not a blob")
-        return value
-
-    def _reload_in_transaction(self) -> None:
-        """Another process may have updated the index meanwhile: continue from its state."""
-        self.state = dict(self.conn.execute("SELECT key, value FROM state").fetchall())
-        self._record[5] = None  # set again once this transaction commits
-        if not self._still_valid():
-            raise sqlite3.DatabaseError("index changed under us")
-
-    def _whole_lines(self, start: int, stop: int) -> Iterator[tuple[int, bytes]]:
-        """``(offset, block)`` of ``[start, stop)`` in big reads, each block whole lines only
-        (ending in ``\\n``); a final part without a newline is not returned."""
-        pos = start
-        carry = b""
-        while pos < stop:
-            data = self.read(pos, min(_READ_BLOCK, stop - pos))
-            if not data:
-                return
-            block = carry + data
-            base = pos - len(carry)
-            pos += len(data)
-            cut = block.rfind(b"\n") + 1
-            carry = block[cut:]
-            if cut:
-                yield base, block[:cut]
-
-    # -- the time map ----------------------------------------------------------------------
-
-    def update_map(self) -> int:
-        """Map whole runs up to the end of the journal; returns where the mapped part ends."""
-        end = self._state_int("map_end")
-        if self.size - end < TAIL_BYTES:
-            return end
-        conn = self.conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            self._reload_in_transaction()
-            end = self._state_int("map_end")
-            is_sorted = bool(self.state["map_sorted"])
-            highest = self._state_bytes("map_hi")
-            rows = []
-
-            def add(start: int, run: bytes) -> None:
-                nonlocal is_sorted, highest
-                lo, hi, mapped, ordered = _summarise(run)
-                if not mapped or not ordered or lo < highest:
-                    is_sorted = False
-                if mapped:
-                    highest = max(highest, hi)
-                rows.append((start, start + len(run), lo, hi, int(mapped)))
-
-            pending, pending_base = b"", end
-            for base, block in self._whole_lines(end, self.size):
-                if pending:  # whole lines left over from the previous block
-                    block, base = pending + block, pending_base
-                pos = 0
-                while len(block) - pos >= CHUNK_BYTES:
-                    cut = block.find(b"\n", pos + CHUNK_BYTES - 1) + 1
-                    add(base + pos, block[pos:cut])
-                    pos = cut
-                # The rest waits for the next block, or for more lines to make a whole run.
-                pending, pending_base = block[pos:], base + pos
-            if len(pending) >= TAIL_BYTES:
-                # A shorter last run, so that a search scans at most a few KiB unmapped.
-                add(pending_base, pending)
-            if rows:
-                conn.executemany("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?)", rows)
-                end = rows[-1][1]
-                self._save(
-                    map_end=end,
-                    map_print=self._fingerprint(end),
-                    map_sorted=int(is_sorted),
-                    map_hi=highest,
-                )
-            conn.execute("COMMIT")
-        except BaseException:
-            self._record[5] = None
-            conn.execute("ROLLBACK")
-            raise
-        return end
-
-    @property
-    def in_order(self) -> bool:
-        """Whether every mapped line is in our layout and the mapped part is in time order."""
-        return bool(self.state["map_sorted"])
-
-    @contextlib.contextmanager
-    def _snapshot(self) -> Iterator[None]:
-        """A read transaction on the index as it describes *our* journal: another process
-        may have rebuilt it for a file that replaced ours since, or extended it past the
-        part this search knows about (callers clip to their own end)."""
-        conn = self.conn
-        conn.execute("BEGIN")
-        try:
-            row = conn.execute("SELECT value FROM state WHERE key = 'identity'").fetchone()
-            if row is None or row[0] != self.identity:
-                raise sqlite3.DatabaseError("the index now describes another file")
-            yield
+            inode = os.fstat(fd).st_ino
         finally:
-            conn.execute("COMMIT")
+            os.close(fd)
+        conn = sqlite3.connect(key, isolation_level=None, timeout=_BUILD_TIMEOUT)
+        try:
+            # Derived data: durability does not matter (a damaged index is rebuilt), speed
+            # does, and readers must never wait for the writer (WAL; switching to it takes
+            # a moment's exclusive lock, so only a new database does).
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=OFF")
+        except sqlite3.Error:
+            conn.close()
+            raise
+    else:
+        uri = f"file:{quote(key)}?mode=rw"
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=_READ_TIMEOUT)
+    _connections.held[(key, write)] = (os.getpid(), inode, conn)
+    return conn
+
+
+def _close(key: str) -> None:
+    """Close this thread's connections to the database ``key``."""
+    _connections.seen.pop(key, None)
+    for write in (False, True):
+        held = _connections.held.pop((key, write), None)
+        if held is not None:
+            with contextlib.suppress(sqlite3.Error):
+                held[2].close()
+
+
+def _create_tables(conn: sqlite3.Connection) -> None:
+    conn.execute("CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value) WITHOUT ROWID")
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS runs (start INTEGER PRIMARY KEY, stop INTEGER NOT NULL, "
+        "lo TEXT, hi TEXT)"
+    )
+    conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS texts USING fts5(body, content='', "
+        "tokenize='trigram case_sensitive 1')"
+    )
+
+
+def _state(conn: sqlite3.Connection) -> dict[str, Any]:
+    return dict(conn.execute("SELECT key, value FROM state").fetchall())
+
+
+def _fingerprint(read: Callable[[int, int], bytes], end: int) -> str:
+    head = read(0, min(_FINGERPRINT, end))
+    tail = read(max(0, end - _FINGERPRINT), min(_FINGERPRINT, end))
+    return hashlib.sha256(head + b"\0" + tail).hexdigest()
+
+
+def _identity(st: os.stat_result) -> str:
+    return f"{st.st_dev}:{st.st_ino}"
+
+
+def _judge(
+    state: dict[str, Any], read: Callable[[int, int], bytes], st: os.stat_result, generation: str
+) -> str:
+    """``"valid"``, ``"stale"`` (another file, or not what was indexed) or ``"forgotten"``
+    (another generation of the agent) for an index whose state is ``state``."""
+    if state.get("schema") != _SCHEMA:
+        return "stale"
+    if state.get("generation") != generation:
+        return "forgotten"
+    end = state.get("end")
+    if state.get("identity") != _identity(st) or not isinstance(end, int) or end > st.st_size:
+        return "stale"
+    if end and state.get("print") != _fingerprint(read, end):
+        return "stale"
+    return "valid"
+
+
+# -- reading -------------------------------------------------------------------------------------
+
+
+class IndexView:
+    """An index found valid for one journal file, as one search reads it (its methods raise
+    :class:`~jupyter_agent_memory.journal.scan.IndexFailed` when the database fails).
+
+    ``end``: the journal bytes it covers (whole lines); everything past it is the search's to
+    scan. Lines another build indexes meanwhile (past ``end``) are never named.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, end: int) -> None:
+        self.conn = conn
+        self.end = end
+
+    def text_candidates(self, needle: str) -> Iterator[int] | None:
+        """Offsets of the lines whose lowered text may hold ``needle`` (lower-cased), newest
+        first; None when the trigram index cannot narrow it (under three characters, or a
+        NUL)."""
+        if not narrows(needle):
+            return None
+        return self._candidates('"' + needle.replace('"', '""') + '"')
+
+    def _candidates(self, phrase: str) -> Iterator[int]:
+        try:
+            cursor = self.conn.execute(
+                "SELECT rowid FROM texts WHERE texts MATCH ? ORDER BY rowid DESC", (phrase,)
+            )
+            batch = 24  # most searches stop at their limit (20 by default): ask little first
+            while rows := cursor.fetchmany(batch):
+                for (offset,) in rows:
+                    if offset < self.end:
+                        yield offset
+                batch = min(batch * 4, 4096)
+        except sqlite3.Error as exc:
+            raise IndexFailed(exc) from exc
 
     def window_ranges(
-        self, low: bytes | None, high: bytes | None, end: int
-    ) -> list[tuple[int, int]]:
-        """Byte ranges of the mapped part below ``end`` (where :meth:`update_map` said it
-        ends) that may hold entries in ``[low, high]``, newest first; the caller scans the
-        unmapped tail itself."""
-        low_key = low if low is not None else b""
-        high_key = high if high is not None else b"\xff"
-        conn = self.conn
-        with self._snapshot():
-            if self.in_order:
-                # Runs in order, every line mapped: the overlapping runs are contiguous.
-                first = conn.execute(
-                    "SELECT start FROM runs WHERE hi >= ? AND stop <= ? "
-                    "ORDER BY hi, start LIMIT 1",
-                    (low_key, end),
-                ).fetchone()
-                last = conn.execute(
-                    "SELECT stop FROM runs WHERE lo <= ? AND stop <= ? "
-                    "ORDER BY lo DESC, start DESC LIMIT 1",
-                    (high_key, end),
-                ).fetchone()
-                if first is None or last is None or first[0] >= last[0]:
-                    return []
-                return [(first[0], last[0])]
-            rows = conn.execute(
-                "SELECT start, stop FROM runs WHERE (mapped = 0 OR (hi >= ? AND lo <= ?)) "
-                "AND stop <= ? ORDER BY start DESC",
-                (low_key, high_key, end),
+        self, since: datetime | None, until: datetime | None
+    ) -> list[tuple[int, int]] | None:
+        """Byte ranges that may hold entries with a time in ``[since, until]``, newest first;
+        None without bounds (or for a bound no key can express)."""
+        keys = window_keys(since, until)
+        if keys is None:
+            return None
+        try:
+            rows = self.conn.execute(
+                "SELECT start, stop FROM runs WHERE hi >= ? AND lo <= ? AND stop <= ? "
+                "ORDER BY start DESC",
+                (*keys, self.end),
             ).fetchall()
+        except sqlite3.Error as exc:
+            raise IndexFailed(exc) from exc
         merged: list[tuple[int, int]] = []
         for start, stop in rows:
             if merged and merged[-1][0] == stop:
@@ -471,79 +362,322 @@ class JournalIndex:
                 merged.append((start, stop))
         return merged
 
-    # -- the full-text index ---------------------------------------------------------------
 
-    def update_texts(self, *, lag: int | None = None) -> int:
-        """Index the entries up to the end of the journal when more than ``lag`` bytes
-        (default ``FTS_LAG_BYTES``) are not indexed yet; returns where the indexed part ends."""
-        end = self._state_int("fts_end")
-        if self.size - end <= (FTS_LAG_BYTES if lag is None else lag):
-            return end
-        conn = self.conn
+def open_view(
+    db: Path,
+    read: Callable[[int, int], bytes],
+    st: os.stat_result,
+    generation: Callable[[], str],
+) -> IndexView | None:
+    """The index ``db`` for the journal read by ``read`` (its ``fstat`` ``st``), or None when
+    there is none or it does not describe this journal; ``generation()`` is the agent's
+    generation now (asked only when there is an index). An index of another generation is
+    deleted. Creates nothing; raises ``IndexFailed`` for a database that fails."""
+    key = os.fspath(db)
+    try:
+        conn = _connect(db, write=False)
+    except (FileNotFoundError, sqlite3.OperationalError):
+        return None  # no index (or one just being created)
+    now = generation()
+    try:
+        # The state is read again only when a connection committed meanwhile.
+        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        seen = _connections.seen.get(key)
+        journal = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, now)
+        if seen is not None and seen[0] == version and seen[2][0] == journal:
+            state, verdict = seen[1], seen[2][1]
+        else:
+            state = _state(conn)
+            verdict = _judge(state, read, st, now)
+            _connections.seen[key] = (version, state, (journal, verdict))
+    except sqlite3.Error as exc:
+        raise IndexFailed(exc) from exc
+    if verdict == "forgotten":
+        drop(db)
+    return IndexView(conn, state["end"]) if verdict == "valid" else None
+
+
+def describe(db: Path | None, f: BinaryIO | None, generation: str) -> dict[str, Any]:
+    """What the index ``db`` holds for the journal open as ``f`` (None when there is none):
+    ``{"path", "state", "indexed_bytes", "journal_bytes", "size_bytes"}``, where
+    ``state`` is ``"missing"``, ``"stale"`` (it describes another file or generation: not
+    used, rebuilt by the next build), ``"behind"`` (searches scan what it does not cover yet)
+    or ``"ready"``. Creates nothing."""
+    files = [Path(f"{db}{suffix}") for suffix in _SIDECARS] if db is not None else []
+    out: dict[str, Any] = {
+        "path": None if db is None else str(db),
+        "state": "missing",
+        "indexed_bytes": 0,
+        "journal_bytes": 0,
+        "size_bytes": sum(p.stat().st_size for p in files if p.is_file()),
+    }
+    read, st = file_reader(f) if f is not None else (None, None)
+    if st is not None:
+        out["journal_bytes"] = st.st_size
+    if db is None or not db.is_file():
+        return out
+    try:
+        state = _state(_connect(db, write=False))
+    except sqlite3.Error:
+        out["state"] = "stale"
+        return out
+    out["indexed_bytes"] = state.get("end") if isinstance(state.get("end"), int) else 0
+    if read is None or st is None or _judge(state, read, st, generation) != "valid":
+        out["state"] = "stale"
+    else:
+        out["state"] = "ready" if out["indexed_bytes"] == st.st_size else "behind"
+    return out
+
+
+# -- building --------------------------------------------------------------------------------------
+
+
+def _whole_lines(
+    read: Callable[[int, int], bytes], start: int, stop: int
+) -> Iterator[tuple[int, bytes]]:
+    """``(offset, block)`` of ``[start, stop)`` in big reads, each block whole lines (ending in
+    ``\\n``); a final part without a newline is not returned."""
+    pos, carry = start, b""
+    while pos < stop:
+        data = read(pos, min(_READ_BLOCK, stop - pos))
+        if not data:
+            return
+        block, base = carry + data, pos - len(carry)
+        pos += len(data)
+        cut = block.rfind(b"\n") + 1
+        carry = block[cut:]
+        if cut:
+            yield base, block[:cut]
+
+
+def _rows(base: int, block: bytes) -> tuple[list[tuple[int, str]], list[tuple[Any, ...]]]:
+    """The full-text rows and the time-map runs of ``block`` (whole lines at offset ``base``)."""
+    texts: list[tuple[int, str]] = []
+    runs: list[tuple[Any, ...]] = []
+    pos = 0
+    while pos < len(block):
+        cut = block.find(b"\n", pos + _RUN_BYTES - 1) + 1 or len(block)
+        low: str | None = None
+        high: str | None = None
+        offset = base + pos
+        for line in block[pos : cut - 1].split(b"\n"):
+            entry = decode_line(line)
+            if entry is not None and entry is not CORRUPT:
+                text = entry.get("text")
+                if isinstance(text, str):
+                    # SQLite's tokenizer stops at NUL; queries holding one take the scan, so
+                    # any other character in its place loses no match.
+                    texts.append((offset, text.lower().replace("\0", "\ufffd")))
+                span = _entry_span(entry.get("ts"))
+                if span is not None:
+                    low = span[0] if low is None else min(low, span[0])
+                    high = span[1] if high is None else max(high, span[1])
+            offset += len(line) + 1
+        runs.append((base + pos, base + cut, low, high))
+        pos = cut
+    return texts, runs
+
+
+def build(
+    db: Path, f: BinaryIO, generation: str, *, generation_now: Callable[[], str]
+) -> int:
+    """Bring the index ``db`` of the journal open as ``f`` up to the journal's end, from where
+    it stops (from the start when it is missing or stale, in a new file so that a search
+    reading the old one keeps a whole view). ``generation`` is the agent's generation when
+    ``f`` was opened; when ``generation_now()`` differs at the end (a forget ran meanwhile),
+    the index is deleted. Commits every few MiB, so searches use the part built so far.
+    Returns the bytes indexed. Raises :data:`INDEX_ERRORS`."""
+    read, st = file_reader(f)
+    if st is None:
+        raise OSError(f"cannot index {f!r}: it has no file descriptor")
+    try:
+        conn = _connect(db, write=True)
+        _create_tables(conn)
+        start = _state(conn)
+    except sqlite3.DatabaseError:
+        start = {}  # not a database, or a damaged one: start afresh
+    if _judge(start, read, st, generation) != "valid":
+        drop(db)
+        conn = _connect(db, write=True)
+        _create_tables(conn)
+        conn.executemany(
+            "INSERT OR REPLACE INTO state VALUES (?, ?)",
+            [("schema", _SCHEMA), ("identity", _identity(st)), ("generation", generation),
+             ("end", 0), ("print", "")],
+        )
+        start = _state(conn)
+    inode = os.stat(db).st_ino
+    end = first = start["end"]
+    for base, block in _whole_lines(read, end, st.st_size):
         conn.execute("BEGIN IMMEDIATE")
         try:
-            self._reload_in_transaction()
-            end = self._state_int("fts_end")
-            new_end = end
-            for base, block in self._whole_lines(end, self.size):
-                rows = []
-                pos = base
-                for line in block[:-1].split(b"\n"):
-                    entry = decode_line(line)
-                    if entry is not None and entry is not CORRUPT:
-                        text = entry.get("text")
-                        if isinstance(text, str):
-                            # SQLite's tokenizer stops at NUL; queries with NUL take the
-                            # scan, so any other character in its place loses no match.
-                            rows.append((pos, text.lower().replace("\0", "\ufffd")))
-                    pos += len(line) + 1
-                conn.executemany("INSERT INTO texts (rowid, body) VALUES (?, ?)", rows)
-                new_end = base + len(block)
-            if new_end != end:
-                self._save(fts_end=new_end, fts_print=self._fingerprint(new_end))
-            if new_end - end >= OPTIMIZE_BYTES and new_end - end >= end:
-                # A (re)build or a big catch-up leaves many segments, and a query reads each
-                # of them: merging them into one costs a fifth of the build and makes queries
-                # several times faster. Small updates are left to FTS5's own automerge.
-                conn.execute("INSERT INTO texts (texts) VALUES ('optimize')")
+            # Another build (another process) may have gone further meanwhile.
+            state = _state(conn)
+            if _judge(state, read, st, generation) != "valid" or os.stat(db).st_ino != inode:
+                conn.execute("ROLLBACK")
+                return 0  # replaced or dropped under us: that build's result stands
+            if state["end"] == base:
+                texts, runs = _rows(base, block)
+                conn.executemany("INSERT INTO texts (rowid, body) VALUES (?, ?)", texts)
+                conn.executemany("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?)", runs)
+                end = base + len(block)
+                conn.executemany(
+                    "INSERT OR REPLACE INTO state VALUES (?, ?)",
+                    [("end", end), ("print", _fingerprint(read, end))],
+                )
+            else:
+                end = state["end"]
             conn.execute("COMMIT")
         except BaseException:
-            self._record[5] = None
-            conn.execute("ROLLBACK")
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
             raise
-        return new_end
+    if end - first >= _OPTIMIZE_BYTES and end - first >= first:
+        conn.execute("INSERT INTO texts (texts) VALUES ('optimize')")
+    if generation_now() != generation:
+        drop(db)
+        return 0
+    return end
 
-    def text_candidates(self, needle: str, end: int) -> Iterator[int]:
-        """Offsets below ``end`` (where :meth:`update_texts` said the indexed part ends) of
-        the lines whose lowered text may contain ``needle``, newest first (``needle`` is
-        lower-cased, at least 3 characters, no NUL)."""
-        phrase = '"' + needle.replace('"', '""') + '"'
-        with self._snapshot():
-            # Lines past ``end`` (indexed by another process meanwhile) are skipped here:
-            # a rowid bound in the query would cost FTS5 more than it saves.
-            cursor = self.conn.execute(
-                "SELECT rowid FROM texts WHERE texts MATCH ? ORDER BY rowid DESC", (phrase,)
-            )
-            batch = 24  # most searches stop at the limit (20): ask for little at first
-            while True:
-                rows = cursor.fetchmany(batch)
-                if not rows:
+
+def drop(db: Path) -> list[Path]:
+    """Delete the index ``db`` (the database and its companions); returns what was deleted."""
+    _close(os.fspath(db))
+    removed = []
+    for suffix in _SIDECARS:
+        path = Path(f"{db}{suffix}")
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+            removed.append(path)
+    return removed
+
+
+# -- the registry in the agent folder ------------------------------------------------------------
+
+
+def _registered(mem: Folder) -> list[Path]:
+    """The index databases the registry of ``mem`` names (only names an index can have)."""
+    try:
+        record = json.loads(mem.read_bytes(REGISTRY) or b"{}")
+    except ValueError:
+        return []
+    listed = record.get("indexes") if isinstance(record, dict) else None
+    found = []
+    for item in listed if isinstance(listed, list) else ():
+        if isinstance(item, str) and os.path.isabs(item):
+            path = Path(item)
+            if _DB_NAME.fullmatch(path.name) and path.parent.name == "journal-index":
+                found.append(path)
+    return found
+
+
+def register(mem: Folder, db: Path, recheck: Callable[[], None]) -> None:
+    """Add ``db`` to the registry of the memory folder ``mem`` (the caller holds the agent's
+    lock; ``recheck`` is the store's check that the folders are still its own). Entries
+    whose database is gone are dropped meanwhile."""
+    known = _registered(mem)
+    kept = [path for path in known if path == db or path.exists()]
+    if db not in kept:
+        kept.append(db)
+    kept = kept[-_MAX_REGISTERED:]
+    if kept != known:
+        data = json.dumps({"indexes": [str(path) for path in kept]}, indent=1) + "\n"
+        mem.write_atomic(REGISTRY, data.encode(), recheck)
+
+
+def registered_index_files(memory_folder: Path, journal: Path | None = None) -> list[Path]:
+    """Every existing file of every index registered in ``memory_folder`` (databases and
+    their companions; regular files only), plus, with ``journal``, those of its index in this
+    process's cache folder. Reads the registry without following links; changes nothing."""
+    try:
+        with Folder.open(memory_folder) as mem:
+            databases = _registered(mem)
+    except FileNotFoundError:
+        databases = []
+    if journal is not None:
+        local = index_path(journal, memory_folder.parent)
+        if local is not None and local not in databases:
+            databases.append(local)
+    files = []
+    for db in databases:
+        for suffix in _SIDECARS:
+            path = Path(f"{db}{suffix}")
+            with contextlib.suppress(OSError):
+                if stat.S_ISREG(os.lstat(path).st_mode):
+                    files.append(path)
+    return files
+
+
+def drop_registered(memory_folder: Path, journal: Path | None = None) -> list[Path]:
+    """Delete every file :func:`registered_index_files` names; returns what was deleted."""
+    removed = []
+    for path in registered_index_files(memory_folder, journal):
+        _close(os.fspath(path))
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+            removed.append(path)
+    return removed
+
+
+# -- building in the background ----------------------------------------------------------------
+
+_workers: dict[str, _Worker] = {}
+_errors: dict[str, str] = {}
+_workers_lock = threading.Lock()
+
+
+class _Worker(threading.Thread):
+    """Runs ``work`` until no one asked for another pass meanwhile."""
+
+    def __init__(self, key: str, work: Callable[[], object]) -> None:
+        super().__init__(name="journal-index", daemon=True)
+        self.key = key
+        self.work = work
+        self.again = True
+
+    def run(self) -> None:
+        while True:
+            with _workers_lock:
+                if not self.again:
+                    if _workers.get(self.key) is self:
+                        del _workers[self.key]
                     return
-                for (offset,) in rows:
-                    if offset < end:
-                        yield offset
-                batch = min(batch * 4, 4096)
+                self.again = False
+            try:
+                self.work()
+                _errors.pop(self.key, None)
+            except Exception as exc:  # derived data: remembered for the status, never raised
+                _errors[self.key] = f"{type(exc).__name__}: {exc}"
 
 
-def fts_usable(needle: str) -> bool:
-    """Whether the trigram index can narrow a search for ``needle`` (lower-cased)."""
-    return len(needle) >= 3 and "\0" not in needle
+def in_background(key: str, work: Callable[[], object]) -> None:
+    """Run ``work`` (a build) in this process's background thread for ``key``; when one runs
+    already, it runs ``work`` once more after its current pass. Returns at once."""
+    with _workers_lock:
+        worker = _workers.get(key)
+        if worker is not None:
+            worker.again = True
+            return
+        worker = _workers[key] = _Worker(key, work)
+    worker.start()
 
 
-def _summarise(run: bytes) -> tuple[bytes, bytes, bool, bool]:
-    """``(lowest ts, highest ts, every line in our layout, lines in time order)`` of a run of
-    whole lines."""
-    keys = layout_keys(run, run.count(b"\n"))
-    if keys is None:
-        return b"", b"", False, False
-    return min(keys), max(keys), True, keys == sorted(keys)
+def building(key: str) -> bool:
+    """Whether this process is building the index ``key`` in the background."""
+    with _workers_lock:
+        return key in _workers
+
+
+def last_error(key: str) -> str | None:
+    """The error of this process's last background build of ``key`` (None after a success)."""
+    return _errors.get(key)
+
+
+def _reset_after_fork() -> None:
+    """A forked child has none of the parent's threads (and maybe a lock one of them held)."""
+    global _workers_lock
+    _workers_lock = threading.Lock()
+    _workers.clear()
+
+
+os.register_at_fork(after_in_child=_reset_after_fork)

@@ -22,10 +22,14 @@ import stat
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from ..folder import Folder
+
+#: The registry of an agent's journal indexes, a file beside the journal in ``memory/``.
+INDEX_REGISTRY = ".indexes.json"
 
 
 def identity(st: os.stat_result) -> tuple[int, int, bool]:
@@ -87,6 +91,7 @@ class JournalReader:
         self._paths: tuple[str, str] = ("", "")
         self._ids: tuple[tuple[int, int, bool], ...] = ()
         self._handles: list[object] = []
+        self._companion: tuple[object, bytes | None] = (None, None)
         self._finalizer = weakref.finalize(self, close_handles, self._handles)
         self._serial = next(_serials)
 
@@ -170,6 +175,30 @@ class JournalReader:
         finally:
             os.close(fd)
 
+    def read_companion(self, name: str) -> bytes | None:
+        """The content of the file ``name`` (exact name) in the held ``memory/`` folder, read
+        without following a link; None when it, or the journal, is missing. For a small file
+        a search needs beside the journal it just opened: the folder held is the one that
+        :meth:`opened` checked (checked again only when nothing is held)."""
+        with self._mutex:
+            if self._mem is None:
+                try:
+                    self._open()
+                except FileNotFoundError:
+                    return None
+            if self._mem is None:
+                return None
+            # One stat tells whether the file is the one read last time (a replaced or
+            # rewritten file has another inode, size or time): then it is not read again.
+            try:
+                st = os.stat(name, dir_fd=self._mem.fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return None
+            key = (name, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_nlink)
+            if not stat.S_ISREG(st.st_mode) or self._companion[0] != key:
+                self._companion = (key, self._mem.read_bytes(name))  # refuses links
+            return self._companion[1]
+
 
 class DescriptorFile:
     """The binary-file methods the journal functions use (``fileno``, ``seek``, ``read``)
@@ -195,3 +224,30 @@ class DescriptorFile:
         while part := os.read(self._fd, 1024 * 1024):
             parts.append(part)
         return b"".join(parts)
+
+
+def file_reader(f: BinaryIO) -> tuple[Callable[[int, int], bytes], os.stat_result | None]:
+    """A ``read(pos, size)`` for ``f`` (``os.pread`` when it has a descriptor, else seek+read),
+    and the descriptor's ``fstat`` (None without one)."""
+    try:
+        fd = f.fileno()
+        st: os.stat_result | None = os.fstat(fd)
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
+        fd, st = -1, None
+
+    def read(pos: int, size: int) -> bytes:
+        parts = []
+        while size > 0:
+            if fd >= 0:
+                part = os.pread(fd, size, pos)
+            else:
+                f.seek(pos)
+                part = f.read(size)
+            if not part:
+                break
+            parts.append(part)
+            pos += len(part)
+            size -= len(part)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    return read, st

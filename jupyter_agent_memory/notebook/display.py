@@ -386,8 +386,9 @@ class JournalResult(list):
     as aligned plain text.
 
     ``skipped`` counts corrupted journal lines the engine skipped while reading, ``scanned``
-    the lines it read (``None`` when unknown). ``empty_message`` is shown when there are no
-    entries.
+    the lines it read (``None`` when unknown), ``indexed`` whether the journal's index
+    narrowed the search (noted under the table). ``empty_message`` is shown when there are
+    no entries.
     """
 
     def __init__(
@@ -399,10 +400,12 @@ class JournalResult(list):
         empty_message: str = NO_MATCHES,
         highlight: str = "",
         now: datetime | None = None,
+        indexed: bool = False,
     ):
         super().__init__(entries)
         self.skipped = skipped
         self.scanned = scanned
+        self.indexed = indexed
         self.empty_message = empty_message
         self.highlight = highlight
         self.now = now
@@ -414,6 +417,7 @@ class JournalResult(list):
             result,
             skipped=getattr(result, "skipped", 0) or 0,
             scanned=getattr(result, "scanned", None),
+            indexed=bool(getattr(result, "indexed", False)),
             **kwargs,
         )
 
@@ -433,6 +437,8 @@ class JournalResult(list):
             parts.append(
                 f"{self.skipped} corrupted line{'' if self.skipped == 1 else 's'} skipped"
             )
+        if self.indexed:
+            parts.append("narrowed by the journal's index")
         return "; ".join(parts)
 
     @_no_math

@@ -139,12 +139,14 @@ class ConflictResponse(TypedDict):
 
 
 class JournalResponse(TypedDict):
-    """``GET agents/{id}/journal``: matches newest first, plus how many lines were skipped."""
+    """``GET agents/{id}/journal``: matches newest first, how many lines were skipped and
+    read, and whether the journal's index narrowed the search."""
 
     agent: str
     entries: list[dict[str, Any]]
     skipped: int
     scanned: int
+    indexed: bool
 
 
 class JournalAppendedResponse(TypedDict):
@@ -743,6 +745,7 @@ class JournalHandler(AgentMemoryHandler):
                 "entries": list(result),
                 "skipped": int(getattr(result, "skipped", 0)),
                 "scanned": int(getattr(result, "scanned", 0)),
+                "indexed": bool(getattr(result, "indexed", False)),
             }
 
         self.reply(await self.run(work))

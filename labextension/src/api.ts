@@ -75,6 +75,7 @@ export interface IJournalResponse {
   entries: IJournalEntry[];
   skipped: number;
   scanned: number;
+  indexed: boolean;
 }
 
 /** `POST agents/{id}/journal`. */

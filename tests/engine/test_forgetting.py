@@ -154,10 +154,11 @@ def test_forgetting_drops_the_search_index_and_scans_it(
     agents_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("JUPYTER_AGENT_MEMORY_CACHE", str(tmp_path / "cache"))
-    mem = AgentMemory.open("indexed", journal_index=True, secret_guard=False)
+    mem = AgentMemory.open("indexed", secret_guard=False)
     for i in range(50):
         mem.append(f"entry {i} about the harbour")
     mem.append("the door code is 4711 for the harbour office")
+    mem.build_index()
     assert [e["text"] for e in mem.search("door code")] == [
         "the door code is 4711 for the harbour office"
     ]
@@ -167,7 +168,7 @@ def test_forgetting_drops_the_search_index_and_scans_it(
     assert receipt["changed"]["caches"] == len(caches) and receipt["verified"] is True
     assert set(receipt["places"]) >= {str(p) for p in caches}
     assert all(not p.exists() for p in caches)  # derived copies are gone, not patched
-    assert mem.search("door code") == []  # the index is rebuilt silently, without it
+    assert mem.search("door code") == []  # searches scan until the index is built again
     assert len(mem.search("harbour", limit=100)) == 50
 
 

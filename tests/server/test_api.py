@@ -335,7 +335,9 @@ async def test_append_then_search(call, mem: AgentMemory) -> None:
 
     status, body = await call("GET", "agents", "demo", "journal", params={"tag": "eval"})
     assert status == 200
-    assert body == {"agent": "demo", "entries": [entry], "skipped": 0, "scanned": 1}
+    assert body == {
+        "agent": "demo", "entries": [entry], "skipped": 0, "scanned": 1, "indexed": False
+    }
 
 
 async def test_append_tags_follow_the_tool_rule(call, mem: AgentMemory) -> None:
@@ -435,7 +437,9 @@ async def test_search_reports_skipped_lines_and_extra_keys(call, mem: AgentMemor
 
 async def test_search_without_journal_file(call, mem: AgentMemory) -> None:
     status, body = await call("GET", "agents", "demo", "journal", params={"query": "x"})
-    assert (status, body) == (200, {"agent": "demo", "entries": [], "skipped": 0, "scanned": 0})
+    assert (status, body) == (
+        200, {"agent": "demo", "entries": [], "skipped": 0, "scanned": 0, "indexed": False}
+    )
 
 
 # -- prompt ----------------------------------------------------------------------------------------
