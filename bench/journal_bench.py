@@ -466,7 +466,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
     def check(mem: AgentMemory, **kwargs: Any) -> journal.SearchResult:
         got = mem.search(**kwargs)
         want = reference(**kwargs)
-        assert got == want, f"search disagrees with the reference for {kwargs}"
+        assert got == want, f"search disagrees with the plain algorithm for {kwargs}"
         return got
 
     # 1. newest first, stopping at the limit (no index)

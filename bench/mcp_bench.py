@@ -3,14 +3,14 @@
 An MCP host spawns the server and sends ``initialize``; many hosts give that answer a deadline
 (pydantic-ai: 5 s). Each run here spawns a fresh process, writes ``initialize`` the moment it
 starts, and times the answer; then times the answer to ``tools/list`` (the SDK loaded and
-serving). The same is measured, interleaved in one run, for the reference memory server
+serving). The same is measured, interleaved in one run, for the official memory server
 (``@modelcontextprotocol/server-memory``, installed with npm into a cache folder on first use;
 skipped when npm or the registry is not there) and for a bare interpreter that imports the
 MCP SDK and answers one line (the floor for any server built on the SDK that waits for it).
 
     python bench/mcp_bench.py [--runs 7] [--no-reference]
 
-Target: spawn + initialize under 1 s (the median), printed with its ratio to the reference.
+Target: spawn + initialize under 1 s (the median), printed with its ratio to the official server.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ that machine noise hits all of them alike:
   no descriptor; reported, not held to the target).
 
 It prints the median time of each and, for ``build_session`` and ``build``, the per-round
-ratio uncached / cached (median, lowest and highest). DESIGN section 8 asks for at least 20x
+ratio uncached / cached (median, lowest and highest). docs/performance.md asks for at least 20x
 for both; the exit code is 1 only when a median ratio misses the target.
 
     python bench/prompt_bench.py [--rounds 15] [--facts-kb 8] [--target 20] [--json]

@@ -1,6 +1,6 @@
 """What putting a session on record costs over a cached prompt build.
 
-Design section 12 / issue "Sessions on record": recording a session start costs at most about
+docs/performance.md: recording a session start costs at most about
 1 ms over a cached build, and storage grows only with distinct prompts. This runs both in
 interleaved rounds on one agent (a realistic FACT.md, SOUL.md and USER.md) and prints, per
 round, the median cost of ``build_session`` (cached) and of ``start_session`` (the same build

@@ -22,7 +22,7 @@ from mcp_harness import TIMEOUT, stdio_params, stdio_session
 
 from jupyter_agent_memory import AgentMemory, PromptBuilder, Toolset, provision
 from jupyter_agent_memory.cli import main
-from jupyter_agent_memory.engine.prompt import PromptBudgetWarning
+from jupyter_agent_memory.engine.prompt import PromptWarning
 from jupyter_agent_memory.engine.templates import load_template
 from jupyter_agent_memory.mcp_server.service import host_tools
 
@@ -38,7 +38,7 @@ def guide_agent(path: Path) -> AgentMemory:
 
 def quiet_build(builder: PromptBuilder, mem: AgentMemory, workspace: Path) -> Any:
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PromptBudgetWarning)
+        warnings.simplefilter("ignore", PromptWarning)
         return builder.build_session(mem, workspace)
 
 
@@ -80,7 +80,7 @@ def test_a_builder_budget_wins_over_the_templates_and_warns(tmp_path: Path) -> N
     builder = PromptBuilder(budget_tokens=EXPLICIT)
     expected = over_budget_message(mem, tmp_path, EXPLICIT)
     for _ in range(2):  # cached builds warn as well
-        with pytest.warns(PromptBudgetWarning) as caught:
+        with pytest.warns(PromptWarning) as caught:
             prompt = builder.build_session(mem, tmp_path)
         assert [str(w.message) for w in caught] == [expected]
         assert (prompt.budget_tokens, prompt.warnings, prompt.over_budget) == (
@@ -91,7 +91,7 @@ def test_a_builder_budget_wins_over_the_templates_and_warns(tmp_path: Path) -> N
 def test_a_larger_explicit_budget_wins_too(tmp_path: Path) -> None:
     mem = guide_agent(tmp_path / "agent")
     (mem.path / "memory" / "FACT.md").write_text("- a fact\n" * 2000)
-    with pytest.warns(PromptBudgetWarning, match=f"over the budget of {TEMPLATE_BUDGET} "):
+    with pytest.warns(PromptWarning, match=f"over the budget of {TEMPLATE_BUDGET} "):
         assert PromptBuilder().build_session(mem, tmp_path).budget_tokens == TEMPLATE_BUDGET
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -220,7 +220,7 @@ async def fetch_prompt(jp_fetch: Any, tmp_path: Path) -> tuple[dict[str, Any], A
 
 @pytest.mark.parametrize("server_settings", [{"prompt_budget_tokens": EXPLICIT}], indirect=True)
 # The server's worker thread also issues the builder's Python warning; the reply is checked.
-@pytest.mark.filterwarnings("ignore::jupyter_agent_memory.engine.prompt.PromptBudgetWarning")
+@pytest.mark.filterwarnings("ignore::jupyter_agent_memory.engine.prompt.PromptWarning")
 async def test_rest_server_budget_wins(jp_fetch: Any, jp_root_dir: Path, tmp_path: Path) -> None:
     body, mem = await fetch_prompt(jp_fetch, tmp_path)
     expected = over_budget_message(mem, jp_root_dir, EXPLICIT)

@@ -11,7 +11,8 @@ model, a notebook user and a REST client see the same texts and errors. Modules:
 - :mod:`.prompt` (with :mod:`.prompt_cache` and :mod:`.bootstrap`): the system prompt;
 - :mod:`.sessions`: session receipts and stored prompts; :mod:`.forgetting`: verified forgetting;
 - :mod:`.templates`, :mod:`.manifest`, :mod:`.catalog`: provisioning and product knowledge;
-- :mod:`.jstext`: the few JavaScript string rules the reference behaviour depends on.
+- :mod:`.jstext`: the few JavaScript string rules that results shared with Cherry Studio
+  depend on.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 from .forgetting import forget, lint
 from .functions import Toolset
 from .paths import default_agent_id, default_root, list_agents, validate_agent_id
-from .prompt import Prompt, PromptBudgetWarning, PromptBuilder
+from .prompt import Prompt, PromptBuilder, PromptWarning
 from .store import AgentMemory, CorruptJournalWarning, WriteResult
 from .templates import list_templates, product_info, provision
 from .tool import MEMORY_TOOL, call_tool
@@ -29,7 +30,7 @@ __all__ = [
     "AgentMemory",
     "CorruptJournalWarning",
     "Prompt",
-    "PromptBudgetWarning",
+    "PromptWarning",
     "PromptBuilder",
     "Toolset",
     "WriteResult",

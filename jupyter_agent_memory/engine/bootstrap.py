@@ -8,9 +8,9 @@ atomically under the agent's lock. Prompt builds read that small file with the o
 files (so no build ever scans the journal), and a SOUL.md as short as "I am Pip:
 cheerful, brief, and kind." no longer sends the user back into onboarding every session.
 
-Whether bootstrap is needed follows the reference (``prompt.ts``): the recorded state, then
-the configuration's ``bootstrap_completed``, then instructions, then the length of SOUL.md
-with the reference's exact arithmetic (:func:`soul_is_configured`).
+Whether bootstrap is needed is decided in this order, as in Cherry Studio: the recorded state,
+then the configuration's ``bootstrap_completed``, then instructions, then the length of
+SOUL.md by the arithmetic of :func:`soul_is_configured`.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ STATE_FILE = ".state.json"
 #: A SOUL.md with at most this many characters of real text is still a stub.
 SOUL_STUB_CHARS = 50
 
-# A whole line starting with "#" or ">", as the reference's /^#.*$/gm and /^>.*$/gm see
-# lines: any JavaScript line terminator ends one, and the terminator itself stays.
+# A whole line starting with "#" or ">", as JavaScript's /^#.*$/gm and /^>.*$/gm see lines
+# (Cherry Studio's test): any JavaScript line terminator ends one, and the terminator stays.
 _TEMPLATE_LINE = re.compile(
     f"(?:\\A|(?<=[{JS_LINE_TERMINATORS}]))[#>][^{JS_LINE_TERMINATORS}]*"
 )
@@ -47,7 +47,7 @@ class BootstrapStateWarning(UserWarning):
 
 
 def soul_is_configured(soul: str) -> bool:
-    """True when SOUL.md holds real content, by the reference's arithmetic exactly.
+    """True when SOUL.md holds real content, by Cherry Studio's arithmetic exactly.
 
     Trim the file; blank every line that starts with ``#`` or ``>`` in place (its line
     break stays); trim again; the agent is set up when more than 50 characters remain,
@@ -132,7 +132,7 @@ def set_bootstrap_completed(memory: AgentMemory, completed: bool | None) -> None
     """Record (``True``), reopen (``False``) or forget (``None``) the agent's bootstrap.
 
     ``False`` brings the bootstrap block back in the next session even when instructions
-    exist, as the reference's reset does; ``None`` returns to the default rules.
+    exist (a reset, as in Cherry Studio); ``None`` returns to the default rules.
     """
     stamp = memory.now().isoformat(timespec="milliseconds").replace("+00:00", "Z")
     _record(memory, completed, stamp)

@@ -1,10 +1,11 @@
-"""JavaScript's string and JSON rules, where the reference's behaviour depends on them.
+"""JavaScript's string and JSON rules, where results shared with Cherry Studio depend on them.
 
-The reference runtime is written in TypeScript, so some of its observable results follow
-JavaScript rather than Python: which characters ``String.prototype.trim`` removes, what a
-line is to a multiline regular expression, that ``.length`` counts UTF-16 code units, how
-``String(value)`` spells a value, and the key order and escapes of ``JSON.stringify``. The
-engine uses these helpers wherever a result must match the reference exactly.
+Cherry Studio's agent runtime is written in TypeScript, so some results a model or a client
+sees follow JavaScript rather than Python: which characters ``String.prototype.trim``
+removes, what a line is to a multiline regular expression, that ``.length`` counts UTF-16 code
+units, how ``String(value)`` spells a value, and the key order and escapes of
+``JSON.stringify``. The engine uses these helpers wherever a result must be the same as
+Cherry Studio's (the bootstrap length test, ``product_info``'s JSON, trimmed files).
 """
 
 from __future__ import annotations

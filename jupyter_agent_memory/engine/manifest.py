@@ -12,13 +12,13 @@ from typing import Any
 
 from .catalog import COMMANDS, MAGICS, PROG, ROUTES
 
-#: The product manifest format of the reference (``schemaVersion`` 1, versioned by
-#: ``package.version``), which ``product_info`` requires of every manifest.
+#: The product manifest format (``schemaVersion`` 1, versioned by ``package.version``, as
+#: Cherry Studio's), which ``product_info`` requires of every manifest.
 SCHEMA_VERSION = 1
 
 
 def package_manifest() -> dict[str, Any]:
-    """The installed jupyter-agent-memory as a product manifest in the reference's format.
+    """The installed jupyter-agent-memory as a product manifest.
 
     ``{"schemaVersion": 1, "package": {"name", "version", ...}, "files", "tools", "magics",
     "cli", "rest"}``: ``package.version`` is the installed version, so ``product_info``'s

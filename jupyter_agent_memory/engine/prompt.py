@@ -58,7 +58,7 @@ __all__ = [
     "DEFAULT_TOOL_NAME",
     "SOUL_STUB_CHARS",
     "Prompt",
-    "PromptBudgetWarning",
+    "PromptWarning",
     "PromptBuilder",
     "Section",
     "approx_tokens",
@@ -73,8 +73,10 @@ SYSTEM_FILE = "system.md"
 # How many times a session start builds its prompt again when a source changed under it.
 _START_ATTEMPTS = 5
 
-class PromptBudgetWarning(UserWarning):
-    """The memory loaded into the prompt is larger than the configured token budget."""
+class PromptWarning(UserWarning):
+    """A prompt was built, but not as it should be: the memory is over the token budget, or
+    a memory file exists and could not be read (it is left out). The text is in
+    :attr:`Prompt.warnings` too; nothing is ever cut."""
 
 
 def approx_tokens(text: str) -> int:
@@ -277,7 +279,7 @@ class PromptBuilder:
         outranks the builder's. A completion the agent recorded (a ``bootstrap`` append)
         outranks ``bootstrap_completed``.
 
-        A build over budget raises :class:`PromptBudgetWarning` (every time, cached or not);
+        A build over budget raises :class:`PromptWarning` (every time, cached or not);
         ``warn=False`` leaves that to the caller, for surfaces that show
         :attr:`Prompt.warnings` themselves and must not print it a second time.
         """
@@ -321,7 +323,7 @@ class PromptBuilder:
             # read anything, so if it is older it simply fails its next check.
             self._cache.put(Kind.WATCH, watch_key, armed)
         for message in prompt.warnings if warn else ():
-            warnings.warn(message, PromptBudgetWarning, stacklevel=2)
+            warnings.warn(message, PromptWarning, stacklevel=2)
         return prompt
 
     def _build(
@@ -477,10 +479,10 @@ class PromptBuilder:
     def needs_bootstrap(
         soul: str, config: Mapping[str, Any] | None = None, has_user_instructions: bool = False
     ) -> bool:
-        """Whether the bootstrap block is needed (see the design, section 5).
+        """Whether the bootstrap block is needed.
 
         ``config["bootstrap_completed"]`` true: no; false: yes; else instructions: no; else
-        SOUL.md with more than 50 characters of real text (the reference's arithmetic,
+        SOUL.md with more than 50 characters of real text (Cherry Studio's arithmetic,
         :func:`~jupyter_agent_memory.engine.bootstrap.soul_is_configured`): no; else yes. A build
         also honours the completion an agent recorded with a ``bootstrap`` append.
         """
@@ -530,7 +532,7 @@ class PromptBuilder:
 
         A file with other hard links is refused like a symlink (it may be data from outside
         the folder), except with ``shared_ok``: the workspace's ``system.md`` belongs to the
-        user, and the reference reads a hard-linked one too.
+        user, and a hard-linked one is read too (as Cherry Studio reads it).
         """
         name = match_name(names, canonical)
         if name is None:
@@ -609,7 +611,8 @@ class PromptBuilder:
         if loaded.state is FileState.MISSING:
             return None
         if loaded.state is FileState.UNREADABLE:
-            # As the reference: an explicit system.md that cannot be read fails the build.
+            # An explicit system.md that cannot be read fails the build: a session must not
+            # start on a different base prompt than the one its workspace names.
             cause = loaded.error
             reason = getattr(cause, "strerror", None) or str(cause)
             raise MemoryToolError(

@@ -311,8 +311,8 @@ def _origin(
     last = len(body.split("\n")) - 1
     if wrapped and (number == 0 or number == last):
         return Origin(name, None, None, None, line)  # the block's own tags
-    # The builder trims the file (JavaScript's trim, as the reference): count the lines the
-    # trim removed so numbers are the file's own.
+    # The builder trims the file with JavaScript's trim (Cherry Studio's rule): count the
+    # lines the trim removed so numbers are the file's own.
     trimmed = js_trim(content)
     leading = content.find(trimmed) if trimmed else 0
     first_line = content[:leading].count("\n") + 1

@@ -955,7 +955,7 @@ def check_edit_body(text: str) -> str:
     """The one guard of the human editing surfaces (CLI ``fact --set``, ``%%fact_update``,
     the panel, the sidebar): a FACT.md that is empty after trimming is refused.
 
-    The ``memory`` tool keeps the reference's rule (only ``""`` is refused), because a model
+    The ``memory`` tool refuses only ``""`` (as Cherry Studio's does), because a model
     sends exactly what it means; an empty editor buffer is almost always an accident.
     """
     if not isinstance(text, str) or not text.strip():

@@ -43,7 +43,7 @@ from .store import MEMORY_DIR, SOUL, USER, AgentMemory, sweep_leftovers
 BUILTIN_DIR = Path(__file__).parent / "builtin_templates"
 AGENT_JSON = "agent.json"
 MANIFEST = "product-manifest.json"
-#: The language a localised name or instruction falls back to (as the reference does).
+#: The language a localised name or instruction falls back to.
 DEFAULT_LOCALE = "en-US"
 #: The only product manifest format there is: ``{"schemaVersion": 1, "package": {...}, ...}``.
 MANIFEST_SCHEMA_VERSION = 1
@@ -51,7 +51,7 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _SOURCE_ARGUMENTS = ("source", "section")
 
-#: The ``product_info`` tool (design section 6), in the same neutral shape as ``MEMORY_TOOL``:
+#: The ``product_info`` tool, in the same neutral shape as ``MEMORY_TOOL``:
 #: ``name``, ``description`` and a JSON schema under ``input_schema``. It is offered only for an
 #: agent provisioned from a template that ships a product manifest.
 PRODUCT_INFO_TOOL: dict[str, Any] = {
@@ -166,9 +166,9 @@ def load_template(
 ) -> TemplateDefinition:
     """Find and validate a template (a built-in name or a folder); writes nothing.
 
-    ``locale`` (default ``en-US``) picks localised names and instructions as the reference
-    does: the exact key, else the first key starting with its language (``zh-TW`` finds
-    ``zh-CN``), else ``en-US``, else the first value.
+    ``locale`` (default ``en-US``) picks localised names and instructions: the exact key,
+    else the first key starting with its language (``zh-TW`` finds ``zh-CN``), else
+    ``en-US``, else the first value.
     """
     text = os.fspath(template)
     builtin = (
@@ -263,7 +263,7 @@ def validate_configuration(configuration: Any, source: object) -> dict[str, Any]
 
 
 def pick_localized(values: dict[str, str], locale: str | None = None) -> str:
-    """One value of a localised map, with the reference's fallback order.
+    """One value of a localised map, by Cherry Studio's fallback order.
 
     The exact ``locale``, else the first key starting with its language prefix (``zh-TW``
     finds ``zh-CN``), else ``en-US``, else the first value. A plain string in ``agent.json``
@@ -499,7 +499,7 @@ def _unavailable() -> MemoryToolError:
 def read_manifest(definition: TemplateDefinition | None) -> dict[str, Any]:
     """Load and check a template's manifest now (never cached, so it cannot go stale).
 
-    Errors carry the reference's texts and never a path: ``Product manifest is unavailable``
+    Errors carry Cherry Studio's texts and never a path: ``Product manifest is unavailable``
     (no template, no manifest, not a regular file, unreadable), ``Product manifest contains
     invalid JSON``, ``Product manifest schema is invalid`` (not an object with
     ``schemaVersion`` 1 and a non-blank ``package.version``); all -32603.
@@ -547,7 +547,7 @@ def _valid_manifest(manifest: Any) -> bool:
 def product_info(memory: AgentMemory, args: dict[str, Any]) -> str:
     """The ``product_info`` tool: the agent's product manifest as compact JSON text.
 
-    As the reference's tool: no ``section`` gives ``{runtimeVersion, manifestVersion,
+    As Cherry Studio's tool: no ``section`` gives ``{runtimeVersion, manifestVersion,
     sections}`` (the manifest's top-level keys but ``schemaVersion``); a section gives
     ``{runtimeVersion, manifestVersion, section, data}``; ``"all"`` gives ``{runtimeVersion,
     manifestVersion, section: "all", manifest}``. ``manifestVersion`` is the manifest's

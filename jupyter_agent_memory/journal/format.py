@@ -7,8 +7,8 @@ another tool wrote), separators ``(',', ':')``, non-ASCII kept raw, UTF-8, endin
 Decoding never yields text that cannot be encoded again: bytes that are not UTF-8 and JSON
 escapes of lone surrogates (``"\\ud83d"``, written by other tools) both come back as U+FFFD, in
 keys and values alike, and the line is kept. :func:`decode_line` is the only decoder; the fast
-search, the reference algorithm, :func:`~jupyter_agent_memory.journal.iter_entries` and the
-index all use it, so they agree on every line.
+search, the plain whole-file algorithm (``reference_search``), ``iter_entries`` and the index
+all use it, so they agree on every line.
 
 Matching rules are :class:`Matcher`'s (documented in :mod:`~jupyter_agent_memory.journal.scan`).
 """

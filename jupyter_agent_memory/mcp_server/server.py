@@ -8,7 +8,7 @@ streamable-http --port N`` (Streamable HTTP on 127.0.0.1). The server is named
   block when due, ``## Memories`` with SOUL.md, USER.md and FACT.md), built fresh for every
   session that connects;
 - tools ``memory`` (exactly the engine's tool) and ``product_info`` when the agent's template
-  ships a product manifest -- the reference's list -- plus ``memory_read`` with
+  ships a product manifest (Cherry Studio's list), plus ``memory_read`` with
   ``--read-tool``; every tool has a title and annotations;
 - resources SOUL.md, USER.md, FACT.md (with its sha256), the latest journal entries and the
   session system prompt, with ``notifications/resources/updated`` for subscribers and

@@ -10,7 +10,7 @@ half, the only one that imports ``mcp``). Everything here is a thin call into th
 - resources expose SOUL.md, USER.md and FACT.md (with the sha256 of the bytes read), the latest
   journal entries and the built system prompt;
 - tools are ``memory`` and, when the agent's template has a product manifest, ``product_info``
-  (the reference's list), plus an opt-in read-only tool; each with a title and annotations;
+  (Cherry Studio's list), plus an opt-in read-only tool; each with a title and annotations;
 - :meth:`MemoryService.changes` compares two :meth:`MemoryService.snapshot` results to tell
   which resources and whether the tool list changed, using the engine's stat keys.
 """
@@ -236,7 +236,7 @@ class MemoryService:
         return self._context(start.prompt)
 
     def _context(self, prompt: Prompt) -> str:
-        # Budget warnings were issued by the builder (PromptBudgetWarning, on stderr).
+        # Budget warnings were issued by the builder (PromptWarning, on stderr).
         problem = self.problem()
         if problem is None:
             return prompt.context

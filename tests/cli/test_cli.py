@@ -1,4 +1,4 @@
-"""The command line (design section 7, last bullet): every sub-command, texts and exit codes."""
+"""The command line (README.md): every sub-command, texts and exit codes."""
 
 from __future__ import annotations
 

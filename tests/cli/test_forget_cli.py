@@ -1,4 +1,4 @@
-"""``jupyter-agent-memory forget`` and ``lint`` (design section 12), on real agent folders.
+"""``jupyter-agent-memory forget`` and ``lint`` (docs/guarantees.md), on real agent folders.
 
 Every claim the command prints is checked independently: a byte scan of the agent folder in
 raw, case-folded and JSON-escaped forms, the files themselves, and a freshly built prompt.

@@ -1,6 +1,6 @@
-"""Bootstrap as the reference runs it: the 50-character test, both variants, completion.
+"""Bootstrap as Cherry Studio runs it: the 50-character test, both variants, completion.
 
-reference: prompt.ts (shouldRunBootstrap, buildPromptParts) and bootstrap.ts
+Cherry Studio: prompt.ts (shouldRunBootstrap, buildPromptParts) and bootstrap.ts
 (buildBootstrapInstructions, SOUL_CONTENT_THRESHOLD).
 """
 
@@ -32,12 +32,12 @@ PIP = "I am Pip: cheerful, brief, and kind."
 @pytest.mark.parametrize(
     ("soul", "configured"),
     [
-        # reference: prompt.ts — trim, then `content.length > 50`
+        # Cherry Studio: prompt.ts — trim, then `content.length > 50`
         ("x" * 50, False),
         ("x" * 51, True),
         ("  \n" + "x" * 51 + "\n\n", True),
         # Heading and quote lines are blanked in place: their line breaks still count.
-        # Removing them (the old rule) gives 50 characters here, the reference 51.
+        # Removing them (the old rule) gives 50 characters here, Cherry Studio 51.
         ("a" * 25 + "\n# heading\n" + "b" * 24, True),
         ("a" * 25 + "\n> quote\n" + "b" * 24, True),
         ("a" * 25 + "\n" + "b" * 24, False),
@@ -129,7 +129,7 @@ def test_a_reset_brings_bootstrap_back_even_with_instructions(
     builder = PromptBuilder()
     mem.append("done", tags=["bootstrap"])
     set_bootstrap_completed(mem, False)
-    # reference: prompt.ts — an explicit false runs bootstrap even with instructions
+    # Cherry Studio: prompt.ts — an explicit false runs bootstrap even with instructions
     assert builder.build(mem, workspace=workspace, has_user_instructions=True).bootstrap is True
     set_bootstrap_completed(mem, None)
     assert builder.build(mem, workspace=workspace, has_user_instructions=True).bootstrap is False
@@ -180,7 +180,8 @@ FILE_TOOLS = Toolset(file_edits=True)
 
 def blocks(mem: AgentMemory, workspace: Path, tools: Toolset = FILE_TOOLS) -> tuple[str, str]:
     """The bootstrap block without and with instructions. The default toolset is the
-    reference's situation: the model edits SOUL.md and USER.md with file tools of its host."""
+    situation of Cherry Studio's agents: the model edits SOUL.md and USER.md with file tools
+    of its host."""
     builder = PromptBuilder(tools=tools)
     plain = builder.build(mem, workspace=workspace)
     guided = builder.build(
@@ -194,7 +195,7 @@ def blocks(mem: AgentMemory, workspace: Path, tools: Toolset = FILE_TOOLS) -> tu
 
 
 def test_both_variants_keep_the_reference_rules(mem: AgentMemory, workspace: Path) -> None:
-    # reference: bootstrap.ts — both variants
+    # Cherry Studio: bootstrap.ts — both variants
     for block in blocks(mem, workspace):
         assert block.startswith("## Bootstrap Mode\n\n")
         for needed in (
@@ -214,7 +215,7 @@ def test_both_variants_keep_the_reference_rules(mem: AgentMemory, workspace: Pat
 
 
 def test_the_instructions_variant_keeps_role_out_of_soul(mem: AgentMemory, workspace: Path) -> None:
-    # reference: bootstrap.ts — hasAgentInstructions
+    # Cherry Studio: bootstrap.ts — hasAgentInstructions
     _plain, guided = blocks(mem, workspace)
     for needed in (
         "instructions already define your role, goals, capability scope and constraints",
@@ -224,12 +225,12 @@ def test_the_instructions_variant_keeps_role_out_of_soul(mem: AgentMemory, works
         "without repeating the role your instructions define",
     ):
         assert needed in guided, needed
-    # The old rule copied the instructions' purpose into SOUL.md; the reference forbids it.
+    # The old rule copied the instructions' purpose into SOUL.md; Cherry Studio forbids it.
     assert "purpose" not in guided
 
 
 def test_the_plain_variant_discovers_the_role(mem: AgentMemory, workspace: Path) -> None:
-    # reference: bootstrap.ts — no instructions: the role is discovered and kept in SOUL.md
+    # Cherry Studio: bootstrap.ts — no instructions: the role is discovered and kept in SOUL.md
     plain, _guided = blocks(mem, workspace)
     for needed in (
         "SOUL.md will be your role definition",

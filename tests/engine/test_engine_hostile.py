@@ -178,7 +178,7 @@ def test_reads_need_no_write_access(agents_root: Path) -> None:
 def test_a_linked_soul_or_user_invalidates_every_memory_action(
     mem: AgentMemory, tmp_path: Path, name: str, args: dict
 ) -> None:
-    # reference: memoryTools.ts validates the agent folder (SOUL.md/USER.md no symlink) first.
+    # Cherry Studio: memoryTools.ts validates the agent folder (SOUL.md/USER.md no symlink) first.
     (mem.path / name).unlink()
     target = tmp_path / "elsewhere.md"
     target.write_text("outside\n")

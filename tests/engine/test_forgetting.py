@@ -1,4 +1,4 @@
-"""Forgetting that is verified, and no secrets in memory (design section 12)."""
+"""Forgetting that is verified, and no secrets in memory (docs/guarantees.md)."""
 
 from __future__ import annotations
 

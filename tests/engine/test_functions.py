@@ -198,7 +198,7 @@ def test_dispatch_search_without_journal(mem):
             42,
             "Error: MCP error -32602: Tool arguments must be a JSON object, got a number",
         ),
-        # reference: the agent-memory MCP server answers an unknown tool with -32601.
+        # Cherry Studio: the agent-memory MCP server answers an unknown tool with -32601.
         (
             "shell",
             {"cmd": "ls"},

@@ -254,6 +254,8 @@ def _report(tally: Tally, name: str) -> None:
           f"{len(tally.violations)} violations")
 
 
+# A failing read leaves a file out of the prompt, with a warning: expected here, by the dozen.
+@pytest.mark.filterwarnings("ignore::jupyter_agent_memory.engine.prompt.PromptWarning")
 @pytest.mark.parametrize("path", PATHS, ids=[p.name for p in PATHS])
 def test_every_seventh_call_failing_keeps_every_promise(path: Path_, tmp_path: Path) -> None:
     tally = Tally()
@@ -264,6 +266,7 @@ def test_every_seventh_call_failing_keeps_every_promise(path: Path_, tmp_path: P
 
 
 @pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::jupyter_agent_memory.engine.prompt.PromptWarning")
 @pytest.mark.parametrize("path", PATHS, ids=[p.name for p in PATHS])
 def test_every_call_failing_keeps_every_promise(path: Path_, tmp_path: Path) -> None:
     tally = Tally()

@@ -1,4 +1,4 @@
-"""The agent data folder (design section 2): ids, root, open(), layout, modes, case variants."""
+"""The agent data folder (docs/formats.md): ids, root, open(), layout, modes, case variants."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""``product_info`` as the reference's assistant server answers it.
+"""``product_info`` as Cherry Studio's assistant server answers it.
 
-reference: the assistant MCP server's productInfo / readProductManifest (result shapes,
+Cherry Studio: the assistant MCP server's productInfo / readProductManifest (result shapes,
 argument checks, manifest checks and their error texts, compact JSON.stringify output).
 """
 
@@ -195,7 +195,7 @@ def test_a_manifest_that_disappears_mid_session_is_unavailable(
     assert json.loads(product_info(agent, {"source": "manifest"}))["sections"]
     (template / "product-manifest.json").unlink()
     assert error_of(agent, {"source": "manifest"}) == (-32603, "Product manifest is unavailable")
-    # Argument errors are still reported first, as in the reference.
+    # Argument errors are still reported first, as in Cherry Studio.
     assert error_of(agent, {"source": "x"})[1] == "Unknown product_info source: x"
 
 

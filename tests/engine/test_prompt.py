@@ -1,4 +1,4 @@
-"""The prompt builder (design section 5): base, context, sections, bootstrap, cache, budget."""
+"""The prompt builder (docs/formats.md): base, context, sections, bootstrap, cache, budget."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from jupyter_agent_memory import (
     AgentMemory,
     MemoryToolError,
     Prompt,
-    PromptBudgetWarning,
     PromptBuilder,
+    PromptWarning,
     UnsafePathError,
 )
 from jupyter_agent_memory.folder import Folder
@@ -285,7 +285,7 @@ REAL_51 = "# My soul\n> a quote\n" + "x" * 51 + "\n"
         (REAL_51, None, False, False),
         ("   \n" + "y" * 50 + "   \n\n", None, False, True),
         ("# " + "h" * 200 + "\n> " + "q" * 200 + "\n", None, False, True),
-        # reference: prompt.ts trims SOUL.md before blanking heading lines, so an indented
+        # Cherry Studio: prompt.ts trims SOUL.md before blanking heading lines, so an indented
         # heading is still a heading.
         (" # indented heading text is not real content once trimmed", None, False, True),
         ("#" * 100, None, False, True),
@@ -504,7 +504,7 @@ def test_over_budget_warns_on_every_build_and_cuts_nothing(
     agent.update_facts("- fact\n" * 200)
     builder = PromptBuilder(budget_tokens=50)
     for _ in range(2):  # the second build comes from the cache and must warn too
-        with pytest.warns(PromptBudgetWarning) as caught:
+        with pytest.warns(PromptWarning) as caught:
             prompt = builder.build(agent, workspace=workspace)
         assert len(caught) == 1
         sizes = ", ".join(f"{s.name} {s.tokens}" for s in prompt.sections)
@@ -577,7 +577,7 @@ def test_warn_false_keeps_the_warning_in_the_prompt_only(
             warnings.simplefilter("error")
             prompt = call()
         assert len(prompt.warnings) == 1 and "over the budget of 10 " in prompt.warnings[0]
-    with pytest.warns(PromptBudgetWarning):
+    with pytest.warns(PromptWarning):
         builder.build_session(agent, workspace)
 
 
@@ -593,7 +593,7 @@ def test_section_dicts(agent: AgentMemory, workspace: Path) -> None:
 
 
 def test_budget_from_config_and_under_budget(agent: AgentMemory, workspace: Path) -> None:
-    with pytest.warns(PromptBudgetWarning, match="over the budget of 10 "):
+    with pytest.warns(PromptWarning, match="over the budget of 10 "):
         PromptBuilder().build(agent, workspace=workspace, config={"budget_tokens": 10})
     with warnings.catch_warnings():
         warnings.simplefilter("error")

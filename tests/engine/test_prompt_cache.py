@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from jupyter_agent_memory import AgentMemory, MemoryToolError, PromptBuilder, provision
-from jupyter_agent_memory.engine.prompt import PromptBudgetWarning
+from jupyter_agent_memory.engine.prompt import PromptWarning
 from jupyter_agent_memory.engine.prompt_cache import Kind, Plan, PromptCache, Watch
 
 SOUL = "# Soul\nI am Pip, a patient research assistant who explains with worked examples.\n"
@@ -131,7 +131,7 @@ def test_threads_sharing_a_builder_while_files_change_get_exact_prompts(
     threads.append(threading.Thread(target=write))
     # catch_warnings is process-wide and not thread-safe: set once, around all the threads.
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PromptBudgetWarning)
+        warnings.simplefilter("ignore", PromptWarning)
         for thread in threads:
             thread.start()
         time.sleep(1.5)

@@ -177,7 +177,7 @@ def test_a_symlinked_workspace_is_resolved_once_and_its_system_md_read(
 def test_a_hard_linked_system_md_is_the_users_and_is_read(
     agent: AgentMemory, workspace: Path, tmp_path: Path
 ) -> None:
-    # reference: prompt.ts reads a hard-linked system.md (only agent files are refused)
+    # Cherry Studio: prompt.ts reads a hard-linked system.md (only agent files are refused)
     shared = tmp_path / "shared-system.md"
     shared.write_text("Shared base.")
     os.link(shared, workspace / "system.md")

@@ -1,4 +1,4 @@
-"""Sessions on record (design section 12): receipts, exact replays, diffs and line tracing."""
+"""Sessions on record (docs/guarantees.md): receipts, exact replays, diffs and line tracing."""
 
 from __future__ import annotations
 

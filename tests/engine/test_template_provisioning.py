@@ -1,6 +1,6 @@
-"""Templates as the reference provisions them, and prompt files that cannot be read.
+"""Templates as Cherry Studio provisions them, and prompt files that cannot be read.
 
-reference: BuiltinAgentProvisioner.ts (localised fields, recursive copy),
+Cherry Studio: BuiltinAgentProvisioner.ts (localised fields, recursive copy),
 builtinAgentDefinition.ts (configuration validated at load), prompt.ts (a required
 system.md that cannot be read fails the build).
 """
@@ -175,7 +175,7 @@ NAMES = {"en-US": "Guide", "zh-CN": "向导", "fr": "Guide FR", "de-DE": "Führe
     ("locale", "expected"),
     [
         ("zh-CN", "向导"),  # the exact key
-        ("zh-TW", "向导"),  # reference: the first key starting with the language prefix
+        ("zh-TW", "向导"),  # Cherry Studio: the first key starting with the language prefix
         ("fr-CA", "Guide FR"),
         ("de_DE.UTF-8", "Führer"),  # a POSIX locale spells the same language tag
         ("ja-JP", "Guide"),  # then en-US
@@ -183,7 +183,7 @@ NAMES = {"en-US": "Guide", "zh-CN": "向导", "fr": "Guide FR", "de-DE": "Führe
     ],
 )
 def test_localised_names_fall_back_like_the_reference(locale: str | None, expected: str) -> None:
-    # reference: BuiltinAgentProvisioner.ts resolveLocalizedField
+    # Cherry Studio: BuiltinAgentProvisioner.ts resolveLocalizedField
     assert pick_localized(NAMES, locale) == expected
 
 
@@ -206,7 +206,7 @@ def test_localised_instructions_in_a_template(tmp_path: Path) -> None:
 
 
 def test_every_missing_memory_file_is_copied_at_any_depth(tmp_path: Path) -> None:
-    # reference: BuiltinAgentProvisioner.ts copyDirSync copies the whole tree
+    # Cherry Studio: BuiltinAgentProvisioner.ts copyDirSync copies the whole tree
     files = {
         "FACT.md": b"# Facts\n",
         "notes/README.md": b"notes\n",
@@ -267,7 +267,7 @@ def test_an_unreadable_system_md_fails_with_the_reference_text_and_cause(
     monkeypatch.setattr(prompt_module.os, "fstat", failing_fstat)
     with pytest.raises(MemoryToolError) as info:
         PromptBuilder().build(mem, workspace=workspace)
-    # reference: prompt.ts readCachedFile(failOnError)
+    # Cherry Studio: prompt.ts readCachedFile(failOnError)
     assert info.value.code == -32603
     assert info.value.message == (
         f"Failed to read required agent prompt file: {workspace / 'system.md'} "

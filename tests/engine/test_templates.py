@@ -1,4 +1,4 @@
-"""Templates, provisioning and product_info (design section 6)."""
+"""Templates, provisioning and product_info (docs/formats.md)."""
 
 from __future__ import annotations
 
@@ -313,7 +313,7 @@ def call(mem: AgentMemory, **args: Any) -> Any:
 
 
 def test_product_info_lists_sections(guide: AgentMemory) -> None:
-    # reference: the assistant server's productInfo (compact JSON, manifestVersion is
+    # Cherry Studio: the assistant server's productInfo (compact JSON, manifestVersion is
     # package.version, sections are the top-level keys but schemaVersion)
     text = product_info(guide, {"source": "manifest"})
     assert text == json.dumps(

@@ -1,4 +1,4 @@
-"""The ``memory`` tool through ``call_tool`` (design section 4): texts, errors, rules, format."""
+"""The ``memory`` tool through ``call_tool`` (docs/formats.md): texts, errors, rules, format."""
 
 from __future__ import annotations
 

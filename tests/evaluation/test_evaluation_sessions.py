@@ -1,4 +1,4 @@
-"""The evaluation runner puts every session start on record (design section 12).
+"""The evaluation runner puts every session start on record (docs/guarantees.md).
 
 A multi-session ScriptedModel run is replayed session by session from its receipts: each
 recorded prompt is, byte for byte, the system message the model was given, and every line of it

@@ -369,7 +369,7 @@ def _real_file(data: bytes) -> Iterator[Any]:
 @SETTINGS
 @given(data=journals(), block_size=BLOCK_SIZES)
 def test_iter_entries_equals_reference(data: bytes, block_size: int) -> None:
-    """iter_entries yields every entry the reference finds, oldest first."""
+    """iter_entries yields every entry reference_search finds, oldest first."""
     corrupt: list[int] = []
     got = list(
         journal.iter_entries(

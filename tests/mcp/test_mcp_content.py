@@ -327,7 +327,7 @@ def test_product_info_results_are_structured_without_changing_the_text(tmp_path)
 
 
 def reference_template(folder: Path) -> Path:
-    """A template folder with a manifest in the reference's format."""
+    """A template folder with a manifest in Cherry Studio's format."""
     (folder / "memory").mkdir(parents=True)
     (folder / "agent.json").write_text(json.dumps({"name": "Helper"}))
     (folder / "SOUL.md").write_text("# Soul\n")

@@ -1,4 +1,4 @@
-"""``POST agents/{id}/forget`` (design section 12) over a real jupyter_server.
+"""``POST agents/{id}/forget`` (docs/guarantees.md) over a real jupyter_server.
 
 What the route claims is checked on disk: a byte scan of the agent folder in raw, case-folded
 and JSON-escaped forms, FACT.md and the journal, and a freshly built prompt.

@@ -1,4 +1,4 @@
-"""REST routes of sessions on record (design section 12), over a real jupyter_server.
+"""REST routes of sessions on record (docs/guarantees.md), over a real jupyter_server.
 
 ``GET agents/{id}/sessions``, ``.../sessions/{sid}``, ``.../sessions/{sid}/diff/{other}`` and
 ``.../sessions/{sid}/why?text=``: answers are checked against the engine and the files on disk.
