@@ -375,8 +375,9 @@ class _State:
                     tool_name=self.config.tool_name,
                     budget_tokens=self.config.prompt_budget_tokens or None,
                 )
-            # As a session would build it: the agent's template settings apply.
-            return self._builder.build_session(mem, workspace=self.workspace)
+            # As a session would build it: the agent's template settings apply. A preview's
+            # budget warning goes into the reply, not into the server's log on every request.
+            return self._builder.build_session(mem, workspace=self.workspace, warn=False)
 
 
 #: How many characters of a file or prompt a view sends unless the request asks otherwise
@@ -810,15 +811,7 @@ class PromptHandler(AgentMemoryHandler):
                 "budget_tokens": prompt.budget_tokens,
                 "over_budget": bool(prompt.over_budget),
                 "warnings": list(prompt.warnings),
-                "sections": [
-                    {
-                        "name": section.name,
-                        "source": None if section.source is None else str(section.source),
-                        "chars": int(section.chars),
-                        "tokens": int(section.tokens),
-                    }
-                    for section in prompt.sections
-                ],
+                "sections": prompt.section_dicts(),
             }
 
         self.reply(await self.run(work))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -36,7 +37,7 @@ from jupyter_agent_memory import (
     provision,
 )
 from jupyter_agent_memory.mcp_server.server import build_server
-from jupyter_agent_memory.mcp_server.service import MemoryService, host_tools
+from jupyter_agent_memory.mcp_server.service import HOST_TOOL_NAME, MemoryService, host_tools
 
 URI = "agent-memory://agent/"
 FACT_URI = URI + "memory/FACT.md"
@@ -505,3 +506,29 @@ def test_resources_and_the_read_tool_name_the_file_as_it_is_on_disk(tmp_path):
     assert service.read(URI + "SOUL.md").meta["path"] == str(agent / "SOUL.md")
     snapshot = service.read_snapshot()
     assert (snapshot["facts"], snapshot["path"]) == (fact.text, fact.meta["path"])
+
+
+# ------------------------------------------------------------------------------ tool names
+
+
+@pytest.mark.parametrize("guided", [False, True], ids=["new agent", "provisioned"])
+def test_the_instructions_name_only_tools_the_server_offers(tmp_path: Path, guided: bool) -> None:
+    # A host shows our tools under its prefix (mcp__agent-memory__<tool>); every tool the
+    # instructions tell the model to call is one tools/list offers, and a bootstrap can be
+    # completed with them (the host's file tools edit SOUL.md and USER.md).
+    mem = AgentMemory.open(tmp_path / "agent")
+    if guided:
+        provision("guide", mem)
+    prefix = HOST_TOOL_NAME.removesuffix("memory")
+
+    async def body(client):
+        offered = {tool.name for tool in (await client.list_tools()).tools}
+        named = set(re.findall(r"(?:through|with) `([^`\s]+)`", client.instructions))
+        assert named and {name.removeprefix(prefix) for name in named} <= offered, named
+        if "## Bootstrap Mode" in client.instructions:
+            assert f'`{HOST_TOOL_NAME}`: action `append`, tags `["bootstrap"]`' in (
+                client.instructions
+            )
+            assert "- Write " in client.instructions  # the host's file tools do the writing
+
+    run_client(build_server(mem), body)
