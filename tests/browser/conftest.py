@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from pages import PATIENCE_MS
+from playwright.sync_api import expect
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -211,3 +213,13 @@ def page(new_page, lab: Lab, agents_root: Path):
         "async () => { await window.jupyterapp.started; await window.jupyterapp.restored; }"
     )
     return page
+
+
+@pytest.fixture(autouse=True)
+def patient_expect() -> Iterator[None]:
+    """Let every ``expect`` of the browser tests wait up to ``pages.PATIENCE_MS`` for its
+    state (Playwright's 5 s is too short on a busy 2-core machine; a state that comes sooner
+    costs nothing more)."""
+    expect.set_options(timeout=PATIENCE_MS)
+    yield
+    expect.set_options(timeout=5_000)

@@ -4,10 +4,9 @@ screenshots go."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 from playwright.sync_api import Page, expect
 
 #: True once the current notebook's kernel is connected and idle (needs expose_app_in_browser).
@@ -26,14 +25,6 @@ THEMES = (("JupyterLab Light", "light"), ("JupyterLab Dark", "dark"))
 #: 2-core machine, where a widget panel may take several seconds to render; waiting longer
 #: for the state costs nothing when it comes sooner.
 PATIENCE_MS = 30_000
-
-
-@pytest.fixture(autouse=True)
-def patient_expect() -> Iterator[None]:
-    """Let every ``expect`` of a test module that imports this wait up to PATIENCE_MS."""
-    expect.set_options(timeout=PATIENCE_MS)
-    yield
-    expect.set_options(timeout=5_000)
 
 
 def write_notebook(path: Path, sources: list[str]) -> Path:

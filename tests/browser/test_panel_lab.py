@@ -17,7 +17,6 @@ from conftest import Lab, watch_of
 from pages import (
     KERNEL_IDLE,
     in_both_themes,
-    patient_expect,  # noqa: F401 (autouse: patient waits)
     screenshot_dir,
     write_notebook,
 )

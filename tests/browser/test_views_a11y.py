@@ -22,7 +22,6 @@ from conftest import Lab
 from pages import (
     KERNEL_IDLE,
     THEMES,
-    patient_expect,  # noqa: F401 (autouse: patient waits)
     screenshot_dir,
     set_theme,
     write_notebook,
