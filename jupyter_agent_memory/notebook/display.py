@@ -779,8 +779,9 @@ class PromptView:
             rows = [
                 [
                     _esc(s.name),
-                    f"<code>{_esc(self._source(s))}</code>" if self._source(s)
-                    else "<em>builder text</em>",
+                    # A long path breaks anywhere rather than run over the next column.
+                    f'<code style="overflow-wrap:anywhere">{_esc(self._source(s))}</code>'
+                    if self._source(s) else "<em>builder text</em>",
                     _esc(f"{s.chars:,}"),
                     _esc(f"{s.tokens:,}"),
                 ]

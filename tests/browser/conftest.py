@@ -72,8 +72,14 @@ class Lab:
 
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    """Start ``jupyter lab`` once for the session, isolated from the user's settings."""
-    base = tmp_path_factory.mktemp("lab")
+    """Start ``jupyter lab`` once for the session, isolated from the user's settings.
+
+    ``$AGENT_MEMORY_LAB_BASE`` names the (new, empty) folder to run it in instead of a temp
+    one: the README's pictures are made with a neutral one, so they show no machine's paths.
+    """
+    chosen = os.environ.get("AGENT_MEMORY_LAB_BASE")
+    base = Path(chosen) if chosen else tmp_path_factory.mktemp("lab")
+    base.mkdir(parents=True, exist_ok=True)
     workspace, agents, settings = base / "workspace", base / "agents", base / "settings"
     workspace.mkdir()
     # No news or update toasts on top of the page.

@@ -2,9 +2,11 @@
 of ``%memprompt`` in a notebook.
 
 Every run makes them (into the test's temporary folder) and checks they are small, cropped
-PNGs. To refresh the committed ones::
+PNGs. To refresh the committed ones, with JupyterLab in a folder whose path says nothing of
+this machine (it must not exist yet)::
 
-    AGENT_MEMORY_README_IMAGES=docs/images pytest tests/browser/test_readme_images.py
+    AGENT_MEMORY_LAB_BASE=/home/you/jupyter AGENT_MEMORY_README_IMAGES=docs/images \
+        pytest tests/browser/test_readme_images.py
 """
 
 from __future__ import annotations
@@ -79,8 +81,9 @@ def test_memprompt_image(new_page: Any, lab: Lab, agents_root: Path, tmp_path: P
         # A persona, so the prompt shows what was learned rather than the first-run steps.
         "from jupyter_agent_memory import AgentMemory\n"
         f"mem = AgentMemory.open({str(folder)!r})\n"
-        "mem.write_soul('You are a concise research assistant.\\n')\n"
-        "mem.write_user('Dana, a data scientist who likes metric units.\\n')",
+        "mem.write_soul('# Soul\\n\\nI am Quill, a concise research assistant: one worked "
+        "example, metric units, and no jargon.\\n')\n"
+        "mem.write_user('# User\\n\\nDana, a data scientist in London (Europe/London).\\n')",
         "%memprompt",
     )]
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
@@ -93,15 +96,17 @@ def test_memprompt_image(new_page: Any, lab: Lab, agents_root: Path, tmp_path: P
         output = page.locator(".jp-Cell").nth(4).locator(".jp-OutputArea-output")
         expect(output.locator("pre.jp-AgentMemory-prompt")).to_be_visible(timeout=60_000)
         page.wait_for_function(KERNEL_IDLE, timeout=60_000)
-        # The prompt itself: the size table above it names this machine's folders.
-        cell = output.locator("pre.jp-AgentMemory-prompt")
-        cell.scroll_into_view_if_needed()
-        box = cell.bounding_box()
+        # The sizes table, and the end of the prompt: what the next session remembers.
+        output.locator("pre.jp-AgentMemory-prompt").evaluate(
+            "node => { node.scrollTop = node.scrollHeight; }"
+        )
+        output.scroll_into_view_if_needed()
+        box = output.bounding_box()
         assert box is not None
         shot = destination(tmp_path) / "memprompt.png"
         page.screenshot(path=str(shot), clip={"x": box["x"], "y": box["y"],
                                               "width": min(box["width"], 900),
-                                              "height": min(box["height"], 620)})
+                                              "height": min(box["height"], 800)})
         check_small(shot)
     finally:
         page.evaluate("() => window.jupyterapp.serviceManager.sessions.shutdownAll()")

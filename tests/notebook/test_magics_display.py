@@ -121,7 +121,9 @@ def test_prompt_view_sizes_and_warnings() -> None:
     assert "over &lt;budget&gt;" in page and "## Memories &lt;x&gt;" in page
     cells = re.findall(r"<td [^>]*>(.*?)</td>", page)
     assert cells == ["memories", "<em>builder text</em>", "40", "10",
-                     "facts", "<code>/agents/a/memory/FACT.md</code>", "8", "2"]
+                     "facts",
+                     '<code style="overflow-wrap:anywhere">/agents/a/memory/FACT.md</code>',
+                     "8", "2"]
     assert not PromptView("x", tokens=3, budget_tokens=5).over_budget
 
 
