@@ -20,7 +20,7 @@ from typing import Any
 
 from .matrix import instantiate
 from .records import fact_lines
-from .results import EvaluationResult, import_pandas
+from .results import EvaluationResult, Report, import_pandas
 from .scenario import Scenario
 
 __all__ = ["FactAblation", "leave_one_fact_out", "run_scores"]
@@ -42,8 +42,8 @@ def run_scores(result: EvaluationResult) -> dict[str, float]:
     return scores
 
 
-@dataclass
-class FactAblation:
+@dataclass(repr=False)
+class FactAblation(Report):
     """The baseline run, one run per removed line, and the per-line report."""
 
     lines: list[str]
@@ -85,12 +85,6 @@ class FactAblation:
                 f"{int(row['total'])} ({delta:+.0f}: {effect})"
             )
         return "\n".join(out)
-
-    def __repr__(self) -> str:
-        return str(self)
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(str(self))
 
 
 def _copy_agent(source: Path, target: Path) -> Path:

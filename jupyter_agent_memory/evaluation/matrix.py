@@ -54,7 +54,7 @@ from typing import Any
 
 from .models import CachedModel, model_spec
 from .progress import make_progress
-from .results import EvaluationResult, import_pandas, import_pyplot, load_json, new_axes, read_text
+from .results import EvaluationResult, Exported, import_pandas, import_pyplot, load_json, new_axes
 from .scenario import Scenario
 
 __all__ = ["MatrixResult", "MatrixRun", "rerun", "run_matrix"]
@@ -488,10 +488,12 @@ def run_value(result: EvaluationResult, metric: str) -> float:
     return sum(found) / len(found) if found else math.nan
 
 
-@dataclass
-class MatrixResult:
+@dataclass(repr=False)
+class MatrixResult(Exported):
     """Every run of a matrix, and the views over them."""
 
+    FORMAT = FORMAT
+    WHAT = "evaluation matrix"
     runs: list[MatrixRun]
     has_templates: bool = False
     root: str = ""
@@ -748,42 +750,24 @@ class MatrixResult:
     def from_json(cls, text: str) -> MatrixResult:
         """Load what ``to_json`` wrote."""
         data = load_json(text)
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise ValueError(f"Not an evaluation matrix: expected format {FORMAT!r}")
-        try:
-            runs = [
-                MatrixRun(
-                    item["model"],
-                    item["scenario"],
-                    item["seed"],
-                    EvaluationResult.from_dict(item["result"]),
-                    item.get("template"),
-                    model_spec=dict(item.get("model_spec") or {}),
-                    resumed=bool(item.get("resumed")),
-                )
-                for item in data["runs"]
-            ]
-        except KeyError as exc:
-            raise ValueError(f"Not a complete evaluation matrix: {exc} is missing") from None
-        except (TypeError, AttributeError) as exc:
-            raise ValueError(f"Not a valid evaluation matrix: {exc}") from None
+        runs = cls.parsed(data, lambda: [
+            MatrixRun(
+                item["model"],
+                item["scenario"],
+                item["seed"],
+                EvaluationResult.from_dict(item["result"]),
+                item.get("template"),
+                model_spec=dict(item.get("model_spec") or {}),
+                resumed=bool(item.get("resumed")),
+            )
+            for item in data["runs"]
+        ])
         return cls(
             runs,
             has_templates=bool(data.get("has_templates")),
             root=data.get("root", ""),
             provenance=dict(data.get("provenance") or {}),
         )
-
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write ``to_json()`` to ``path``."""
-        target = Path(path)
-        target.write_text(self.to_json(), encoding="utf-8")
-        return target
-
-    @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> MatrixResult:
-        """Read a matrix written by ``save``."""
-        return cls.from_json(read_text(path))
 
     def __str__(self) -> str:
         models = list(dict.fromkeys(run.model for run in self.runs))
@@ -802,9 +786,3 @@ class MatrixResult:
                 f"  {policy}  {run.scenario}  seed {run.seed}: {total - failed}/{total} passed"
             )
         return "\n".join(lines)
-
-    def __repr__(self) -> str:
-        return str(self)
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(str(self))

@@ -15,10 +15,10 @@ import html
 import json
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .expectations import ExpectationOutcome
 from .models import EVAL_INSTALL_HINT
@@ -123,6 +123,67 @@ def _number(value: Any) -> float:
 
 
 
+class Report:
+    """A record whose text form is its report: ``repr`` and IPython show ``str(self)``."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
+
+
+class Exported(Report):
+    """A record kept on disk as the JSON text of ``to_json`` (``save``, ``load``)."""
+
+    #: What the JSON's ``format`` names, and what a file of another format is not.
+    FORMAT = ""
+    WHAT = ""
+
+    def to_json(self) -> str:
+        """This record as JSON text (``from_json`` loads it back equal)."""
+        raise NotImplementedError
+
+    @classmethod
+    def from_json(cls: type[E], text: str) -> E:
+        """Load what ``to_json`` wrote."""
+        raise NotImplementedError
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write ``to_json()`` to ``path`` (UTF-8); returns the path."""
+        target = Path(path)
+        target.write_text(self.to_json(), encoding="utf-8")
+        return target
+
+    @classmethod
+    def load(cls: type[E], path: str | os.PathLike[str]) -> E:
+        """Read what ``save`` wrote; a file that is not UTF-8 is a ``ValueError`` naming it."""
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(
+                f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})"
+            ) from None
+        return cls.from_json(text)
+
+    @classmethod
+    def parsed(cls, data: Any, build: Callable[[], T]) -> T:
+        """``build()`` from exported ``data``: ``ValueError`` for another format, a missing key
+        or a value of the wrong shape."""
+        if not isinstance(data, dict) or data.get("format") != cls.FORMAT:
+            raise ValueError(f"Not an {cls.WHAT}: expected format {cls.FORMAT!r}")
+        try:
+            return build()
+        except KeyError as exc:
+            raise ValueError(f"Not a complete {cls.WHAT}: {exc} is missing") from None
+        except (TypeError, AttributeError) as exc:
+            raise ValueError(f"Not a valid {cls.WHAT}: {exc}") from None
+
+
+E = TypeVar("E", bound=Exported)
+T = TypeVar("T")
+
+
 def load_json(text: str) -> Any:
     """``json.loads``, with a nesting too deep for the parser as a ``ValueError`` too."""
     try:
@@ -131,17 +192,12 @@ def load_json(text: str) -> Any:
         raise ValueError("Not valid JSON: nested too deeply") from None
 
 
-def read_text(path: str | os.PathLike[str]) -> str:
-    """A saved file's text; a file that is not UTF-8 is a ``ValueError`` naming it."""
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-
-@dataclass
-class EvaluationResult:
+@dataclass(repr=False)
+class EvaluationResult(Exported):
     """The outcome of running a scenario: one ``SessionRecord`` per session."""
 
+    FORMAT = FORMAT
+    WHAT = "evaluation result"
     scenario: str
     model: str
     agent_path: str
@@ -221,12 +277,6 @@ class EvaluationResult:
             last = text.strip().splitlines()[-1] if text.strip() else ""
             parts.append(f"[ERROR] session {index}: {last}")
         return "\n".join(parts)
-
-    def __repr__(self) -> str:
-        return str(self)
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(str(self))
 
     # -- numbers ---------------------------------------------------------------------------
 
@@ -403,27 +453,22 @@ class EvaluationResult:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EvaluationResult:
         """Load what ``to_dict`` produced; a different format raises ``ValueError``."""
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise ValueError(f"Not an evaluation result: expected format {FORMAT!r}")
-        if data.get("version") != FORMAT_VERSION:
+        if isinstance(data, dict) and data.get("format") == FORMAT and (
+            data.get("version") != FORMAT_VERSION
+        ):
             raise ValueError(
                 f"Unsupported evaluation result version {data.get('version')!r} "
                 f"(this version reads {FORMAT_VERSION})"
             )
-        try:
-            return cls(
-                scenario=data["scenario"],
-                model=data["model"],
-                agent_path=data["agent_path"],
-                sessions=[SessionRecord.from_dict(s) for s in data["sessions"]],
-                labels=dict(data.get("labels") or {}),
-                stopped=bool(data.get("stopped")),
-                journal=list(data.get("journal") or []),
-            )
-        except KeyError as exc:
-            raise ValueError(f"Not a complete evaluation result: {exc} is missing") from None
-        except (TypeError, AttributeError) as exc:
-            raise ValueError(f"Not a valid evaluation result: {exc}") from None
+        return cls.parsed(data, lambda: cls(
+            scenario=data["scenario"],
+            model=data["model"],
+            agent_path=data["agent_path"],
+            sessions=[SessionRecord.from_dict(s) for s in data["sessions"]],
+            labels=dict(data.get("labels") or {}),
+            stopped=bool(data.get("stopped")),
+            journal=list(data.get("journal") or []),
+        ))
 
     def to_json(self, indent: int | None = 1) -> str:
         """The result as JSON text (non-ASCII kept)."""
@@ -433,17 +478,6 @@ class EvaluationResult:
     def from_json(cls, text: str) -> EvaluationResult:
         """Load a result from ``to_json`` text."""
         return cls.from_dict(load_json(text))
-
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write ``to_json()`` to ``path`` (UTF-8); returns the path."""
-        target = Path(path)
-        target.write_text(self.to_json(), encoding="utf-8")
-        return target
-
-    @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> EvaluationResult:
-        """Read a result written by ``save``."""
-        return cls.from_json(read_text(path))
 
     # -- HTML ------------------------------------------------------------------------------
 
