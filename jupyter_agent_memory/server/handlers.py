@@ -444,6 +444,13 @@ class AgentMemoryHandler(APIHandler):
         except MemoryToolError as exc:  # the engine's one error family (I/O included)
             raise _engine_error(exc) from exc
 
+    async def on_agent(
+        self, agent_id: str, work: Callable[[AgentMemory], T], write: bool = False
+    ) -> T:
+        """``work`` on the existing agent ``agent_id`` (:meth:`open_agent`), through
+        :meth:`run`; a ``write`` waits for the agent's slot."""
+        return await self.run(lambda: work(self.open_agent(agent_id)), agent_id if write else None)
+
     def json_body(self, fields: tuple[str, ...] | None = None) -> dict[str, Any]:
         """The request body as a JSON object; 413 over the size limit, 400 when malformed.
 
@@ -587,6 +594,11 @@ def _open_path_agent(workspace: Path, agent_id: str, lock_timeout: float) -> Age
         raise ApiError(403, f'Refusing "{relative}": a link on the way leads out of the folder')
     if not folder.is_dir():
         raise ApiError(403, f'"{relative}" is not a folder')
+    return _open_folder(folder, lock_timeout)
+
+
+def _open_folder(folder: Path, lock_timeout: float) -> AgentMemory:
+    """Open an existing agent folder by path, nothing created; the engine's errors mapped."""
     try:
         return AgentMemory.open(folder, create=False, lock_timeout=lock_timeout)
     except MemoryToolError as exc:
@@ -604,10 +616,7 @@ def _open_handed_over(handovers: Handovers, handle: str, lock_timeout: float) ->
         raise ApiError(exc.status, exc.message) from None
     if not folder.is_dir():
         raise ApiError(404, f"The handed-over agent folder {folder} is gone (deleted or moved)")
-    try:
-        return AgentMemory.open(folder, create=False, lock_timeout=lock_timeout)
-    except MemoryToolError as exc:
-        raise _engine_error(exc) from None
+    return _open_folder(folder, lock_timeout)
 
 
 # -- handlers ----------------------------------------------------------------------------------
@@ -678,8 +687,7 @@ class FactsHandler(AgentMemoryHandler):
         if render not in (None, "html"):
             raise ApiError(400, f"'render' must be 'html' or left out; got {render!r}")
 
-        def work() -> FactsResponse:
-            mem = self.open_agent(agent_id)
+        def work(mem: AgentMemory) -> FactsResponse:
             content, sha = mem.read_facts()
             shown, truncated = bounded_text(content, bound)
             reply: FactsResponse = {
@@ -695,7 +703,7 @@ class FactsHandler(AgentMemoryHandler):
                 reply["html"] = markdown_html(shown)
             return reply
 
-        self.reply(await self.run(work))
+        self.reply(await self.on_agent(agent_id, work))
 
     @tornado.web.authenticated
     @authorized
@@ -704,8 +712,7 @@ class FactsHandler(AgentMemoryHandler):
         agent_id = self.agent_id(agent)
         content, expected = self.edit_body()
 
-        def work() -> FactsSavedResponse:
-            mem = self.open_agent(agent_id)
+        def work(mem: AgentMemory) -> FactsSavedResponse:
             # People edit here (the sidebar): an empty buffer is refused, as in every editor.
             check_edit_body(content) if isinstance(content, str) else None
             written = mem.update_facts(content, expected_sha256=expected)
@@ -715,7 +722,7 @@ class FactsHandler(AgentMemoryHandler):
                 "previous_sha256": written.previous_sha256,
             }
 
-        self.reply(await self.run(work, agent_id))
+        self.reply(await self.on_agent(agent_id, work, write=True))
 
 
 class JournalHandler(AgentMemoryHandler):
@@ -731,8 +738,7 @@ class JournalHandler(AgentMemoryHandler):
             for name in ("query", "tag", "limit", "since", "until")
         }
 
-        def work() -> JournalResponse:
-            mem = self.open_agent(agent_id)
+        def work(mem: AgentMemory) -> JournalResponse:
             result = mem.search(
                 query=args["query"] or "",
                 tag=args["tag"] or "",
@@ -748,7 +754,7 @@ class JournalHandler(AgentMemoryHandler):
                 "indexed": bool(getattr(result, "indexed", False)),
             }
 
-        self.reply(await self.run(work))
+        self.reply(await self.on_agent(agent_id, work))
 
     @tornado.web.authenticated
     @authorized
@@ -761,12 +767,11 @@ class JournalHandler(AgentMemoryHandler):
         # The memory tool's rule: anything but an array means no tags.
         tags = tags if isinstance(tags, list) else []
 
-        def work() -> JournalAppendedResponse:
-            mem = self.open_agent(agent_id)
+        def work(mem: AgentMemory) -> JournalAppendedResponse:
             entry = mem.append(text, tags=tags)
             return {"agent": agent_id, "entry": entry}
 
-        self.reply(await self.run(work, agent_id), 201)
+        self.reply(await self.on_agent(agent_id, work, write=True), 201)
 
 
 class PromptHandler(AgentMemoryHandler):
@@ -785,8 +790,7 @@ class PromptHandler(AgentMemoryHandler):
         state = self.state
         bound = self.view_bound()
 
-        def work() -> PromptResponse:
-            mem = self.open_agent(agent_id)
+        def work(mem: AgentMemory) -> PromptResponse:
             prompt = state.build_prompt(mem)
             shown, truncated = bounded_text(prompt.text, bound)
             base, context = prompt.base, prompt.context
@@ -821,7 +825,7 @@ class PromptHandler(AgentMemoryHandler):
                 ],
             }
 
-        self.reply(await self.run(work))
+        self.reply(await self.on_agent(agent_id, work))
 
 
 class HandoverHandler(AgentMemoryHandler):
@@ -868,15 +872,14 @@ class HistoryHandler(AgentMemoryHandler):
         """List versions as ``{ts, sha256, size}``."""
         agent_id = self.agent_id(agent)
 
-        def work() -> HistoryResponse:
-            mem = self.open_agent(agent_id)
+        def work(mem: AgentMemory) -> HistoryResponse:
             versions: list[HistoryVersion] = [
                 {"ts": v["ts"], "sha256": v["sha256"], "size": int(v["size"])}
                 for v in mem.history()
             ]
             return {"agent": agent_id, "versions": versions}
 
-        self.reply(await self.run(work))
+        self.reply(await self.on_agent(agent_id, work))
 
 
 class VersionHandler(AgentMemoryHandler):
@@ -888,8 +891,7 @@ class VersionHandler(AgentMemoryHandler):
         """Return one version by full sha256 or unique prefix (engine rules)."""
         agent_id = self.agent_id(agent)
 
-        def work() -> VersionResponse:
-            mem = self.open_agent(agent_id)
+        def work(mem: AgentMemory) -> VersionResponse:
             try:
                 full, content = mem.history_version(sha)
             except VersionNotFoundError as exc:
@@ -897,7 +899,7 @@ class VersionHandler(AgentMemoryHandler):
                 raise ApiError(404, exc.message) from None
             return {"agent": agent_id, "sha256": full, "content": content}
 
-        self.reply(await self.run(work))
+        self.reply(await self.on_agent(agent_id, work))
 
 
 def _receipt(mem: AgentMemory, session_id: str) -> dict[str, Any]:
@@ -920,11 +922,10 @@ class SessionsHandler(AgentMemoryHandler):
         """List receipts (time, id, client, prompt sha256, sections, sizes, warnings)."""
         agent_id = self.agent_id(agent)
 
-        def work() -> SessionsResponse:
-            mem = self.open_agent(agent_id)
+        def work(mem: AgentMemory) -> SessionsResponse:
             return {"agent": agent_id, "sessions": mem.sessions()}
 
-        self.reply(await self.run(work))
+        self.reply(await self.on_agent(agent_id, work))
 
 
 class SessionHandler(AgentMemoryHandler):
@@ -938,15 +939,14 @@ class SessionHandler(AgentMemoryHandler):
         agent_id = self.agent_id(agent)
         bound = self.view_bound()
 
-        def work() -> SessionResponse:
-            mem = self.open_agent(agent_id)
+        def work(mem: AgentMemory) -> SessionResponse:
             receipt = _receipt(mem, sid)
             text = mem.session_prompt(receipt["session_id"])
             shown, truncated = bounded_text(text, bound)
             return {"agent": agent_id, "receipt": receipt, "text": shown,
                     "chars": len(text), "truncated": truncated}
 
-        self.reply(await self.run(work))
+        self.reply(await self.on_agent(agent_id, work))
 
 
 class SessionDiffHandler(AgentMemoryHandler):
@@ -958,14 +958,13 @@ class SessionDiffHandler(AgentMemoryHandler):
         """Both ids as for one session; ``diff`` is "" when the prompts were identical."""
         agent_id = self.agent_id(agent)
 
-        def work() -> SessionDiffResponse:
-            mem = self.open_agent(agent_id)
+        def work(mem: AgentMemory) -> SessionDiffResponse:
             first = _receipt(mem, sid)["session_id"]
             second = _receipt(mem, other)["session_id"]
             diff = mem.diff_sessions(first, second)
             return {"agent": agent_id, "first": first, "second": second, "diff": diff}
 
-        self.reply(await self.run(work))
+        self.reply(await self.on_agent(agent_id, work))
 
 
 class SessionWhyHandler(AgentMemoryHandler):
@@ -978,8 +977,7 @@ class SessionWhyHandler(AgentMemoryHandler):
         agent_id = self.agent_id(agent)
         needle = self.get_query_argument("text", "")
 
-        def work() -> SessionWhyResponse:
-            mem = self.open_agent(agent_id)
+        def work(mem: AgentMemory) -> SessionWhyResponse:
             session_id = _receipt(mem, sid)["session_id"]
             origins: list[SessionOrigin] = [
                 {
@@ -996,7 +994,7 @@ class SessionWhyHandler(AgentMemoryHandler):
                 "agent": agent_id, "session_id": session_id, "text": needle, "origins": origins
             }
 
-        self.reply(await self.run(work))
+        self.reply(await self.on_agent(agent_id, work))
 
 
 #: The fields a forget request may hold; anything else is refused.
@@ -1031,14 +1029,13 @@ class ForgetHandler(AgentMemoryHandler):
         if (text is not None) + (pattern is not None) + secrets != 1:
             raise ApiError(400, "Give exactly one of 'text', 'pattern' or 'secrets': true")
 
-        def work() -> ForgetResponse:
-            mem = self.open_agent(agent_id)
+        def work(mem: AgentMemory) -> ForgetResponse:
             receipt = forget(
                 mem, text, pattern=pattern, secrets=secrets, dry_run=dry_run, reason=reason
             )
             return {"agent": agent_id, "receipt": receipt}
 
-        self.reply(await self.run(work, agent_id))
+        self.reply(await self.on_agent(agent_id, work, write=True))
 
 
 class PersonaResponse(TypedDict):
@@ -1083,15 +1080,14 @@ class _PersonaHandler(AgentMemoryHandler):
         agent_id = self.agent_id(agent)
         bound = self.view_bound()
 
-        def work() -> PersonaResponse:
-            mem = self.open_agent(agent_id)
+        def work(mem: AgentMemory) -> PersonaResponse:
             content, sha = self._read(mem)
             shown, truncated = bounded_text(content, bound)
             return {"agent": agent_id, "name": self.file_name,
                     "path": str(mem.file_path(self.file_name)), "content": shown,
                     "sha256": sha, "chars": len(content), "truncated": truncated}
 
-        self.reply(await self.run(work))
+        self.reply(await self.on_agent(agent_id, work))
 
     @tornado.web.authenticated
     @authorized
@@ -1100,13 +1096,12 @@ class _PersonaHandler(AgentMemoryHandler):
         agent_id = self.agent_id(agent)
         content, expected = self.edit_body()
 
-        def work() -> PersonaSavedResponse:
-            mem = self.open_agent(agent_id)
+        def work(mem: AgentMemory) -> PersonaSavedResponse:
             written = self._write(mem, content, expected)
             return {"agent": agent_id, "name": self.file_name, "sha256": written.sha256,
                     "previous_sha256": written.previous_sha256}
 
-        self.reply(await self.run(work, agent_id))
+        self.reply(await self.on_agent(agent_id, work, write=True))
 
 
 class SoulHandler(_PersonaHandler):
