@@ -43,7 +43,7 @@ from .. import (
 )
 from ..engine.forgetting import forget
 from ..engine.sessions import find as find_session
-from ..engine.store import check_edit_body
+from ..engine.store import FACT, SOUL, USER, check_edit_body
 from ..engine.tool import normalize_limit
 from ..errors import (
     INVALID_PARAMS,
@@ -675,29 +675,33 @@ class AgentsHandler(AgentMemoryHandler):
 
 
 class FactsHandler(AgentMemoryHandler):
-    """``GET`` FACT.md with its sha256; ``PUT {content, expected_sha256}`` replaces it."""
+    """``GET`` a memory file (FACT.md here; SOUL.md, USER.md in the subclasses) with its sha256;
+    ``PUT {content, expected_sha256}`` replaces it, compare-and-swap (409 on a conflict)."""
+
+    file_name = FACT
+
+    def _named(self) -> dict[str, str]:
+        # The persona files share one route shape, so their bodies name the file.
+        return {} if self.file_name == FACT else {"name": self.file_name}
 
     @tornado.web.authenticated
     @authorized
     async def get(self, agent: str) -> None:
-        """Return FACT.md's text (up to ``max_chars``) and the sha256 to send back when saving."""
+        """Return the file's text (up to ``max_chars``) and the sha256 to send back when
+        saving; FACT.md also as HTML with ``render=html``."""
         agent_id = self.agent_id(agent)
         bound = self.view_bound()
-        render = self.get_query_argument("render", None)
+        render = self.get_query_argument("render", None) if self.file_name == FACT else None
         if render not in (None, "html"):
             raise ApiError(400, f"'render' must be 'html' or left out; got {render!r}")
 
-        def work(mem: AgentMemory) -> FactsResponse:
-            content, sha = mem.read_facts()
+        def work(mem: AgentMemory) -> dict[str, Any]:
+            read = {FACT: mem.read_facts, SOUL: mem.read_soul, USER: mem.read_user}
+            content, sha = read[self.file_name]()
             shown, truncated = bounded_text(content, bound)
-            reply: FactsResponse = {
-                "agent": agent_id,
-                "path": str(mem.file_path("FACT.md")),
-                "content": shown,
-                "sha256": sha,
-                "chars": len(content),
-                "truncated": truncated,
-            }
+            reply = {"agent": agent_id, **self._named(),
+                     "path": str(mem.file_path(self.file_name)), "content": shown,
+                     "sha256": sha, "chars": len(content), "truncated": truncated}
             if render == "html":
                 # The sidebar shows what %fact shows: one renderer, one rule.
                 reply["html"] = markdown_html(shown)
@@ -708,19 +712,19 @@ class FactsHandler(AgentMemoryHandler):
     @tornado.web.authenticated
     @authorized
     async def put(self, agent: str) -> None:
-        """Replace FACT.md; with ``expected_sha256`` it is compare-and-swap (409 on mismatch)."""
+        """Replace the file; with ``expected_sha256`` it is compare-and-swap (409 on mismatch)."""
         agent_id = self.agent_id(agent)
         content, expected = self.edit_body()
 
-        def work(mem: AgentMemory) -> FactsSavedResponse:
-            # People edit here (the sidebar): an empty buffer is refused, as in every editor.
-            check_edit_body(content) if isinstance(content, str) else None
-            written = mem.update_facts(content, expected_sha256=expected)
-            return {
-                "agent": agent_id,
-                "sha256": written.sha256,
-                "previous_sha256": written.previous_sha256,
-            }
+        def work(mem: AgentMemory) -> dict[str, Any]:
+            if self.file_name == FACT and isinstance(content, str):
+                # People edit here (the sidebar): an empty buffer is refused, as in every
+                # editor. SOUL.md and USER.md may be empty.
+                check_edit_body(content)
+            write = {FACT: mem.update_facts, SOUL: mem.write_soul, USER: mem.write_user}
+            written = write[self.file_name](content, expected_sha256=expected)
+            return {"agent": agent_id, **self._named(), "sha256": written.sha256,
+                    "previous_sha256": written.previous_sha256}
 
         self.reply(await self.on_agent(agent_id, work, write=True))
 
@@ -1059,61 +1063,16 @@ class PersonaSavedResponse(TypedDict):
     previous_sha256: str
 
 
-class _PersonaHandler(AgentMemoryHandler):
-    """``GET`` SOUL.md or USER.md with its sha256; ``PUT {content, expected_sha256}``
-    replaces it with compare-and-swap (409 on conflict). Either may be empty."""
-
-    file_name = ""
-
-    def _read(self, mem: AgentMemory) -> tuple[str, str]:
-        return mem.read_soul() if self.file_name == "SOUL.md" else mem.read_user()
-
-    def _write(self, mem: AgentMemory, content: Any, expected: str | None) -> Any:
-        write = mem.write_soul if self.file_name == "SOUL.md" else mem.write_user
-        return write(content, expected_sha256=expected)
-
-    @tornado.web.authenticated
-    @authorized
-    async def get(self, agent: str) -> None:
-        """Return the file's text (up to ``max_chars``) and the sha256 to send back when
-        saving."""
-        agent_id = self.agent_id(agent)
-        bound = self.view_bound()
-
-        def work(mem: AgentMemory) -> PersonaResponse:
-            content, sha = self._read(mem)
-            shown, truncated = bounded_text(content, bound)
-            return {"agent": agent_id, "name": self.file_name,
-                    "path": str(mem.file_path(self.file_name)), "content": shown,
-                    "sha256": sha, "chars": len(content), "truncated": truncated}
-
-        self.reply(await self.on_agent(agent_id, work))
-
-    @tornado.web.authenticated
-    @authorized
-    async def put(self, agent: str) -> None:
-        """Replace the file; with ``expected_sha256`` it is compare-and-swap."""
-        agent_id = self.agent_id(agent)
-        content, expected = self.edit_body()
-
-        def work(mem: AgentMemory) -> PersonaSavedResponse:
-            written = self._write(mem, content, expected)
-            return {"agent": agent_id, "name": self.file_name, "sha256": written.sha256,
-                    "previous_sha256": written.previous_sha256}
-
-        self.reply(await self.on_agent(agent_id, work, write=True))
-
-
-class SoulHandler(_PersonaHandler):
+class SoulHandler(FactsHandler):
     """SOUL.md: ``GET`` it with its sha256, ``PUT`` it with compare-and-swap."""
 
-    file_name = "SOUL.md"
+    file_name = SOUL
 
 
-class UserHandler(_PersonaHandler):
+class UserHandler(FactsHandler):
     """USER.md: ``GET`` it with its sha256, ``PUT`` it with compare-and-swap."""
 
-    file_name = "USER.md"
+    file_name = USER
 
 
 # -- registration ------------------------------------------------------------------------------
