@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from .matrix import instantiate
+from .models import import_extra
 from .records import fact_lines
-from .results import EvaluationResult, Report, import_pandas
+from .results import EvaluationResult, Report
 from .scenario import Scenario
 
 __all__ = ["FactAblation", "leave_one_fact_out", "run_scores"]
@@ -68,7 +69,7 @@ class FactAblation(Report):
 
     def to_dataframe(self) -> Any:
         """``rows()`` as a DataFrame indexed by line number."""
-        pandas = import_pandas("to_dataframe()")
+        pandas = import_extra("pandas", "to_dataframe()")
         return pandas.DataFrame(self.rows()).set_index("line")
 
     def __str__(self) -> str:

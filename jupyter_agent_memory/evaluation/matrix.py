@@ -52,9 +52,9 @@ from numbers import Integral
 from pathlib import Path
 from typing import Any
 
-from .models import CachedModel, model_spec
+from .models import CachedModel, import_extra, model_spec
 from .progress import make_progress
-from .results import EvaluationResult, Exported, import_pandas, import_pyplot, load_json, new_axes
+from .results import EvaluationResult, Exported, load_json, new_axes
 from .scenario import Scenario
 
 __all__ = ["MatrixResult", "MatrixRun", "rerun", "run_matrix"]
@@ -521,7 +521,7 @@ class MatrixResult(Exported):
     def to_dataframe(self) -> Any:
         """One long DataFrame: ``model``, (``template``,) ``scenario``, ``seed``, the scenario
         labels (e.g. ``question_type``), ``session``, ``name``, ``metric``, ``value``."""
-        pandas = import_pandas("to_dataframe()")
+        pandas = import_extra("pandas", "to_dataframe()")
         return pandas.DataFrame(self.rows())
 
     def groups(self) -> list[str]:
@@ -577,7 +577,7 @@ class MatrixResult(Exported):
         ``mean``, ``low``, ``high``, ``questions``."""
         from .stats import bootstrap_interval
 
-        pandas = import_pandas("intervals()")
+        pandas = import_extra("pandas", "intervals()")
         columns = self.groups() + ([by] if by else [])
         rows = []
         for group, questions in self.question_values(metric, by).items():
@@ -605,7 +605,7 @@ class MatrixResult(Exported):
         templates, ``a`` and ``b`` may be ``(model, template)`` pairs."""
         from .stats import paired_comparison
 
-        pandas = import_pandas("compare()")
+        pandas = import_extra("pandas", "compare()")
 
         def key(policy: Any) -> tuple[Any, ...]:
             return tuple(policy) if isinstance(policy, tuple) else (policy,)
@@ -654,7 +654,7 @@ class MatrixResult(Exported):
         ``intervals``), never a spread over seeds. Returns the figure; draws into ``ax``."""
         from .stats import bootstrap_interval
 
-        plt = import_pyplot("plot()")
+        plt = import_extra("matplotlib.pyplot", "plot()")
         figure, axes = new_axes(plt, ax)
         values: dict[tuple[str, str], dict[str, list[float]]] = {}
         for run in self.runs:

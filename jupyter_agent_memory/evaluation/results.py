@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .expectations import ExpectationOutcome
-from .models import EVAL_INSTALL_HINT
+from .models import import_extra
 from .records import SessionRecord
 
 __all__ = ["EvaluationResult"]
@@ -52,24 +52,6 @@ NUMERIC_METRICS = (
     "latency_s",
 )
 """The per-session numbers of ``tidy()`` (retrieval metrics come on top, per retriever)."""
-
-
-def import_pandas(what: str) -> Any:
-    """pandas, or an ImportError naming the extra that provides it."""
-    try:
-        import pandas
-    except ImportError as exc:
-        raise ImportError(f"{what} needs pandas: {EVAL_INSTALL_HINT}") from exc
-    return pandas
-
-
-def import_pyplot(what: str) -> Any:
-    """matplotlib.pyplot, or an ImportError naming the extra that provides it."""
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise ImportError(f"{what} needs matplotlib: {EVAL_INSTALL_HINT}") from exc
-    return plt
 
 
 def new_axes(plt: Any, ax: Any, size: tuple[float, float] = (7, 3.2)) -> tuple[Any, Any]:
@@ -307,7 +289,7 @@ class EvaluationResult(Exported):
 
     def tidy(self) -> Any:
         """``tidy_rows()`` as a pandas DataFrame (long format, for groupby and plots)."""
-        pandas = import_pandas("tidy()")
+        pandas = import_extra("pandas", "tidy()")
         return pandas.DataFrame(self.tidy_rows())
 
     def to_dataframe(self) -> Any:
@@ -318,7 +300,7 @@ class EvaluationResult(Exported):
         ``model_calls``, ``tool_rounds``, ``latency_s``, ``finish_reason`` and ``errors``; the
         scenario's labels are columns too.
         """
-        pandas = import_pandas("to_dataframe()")
+        pandas = import_extra("pandas", "to_dataframe()")
         frame = pandas.DataFrame(self.rows()).set_index("session")
         for key, value in self.labels.items():
             frame[key] = value
@@ -344,7 +326,7 @@ class EvaluationResult(Exported):
 
     def retrieval_dataframe(self) -> Any:
         """``retrieval_rows()`` as a DataFrame."""
-        pandas = import_pandas("retrieval_dataframe()")
+        pandas = import_extra("pandas", "retrieval_dataframe()")
         return pandas.DataFrame(self.retrieval_rows())
 
     def retrieval_summary(self) -> dict[str, dict[str, float]]:
@@ -363,7 +345,7 @@ class EvaluationResult(Exported):
 
     def outcomes_dataframe(self) -> Any:
         """One row per session and expectation: ``passed`` as 0/1, and the detail."""
-        pandas = import_pandas("outcomes_dataframe()")
+        pandas = import_extra("pandas", "outcomes_dataframe()")
         rows = [
             {
                 **self.labels,
@@ -388,7 +370,7 @@ class EvaluationResult(Exported):
         number per session as bars. ``ax`` draws into existing axes; ``title`` replaces the
         default title.
         """
-        plt = import_pyplot("plot()")
+        plt = import_extra("matplotlib.pyplot", "plot()")
         from matplotlib.ticker import MaxNLocator
 
         figure, axes = new_axes(plt, ax)
