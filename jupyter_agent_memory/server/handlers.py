@@ -876,12 +876,9 @@ class HistoryHandler(AgentMemoryHandler):
         """List versions as ``{ts, sha256, size}``."""
         agent_id = self.agent_id(agent)
 
-        def work(mem: AgentMemory) -> HistoryResponse:
-            versions: list[HistoryVersion] = [
-                {"ts": v["ts"], "sha256": v["sha256"], "size": int(v["size"])}
-                for v in mem.history()
-            ]
-            return {"agent": agent_id, "versions": versions}
+        def work(mem: AgentMemory) -> dict[str, Any]:
+            # The engine's versions are exactly HistoryVersion: {ts, sha256, size}.
+            return {"agent": agent_id, "versions": mem.history()}
 
         self.reply(await self.on_agent(agent_id, work))
 
