@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import inspect
 from pathlib import Path
 
 import pytest
@@ -104,4 +105,7 @@ def test_result_texts_and_install_hint_have_one_object() -> None:
     from jupyter_agent_memory.notebook.display import JournalResult
 
     assert JournalResult().empty_message is tool.NO_MATCHES
-    assert results.EVAL_INSTALL_HINT is models.EVAL_INSTALL_HINT
+    # Every missing optional package is reported by one function, with the one hint.
+    assert results.import_extra is models.import_extra
+    hint = inspect.signature(models.import_extra).parameters["hint"].default
+    assert hint is models.EVAL_INSTALL_HINT

@@ -4,7 +4,8 @@ The store (:mod:`.store`) and the modules that write beside it (forgetting, sess
 bootstrap, provisioning) open the agent folder, take the agent's lock and commit files only
 through these functions, so every write of the engine follows the same rules:
 
-- :func:`folders` opens the agent folder and ``memory/`` by descriptor (reads take no lock);
+- :func:`folders` opens the agent folder and ``memory/`` by descriptor (reads take no lock),
+  and :func:`read_memory` reads through them;
 - :func:`locked` holds the agent's lock (``memory/.lock``) with both folders open, and its
   :meth:`Locked.recheck` is run right before every rename: the folders are still the ones
   their paths name and the lock file is still the one the lock is held on;
@@ -20,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import MemoryConflictError, MemoryIOError, UnsafePathError
 from ..folder import Folder, HeldLock, NotDurableError, sha256_hex
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from .store import AgentMemory
+
+T = TypeVar("T")
 
 MEMORY_DIR = "memory"
 LOCK = ".lock"
@@ -85,6 +88,23 @@ def locked(mem: AgentMemory) -> Iterator[Locked]:
             yield Locked(mem, agent, memory, lock)
 
 
+def read_memory(
+    mem: AgentMemory, read: Callable[[Folder], T], default: T, subfolder: str | None = None
+) -> T:
+    """``read(folder)`` on ``memory/`` (or its ``subfolder``), no lock: for reads; ``default``
+    when the agent folder, ``memory/`` or the subfolder is missing."""
+    try:
+        with folders(mem) as (_agent, memory):
+            if memory is None or (subfolder is not None and memory.lookup(subfolder) is None):
+                return default
+            if subfolder is None:
+                return read(memory)
+            with memory.subfolder(subfolder) as folder:
+                return read(folder)
+    except FileNotFoundError:
+        return default
+
+
 def read_agent_bytes(mem: AgentMemory, canonical: str) -> bytes:
     """The bytes of a file of the agent folder (``b""`` when it or the folder is missing)."""
     try:
@@ -124,12 +144,7 @@ def check_expected(path: Path, expected: str | None, current: bytes) -> None:
 
 def generation_of(mem: AgentMemory) -> str:
     """The agent's generation: ``memory/.generation``'s token, ``""`` when there is none."""
-    try:
-        with folders(mem) as (_agent, memory):
-            raw = memory.read_bytes(memory.lookup(GENERATION)) if memory is not None else None
-    except FileNotFoundError:
-        return ""
-    return read_generation(raw)
+    return read_generation(read_memory(mem, lambda m: m.read_bytes(m.lookup(GENERATION)), None))
 
 
 def read_generation(raw: bytes | None) -> str:

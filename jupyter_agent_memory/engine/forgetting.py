@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import hmac
+import itertools
 import json
 import os
 import re
@@ -441,7 +442,7 @@ def _sessions(run: _Run) -> None:
             renamed[name[:-4]] = digest
             new_layouts[name[:-4]] = [len(kept) for kept, _removed in scrubbed]
         if renamed:
-                    # Receipts point at the scrubbed texts and say so; then the old texts go.
+            # Receipts point at the scrubbed texts and say so; then the old texts go.
             for receipt in receipts:
                 _follow(receipt, renamed, new_layouts)
             log = memory.lookup(sessions.SESSIONS_LOG) or sessions.SESSIONS_LOG
@@ -521,15 +522,11 @@ def _follow(
 
 
 def _caches(mem: AgentMemory, run: _Run) -> None:
-    for path in _cache_files(mem):
+    # Every index registered in the agent folder, whatever cache folder it is in.
+    for path in mem.index_files():
         if run.found("caches", str(path)):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
-
-
-def _cache_files(mem: AgentMemory) -> list[Path]:
-    # Every index registered in the agent folder, whatever cache folder it is in.
-    return mem.index_files()
 
 
 # -- verification ---------------------------------------------------------------------------------
@@ -559,21 +556,22 @@ def _walk(root: Path) -> Iterator[tuple[Path, bytes | None, OSError | None]]:
         if stat.S_ISDIR(st.st_mode):
             yield from _walk(path)
         elif stat.S_ISREG(st.st_mode):
-            try:
-                yield path, _read_file(path), None
-            except FileNotFoundError:
-                continue
-            except OSError as exc:
-                yield path, None, exc
+            yield from _read_file(path)
         # A link points outside (nothing of ours behind it); a pipe or device holds no bytes.
 
 
-def _read_file(path: Path) -> bytes:
-    fd = os.open(path, _READ_FLAGS)
+def _read_file(path: Path) -> Iterator[tuple[Path, bytes | None, OSError | None]]:
+    """``(path, its bytes, None)``, or ``(path, None, the error)``; nothing when it is gone."""
     try:
-        return read_all(fd)
-    finally:
-        close_fd(fd)
+        fd = os.open(path, _READ_FLAGS)
+        try:
+            yield path, read_all(fd), None
+        finally:
+            close_fd(fd)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        yield path, None, exc
 
 
 def _unreadable(place: str, exc: OSError) -> str:
@@ -586,22 +584,13 @@ def _scan(mem: AgentMemory, match: _Matcher) -> list[str]:
     from .prompt import PromptBuilder
 
     remaining = []
-    for path, data, error in _walk(mem.path):
-        place = str(path.relative_to(mem.path)) if path != mem.path else "."
+    caches = (found for path in mem.index_files() for found in _read_file(path))
+    for path, data, error in itertools.chain(_walk(mem.path), caches):
+        place = str(path.relative_to(mem.path)) if path.is_relative_to(mem.path) else str(path)
         if error is not None:
             remaining.append(_unreadable(place, error))
         elif data is not None and match.in_bytes(data):
             remaining.append(place)
-    for path in _cache_files(mem):
-        try:
-            data = _read_file(path)
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            remaining.append(_unreadable(str(path), exc))
-            continue
-        if match.in_bytes(data):
-            remaining.append(str(path))
     try:
         prompt = PromptBuilder().build(mem)
     except MemoryToolError as exc:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import INVALID_PARAMS, MemoryToolError, SessionNotFoundError, engine_boundary
 from ..folder import Folder, sha256_hex
-from .access import folders, locked
+from .access import locked, read_memory
 from .jstext import js_trim
 
 if TYPE_CHECKING:
@@ -220,13 +220,8 @@ def encode_receipts(receipts: list[dict[str, Any]]) -> bytes:
 
 def receipts(mem: AgentMemory) -> list[dict[str, Any]]:
     """Every recorded session, newest first."""
-    try:
-        with folders(mem) as (_agent, memory):
-            if memory is None:
-                return []
-            return list(reversed(read_receipts(memory)))
-    except FileNotFoundError:
-        return []
+    none: list[dict[str, Any]] = []
+    return list(reversed(read_memory(mem, read_receipts, none)))
 
 
 @engine_boundary
@@ -337,14 +332,7 @@ def read_receipts(memory: Folder) -> list[dict[str, Any]]:
 
 
 def _blob(mem: AgentMemory, digest: str, what: str) -> str:
-    try:
-        with folders(mem) as (_agent, memory):
-            data = None
-            if memory is not None and memory.lookup(BLOBS_DIR) is not None:
-                with memory.subfolder(BLOBS_DIR) as store:
-                    data = store.read_bytes(f"{digest}.txt")
-    except FileNotFoundError:
-        data = None
+    data = read_memory(mem, lambda store: store.read_bytes(f"{digest}.txt"), None, BLOBS_DIR)
     if data is None:
         raise MemoryToolError(f"The stored text of the {what} is gone", INVALID_PARAMS)
     if sha256_hex(data) != digest:

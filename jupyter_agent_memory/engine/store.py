@@ -16,8 +16,8 @@ lock, never while holding it; the agent lock is the innermost lock, and updates,
 forgetting, session starts and pruning all take it once, for the whole of what they change.
 
 The rest of the engine (forgetting, sessions, bootstrap, provisioning) reaches the folder
-through the small internal API at the end of this module (:func:`folders`, :func:`locked`,
-:func:`read_agent_bytes`, :func:`sweep`), never through the store's private methods.
+through the small internal API of :mod:`.access` and :func:`sweep`, never through the
+store's private methods.
 """
 
 from __future__ import annotations
@@ -60,7 +60,9 @@ from .access import (
     folders,
     generation_of,
     locked,
+    read_agent_bytes,
     read_generation,
+    read_memory,
     replace_agent_file,
 )
 from .arguments import coerce_time, normalize_limit
@@ -300,21 +302,8 @@ class AgentMemory:
 
     # -- reading ---------------------------------------------------------------------------
 
-    def _read_agent_file(self, canonical: str) -> bytes:
-        try:
-            with Folder.open(self.path) as agent:
-                return agent.read_bytes(agent.lookup(canonical)) or b""
-        except FileNotFoundError:
-            return b""
-
     def _read_fact_bytes(self) -> bytes:
-        try:
-            with folders(self) as (_agent, mem):
-                if mem is None:
-                    return b""
-                return mem.read_bytes(mem.lookup(FACT)) or b""
-        except FileNotFoundError:
-            return b""
+        return read_memory(self, lambda mem: mem.read_bytes(mem.lookup(FACT)), None) or b""
 
     @property
     @engine_boundary
@@ -326,13 +315,13 @@ class AgentMemory:
     @engine_boundary
     def soul(self) -> str:
         """Current SOUL.md text (``''`` when missing)."""
-        return _decode(self._read_agent_file(SOUL))
+        return _decode(read_agent_bytes(self, SOUL))
 
     @property
     @engine_boundary
     def user(self) -> str:
         """Current USER.md text (``''`` when missing)."""
-        return _decode(self._read_agent_file(USER))
+        return _decode(read_agent_bytes(self, USER))
 
     @engine_boundary
     def read_facts(self) -> tuple[str, str]:
@@ -347,13 +336,13 @@ class AgentMemory:
     @engine_boundary
     def read_soul(self) -> tuple[str, str]:
         """SOUL.md text and the sha256 of those very bytes, from one read."""
-        data = self._read_agent_file(SOUL)
+        data = read_agent_bytes(self, SOUL)
         return _decode(data), sha256_hex(data)
 
     @engine_boundary
     def read_user(self) -> tuple[str, str]:
         """USER.md text and the sha256 of those very bytes, from one read."""
-        data = self._read_agent_file(USER)
+        data = read_agent_bytes(self, USER)
         return _decode(data), sha256_hex(data)
 
     @property
@@ -366,13 +355,13 @@ class AgentMemory:
     @engine_boundary
     def soul_sha256(self) -> str:
         """sha256 of SOUL.md as on disk (of ``b''`` when missing)."""
-        return sha256_hex(self._read_agent_file(SOUL))
+        return sha256_hex(read_agent_bytes(self, SOUL))
 
     @property
     @engine_boundary
     def user_sha256(self) -> str:
         """sha256 of USER.md as on disk (of ``b''`` when missing)."""
-        return sha256_hex(self._read_agent_file(USER))
+        return sha256_hex(read_agent_bytes(self, USER))
 
     @engine_boundary
     def file_sizes(self) -> dict[str, int]:
@@ -477,14 +466,7 @@ class AgentMemory:
 
     def _versions(self) -> list[history.Version]:
         """Stored FACT.md versions, newest first."""
-        try:
-            with folders(self) as (_agent, mem):
-                if mem is None or mem.lookup(HISTORY_DIR) is None:
-                    return []
-                with mem.subfolder(HISTORY_DIR) as folder:
-                    return history.versions(folder)
-        except FileNotFoundError:
-            return []
+        return read_memory(self, history.versions, [], HISTORY_DIR)
 
     @engine_boundary
     def history(self) -> list[dict[str, Any]]:
@@ -585,7 +567,7 @@ class AgentMemory:
     @engine_boundary
     def template_info(self) -> dict[str, Any] | None:
         """Contents of ``.template.json``, or None when the agent has no template record."""
-        raw = self._read_agent_file(TEMPLATE_RECORD)
+        raw = read_agent_bytes(self, TEMPLATE_RECORD)
         if not raw:
             return None
         try:

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from .matrix import instantiate
+from .models import import_extra
 from .records import fact_lines
-from .results import EvaluationResult, import_pandas
+from .results import EvaluationResult, Report
 from .scenario import Scenario
 
 __all__ = ["FactAblation", "leave_one_fact_out", "run_scores"]
@@ -42,8 +43,8 @@ def run_scores(result: EvaluationResult) -> dict[str, float]:
     return scores
 
 
-@dataclass
-class FactAblation:
+@dataclass(repr=False)
+class FactAblation(Report):
     """The baseline run, one run per removed line, and the per-line report."""
 
     lines: list[str]
@@ -68,7 +69,7 @@ class FactAblation:
 
     def to_dataframe(self) -> Any:
         """``rows()`` as a DataFrame indexed by line number."""
-        pandas = import_pandas("to_dataframe()")
+        pandas = import_extra("pandas", "to_dataframe()")
         return pandas.DataFrame(self.rows()).set_index("line")
 
     def __str__(self) -> str:
@@ -85,12 +86,6 @@ class FactAblation:
                 f"{int(row['total'])} ({delta:+.0f}: {effect})"
             )
         return "\n".join(out)
-
-    def __repr__(self) -> str:
-        return str(self)
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(str(self))
 
 
 def _copy_agent(source: Path, target: Path) -> Path:

@@ -197,15 +197,12 @@ class FactContains(Expectation):
     present: bool = True
 
     def to_dict(self) -> dict[str, Any]:
-        """See ``Expectation.to_dict``."""
         return self._with_flags({"fact": self.text})
 
     def describe(self) -> str:
-        """See ``Expectation.describe``."""
         return f"FACT.md {_verb(self.present, 'contains', 'does not contain')} {self.text!r}"
 
     def holds(self, state: SessionState) -> tuple[bool, str]:
-        """See ``Expectation.holds``."""
         if _contains(state.facts, self.text):
             return True, ""
         return False, "FACT.md is empty" if not state.facts.strip() else "not in FACT.md"
@@ -228,7 +225,6 @@ class JournalContains(Expectation):
             raise ValueError("JournalContains needs 'text', 'tag' or both")
 
     def to_dict(self) -> dict[str, Any]:
-        """See ``Expectation.to_dict``."""
         data: dict[str, Any] = {}
         if self.text is not None:
             data["journal"] = self.text
@@ -237,7 +233,6 @@ class JournalContains(Expectation):
         return self._with_flags(data)
 
     def describe(self) -> str:
-        """See ``Expectation.describe``."""
         parts = []
         if self.text is not None:
             parts.append(f"text {self.text!r}")
@@ -259,7 +254,6 @@ class JournalContains(Expectation):
         )
 
     def holds(self, state: SessionState) -> tuple[bool, str]:
-        """See ``Expectation.holds``."""
         if any(self._matches(entry) for entry in state.new_entries):
             return True, ""
         count = len(state.new_entries)
@@ -274,16 +268,13 @@ class PromptContains(Expectation):
     present: bool = True
 
     def to_dict(self) -> dict[str, Any]:
-        """See ``Expectation.to_dict``."""
         return self._with_flags({"prompt": self.text})
 
     def describe(self) -> str:
-        """See ``Expectation.describe``."""
         verb = _verb(self.present, "contains", "does not contain")
         return f"next prompt {verb} {self.text!r}"
 
     def holds(self, state: SessionState) -> tuple[bool, str]:
-        """See ``Expectation.holds``."""
         if _contains(state.next_prompt, self.text):
             return True, ""
         return False, "not in the next prompt"
@@ -336,16 +327,13 @@ class ReplyContains(Expectation):
     scorer: ClassVar[str] = "substring"
 
     def to_dict(self) -> dict[str, Any]:
-        """See ``Expectation.to_dict``."""
         return self._with_flags({"reply": self.text})
 
     def describe(self) -> str:
-        """See ``Expectation.describe``."""
         verb = _verb(self.present, "contains", "does not contain")
         return f"{_turn_label(self.turn)} {verb} {self.text!r}"
 
     def holds(self, state: SessionState) -> tuple[bool, str]:
-        """See ``Expectation.holds``."""
         replies = _picked_replies(state, self.turn)
         if any(_contains(reply, self.text) for reply in replies):
             return True, ""
@@ -369,16 +357,13 @@ class ReplyMatches(Expectation):
             raise ValueError(f"ReplyMatches: invalid pattern {self.pattern!r}: {exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
-        """See ``Expectation.to_dict``."""
         return self._with_flags({"reply_matches": self.pattern})
 
     def describe(self) -> str:
-        """See ``Expectation.describe``."""
         verb = _verb(self.present, "matches", "does not match")
         return f"{_turn_label(self.turn)} {verb} /{self.pattern}/"
 
     def holds(self, state: SessionState) -> tuple[bool, str]:
-        """See ``Expectation.holds``."""
         replies = _picked_replies(state, self.turn)
         compiled = re.compile(self.pattern, re.IGNORECASE)
         if any(compiled.search(reply) for reply in replies):
@@ -411,17 +396,14 @@ class ReplyAbstains(Expectation):
     scorer: ClassVar[str] = "abstain-patterns"
 
     def to_dict(self) -> dict[str, Any]:
-        """See ``Expectation.to_dict``."""
         if self.patterns != ABSTAIN_PATTERNS:
             return {"custom": self.describe()}
         return self._with_flags({"abstains": True})
 
     def describe(self) -> str:
-        """See ``Expectation.describe``."""
         return f"{_turn_label(self.turn)} {_verb(self.present, 'abstains', 'gives an answer')}"
 
     def holds(self, state: SessionState) -> tuple[bool, str]:
-        """See ``Expectation.holds``."""
         replies = _picked_replies(state, self.turn)
         compiled = [re.compile(pattern, re.IGNORECASE) for pattern in self.patterns]
         if any(p.search(reply) for reply in replies for p in compiled):
@@ -495,16 +477,13 @@ class ReplyAnswers(Expectation):
             )
 
     def to_dict(self) -> dict[str, Any]:
-        """See ``Expectation.to_dict``."""
         return self._with_flags({"answers": self.answer})
 
     def describe(self) -> str:
-        """See ``Expectation.describe``."""
         verb = _verb(self.present, "gives", "does not give")
         return f"{_turn_label(self.turn)} {verb} the answer {self.answer!r} (token match)"
 
     def holds(self, state: SessionState) -> tuple[bool, str]:
-        """See ``Expectation.holds``."""
         replies = _picked_replies(state, self.turn)
         # Joined with spaces on both ends, a token sequence is a substring exactly when it
         # is a run of whole tokens; ``in`` is linear in the reply's length.
@@ -743,7 +722,6 @@ class ReplyJudged(Expectation):
         return self._with_flags(data)
 
     def describe(self) -> str:
-        """See ``Expectation.describe``."""
         if self.abstention:
             verb = _verb(self.present, "is judged to abstain", "is judged not to abstain")
             return f"{_turn_label(self.turn)} {verb}"
@@ -835,7 +813,6 @@ class ToolCalled(Expectation):
     present: bool = True
 
     def to_dict(self) -> dict[str, Any]:
-        """See ``Expectation.to_dict``."""
         data: dict[str, Any] = {"tool": self.name, "action": self.action}
         if self.arguments:
             data["arguments"] = dict(self.arguments)
@@ -844,7 +821,6 @@ class ToolCalled(Expectation):
         return self._with_flags(data)
 
     def describe(self) -> str:
-        """See ``Expectation.describe``."""
         parts = [f"tool {self.name!r}" if self.name else "a tool"]
         if self.action:
             parts.append(f"action {self.action!r}")
@@ -879,7 +855,6 @@ class ToolCalled(Expectation):
         return True
 
     def holds(self, state: SessionState) -> tuple[bool, str]:
-        """See ``Expectation.holds``."""
         calls = state.tool_calls
         if any(self._matches(call) for call in calls):
             return True, ""
@@ -899,11 +874,9 @@ class Check(Expectation):
     present: bool = True
 
     def describe(self) -> str:
-        """See ``Expectation.describe``."""
         return self.description if self.present else f"not: {self.description}"
 
     def holds(self, state: SessionState) -> tuple[bool, str]:
-        """See ``Expectation.holds``."""
         verdict = self.function(state)
         if isinstance(verdict, tuple):
             return bool(verdict[0]), str(verdict[1])

@@ -28,6 +28,7 @@ from typing import Any
 
 from .expectations import ReplyAnswers, ReplyContains, ReplyJudged
 from .matrix import instantiate
+from .models import import_extra
 from .scenario import Scenario
 
 __all__ = ["STORE_KEY", "inspect_task", "scenario_sample"]
@@ -39,11 +40,7 @@ LAB_INSTALL_HINT = 'pip install "jupyter-agent-memory[lab]"'
 
 
 def _inspect() -> Any:
-    try:
-        import inspect_ai
-    except ImportError as exc:
-        raise ImportError(f"inspect_task needs inspect-ai: {LAB_INSTALL_HINT}") from exc
-    return inspect_ai
+    return import_extra("inspect_ai", "inspect_task", "inspect-ai", LAB_INSTALL_HINT)
 
 
 def _target(scenario: Scenario) -> str:

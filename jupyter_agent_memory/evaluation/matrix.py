@@ -52,9 +52,9 @@ from numbers import Integral
 from pathlib import Path
 from typing import Any
 
-from .models import CachedModel, model_spec
+from .models import CachedModel, import_extra, model_spec
 from .progress import make_progress
-from .results import EvaluationResult, import_pandas, import_pyplot, load_json, new_axes, read_text
+from .results import EvaluationResult, Exported, load_json, new_axes
 from .scenario import Scenario
 
 __all__ = ["MatrixResult", "MatrixRun", "rerun", "run_matrix"]
@@ -488,10 +488,12 @@ def run_value(result: EvaluationResult, metric: str) -> float:
     return sum(found) / len(found) if found else math.nan
 
 
-@dataclass
-class MatrixResult:
+@dataclass(repr=False)
+class MatrixResult(Exported):
     """Every run of a matrix, and the views over them."""
 
+    FORMAT = FORMAT
+    WHAT = "evaluation matrix"
     runs: list[MatrixRun]
     has_templates: bool = False
     root: str = ""
@@ -519,7 +521,7 @@ class MatrixResult:
     def to_dataframe(self) -> Any:
         """One long DataFrame: ``model``, (``template``,) ``scenario``, ``seed``, the scenario
         labels (e.g. ``question_type``), ``session``, ``name``, ``metric``, ``value``."""
-        pandas = import_pandas("to_dataframe()")
+        pandas = import_extra("pandas", "to_dataframe()")
         return pandas.DataFrame(self.rows())
 
     def groups(self) -> list[str]:
@@ -575,7 +577,7 @@ class MatrixResult:
         ``mean``, ``low``, ``high``, ``questions``."""
         from .stats import bootstrap_interval
 
-        pandas = import_pandas("intervals()")
+        pandas = import_extra("pandas", "intervals()")
         columns = self.groups() + ([by] if by else [])
         rows = []
         for group, questions in self.question_values(metric, by).items():
@@ -603,7 +605,7 @@ class MatrixResult:
         templates, ``a`` and ``b`` may be ``(model, template)`` pairs."""
         from .stats import paired_comparison
 
-        pandas = import_pandas("compare()")
+        pandas = import_extra("pandas", "compare()")
 
         def key(policy: Any) -> tuple[Any, ...]:
             return tuple(policy) if isinstance(policy, tuple) else (policy,)
@@ -652,7 +654,7 @@ class MatrixResult:
         ``intervals``), never a spread over seeds. Returns the figure; draws into ``ax``."""
         from .stats import bootstrap_interval
 
-        plt = import_pyplot("plot()")
+        plt = import_extra("matplotlib.pyplot", "plot()")
         figure, axes = new_axes(plt, ax)
         values: dict[tuple[str, str], dict[str, list[float]]] = {}
         for run in self.runs:
@@ -748,42 +750,24 @@ class MatrixResult:
     def from_json(cls, text: str) -> MatrixResult:
         """Load what ``to_json`` wrote."""
         data = load_json(text)
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise ValueError(f"Not an evaluation matrix: expected format {FORMAT!r}")
-        try:
-            runs = [
-                MatrixRun(
-                    item["model"],
-                    item["scenario"],
-                    item["seed"],
-                    EvaluationResult.from_dict(item["result"]),
-                    item.get("template"),
-                    model_spec=dict(item.get("model_spec") or {}),
-                    resumed=bool(item.get("resumed")),
-                )
-                for item in data["runs"]
-            ]
-        except KeyError as exc:
-            raise ValueError(f"Not a complete evaluation matrix: {exc} is missing") from None
-        except (TypeError, AttributeError) as exc:
-            raise ValueError(f"Not a valid evaluation matrix: {exc}") from None
+        runs = cls.parsed(data, lambda: [
+            MatrixRun(
+                item["model"],
+                item["scenario"],
+                item["seed"],
+                EvaluationResult.from_dict(item["result"]),
+                item.get("template"),
+                model_spec=dict(item.get("model_spec") or {}),
+                resumed=bool(item.get("resumed")),
+            )
+            for item in data["runs"]
+        ])
         return cls(
             runs,
             has_templates=bool(data.get("has_templates")),
             root=data.get("root", ""),
             provenance=dict(data.get("provenance") or {}),
         )
-
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write ``to_json()`` to ``path``."""
-        target = Path(path)
-        target.write_text(self.to_json(), encoding="utf-8")
-        return target
-
-    @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> MatrixResult:
-        """Read a matrix written by ``save``."""
-        return cls.from_json(read_text(path))
 
     def __str__(self) -> str:
         models = list(dict.fromkeys(run.model for run in self.runs))
@@ -802,9 +786,3 @@ class MatrixResult:
                 f"  {policy}  {run.scenario}  seed {run.seed}: {total - failed}/{total} passed"
             )
         return "\n".join(lines)
-
-    def __repr__(self) -> str:
-        return str(self)
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(str(self))

@@ -22,6 +22,7 @@ Two models ship here: ``ScriptedModel``, deterministic and offline (tests, tutor
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import time
@@ -54,6 +55,15 @@ __all__ = [
 ]
 
 EVAL_INSTALL_HINT = 'pip install "jupyter-agent-memory[eval]"'
+
+
+def import_extra(module: str, what: str, name: str = "", hint: str = EVAL_INSTALL_HINT) -> Any:
+    """``module``, or an ImportError saying that ``what`` needs ``name`` (default: the module's
+    package) and how to install it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(f"{what} needs {name or module.split('.')[0]}: {hint}") from exc
 
 CLOSING_TURN = (
     "(The conversation is over and the user has left. If anything in it is worth "

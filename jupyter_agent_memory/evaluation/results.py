@@ -15,13 +15,13 @@ import html
 import json
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .expectations import ExpectationOutcome
-from .models import EVAL_INSTALL_HINT
+from .models import import_extra
 from .records import SessionRecord
 
 __all__ = ["EvaluationResult"]
@@ -52,24 +52,6 @@ NUMERIC_METRICS = (
     "latency_s",
 )
 """The per-session numbers of ``tidy()`` (retrieval metrics come on top, per retriever)."""
-
-
-def import_pandas(what: str) -> Any:
-    """pandas, or an ImportError naming the extra that provides it."""
-    try:
-        import pandas
-    except ImportError as exc:
-        raise ImportError(f"{what} needs pandas: {EVAL_INSTALL_HINT}") from exc
-    return pandas
-
-
-def import_pyplot(what: str) -> Any:
-    """matplotlib.pyplot, or an ImportError naming the extra that provides it."""
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise ImportError(f"{what} needs matplotlib: {EVAL_INSTALL_HINT}") from exc
-    return plt
 
 
 def new_axes(plt: Any, ax: Any, size: tuple[float, float] = (7, 3.2)) -> tuple[Any, Any]:
@@ -123,6 +105,67 @@ def _number(value: Any) -> float:
 
 
 
+class Report:
+    """A record whose text form is its report: ``repr`` and IPython show ``str(self)``."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
+
+
+class Exported(Report):
+    """A record kept on disk as the JSON text of ``to_json`` (``save``, ``load``)."""
+
+    #: What the JSON's ``format`` names, and what a file of another format is not.
+    FORMAT = ""
+    WHAT = ""
+
+    def to_json(self) -> str:
+        """This record as JSON text (``from_json`` loads it back equal)."""
+        raise NotImplementedError
+
+    @classmethod
+    def from_json(cls: type[E], text: str) -> E:
+        """Load what ``to_json`` wrote."""
+        raise NotImplementedError
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write ``to_json()`` to ``path`` (UTF-8); returns the path."""
+        target = Path(path)
+        target.write_text(self.to_json(), encoding="utf-8")
+        return target
+
+    @classmethod
+    def load(cls: type[E], path: str | os.PathLike[str]) -> E:
+        """Read what ``save`` wrote; a file that is not UTF-8 is a ``ValueError`` naming it."""
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(
+                f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})"
+            ) from None
+        return cls.from_json(text)
+
+    @classmethod
+    def parsed(cls, data: Any, build: Callable[[], T]) -> T:
+        """``build()`` from exported ``data``: ``ValueError`` for another format, a missing key
+        or a value of the wrong shape."""
+        if not isinstance(data, dict) or data.get("format") != cls.FORMAT:
+            raise ValueError(f"Not an {cls.WHAT}: expected format {cls.FORMAT!r}")
+        try:
+            return build()
+        except KeyError as exc:
+            raise ValueError(f"Not a complete {cls.WHAT}: {exc} is missing") from None
+        except (TypeError, AttributeError) as exc:
+            raise ValueError(f"Not a valid {cls.WHAT}: {exc}") from None
+
+
+E = TypeVar("E", bound=Exported)
+T = TypeVar("T")
+
+
 def load_json(text: str) -> Any:
     """``json.loads``, with a nesting too deep for the parser as a ``ValueError`` too."""
     try:
@@ -131,17 +174,12 @@ def load_json(text: str) -> Any:
         raise ValueError("Not valid JSON: nested too deeply") from None
 
 
-def read_text(path: str | os.PathLike[str]) -> str:
-    """A saved file's text; a file that is not UTF-8 is a ``ValueError`` naming it."""
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-
-@dataclass
-class EvaluationResult:
+@dataclass(repr=False)
+class EvaluationResult(Exported):
     """The outcome of running a scenario: one ``SessionRecord`` per session."""
 
+    FORMAT = FORMAT
+    WHAT = "evaluation result"
     scenario: str
     model: str
     agent_path: str
@@ -222,12 +260,6 @@ class EvaluationResult:
             parts.append(f"[ERROR] session {index}: {last}")
         return "\n".join(parts)
 
-    def __repr__(self) -> str:
-        return str(self)
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(str(self))
-
     # -- numbers ---------------------------------------------------------------------------
 
     def metrics(self, session: SessionRecord) -> dict[str, float]:
@@ -257,7 +289,7 @@ class EvaluationResult:
 
     def tidy(self) -> Any:
         """``tidy_rows()`` as a pandas DataFrame (long format, for groupby and plots)."""
-        pandas = import_pandas("tidy()")
+        pandas = import_extra("pandas", "tidy()")
         return pandas.DataFrame(self.tidy_rows())
 
     def to_dataframe(self) -> Any:
@@ -268,7 +300,7 @@ class EvaluationResult:
         ``model_calls``, ``tool_rounds``, ``latency_s``, ``finish_reason`` and ``errors``; the
         scenario's labels are columns too.
         """
-        pandas = import_pandas("to_dataframe()")
+        pandas = import_extra("pandas", "to_dataframe()")
         frame = pandas.DataFrame(self.rows()).set_index("session")
         for key, value in self.labels.items():
             frame[key] = value
@@ -294,7 +326,7 @@ class EvaluationResult:
 
     def retrieval_dataframe(self) -> Any:
         """``retrieval_rows()`` as a DataFrame."""
-        pandas = import_pandas("retrieval_dataframe()")
+        pandas = import_extra("pandas", "retrieval_dataframe()")
         return pandas.DataFrame(self.retrieval_rows())
 
     def retrieval_summary(self) -> dict[str, dict[str, float]]:
@@ -313,7 +345,7 @@ class EvaluationResult:
 
     def outcomes_dataframe(self) -> Any:
         """One row per session and expectation: ``passed`` as 0/1, and the detail."""
-        pandas = import_pandas("outcomes_dataframe()")
+        pandas = import_extra("pandas", "outcomes_dataframe()")
         rows = [
             {
                 **self.labels,
@@ -338,7 +370,7 @@ class EvaluationResult:
         number per session as bars. ``ax`` draws into existing axes; ``title`` replaces the
         default title.
         """
-        plt = import_pyplot("plot()")
+        plt = import_extra("matplotlib.pyplot", "plot()")
         from matplotlib.ticker import MaxNLocator
 
         figure, axes = new_axes(plt, ax)
@@ -403,27 +435,22 @@ class EvaluationResult:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EvaluationResult:
         """Load what ``to_dict`` produced; a different format raises ``ValueError``."""
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise ValueError(f"Not an evaluation result: expected format {FORMAT!r}")
-        if data.get("version") != FORMAT_VERSION:
+        if isinstance(data, dict) and data.get("format") == FORMAT and (
+            data.get("version") != FORMAT_VERSION
+        ):
             raise ValueError(
                 f"Unsupported evaluation result version {data.get('version')!r} "
                 f"(this version reads {FORMAT_VERSION})"
             )
-        try:
-            return cls(
-                scenario=data["scenario"],
-                model=data["model"],
-                agent_path=data["agent_path"],
-                sessions=[SessionRecord.from_dict(s) for s in data["sessions"]],
-                labels=dict(data.get("labels") or {}),
-                stopped=bool(data.get("stopped")),
-                journal=list(data.get("journal") or []),
-            )
-        except KeyError as exc:
-            raise ValueError(f"Not a complete evaluation result: {exc} is missing") from None
-        except (TypeError, AttributeError) as exc:
-            raise ValueError(f"Not a valid evaluation result: {exc}") from None
+        return cls.parsed(data, lambda: cls(
+            scenario=data["scenario"],
+            model=data["model"],
+            agent_path=data["agent_path"],
+            sessions=[SessionRecord.from_dict(s) for s in data["sessions"]],
+            labels=dict(data.get("labels") or {}),
+            stopped=bool(data.get("stopped")),
+            journal=list(data.get("journal") or []),
+        ))
 
     def to_json(self, indent: int | None = 1) -> str:
         """The result as JSON text (non-ASCII kept)."""
@@ -433,17 +460,6 @@ class EvaluationResult:
     def from_json(cls, text: str) -> EvaluationResult:
         """Load a result from ``to_json`` text."""
         return cls.from_dict(load_json(text))
-
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write ``to_json()`` to ``path`` (UTF-8); returns the path."""
-        target = Path(path)
-        target.write_text(self.to_json(), encoding="utf-8")
-        return target
-
-    @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> EvaluationResult:
-        """Read a result written by ``save``."""
-        return cls.from_json(read_text(path))
 
     # -- HTML ------------------------------------------------------------------------------
 

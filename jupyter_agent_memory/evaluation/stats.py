@@ -30,13 +30,9 @@ _CHUNK = 2_000
 
 
 def _numpy(what: str) -> Any:
-    try:
-        import numpy
-    except ImportError as exc:  # numpy comes with the [eval] extra's pandas
-        from .models import EVAL_INSTALL_HINT
+    from .models import import_extra
 
-        raise ImportError(f"{what} needs numpy: {EVAL_INSTALL_HINT}") from exc
-    return numpy
+    return import_extra("numpy", what)  # numpy comes with the [eval] extra's pandas
 
 
 def _check(confidence: float, resamples: int) -> None:

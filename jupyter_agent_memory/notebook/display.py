@@ -23,7 +23,7 @@ import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..engine.tool import NO_MATCHES
 from ..render import escape_html, markdown_html, no_math_block
@@ -284,6 +284,23 @@ class RawText(str):
         p.text(str(self)[:-1] if self.endswith("\n") else str(self))
 
 
+V = TypeVar("V", bound=type)
+
+
+def _plain_is_str(cls: V) -> V:
+    """Give ``cls`` IPython's plain-text form (terminal output and ``text/plain``): ``str``.
+
+    IPython's pretty printer uses ``_repr_pretty_`` only when the class itself defines it (a
+    ``__repr__`` found first in the MRO wins), so each class gets its own.
+    """
+
+    def _repr_pretty_(self: Any, p: Any, cycle: bool) -> None:
+        p.text(str(self))
+
+    cls._repr_pretty_ = _repr_pretty_  # type: ignore[attr-defined]
+    return cls
+
+
 def _no_math(method: Callable[[Any], str]) -> Callable[[Any], str]:
     """Make a ``_repr_html_`` return its HTML inside a block MathJax does not typeset."""
 
@@ -376,8 +393,7 @@ class FactsView:
 # --------------------------------------------------------------------------------------------
 
 
-# IPython's pretty printer uses ``_repr_pretty_`` only when the class itself defines it (a
-# ``__repr__`` found first in the MRO wins), so every class below defines its own.
+@_plain_is_str
 class JournalResult(list):
     """Journal entries (dicts with ``ts``, ``tags``, ``text``), newest first.
 
@@ -495,10 +511,6 @@ class JournalResult(list):
         lines.append(f"({self._footer()})")
         return "\n".join(lines)
 
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        """Plain-text form for IPython (terminal output and ``text/plain``)."""
-        p.text(str(self))
-
     def __repr__(self) -> str:
         return f"JournalResult({list.__repr__(self)})"
 
@@ -508,6 +520,7 @@ class JournalResult(list):
 # --------------------------------------------------------------------------------------------
 
 
+@_plain_is_str
 class HistoryView(list):
     """FACT.md versions (dicts with ``ts``, ``sha256``, ``size``), newest first.
 
@@ -542,10 +555,6 @@ class HistoryView(list):
             for v in self
         )
 
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        """Plain-text form for IPython (terminal output and ``text/plain``)."""
-        p.text(str(self))
-
     def __repr__(self) -> str:
         return f"HistoryView({list.__repr__(self)})"
 
@@ -555,6 +564,7 @@ class HistoryView(list):
 # --------------------------------------------------------------------------------------------
 
 
+@_plain_is_str
 class DiffView:
     """A unified diff between two texts, coloured in a notebook and plain in a terminal."""
 
@@ -650,10 +660,6 @@ class DiffView:
 
     def __str__(self) -> str:
         return self.text if self.changed else self.no_changes
-
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        """Plain-text form for IPython (terminal output and ``text/plain``)."""
-        p.text(str(self))
 
     def __repr__(self) -> str:
         return f"DiffView({self.fromfile!r} -> {self.tofile!r}: {self.summary()})"
@@ -830,6 +836,7 @@ class PromptView:
 # --------------------------------------------------------------------------------------------
 
 
+@_plain_is_str
 class AgentSummary:
     """A short description of an agent folder: where it is and how big each part is."""
 
@@ -878,10 +885,6 @@ class AgentSummary:
         width = max(len(k) for k, _ in rows)
         return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
 
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        """Plain-text form for IPython (terminal output and ``text/plain``)."""
-        p.text(str(self))
-
     def __repr__(self) -> str:
         return f"AgentSummary({self.agent_id!r}, {str(self.path)!r})"
 
@@ -899,6 +902,7 @@ def _client_label(receipt: Mapping[str, Any]) -> str:
     return f"{client['name']} {version}" if version else str(client["name"])
 
 
+@_plain_is_str
 class SessionsView(list):
     """Receipts of recorded session starts (dicts as ``AgentMemory.sessions()`` returns them),
     newest first: a list in code, a table in a notebook, aligned text in a terminal.
@@ -963,14 +967,11 @@ class SessionsView(list):
             for row in rows
         )
 
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        """Plain-text form for IPython (terminal output and ``text/plain``)."""
-        p.text(str(self))
-
     def __repr__(self) -> str:
         return f"SessionsView({len(self)} sessions)"
 
 
+@_plain_is_str
 class WhyView(list):
     """Where lines of a recorded prompt came from: a list of the engine's ``Origin``s.
 
@@ -1014,10 +1015,6 @@ class WhyView(list):
         if not self:
             return self.empty_message
         return "\n".join(str(origin) for origin in self)
-
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        """Plain-text form for IPython (terminal output and ``text/plain``)."""
-        p.text(str(self))
 
     def __repr__(self) -> str:
         return f"WhyView({len(self)} origins)"
@@ -1090,6 +1087,7 @@ def forget_report(receipt: Mapping[str, Any]) -> list[tuple[str, str]]:
     return lines
 
 
+@_plain_is_str
 class ForgetReceipt(dict):
     """The engine's receipt of a forget (or of a dry run): a ``dict`` in code, a short
     report of the kinds of places changed, their counts and the verification in a notebook
@@ -1108,10 +1106,6 @@ class ForgetReceipt(dict):
 
     def __str__(self) -> str:
         return "\n".join(text for _kind, text in forget_report(self))
-
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        """Plain-text form for IPython (terminal output and ``text/plain``)."""
-        p.text(str(self))
 
     def __repr__(self) -> str:
         return f"ForgetReceipt({dict.__repr__(self)})"

@@ -796,14 +796,11 @@ class MemoryPanel(widgets.VBox):
         anyway. An editor that is empty after trimming is refused (the engine's guard for
         human edits).
         """
-        return self._save(self.facts)
+        return self._after(self.facts.save())
 
     def overwrite_facts(self) -> bool:
         """After a conflict: write the editor over the version the conflict showed (CAS)."""
-        saved = self.facts.overwrite()
-        if saved:
-            self._after_write()
-        return saved
+        return self._after(self.facts.overwrite())
 
     def reload_facts(self) -> None:
         """Discard editor changes and load FACT.md as it is on disk now."""
@@ -973,15 +970,9 @@ class MemoryPanel(widgets.VBox):
 
     # -- Persona ---------------------------------------------------------------------------
 
-    def _save(self, part: _FileEditor) -> bool:
-        saved = part.save()
-        if saved:
-            self._after_write()
-        return saved
-
     def save_persona(self, part: _FileEditor) -> bool:
         """Save SOUL.md or USER.md (``panel.soul`` / ``panel.user``) with compare-and-swap."""
-        return self._save(part)
+        return self._after(part.save())
 
     def save_soul(self) -> bool:
         """Save the SOUL.md editor (compare-and-swap)."""
@@ -1070,3 +1061,8 @@ class MemoryPanel(widgets.VBox):
     def _after_write(self) -> None:
         """Our own write changed the files: refresh the views (editors keep their state)."""
         self.refresh()
+
+    def _after(self, saved: bool) -> bool:
+        if saved:
+            self._after_write()
+        return saved

@@ -43,7 +43,7 @@ from .. import (
 )
 from ..engine.forgetting import forget
 from ..engine.sessions import find as find_session
-from ..engine.store import check_edit_body
+from ..engine.store import FACT, SOUL, USER, check_edit_body
 from ..engine.tool import normalize_limit
 from ..errors import (
     INVALID_PARAMS,
@@ -445,6 +445,13 @@ class AgentMemoryHandler(APIHandler):
         except MemoryToolError as exc:  # the engine's one error family (I/O included)
             raise _engine_error(exc) from exc
 
+    async def on_agent(
+        self, agent_id: str, work: Callable[[AgentMemory], T], write: bool = False
+    ) -> T:
+        """``work`` on the existing agent ``agent_id`` (:meth:`open_agent`), through
+        :meth:`run`; a ``write`` waits for the agent's slot."""
+        return await self.run(lambda: work(self.open_agent(agent_id)), agent_id if write else None)
+
     def json_body(self, fields: tuple[str, ...] | None = None) -> dict[str, Any]:
         """The request body as a JSON object; 413 over the size limit, 400 when malformed.
 
@@ -588,6 +595,11 @@ def _open_path_agent(workspace: Path, agent_id: str, lock_timeout: float) -> Age
         raise ApiError(403, f'Refusing "{relative}": a link on the way leads out of the folder')
     if not folder.is_dir():
         raise ApiError(403, f'"{relative}" is not a folder')
+    return _open_folder(folder, lock_timeout)
+
+
+def _open_folder(folder: Path, lock_timeout: float) -> AgentMemory:
+    """Open an existing agent folder by path, nothing created; the engine's errors mapped."""
     try:
         return AgentMemory.open(folder, create=False, lock_timeout=lock_timeout)
     except MemoryToolError as exc:
@@ -605,10 +617,7 @@ def _open_handed_over(handovers: Handovers, handle: str, lock_timeout: float) ->
         raise ApiError(exc.status, exc.message) from None
     if not folder.is_dir():
         raise ApiError(404, f"The handed-over agent folder {folder} is gone (deleted or moved)")
-    try:
-        return AgentMemory.open(folder, create=False, lock_timeout=lock_timeout)
-    except MemoryToolError as exc:
-        raise _engine_error(exc) from None
+    return _open_folder(folder, lock_timeout)
 
 
 # -- handlers ----------------------------------------------------------------------------------
@@ -667,56 +676,58 @@ class AgentsHandler(AgentMemoryHandler):
 
 
 class FactsHandler(AgentMemoryHandler):
-    """``GET`` FACT.md with its sha256; ``PUT {content, expected_sha256}`` replaces it."""
+    """``GET`` a memory file (FACT.md here; SOUL.md, USER.md in the subclasses) with its sha256;
+    ``PUT {content, expected_sha256}`` replaces it, compare-and-swap (409 on a conflict)."""
+
+    file_name = FACT
+
+    def _named(self) -> dict[str, str]:
+        # The persona files share one route shape, so their bodies name the file.
+        return {} if self.file_name == FACT else {"name": self.file_name}
 
     @tornado.web.authenticated
     @authorized
     async def get(self, agent: str) -> None:
-        """Return FACT.md's text (up to ``max_chars``) and the sha256 to send back when saving."""
+        """Return the file's text (up to ``max_chars``) and the sha256 to send back when
+        saving; FACT.md also as HTML with ``render=html``."""
         agent_id = self.agent_id(agent)
         bound = self.view_bound()
-        render = self.get_query_argument("render", None)
+        render = self.get_query_argument("render", None) if self.file_name == FACT else None
         if render not in (None, "html"):
             raise ApiError(400, f"'render' must be 'html' or left out; got {render!r}")
 
-        def work() -> FactsResponse:
-            mem = self.open_agent(agent_id)
-            content, sha = mem.read_facts()
+        def work(mem: AgentMemory) -> dict[str, Any]:
+            read = {FACT: mem.read_facts, SOUL: mem.read_soul, USER: mem.read_user}
+            content, sha = read[self.file_name]()
             shown, truncated = bounded_text(content, bound)
-            reply: FactsResponse = {
-                "agent": agent_id,
-                "path": str(mem.file_path("FACT.md")),
-                "content": shown,
-                "sha256": sha,
-                "chars": len(content),
-                "truncated": truncated,
-            }
+            reply = {"agent": agent_id, **self._named(),
+                     "path": str(mem.file_path(self.file_name)), "content": shown,
+                     "sha256": sha, "chars": len(content), "truncated": truncated}
             if render == "html":
                 # The sidebar shows what %fact shows: one renderer, one rule.
                 reply["html"] = markdown_html(shown)
             return reply
 
-        self.reply(await self.run(work))
+        self.reply(await self.on_agent(agent_id, work))
 
     @tornado.web.authenticated
     @authorized
     async def put(self, agent: str) -> None:
-        """Replace FACT.md; with ``expected_sha256`` it is compare-and-swap (409 on mismatch)."""
+        """Replace the file; with ``expected_sha256`` it is compare-and-swap (409 on mismatch)."""
         agent_id = self.agent_id(agent)
         content, expected = self.edit_body()
 
-        def work() -> FactsSavedResponse:
-            mem = self.open_agent(agent_id)
-            # People edit here (the sidebar): an empty buffer is refused, as in every editor.
-            check_edit_body(content) if isinstance(content, str) else None
-            written = mem.update_facts(content, expected_sha256=expected)
-            return {
-                "agent": agent_id,
-                "sha256": written.sha256,
-                "previous_sha256": written.previous_sha256,
-            }
+        def work(mem: AgentMemory) -> dict[str, Any]:
+            if self.file_name == FACT and isinstance(content, str):
+                # People edit here (the sidebar): an empty buffer is refused, as in every
+                # editor. SOUL.md and USER.md may be empty.
+                check_edit_body(content)
+            write = {FACT: mem.update_facts, SOUL: mem.write_soul, USER: mem.write_user}
+            written = write[self.file_name](content, expected_sha256=expected)
+            return {"agent": agent_id, **self._named(), "sha256": written.sha256,
+                    "previous_sha256": written.previous_sha256}
 
-        self.reply(await self.run(work, agent_id))
+        self.reply(await self.on_agent(agent_id, work, write=True))
 
 
 class JournalHandler(AgentMemoryHandler):
@@ -732,8 +743,7 @@ class JournalHandler(AgentMemoryHandler):
             for name in ("query", "tag", "limit", "since", "until")
         }
 
-        def work() -> JournalResponse:
-            mem = self.open_agent(agent_id)
+        def work(mem: AgentMemory) -> JournalResponse:
             result = mem.search(
                 query=args["query"] or "",
                 tag=args["tag"] or "",
@@ -749,7 +759,7 @@ class JournalHandler(AgentMemoryHandler):
                 "indexed": bool(getattr(result, "indexed", False)),
             }
 
-        self.reply(await self.run(work))
+        self.reply(await self.on_agent(agent_id, work))
 
     @tornado.web.authenticated
     @authorized
@@ -762,12 +772,11 @@ class JournalHandler(AgentMemoryHandler):
         # The memory tool's rule: anything but an array means no tags.
         tags = tags if isinstance(tags, list) else []
 
-        def work() -> JournalAppendedResponse:
-            mem = self.open_agent(agent_id)
+        def work(mem: AgentMemory) -> JournalAppendedResponse:
             entry = mem.append(text, tags=tags)
             return {"agent": agent_id, "entry": entry}
 
-        self.reply(await self.run(work, agent_id), 201)
+        self.reply(await self.on_agent(agent_id, work, write=True), 201)
 
 
 class PromptHandler(AgentMemoryHandler):
@@ -786,8 +795,7 @@ class PromptHandler(AgentMemoryHandler):
         state = self.state
         bound = self.view_bound()
 
-        def work() -> PromptResponse:
-            mem = self.open_agent(agent_id)
+        def work(mem: AgentMemory) -> PromptResponse:
             prompt = state.build_prompt(mem)
             shown, truncated = bounded_text(prompt.text, bound)
             base, context = prompt.base, prompt.context
@@ -814,7 +822,7 @@ class PromptHandler(AgentMemoryHandler):
                 "sections": prompt.section_dicts(),
             }
 
-        self.reply(await self.run(work))
+        self.reply(await self.on_agent(agent_id, work))
 
 
 class HandoverHandler(AgentMemoryHandler):
@@ -861,15 +869,11 @@ class HistoryHandler(AgentMemoryHandler):
         """List versions as ``{ts, sha256, size}``."""
         agent_id = self.agent_id(agent)
 
-        def work() -> HistoryResponse:
-            mem = self.open_agent(agent_id)
-            versions: list[HistoryVersion] = [
-                {"ts": v["ts"], "sha256": v["sha256"], "size": int(v["size"])}
-                for v in mem.history()
-            ]
-            return {"agent": agent_id, "versions": versions}
+        def work(mem: AgentMemory) -> dict[str, Any]:
+            # The engine's versions are exactly HistoryVersion: {ts, sha256, size}.
+            return {"agent": agent_id, "versions": mem.history()}
 
-        self.reply(await self.run(work))
+        self.reply(await self.on_agent(agent_id, work))
 
 
 class VersionHandler(AgentMemoryHandler):
@@ -881,8 +885,7 @@ class VersionHandler(AgentMemoryHandler):
         """Return one version by full sha256 or unique prefix (engine rules)."""
         agent_id = self.agent_id(agent)
 
-        def work() -> VersionResponse:
-            mem = self.open_agent(agent_id)
+        def work(mem: AgentMemory) -> VersionResponse:
             try:
                 full, content = mem.history_version(sha)
             except VersionNotFoundError as exc:
@@ -890,7 +893,7 @@ class VersionHandler(AgentMemoryHandler):
                 raise ApiError(404, exc.message) from None
             return {"agent": agent_id, "sha256": full, "content": content}
 
-        self.reply(await self.run(work))
+        self.reply(await self.on_agent(agent_id, work))
 
 
 def _receipt(mem: AgentMemory, session_id: str) -> dict[str, Any]:
@@ -913,11 +916,10 @@ class SessionsHandler(AgentMemoryHandler):
         """List receipts (time, id, client, prompt sha256, sections, sizes, warnings)."""
         agent_id = self.agent_id(agent)
 
-        def work() -> SessionsResponse:
-            mem = self.open_agent(agent_id)
+        def work(mem: AgentMemory) -> SessionsResponse:
             return {"agent": agent_id, "sessions": mem.sessions()}
 
-        self.reply(await self.run(work))
+        self.reply(await self.on_agent(agent_id, work))
 
 
 class SessionHandler(AgentMemoryHandler):
@@ -931,15 +933,14 @@ class SessionHandler(AgentMemoryHandler):
         agent_id = self.agent_id(agent)
         bound = self.view_bound()
 
-        def work() -> SessionResponse:
-            mem = self.open_agent(agent_id)
+        def work(mem: AgentMemory) -> SessionResponse:
             receipt = _receipt(mem, sid)
             text = mem.session_prompt(receipt["session_id"])
             shown, truncated = bounded_text(text, bound)
             return {"agent": agent_id, "receipt": receipt, "text": shown,
                     "chars": len(text), "truncated": truncated}
 
-        self.reply(await self.run(work))
+        self.reply(await self.on_agent(agent_id, work))
 
 
 class SessionDiffHandler(AgentMemoryHandler):
@@ -951,14 +952,13 @@ class SessionDiffHandler(AgentMemoryHandler):
         """Both ids as for one session; ``diff`` is "" when the prompts were identical."""
         agent_id = self.agent_id(agent)
 
-        def work() -> SessionDiffResponse:
-            mem = self.open_agent(agent_id)
+        def work(mem: AgentMemory) -> SessionDiffResponse:
             first = _receipt(mem, sid)["session_id"]
             second = _receipt(mem, other)["session_id"]
             diff = mem.diff_sessions(first, second)
             return {"agent": agent_id, "first": first, "second": second, "diff": diff}
 
-        self.reply(await self.run(work))
+        self.reply(await self.on_agent(agent_id, work))
 
 
 class SessionWhyHandler(AgentMemoryHandler):
@@ -971,8 +971,7 @@ class SessionWhyHandler(AgentMemoryHandler):
         agent_id = self.agent_id(agent)
         needle = self.get_query_argument("text", "")
 
-        def work() -> SessionWhyResponse:
-            mem = self.open_agent(agent_id)
+        def work(mem: AgentMemory) -> SessionWhyResponse:
             session_id = _receipt(mem, sid)["session_id"]
             origins: list[SessionOrigin] = [
                 {
@@ -989,7 +988,7 @@ class SessionWhyHandler(AgentMemoryHandler):
                 "agent": agent_id, "session_id": session_id, "text": needle, "origins": origins
             }
 
-        self.reply(await self.run(work))
+        self.reply(await self.on_agent(agent_id, work))
 
 
 #: The fields a forget request may hold; anything else is refused.
@@ -1024,14 +1023,13 @@ class ForgetHandler(AgentMemoryHandler):
         if (text is not None) + (pattern is not None) + secrets != 1:
             raise ApiError(400, "Give exactly one of 'text', 'pattern' or 'secrets': true")
 
-        def work() -> ForgetResponse:
-            mem = self.open_agent(agent_id)
+        def work(mem: AgentMemory) -> ForgetResponse:
             receipt = forget(
                 mem, text, pattern=pattern, secrets=secrets, dry_run=dry_run, reason=reason
             )
             return {"agent": agent_id, "receipt": receipt}
 
-        self.reply(await self.run(work, agent_id))
+        self.reply(await self.on_agent(agent_id, work, write=True))
 
 
 class PersonaResponse(TypedDict):
@@ -1055,63 +1053,16 @@ class PersonaSavedResponse(TypedDict):
     previous_sha256: str
 
 
-class _PersonaHandler(AgentMemoryHandler):
-    """``GET`` SOUL.md or USER.md with its sha256; ``PUT {content, expected_sha256}``
-    replaces it with compare-and-swap (409 on conflict). Either may be empty."""
-
-    file_name = ""
-
-    def _read(self, mem: AgentMemory) -> tuple[str, str]:
-        return mem.read_soul() if self.file_name == "SOUL.md" else mem.read_user()
-
-    def _write(self, mem: AgentMemory, content: Any, expected: str | None) -> Any:
-        write = mem.write_soul if self.file_name == "SOUL.md" else mem.write_user
-        return write(content, expected_sha256=expected)
-
-    @tornado.web.authenticated
-    @authorized
-    async def get(self, agent: str) -> None:
-        """Return the file's text (up to ``max_chars``) and the sha256 to send back when
-        saving."""
-        agent_id = self.agent_id(agent)
-        bound = self.view_bound()
-
-        def work() -> PersonaResponse:
-            mem = self.open_agent(agent_id)
-            content, sha = self._read(mem)
-            shown, truncated = bounded_text(content, bound)
-            return {"agent": agent_id, "name": self.file_name,
-                    "path": str(mem.file_path(self.file_name)), "content": shown,
-                    "sha256": sha, "chars": len(content), "truncated": truncated}
-
-        self.reply(await self.run(work))
-
-    @tornado.web.authenticated
-    @authorized
-    async def put(self, agent: str) -> None:
-        """Replace the file; with ``expected_sha256`` it is compare-and-swap."""
-        agent_id = self.agent_id(agent)
-        content, expected = self.edit_body()
-
-        def work() -> PersonaSavedResponse:
-            mem = self.open_agent(agent_id)
-            written = self._write(mem, content, expected)
-            return {"agent": agent_id, "name": self.file_name, "sha256": written.sha256,
-                    "previous_sha256": written.previous_sha256}
-
-        self.reply(await self.run(work, agent_id))
-
-
-class SoulHandler(_PersonaHandler):
+class SoulHandler(FactsHandler):
     """SOUL.md: ``GET`` it with its sha256, ``PUT`` it with compare-and-swap."""
 
-    file_name = "SOUL.md"
+    file_name = SOUL
 
 
-class UserHandler(_PersonaHandler):
+class UserHandler(FactsHandler):
     """USER.md: ``GET`` it with its sha256, ``PUT`` it with compare-and-swap."""
 
-    file_name = "USER.md"
+    file_name = USER
 
 
 # -- registration ------------------------------------------------------------------------------
