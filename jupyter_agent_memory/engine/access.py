@@ -119,14 +119,16 @@ def replace_agent_file(
 ) -> tuple[str, Path]:
     """Replace a file of the agent folder with ``data`` under the lock, compare-and-swap
     against ``expected`` (None: unconditionally); returns the sha256 of what it replaced and
-    the file's path. Writing what is already there succeeds (and is flushed again)."""
+    the file's path. The comparison holds even when ``data`` is already there: two writers
+    that read the same version and computed the same new one must not both succeed, or a
+    read-modify-write loop loses an update. Writing what is already there flushes it again."""
     with locked(mem) as txn:
         agent = txn.agent
         name = agent.lookup(canonical) or canonical
         agent.require_replaceable(name)
         current = agent.read_bytes(name) or b""
+        check_expected(agent.display(name), expected, current)
         if current != data:
-            check_expected(agent.display(name), expected, current)
             commit(agent, name, data, txn.recheck)
         else:
             agent.fsync()
@@ -169,8 +171,8 @@ def commit(
                 exc.errno,
                 f"{name} now holds the new content (sha256 {sha256_hex(data)}), but flushing "
                 f"its folder to disk failed ({exc.strerror}): it reads back as written but "
-                "may not survive a power loss; writing the same content again makes it "
-                "durable",
+                "may not survive a power loss; writing the same content again (with "
+                f"expected_sha256 {sha256_hex(data)}, or with none) makes it durable",
                 exc.filename,
             )
         ) from exc

@@ -566,6 +566,9 @@ class PromptBuilder:
                     os.close(fd)
             except UnsafePathError as exc:
                 return _Loaded(path, FileState.UNSAFE, key, held=True, error=exc)
+            except FileNotFoundError:
+                # Removed since it was listed: the build sees the folder as it is now.
+                return _Loaded(path, FileState.MISSING)
             except OSError as exc:
                 return _Loaded(path, FileState.UNREADABLE, key, error=exc)
             cached = (key, text)

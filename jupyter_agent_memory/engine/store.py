@@ -414,7 +414,8 @@ class AgentMemory:
         the replaced version's hash and the file's real path.
 
         With ``expected_sha256`` the write is compare-and-swap: when FACT.md no longer has
-        that hash, :class:`MemoryConflictError` is raised and nothing is written. The previous
+        that hash, :class:`MemoryConflictError` is raised and nothing is written (also when
+        ``text`` is what FACT.md already holds). The previous
         content (when non-empty and different) is kept in ``memory/.history/``.
         """
         data = encode_text(text, "content", self.max_bytes, self.secret_guard)
@@ -428,13 +429,14 @@ class AgentMemory:
         mem.require_replaceable(name)
         current = mem.read_bytes(name) or b""
         result = WriteResult(sha256_hex(data), sha256_hex(current), mem.display(name))
+        # The hash is compared even when the text is already there: two writers that read the
+        # same version and computed the same next one must not both succeed.
+        check_expected(mem.display(name), expected, current)
         if current == data:
-            # Already there (a retry of a write whose folder flush failed, or the same text
-            # again): success, even against an expected hash of what it replaced; the flush
-            # is repeated so the content is durable when this returns.
+            # Already there (the retry a failed folder flush asks for, or the same text
+            # again): the flush is repeated so the content is durable when this returns.
             mem.fsync()
             return result
-        check_expected(mem.display(name), expected, current)
         if not current:
             commit(mem, name, data, txn.recheck)
             return result

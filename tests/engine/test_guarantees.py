@@ -23,7 +23,14 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent_memory import AgentMemory, MemoryToolError, PromptBuilder, forget, lint
+from jupyter_agent_memory import (
+    AgentMemory,
+    MemoryConflictError,
+    MemoryToolError,
+    PromptBuilder,
+    forget,
+    lint,
+)
 from jupyter_agent_memory.engine import history, sessions
 from jupyter_agent_memory.engine.templates import provision
 from jupyter_agent_memory.engine.textnorm import normalize
@@ -517,9 +524,17 @@ def test_an_update_whose_folder_flush_fails_says_it_took_effect_and_a_retry_succ
         + "), but flushing its folder to disk failed (Input/output error)"
     )
     assert mem.facts == "- two\n"
+    two = hashlib.sha256(b"- two\n").hexdigest()
+    assert (
+        f"writing the same content again (with expected_sha256 {two}, or with none) makes "
+        "it durable (" in info.value.message
+    )
     state["fail"] = False
-    again = mem.update_facts("- two\n", expected_sha256=first.sha256)  # the same retry
-    assert again.sha256 == hashlib.sha256(b"- two\n").hexdigest() and mem.facts == "- two\n"
+    # The old token is stale now, as for any compare-and-swap: the retry the error names works.
+    with pytest.raises(MemoryConflictError):
+        mem.update_facts("- two\n", expected_sha256=first.sha256)
+    again = mem.update_facts("- two\n", expected_sha256=two)
+    assert again.sha256 == two and mem.facts == "- two\n"
     assert len(mem.history()) == 2  # the retry kept no second copy of "- one"
 
 

@@ -1,6 +1,7 @@
 """Injected I/O errors, SQLite style: for every write path, fail the Nth file-system call with
 EIO, ENOSPC or EINTR, for every N; then the folder must keep its rules, an error must mean
-nothing happened (or say exactly what did), and the same call again must succeed.
+nothing happened (or say exactly what did), and the same call again must succeed (for an
+update, the retry an editor makes after reading the error: see ``_update_again``).
 
 The injector wraps the ``os`` functions the engine calls. EINTR is injected only into the calls
 CPython does not already repeat after a signal (listing, ``stat``/``lstat`` by name, rename,
@@ -96,12 +97,26 @@ class Path_:
     run: Callable[[AgentMemory, Path, Path], Any]
     done: Callable[[Path, Any], list[str]]
     appended: str | None = None
+    # The retry after a failure (by default the same call again).
+    again: Callable[[AgentMemory, Path, Path, BaseException], Any] | None = None
 
 
-def _update(mem: AgentMemory, ws: Path, tpl: Path) -> Any:
-    # The editor's token is the version it read before the first try: a retry sends it again.
+UPDATED = "- keep\n- more\n- updated\n"
+
+
+def _update(mem: AgentMemory, ws: Path, tpl: Path, token: str | None = None) -> Any:
+    # The editor's token is the version it read before the first try.
     seeded = hashlib.sha256(b"- keep\n- more\n").hexdigest()
-    return mem.update_facts("- keep\n- more\n- updated\n", expected_sha256=seeded)
+    return mem.update_facts(UPDATED, expected_sha256=token or seeded)
+
+
+def _update_again(mem: AgentMemory, ws: Path, tpl: Path, failure: BaseException) -> Any:
+    # An error that says the new content is in place names its sha256; the editor retries
+    # with it (the old token would be a stale compare-and-swap). Any other error: nothing
+    # changed, so the old token is still the right one.
+    new = hashlib.sha256(UPDATED.encode()).hexdigest()
+    told = f"now holds the new content (sha256 {new})" in str(failure)
+    return _update(mem, ws, tpl, new if told else None)
 
 
 def _restore(mem: AgentMemory, ws: Path, tpl: Path) -> Any:
@@ -161,7 +176,7 @@ def _provisioned(folder: Path, _result: Any) -> list[str]:
 
 
 PATHS = [
-    Path_("update", _update, _facts_are("- keep\n- more\n- updated\n")),
+    Path_("update", _update, _facts_are(UPDATED), again=_update_again),
     Path_("restore", _restore, _facts_are(f"- {SECRET}\n- keep\n")),
     Path_("append", _append, lambda f, r: exactly_once(f, ["the appended entry"]), "x"),
     Path_("session start with pruning", _session, _session_kept),
@@ -230,11 +245,15 @@ def run_path(path: Path_, base: Path, tmp: Path, stride: int, tally: Tally) -> N
             if failure is None:
                 shutil.rmtree(folder)
                 continue
-            # The same call again succeeds, and does what it says.
+            # The same call again (or the path's own retry) succeeds, and does what it says.
+            reopened = AgentMemory.open(folder, keep_sessions=2)
             try:
-                again = path.run(AgentMemory.open(folder, keep_sessions=2), workspace, template)
+                if path.again is not None:
+                    again = path.again(reopened, workspace, template, failure)
+                else:
+                    again = path.run(reopened, workspace, template)
             except Exception as exc:  # noqa: BLE001 - the violation
-                tally.violations.append(f"{label}: the retry failed: {exc!r}")
+                tally.violations.append(f"{label}: the retry failed: {exc!r} (after {failure!r})")
             else:
                 tally.violations += [f"{label}, retried: {v}" for v in path.done(folder, again)]
             tally.violations += [f"{label}, retried: {v}" for v in well_formed(folder)]
