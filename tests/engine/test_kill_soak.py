@@ -155,7 +155,7 @@ def _report(result: dict[str, object]) -> None:
 
 
 def test_a_short_kill_soak_keeps_every_acknowledged_write(tmp_path: Path) -> None:
-    result = soak(tmp_path, seconds=6, workers=3, seed=1)
+    result = soak(tmp_path, seconds=3, workers=3, seed=1)
     _report(result)
     assert result["kills"] >= 10 and result["appends"] > 0
     assert result["violations"] == []
