@@ -87,7 +87,6 @@ FORGET_KEY = ".forget-key"
 DEFAULT_MAX_BYTES = 1024 * 1024
 # Temp files are named by Folder.write_atomic: "." + target name + "." + 16 hex + ".tmp".
 _TEMP_NAME = re.compile(r"^\.(?P<target>.+)\.[0-9a-f]{16}\.tmp$")
-EMPTY_SHA256 = sha256_hex(b"")
 
 
 class WriteResult(str):
@@ -546,17 +545,6 @@ class AgentMemory:
             if current == data:
                 return False
             commit(agent, name, data, txn.recheck)
-            return True
-
-    @engine_boundary
-    def add_memory_file_if_missing(self, canonical: str, data: bytes) -> bool:
-        """Create ``memory/<canonical>`` with ``data`` unless any case variant exists."""
-        with locked(self) as txn:
-            name = txn.memory.lookup(canonical)
-            if name is not None:
-                txn.memory.require_replaceable(name)
-                return False
-            commit(txn.memory, canonical, data, txn.recheck)
             return True
 
     @engine_boundary
