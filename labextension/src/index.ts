@@ -151,11 +151,16 @@ const plugin: JupyterFrontEndPlugin<void> = {
       restorer.add(panel, 'jupyter-agent-memory');
     }
     const show = () => {
-      shell.activateById(panel.id);
-      // Notebook 7's side panel can show the widget without a show message: load it here.
-      if (!panel.currentAgent) {
-        void panel.refresh();
-      }
+      // The modal command palette hands the focus back to the main area's widget as soon as
+      // a command it ran returns; activating one microtask later comes after that hand-back,
+      // so the keyboard lands in the sidebar whichever way it was opened.
+      void Promise.resolve().then(() => {
+        shell.activateById(panel.id);
+        // Notebook 7's side panel can show the widget without a show message: load it here.
+        if (!panel.currentAgent) {
+          void panel.refresh();
+        }
+      });
     };
 
     let followNotebook = true;

@@ -87,6 +87,7 @@ export class JournalSection extends MemorySection {
   }
 
   protected clear(): void {
+    this.shownEntries = '';
     this.journalList.replaceChildren();
     this.setJournalNote('');
   }
@@ -113,8 +114,14 @@ export class JournalSection extends MemorySection {
       if (!Array.isArray(result.entries)) {
         throw new Error('The server sent no list of journal entries.');
       }
-      this.shownQuery = this.queryInput.value;
-      this.journalList.replaceChildren(...result.entries.map(entry => this.renderEntry(entry)));
+      // The same matches for the same query keep their nodes: a refresh that finds nothing new
+      // must not close an opened entry, move the scroll or pull a node from under a click.
+      const shown = JSON.stringify([this.queryInput.value, result.entries]);
+      if (shown !== this.shownEntries) {
+        this.shownEntries = shown;
+        this.shownQuery = this.queryInput.value;
+        this.journalList.replaceChildren(...result.entries.map(entry => this.renderEntry(entry)));
+      }
       const count = result.entries.length;
       const filtered = !!(this.queryInput.value || this.tagInput.value.trim());
       let note =
@@ -132,6 +139,7 @@ export class JournalSection extends MemorySection {
         return;
       }
       // Entries still on screen would not match this search (or this agent).
+      this.shownEntries = '';
       this.journalList.replaceChildren();
       this.setJournalNote(describe(error), true);
     }
@@ -233,6 +241,8 @@ export class JournalSection extends MemorySection {
 
   /** The query whose matches the journal list highlights. */
   private shownQuery = '';
+  /** The query and entries the list shows, as JSON ('' when it shows none). */
+  private shownEntries = '';
   private readonly form: HTMLFormElement;
   private readonly queryInput: HTMLInputElement;
   private readonly tagInput: HTMLInputElement;

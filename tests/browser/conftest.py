@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from pages import PATIENCE_MS
+from pages import LAUNCHER_HAS_FOCUS, PATIENCE_MS
 from playwright.sync_api import expect
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -218,6 +218,9 @@ def page(new_page, lab: Lab, agents_root: Path):
     page.evaluate(
         "async () => { await window.jupyterapp.started; await window.jupyterapp.restored; }"
     )
+    # A reset layout opens the Launcher only after `restored`, and it takes the focus when it
+    # comes: wait for it, or it closes a command palette (or steals a click) opened before.
+    page.wait_for_function(LAUNCHER_HAS_FOCUS, timeout=PATIENCE_MS)
     return page
 
 

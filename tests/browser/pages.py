@@ -19,6 +19,14 @@ KERNEL_IDLE = """
 }
 """
 
+#: True once the main area's current widget (the Launcher, on a reset layout) holds the focus.
+LAUNCHER_HAS_FOCUS = """
+() => {
+  const widget = window.jupyterapp.shell.currentWidget;
+  return !!widget && widget.node.contains(document.activeElement);
+}
+"""
+
 THEMES = (("JupyterLab Light", "light"), ("JupyterLab Dark", "dark"))
 
 #: How long an ``expect`` waits for a state. Playwright's 5 s default is too short on a busy

@@ -16,7 +16,7 @@ from conftest import watch_of
 from hostile import PAYLOADS
 from pages import screenshot_dir, set_theme
 from playwright.sync_api import Page, expect
-from sidebar_page import PANEL, open_sidebar
+from sidebar_page import PANEL, open_sidebar, settled
 
 from jupyter_agent_memory import AgentMemory
 
@@ -127,6 +127,12 @@ def test_sidebar_renders_any_json_entry(page: Page, agents_root: Path, tmp_path:
     full = big.locator("textarea.jp-AgentMemory-fullText")
     expect(full).to_have_attribute("readonly", "")
     assert full.evaluate("node => node.value") == "A" * HUGE
+    # A refresh that finds the same entries keeps their nodes: the opened entry stays open.
+    full.evaluate("node => { node.dataset.kept = 'yes'; }")
+    with page.expect_response(lambda r: r.request.method == "GET" and "/journal" in r.url):
+        page.locator(f"{PANEL} .jp-AgentMemory-refresh").click()
+    settled(page)
+    expect(big.locator("textarea.jp-AgentMemory-fullText[data-kept='yes']")).to_have_count(1)
     # A clickable tag still searches.
     entry(3).get_by_role("button", name="ok").click()
     expect(page.locator(f"{PANEL} .jp-AgentMemory-tag")).to_have_value("ok")
