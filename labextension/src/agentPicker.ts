@@ -32,6 +32,21 @@ export class AgentPicker extends Widget {
     // Status changes are announced to screen readers without moving the focus.
     this.status.setAttribute('role', 'status');
     this.node.append(header, this.status);
+    // From the start, not from attachment: a listing sent before the shell attaches the
+    // sidebar (Notebook 7 can) must still fill the picker.
+    this.model.agentsListed.connect(this.onAgentsListed);
+    this.model.statusChanged.connect(this.onStatus);
+    this.model.editingChanged.connect(this.onEditing);
+  }
+
+  dispose(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    this.model.editingChanged.disconnect(this.onEditing);
+    this.model.statusChanged.disconnect(this.onStatus);
+    this.model.agentsListed.disconnect(this.onAgentsListed);
+    super.dispose();
   }
 
   /** Give the keyboard focus to the agent picker. */
@@ -49,15 +64,9 @@ export class AgentPicker extends Widget {
   protected onAfterAttach(msg: Message): void {
     super.onAfterAttach(msg);
     this.picker.addEventListener('change', this);
-    this.model.agentsListed.connect(this.onAgentsListed);
-    this.model.statusChanged.connect(this.onStatus);
-    this.model.editingChanged.connect(this.onEditing);
   }
 
   protected onBeforeDetach(msg: Message): void {
-    this.model.editingChanged.disconnect(this.onEditing);
-    this.model.statusChanged.disconnect(this.onStatus);
-    this.model.agentsListed.disconnect(this.onAgentsListed);
     this.picker.removeEventListener('change', this);
     super.onBeforeDetach(msg);
   }

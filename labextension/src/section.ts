@@ -1,6 +1,6 @@
 /**
  * The base of the sidebar's collapsible sections: a Lumino widget whose node is the section's
- * `<details>` element, subscribed to the shared model only while it is attached.
+ * `<details>` element, subscribed to the shared model for as long as it exists.
  */
 
 import { Message } from '@lumino/messaging';
@@ -17,6 +17,19 @@ export abstract class MemorySection extends Widget {
     this.model = model;
     this.details = parts.root;
     this.body = parts.body;
+    // From the start, not from attachment: a load the shell starts before it attaches the
+    // sidebar (Notebook 7 can) must still fill the sections.
+    model.agentShown.connect(this.onAgentShown);
+    model.reloadRequested.connect(this.onReload);
+  }
+
+  dispose(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    this.model.reloadRequested.disconnect(this.onReload);
+    this.model.agentShown.disconnect(this.onAgentShown);
+    super.dispose();
   }
 
   /** Whether the section is expanded. */
@@ -33,15 +46,11 @@ export abstract class MemorySection extends Widget {
 
   protected onAfterAttach(msg: Message): void {
     super.onAfterAttach(msg);
-    this.model.agentShown.connect(this.onAgentShown);
-    this.model.reloadRequested.connect(this.onReload);
     this.details.addEventListener('toggle', this);
   }
 
   protected onBeforeDetach(msg: Message): void {
     this.details.removeEventListener('toggle', this);
-    this.model.reloadRequested.disconnect(this.onReload);
-    this.model.agentShown.disconnect(this.onAgentShown);
     super.onBeforeDetach(msg);
   }
 

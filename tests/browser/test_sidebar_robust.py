@@ -141,6 +141,39 @@ def test_sidebar_renders_any_json_entry(page: Page, agents_root: Path, tmp_path:
     assert (watch.dialogs, watch.errors) == ([], [])
 
 
+DETACHED_REFRESH = """
+async () => {
+  const panel = [...window.jupyterapp.shell.widgets('left')].find(w => w.id === 'jp-agent-memory');
+  panel.parent = null;  // detached, as Notebook 7 can hold it before it shows it
+  await panel.refresh();
+  const picker = panel.node.querySelector('.jp-AgentMemory-agentPicker');
+  return {
+    attached: panel.isAttached,
+    facts: panel.node.querySelector('.jp-AgentMemory-factsView').textContent,
+    agents: [...picker.options].map(option => option.value),
+  };
+}
+"""
+
+
+def test_a_load_finished_before_the_sidebar_is_attached_still_fills_it(
+    page: Page, agents_root: Path
+) -> None:
+    mem = AgentMemory.open_id("default", agents_root)
+    mem.update_facts("- before\n")
+    AgentMemory.open_id("tutor", agents_root)
+    open_sidebar(page)
+    expect(page.locator(f"{PANEL} .jp-AgentMemory-factsView")).to_have_text("- before\n")
+    mem.update_facts("- loaded while detached\n")
+    AgentMemory.open_id("zeta", agents_root)
+    shown = page.evaluate(DETACHED_REFRESH)
+    assert shown == {
+        "attached": False,
+        "facts": "- loaded while detached\n",
+        "agents": ["default", "tutor", "zeta"],
+    }
+
+
 def test_switching_agents_never_shows_the_previous_agents_memory(
     page: Page, agents_root: Path
 ) -> None:
