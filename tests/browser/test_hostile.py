@@ -20,7 +20,7 @@ from typing import Any
 import nbformat
 import pytest
 from conftest import Lab, watch_of
-from hostile import ATTACKER_HOST, HOSTILE_FACTS, PAYLOADS
+from hostile import ATTACKER_HOST, DANGEROUS_TAGS, HOSTILE_FACTS, PAYLOADS
 from markdown_cases import HIDING_CASES
 from pages import KERNEL_IDLE, THEMES, screenshot_dir, set_theme
 from playwright.sync_api import Page, expect
@@ -256,6 +256,19 @@ def assert_hidden_lines_visible(page: Page, lab: Lab, agent: str) -> None:
         if name == "code-span-around-html":
             expect(rendered.locator("code").first).to_have_text("<h1>Heading from a code span</h1>")
             assert rendered.locator("h1").count() == 0
+    # Every payload the notebook views are tried with: readable as text in the rendered view,
+    # with no element that could run, load or restyle anything.
+    mem.update_facts(HOSTILE_FACTS)
+    page.locator("#jp-agent-memory .jp-AgentMemory-refresh").click()
+    settled(page)
+    expect(rendered.get_by_role("link", name="safe link")).to_have_attribute(
+        "href", "https://example.org/docs"
+    )
+    for payload in (PAYLOADS["img"], PAYLOADS["script"], PAYLOADS["iframe"],
+                    PAYLOADS["contents-write"], PAYLOADS["mathjax"]):
+        expect(rendered).to_contain_text(payload)
+    live = ", ".join(sorted(DANGEROUS_TAGS))
+    assert rendered.locator(live).count() == 0
     watch = watch_of(page)
     assert watch.dialogs == []
     outside = [u for u in watch.requests if u.startswith("http") and not u.startswith(lab.url)]
