@@ -45,7 +45,7 @@ CHECKS: dict[str, tuple[Callable[[str], object], tuple[str, ...]]] = {
     ),
     "Markdown rendering": (
         markdown_html,
-        ("`", "``x", "[", "[a](", "*", "_a", "<", "&#", "> ", "- ", "1. ", "[a]: <"),
+        ("`", "``x", "[", "[a](", "*", "_a", "<", "&", "&#", "'", "> ", "- ", "1. ", "[a]: <"),
     ),
 }
 

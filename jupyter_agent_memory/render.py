@@ -25,8 +25,8 @@ Two rules hold for :func:`markdown_html`, whatever the text:
    of any line are not visible, in order, the whole text is shown as plain text instead,
    with a note saying why. So a construct nobody thought of can still not hide a line.
 
-Both run in time linear in the text. The Markdown parser and the sanitiser are imported on
-first use only, so importing this module (and ``%load_ext jupyter_agent_memory``) stays cheap.
+Both run in time linear in the text. The Markdown parser is imported on first use only, so
+importing this module (and ``%load_ext jupyter_agent_memory``) stays cheap.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ __all__ = [
     "escape_html",
     "markdown_html",
     "no_math_block",
+    "sanitised_html",
     "visible_text",
 ]
 
@@ -69,9 +70,15 @@ _ATTRIBUTES = {
     "td": {"style"},
     "th": {"style"},
 }
+_VOID_TAGS = frozenset({"br", "hr"})
+_LINK_REL = "noopener noreferrer nofollow"
 # Table alignment is the only style Markdown produces.
-_STYLE_PROPERTIES = frozenset({"text-align"})
+_TABLE_ALIGN = re.compile(r"text-align:\s*(?:left|right|center);?")
 _URL_SCHEMES = frozenset({"http", "https", "mailto"})
+# What a browser strips from both ends of a URL, and removes anywhere in it.
+_URL_EDGE = "".join(map(chr, range(0x21)))
+_URL_TAB_OR_NEWLINE = re.compile("[\t\n\r]")
+_URL_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 # Letters and digits: what must stay visible of a line (markup is punctuation and spaces).
 _WORD = re.compile(r"[^\W_]+")
@@ -187,18 +194,79 @@ def _markdown() -> Any:
     return parser
 
 
-def _sanitise(fragment: str) -> str:
-    import nh3
+class _Allowlist(HTMLParser):
+    """Re-writes an HTML fragment from its parsed tokens, keeping only what Markdown produces.
 
-    return nh3.clean(
-        fragment,
-        tags=set(_TAGS),
-        attributes={tag: set(names) for tag, names in _ATTRIBUTES.items()},
-        url_schemes=set(_URL_SCHEMES),
-        filter_style_properties=set(_STYLE_PROPERTIES),
-        link_rel="noopener noreferrer nofollow",
-        strip_comments=True,
-    )
+    Nothing of the input passes through as written: every kept tag is written anew with its
+    kept attributes double-quoted and escaped, every text is escaped, comments and other
+    markup go, a dropped element's text stays as text. So what a browser parses is exactly
+    these tokens, however the input was spelled. One pass over the input, in linear time
+    (the nh3 sanitiser this replaces took 36 s on a 1 MiB FACT.md of ``&``: its time grows
+    with the square of the character references in one text or attribute).
+    """
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.out: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag not in _TAGS:
+            return
+        kept = [
+            f' {name}="{escape_html(value)}"'
+            for name, value in attrs
+            if value is not None and _attribute_allowed(tag, name, value)
+        ]
+        if tag == "a":
+            kept.append(f' rel="{_LINK_REL}"')
+        self.out.append(f"<{tag}{''.join(kept)}>")
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.handle_starttag(tag, attrs)
+        if tag in _TAGS and tag not in _VOID_TAGS:
+            self.out.append(f"</{tag}>")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in _TAGS and tag not in _VOID_TAGS:
+            self.out.append(f"</{tag}>")
+
+    def handle_data(self, data: str) -> None:
+        self.out.append(html.escape(data, quote=False))
+
+
+def _attribute_allowed(tag: str, name: str, value: str) -> bool:
+    if name not in _ATTRIBUTES.get(tag, ()):
+        return False
+    if name in ("start", "value"):
+        return value.isascii() and value.isdigit()
+    if name == "style":
+        return _TABLE_ALIGN.fullmatch(value) is not None
+    if name == "href":
+        return _url_allowed(value)
+    return True
+
+
+def _url_allowed(url: str) -> bool:
+    """True for a relative URL or one with an allowed scheme, read as a browser reads it:
+    surrounding spaces and control characters stripped, tabs and newlines removed."""
+    url = _URL_TAB_OR_NEWLINE.sub("", url.strip(_URL_EDGE))
+    scheme = _URL_SCHEME.match(url)
+    return scheme is None or scheme.group(1).lower() in _URL_SCHEMES
+
+
+def sanitised_html(fragment: str) -> str:
+    """``fragment`` with only the elements and attributes Markdown produces: the second layer
+    behind the Markdown parser (which already shows raw HTML as text).
+
+    Kept: the tags of :data:`_TAGS`, a link's ``href`` when relative or ``http``, ``https``
+    or ``mailto`` (every link gets ``rel="noopener noreferrer nofollow"``), its ``title``, an
+    ordered list's numbers and a table cell's alignment. Everything else is dropped, its
+    text kept as text.
+    """
+    parser = _Allowlist()
+    parser.feed(fragment)
+    parser.close()
+    return "".join(parser.out)
 
 
 class _Text(HTMLParser):
@@ -278,7 +346,7 @@ def markdown_html(text: str) -> str:
     text = _LONE_SURROGATE.sub("\ufffd", text)
     # The parser turns NUL into U+FFFD and CR LF into LF; check against what it read.
     checked = text.replace("\r\n", "\n").replace("\r", "\n")
-    fragment = _sanitise(_markdown().render(text))
+    fragment = sanitised_html(_markdown().render(text))
     if _hides_a_line(checked, visible_text(fragment)):
         fragment = (
             f"<p><em>{escape_html(PLAIN_TEXT_NOTE)}</em></p>\n"

@@ -14,7 +14,12 @@ import pytest
 from hostile import HOSTILE_FACTS, assert_inert
 from markdown_cases import HIDING_CASES
 
-from jupyter_agent_memory.render import PLAIN_TEXT_NOTE, markdown_html, visible_text
+from jupyter_agent_memory.render import (
+    PLAIN_TEXT_NOTE,
+    markdown_html,
+    sanitised_html,
+    visible_text,
+)
 
 WORD = re.compile(r"[^\W_]+")
 
@@ -118,6 +123,42 @@ def test_lone_surrogates_nul_and_carriage_returns() -> None:
     assert visible_text(rendered).count("- ") == 0  # list markers are markup
 
 
+# The second layer on its own: HTML the Markdown parser never produces, as an attacker
+# would write it, comes out as text or goes.
+SANITISED = {
+    "<script>alert(1)</script>": "alert(1)",
+    "<img src=x onerror=alert(1)>": "",
+    '<p onclick="alert(1)" class="x">t</p>': "<p>t</p>",
+    '<a href="javascript:alert(1)">x</a>': '<a rel="noopener noreferrer nofollow">x</a>',
+    '<a href=" \x01JaVa\tScRiPt:alert(1)">x</a>': '<a rel="noopener noreferrer nofollow">x</a>',
+    '<a href="java&#x09;script&colon;alert(1)">x</a>': (
+        '<a rel="noopener noreferrer nofollow">x</a>'
+    ),
+    '<a href="data:text/html,x" rel="opener">x</a>': '<a rel="noopener noreferrer nofollow">x</a>',
+    '<a href="/api/x?a=1&amp;b=&quot;2">x</a>': (
+        '<a href="/api/x?a=1&amp;b=&quot;2" rel="noopener noreferrer nofollow">x</a>'
+    ),
+    '<a href="MAILTO:a@example.org" title="&lt;t&gt;">m</a>': (
+        '<a href="MAILTO:a@example.org" title="&lt;t&gt;" rel="noopener noreferrer nofollow">'
+        "m</a>"
+    ),
+    '<ol start="3x"><li value="7">a</li><li value="-1">b</li></ol>': (
+        '<ol><li value="7">a</li><li>b</li></ol>'
+    ),
+    '<td style="text-align:right">a</td><td style="background:url(x)">b</td>': (
+        '<td style="text-align:right">a</td><td>b</td>'
+    ),
+    "<!-- hidden --><br/><hr><svg><use href=x></svg>&lt;b&gt;": "<br><hr>&lt;b&gt;",
+    "<style>p{}</style><textarea><p>x</textarea>": "p{}<p>x",
+}
+
+
+@pytest.mark.parametrize("fragment", sorted(SANITISED))
+def test_the_allowlist_rewrites_any_html_into_what_markdown_produces(fragment: str) -> None:
+    assert sanitised_html(fragment) == SANITISED[fragment]
+    assert_inert(sanitised_html(fragment))
+
+
 # Inputs that make naive Markdown parsers (and naive checks) superlinear.
 ADVERSARIAL = {
     "backticks": lambda n: "`" * n,
@@ -132,6 +173,10 @@ ADVERSARIAL = {
     "less-than": lambda n: "<" * n,
     "unclosed tags": lambda n: ("<a " * n)[:n],
     "entities": lambda n: ("&amp;" * n)[:n],
+    "ampersands": lambda n: "&" * n,
+    "ampersands in a link target": lambda n: "[a](http://x/?" + "&" * (n - 20) + ")",
+    "ampersands in a link title": lambda n: '[a](http://x "' + "&" * (n - 20) + '")',
+    "quotes in a link title": lambda n: '[a](http://x "' + "'" * (n - 20) + '")',
     "backslashes": lambda n: "\\" * n,
     "table": lambda n: "|a" * (n // 6) + "\n" + "|-" * (n // 6) + "\n" + "|a" * (n // 6),
     "quotes and lists": lambda n: ("> - " * n)[:n],
