@@ -258,7 +258,8 @@ def sanitised_html(fragment: str) -> str:
     """``fragment`` with only the elements and attributes Markdown produces: the second layer
     behind the Markdown parser (which already shows raw HTML as text).
 
-    Kept: the tags of :data:`_TAGS`, a link's ``href`` when relative or ``http``, ``https``
+    Kept: the tags Markdown produces (paragraphs, headings, emphasis, code, quotes, lists,
+    tables, rules, line breaks, links), a link's ``href`` when relative or ``http``, ``https``
     or ``mailto`` (every link gets ``rel="noopener noreferrer nofollow"``), its ``title``, an
     ordered list's numbers and a table cell's alignment. Everything else is dropped, its
     text kept as text.
