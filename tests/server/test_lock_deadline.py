@@ -55,7 +55,7 @@ async def test_queued_writes_to_a_locked_agent_all_fail_after_one_timeout(
     fastest = min(elapsed for elapsed, _status, _body in results)
     slowest = max(elapsed for elapsed, _status, _body in results)
     assert fastest >= 1.0, f"a write failed after {fastest:.2f} s, before the lock timeout"
-    assert 1.0 <= slowest < 2.5, f"the last write failed after {slowest:.1f} s"
+    assert slowest < 2.5, f"the last write failed after {slowest:.1f} s"
     assert list(mem.entries()) == []
     status, _body = await call("POST", "agents", "demo", "journal", body={"text": "after"})
     assert status == 201
