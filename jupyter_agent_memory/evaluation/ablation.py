@@ -59,9 +59,8 @@ class FactAblation(Report):
         base = run_scores(self.baseline)
         rows = []
         for number, (line, run) in enumerate(zip(self.lines, self.runs, strict=True), 1):
-            scores = run_scores(run)
             row: dict[str, Any] = {"line": number, "fact": line}
-            for key, value in scores.items():
+            for key, value in run_scores(run).items():
                 row[key] = value
                 row[f"{key}_delta"] = value - base.get(key, math.nan)
             rows.append(row)
@@ -88,14 +87,6 @@ class FactAblation(Report):
         return "\n".join(out)
 
 
-def _copy_agent(source: Path, target: Path) -> Path:
-    if source.is_symlink() or not source.is_dir():
-        raise ValueError(f"leave_one_fact_out needs a real agent folder, got {source}")
-    # Links inside are copied as links (never followed), so nothing outside leaks in.
-    shutil.copytree(source, target, symlinks=True)
-    return target
-
-
 def leave_one_fact_out(
     agent: Any,
     model: Any,
@@ -115,18 +106,20 @@ def leave_one_fact_out(
     from .runner import EvaluationRunner
 
     source = Path(agent.path if isinstance(agent, AgentMemory) else agent)
-    original = AgentMemory.open(source, create=False)
-    text = original.facts
+    text = AgentMemory.open(source, create=False).facts
     lines = fact_lines(text)
     base = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="agent-lofo-"))
     base.mkdir(parents=True, exist_ok=True)
 
     def replay(folder: Path, facts: str | None) -> EvaluationResult:
-        memory = AgentMemory.open(_copy_agent(source, folder))
+        # Links inside are copied as links (never followed), so nothing outside leaks in.
+        memory = AgentMemory.open(shutil.copytree(source, folder, symlinks=True))
         if facts is not None:
             memory.update_facts(facts)
         return EvaluationRunner(memory, instantiate(model, 0), **runner_options).run(scenario)
 
+    if source.is_symlink() or not source.is_dir():
+        raise ValueError(f"leave_one_fact_out needs a real agent folder, got {source}")
     baseline = replay(base / "baseline", None)
     # ``fact_lines`` keeps lines of ``text.splitlines()`` in order, so matching greedily finds
     # each fact's own position even when two facts read the same.

@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -115,6 +115,10 @@ def _contains(haystack: str, needle: str) -> bool:
     return needle.casefold() in haystack.casefold()
 
 
+def _plural(count: int, one: str, many: str) -> str:
+    return f"{count} {one if count == 1 else many}"
+
+
 class Expectation:
     """Base class: something that should be true after a session.
 
@@ -150,39 +154,26 @@ class Expectation:
         return data
 
     def check(self, state: SessionState) -> ExpectationOutcome:
-        """Check the expectation (honouring ``present``) and return its outcome.
-
-        An exception raised while checking (a judge whose endpoint is down, a bug in a custom
-        check) makes the outcome an error naming the exception, not a verdict; it never ends
-        the run.
-        """
-        return self._outcome(state, self.holds)
+        """Check the expectation (honouring ``present``) and return its outcome; an exception
+        raised while checking makes it an error naming the exception, never a verdict."""
+        return self._outcome(state, self.holds, self.scorer)
 
     def _outcome(
-        self,
-        state: SessionState,
-        holds: Callable[[SessionState], tuple[bool, str]],
-        **extra: Any,
+        self, state: SessionState, holds: Callable[[SessionState], tuple[bool, str]], scorer: str
     ) -> ExpectationOutcome:
-        scorer = extra.pop("scorer", self.scorer)
         try:
             found, detail = holds(state)
         except NoSuchTurn as exc:
-            return ExpectationOutcome(self.describe(), False, str(exc), scorer=scorer, **extra)
+            return ExpectationOutcome(self.describe(), False, str(exc), scorer=scorer)
         except Exception as exc:  # one broken check must not lose the session's record
-            return ExpectationOutcome(
-                self.describe(),
-                False,
-                error=f"check raised {type(exc).__name__}: {exc}",
-                scorer=scorer,
-                **extra,
-            )
+            error = f"check raised {type(exc).__name__}: {exc}"
+            return ExpectationOutcome(self.describe(), False, error=error, scorer=scorer)
         passed = found if self.present else not found
         if passed:
             detail = ""
         elif not self.present:
             detail = "found, but it should be absent"
-        return ExpectationOutcome(self.describe(), passed, detail, scorer=scorer, **extra)
+        return ExpectationOutcome(self.describe(), passed, detail, scorer=scorer)
 
 
 def _verb(present: bool, yes: str, no: str) -> str:
@@ -225,19 +216,12 @@ class JournalContains(Expectation):
             raise ValueError("JournalContains needs 'text', 'tag' or both")
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {}
-        if self.text is not None:
-            data["journal"] = self.text
-        if self.tag is not None:
-            data["tag"] = self.tag
-        return self._with_flags(data)
+        given = (("journal", self.text), ("tag", self.tag))
+        return self._with_flags({key: value for key, value in given if value is not None})
 
     def describe(self) -> str:
-        parts = []
-        if self.text is not None:
-            parts.append(f"text {self.text!r}")
-        if self.tag is not None:
-            parts.append(f"tag {self.tag!r}")
+        given = (("text", self.text), ("tag", self.tag))
+        parts = [f"{name} {value!r}" for name, value in given if value is not None]
         verb = _verb(self.present, "a new journal entry with", "no new journal entry with")
         return f"{verb} {' and '.join(parts)}"
 
@@ -256,8 +240,8 @@ class JournalContains(Expectation):
     def holds(self, state: SessionState) -> tuple[bool, str]:
         if any(self._matches(entry) for entry in state.new_entries):
             return True, ""
-        count = len(state.new_entries)
-        return False, f"no match among {count} new entr{'y' if count == 1 else 'ies'}"
+        count = _plural(len(state.new_entries), "new entry", "new entries")
+        return False, f"no match among {count}"
 
 
 @dataclass(frozen=True)
@@ -298,10 +282,8 @@ def _picked_replies(state: SessionState, turn: int | None) -> list[str]:
     try:
         return [replies[turn]]
     except IndexError:
-        count = len(replies)
-        raise NoSuchTurn(
-            f"no such turn: the session has {count} repl{'y' if count == 1 else 'ies'}"
-        ) from None
+        count = _plural(len(replies), "reply", "replies")
+        raise NoSuchTurn(f"no such turn: the session has {count}") from None
 
 
 def _turn_label(turn: int | None) -> str:
@@ -314,8 +296,23 @@ def _quote(text: str, limit: int = 80) -> str:
     return repr(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
+class _ReplyCheck(Expectation):
+    """A check of the replies ``turn`` picks: it holds when ``_matches`` holds for one."""
+
+    turn: int | None = -1
+
+    def _matches(self, reply: str) -> bool:
+        raise NotImplementedError
+
+    def holds(self, state: SessionState) -> tuple[bool, str]:
+        replies = _picked_replies(state, self.turn)
+        if any(self._matches(reply) for reply in replies):
+            return True, ""
+        return False, f"reply was {_quote(replies[-1])}"
+
+
 @dataclass(frozen=True)
-class ReplyContains(Expectation):
+class ReplyContains(_ReplyCheck):
     """A reply of the session contains ``text`` (ignoring case).
 
     ``turn`` picks the turn (``-1``, the default, is the last; ``None`` means any turn).
@@ -333,15 +330,12 @@ class ReplyContains(Expectation):
         verb = _verb(self.present, "contains", "does not contain")
         return f"{_turn_label(self.turn)} {verb} {self.text!r}"
 
-    def holds(self, state: SessionState) -> tuple[bool, str]:
-        replies = _picked_replies(state, self.turn)
-        if any(_contains(reply, self.text) for reply in replies):
-            return True, ""
-        return False, f"reply was {_quote(replies[-1])}"
+    def _matches(self, reply: str) -> bool:
+        return _contains(reply, self.text)
 
 
 @dataclass(frozen=True)
-class ReplyMatches(Expectation):
+class ReplyMatches(_ReplyCheck):
     """A reply of the session matches the regular expression ``pattern`` (searched, ignoring
     case). ``turn`` as for ``ReplyContains``."""
 
@@ -363,12 +357,8 @@ class ReplyMatches(Expectation):
         verb = _verb(self.present, "matches", "does not match")
         return f"{_turn_label(self.turn)} {verb} /{self.pattern}/"
 
-    def holds(self, state: SessionState) -> tuple[bool, str]:
-        replies = _picked_replies(state, self.turn)
-        compiled = re.compile(self.pattern, re.IGNORECASE)
-        if any(compiled.search(reply) for reply in replies):
-            return True, ""
-        return False, f"reply was {_quote(replies[-1])}"
+    def _matches(self, reply: str) -> bool:
+        return re.search(self.pattern, reply, re.IGNORECASE) is not None
 
 
 ABSTAIN_PATTERNS: tuple[str, ...] = (
@@ -383,7 +373,7 @@ ABSTAIN_PATTERNS: tuple[str, ...] = (
 
 
 @dataclass(frozen=True)
-class ReplyAbstains(Expectation):
+class ReplyAbstains(_ReplyCheck):
     """The reply declines to answer (``I don't know``, ``you never told me``...).
 
     For questions whose answer was never given (LongMemEval's abstention questions): a memory
@@ -403,12 +393,9 @@ class ReplyAbstains(Expectation):
     def describe(self) -> str:
         return f"{_turn_label(self.turn)} {_verb(self.present, 'abstains', 'gives an answer')}"
 
-    def holds(self, state: SessionState) -> tuple[bool, str]:
-        replies = _picked_replies(state, self.turn)
+    def _matches(self, reply: str) -> bool:
         compiled = [re.compile(pattern, re.IGNORECASE) for pattern in self.patterns]
-        if any(p.search(reply) for reply in replies for p in compiled):
-            return True, ""
-        return False, f"reply was {_quote(replies[-1])}"
+        return any(pattern.search(reply) for pattern in compiled)
 
 
 # ------------------------------------------------------------------------- token match
@@ -443,16 +430,13 @@ def answer_tokens(text: str) -> list[str]:
             if "." in value:
                 value = value.rstrip("0").rstrip(".")
             tokens.append(value.lstrip("0") or "0")
-            continue
-        word = found.group(0)
-        if word in _ARTICLES:
-            continue
-        tokens.append(_NUMBER_WORDS.get(word, word))
+        elif (word := found.group(0)) not in _ARTICLES:
+            tokens.append(_NUMBER_WORDS.get(word, word))
     return tokens
 
 
 @dataclass(frozen=True)
-class ReplyAnswers(Expectation):
+class ReplyAnswers(_ReplyCheck):
     """A reply gives ``answer``: its tokens appear in the reply, in order and next to each
     other, as whole tokens (see ``answer_tokens``).
 
@@ -483,14 +467,11 @@ class ReplyAnswers(Expectation):
         verb = _verb(self.present, "gives", "does not give")
         return f"{_turn_label(self.turn)} {verb} the answer {self.answer!r} (token match)"
 
-    def holds(self, state: SessionState) -> tuple[bool, str]:
-        replies = _picked_replies(state, self.turn)
+    def _matches(self, reply: str) -> bool:
         # Joined with spaces on both ends, a token sequence is a substring exactly when it
         # is a run of whole tokens; ``in`` is linear in the reply's length.
         needle = " " + " ".join(answer_tokens(self.answer)) + " "
-        if any(needle in " " + " ".join(answer_tokens(reply)) + " " for reply in replies):
-            return True, ""
-        return False, f"reply was {_quote(replies[-1])}"
+        return needle in " " + " ".join(answer_tokens(reply)) + " "
 
 
 # ------------------------------------------------------------------------------- judges
@@ -591,13 +572,8 @@ class ModelJudge:
             raise JudgeError("judge returned no text")
         said = turn.text.strip()
         passed = self.verdict(said)
-        record = {
-            "judge": self.kind,
-            "model": self.name,
-            "prompt": content,
-            "said": said,
-            "rule": self.rule,
-        }
+        record = {"judge": self.kind, "model": self.name, "prompt": content, "said": said,
+                  "rule": self.rule}
         return Judgement(passed, f"judge said {_quote(said)}", record)
 
     def __call__(self, question: str, answer: str, reply: str) -> tuple[bool, str]:
@@ -661,16 +637,16 @@ def judge_spec(judge: Any) -> dict[str, Any]:
     if isinstance(judge, LongMemEvalJudge):
         return {"kind": judge.kind, "model": model_spec(judge.model)}
     if isinstance(judge, ModelJudge):
-        return {
-            "kind": judge.kind,
-            "model": model_spec(judge.model),
-            "prompt": judge.prompt,
-            "abstention_prompt": judge.abstention_prompt,
-        }
+        return {"kind": judge.kind, "model": model_spec(judge.model), "prompt": judge.prompt,
+                "abstention_prompt": judge.abstention_prompt}
     return {"kind": "function", "name": str(getattr(judge, "__name__", type(judge).__name__))}
 
 
-Judge = Callable[[str, str, str], "bool | tuple[bool, str]"]
+def _verdict(value: Any) -> tuple[bool, str]:
+    """A function's answer, a bool or ``(bool, detail)``, as ``(bool, detail)``."""
+    if isinstance(value, tuple):
+        return bool(value[0]), str(value[1])
+    return bool(value), ""
 
 
 @dataclass(frozen=True)
@@ -703,20 +679,11 @@ class ReplyJudged(Expectation):
             raise TypeError(f"judge must be a model object or a function, got {judge!r}")
         object.__setattr__(self, "_judge", judge)
 
-    @property
-    def judge_name(self) -> str:
-        """The judge's name: its model's for a model judge, else the function's name."""
-        judge = self._judge
-        name = getattr(judge, "name", None) or getattr(judge, "__name__", None)
-        return str(name or type(judge).__name__)
-
     def to_dict(self) -> dict[str, Any]:
         """See ``Expectation.to_dict``: the judge as its spec (``judge_spec``)."""
         data: dict[str, Any] = {"judged": self.answer, "judge": judge_spec(self._judge)}
-        if self.question is not None:
-            data["question"] = self.question
-        if self.question_type is not None:
-            data["question_type"] = self.question_type
+        given = {"question": self.question, "question_type": self.question_type}
+        data.update({key: value for key, value in given.items() if value is not None})
         if self.abstention:
             data["abstention"] = True
         return self._with_flags(data)
@@ -732,10 +699,8 @@ class ReplyJudged(Expectation):
         try:
             return state.turns[self.turn]
         except IndexError:
-            count = len(state.turns)
-            raise NoSuchTurn(
-                f"no such turn: the session has {count} turn{'' if count == 1 else 's'}"
-            ) from None
+            count = _plural(len(state.turns), "turn", "turns")
+            raise NoSuchTurn(f"no such turn: the session has {count}") from None
 
     def check(self, state: SessionState) -> ExpectationOutcome:
         """See ``Expectation.check``; the outcome names the judge and carries its record."""
@@ -747,32 +712,20 @@ class ReplyJudged(Expectation):
             judge = self._judge
             if isinstance(judge, ModelJudge):
                 judgement = judge.judgement(
-                    question,
-                    self.answer,
-                    turn.reply,
-                    question_type=self.question_type,
-                    abstention=self.abstention,
-                    calls=state.judge_calls,
+                    question, self.answer, turn.reply, question_type=self.question_type,
+                    abstention=self.abstention, calls=state.judge_calls,
                 )
                 found["record"] = judgement.record
                 passed, explanation = judgement.passed, judgement.explanation
             else:
-                verdict = judge(question, self.answer, turn.reply)
-                if isinstance(verdict, tuple):
-                    passed, explanation = bool(verdict[0]), str(verdict[1])
-                else:
-                    passed, explanation = bool(verdict), ""
+                passed, explanation = _verdict(judge(question, self.answer, turn.reply))
             if passed:
                 return True, ""
             return False, explanation or f"reply was {_quote(turn.reply)}"
 
         kind = getattr(self._judge, "kind", "judge")
-        outcome = self._outcome(state, holds, scorer=kind)
-        if found:
-            from dataclasses import replace
-
-            outcome = replace(outcome, judge=found["record"])
-        return outcome
+        outcome = self._outcome(state, holds, kind)
+        return replace(outcome, judge=found["record"]) if found else outcome
 
     def holds(self, state: SessionState) -> tuple[bool, str]:
         """See ``Expectation.holds`` (``check`` also records the judge's call)."""
@@ -789,13 +742,18 @@ def _call_arguments(call: ToolCallRecord) -> dict[str, Any] | None:
     """The call's arguments as a dict; None when the model sent text that is not a JSON object."""
     arguments = call.arguments
     if isinstance(arguments, str):
-        import json
-
         try:
             arguments = json.loads(arguments)
         except ValueError:
             return None
     return arguments if isinstance(arguments, dict) else None
+
+
+def _same(wanted: Any, value: Any) -> bool:
+    """Equal, strings ignoring case."""
+    if isinstance(wanted, str) and isinstance(value, str):
+        return wanted.casefold() == value.casefold()
+    return bool(value == wanted)
 
 
 @dataclass(frozen=True)
@@ -838,27 +796,17 @@ class ToolCalled(Expectation):
         if self.ok is not None and call.is_error == self.ok:
             return False
         arguments = _call_arguments(call)
-        if self.action is not None:
-            action = None if arguments is None else arguments.get("action")
-            if not isinstance(action, str) or action.casefold() != self.action.casefold():
-                return False
-        if self.arguments:
-            if arguments is None:
-                return False
-            for key, wanted in self.arguments.items():
-                value = arguments.get(key)
-                if isinstance(wanted, str) and isinstance(value, str):
-                    if wanted.casefold() != value.casefold():
-                        return False
-                elif value != wanted:
-                    return False
-        return True
+        expected = [("action", self.action)] if self.action is not None else []
+        expected += self.arguments.items()
+        return not expected or (arguments is not None and all(
+            _same(wanted, arguments.get(key)) for key, wanted in expected
+        ))
 
     def holds(self, state: SessionState) -> tuple[bool, str]:
         calls = state.tool_calls
         if any(self._matches(call) for call in calls):
             return True, ""
-        return False, f"no match among {len(calls)} tool call{'' if len(calls) == 1 else 's'}"
+        return False, f"no match among {_plural(len(calls), 'tool call', 'tool calls')}"
 
 
 @dataclass(frozen=True)
@@ -877,7 +825,4 @@ class Check(Expectation):
         return self.description if self.present else f"not: {self.description}"
 
     def holds(self, state: SessionState) -> tuple[bool, str]:
-        verdict = self.function(state)
-        if isinstance(verdict, tuple):
-            return bool(verdict[0]), str(verdict[1])
-        return bool(verdict), ""
+        return _verdict(self.function(state))

@@ -39,10 +39,6 @@ STORE_KEY = "agent_memory_result"
 LAB_INSTALL_HINT = 'pip install "jupyter-agent-memory[lab]"'
 
 
-def _inspect() -> Any:
-    return import_extra("inspect_ai", "inspect_task", "inspect-ai", LAB_INSTALL_HINT)
-
-
 def _target(scenario: Scenario) -> str:
     for expectation in scenario.sessions[-1].expect:
         if isinstance(expectation, (ReplyAnswers, ReplyJudged)):
@@ -82,7 +78,7 @@ def inspect_task(
     ``runner_options`` go to ``EvaluationRunner``. ``cluster`` names the metadata key the
     standard error is clustered by (``None``: plain standard error).
     """
-    _inspect()
+    import_extra("inspect_ai", "inspect_task", "inspect-ai", LAB_INSTALL_HINT)
     from inspect_ai import Task
     from inspect_ai.dataset import MemoryDataset
     from inspect_ai.model import ChatMessageAssistant, ModelOutput
@@ -95,9 +91,7 @@ def inspect_task(
         raise ValueError("inspect_task needs scenarios with unique names (they are sample ids)")
     if cluster is not None and not all(cluster in s.labels for s in scenario_list):
         raise ValueError(f"every scenario needs the label {cluster!r} to cluster by it")
-    base = Path(root) if root is not None else Path(
-        tempfile.mkdtemp(prefix="agent-memory-inspect-")
-    )
+    base = Path(root if root is not None else tempfile.mkdtemp(prefix="agent-memory-inspect-"))
 
     def run(sample_id: str, epoch: int) -> dict[str, Any]:
         from .runner import EvaluationRunner

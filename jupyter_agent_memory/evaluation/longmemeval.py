@@ -67,14 +67,8 @@ also acceptable", and rubrics of a personalised reply)."""
 UNJUDGED = ("refuse", "skip", "match")
 
 _REQUIRED = (
-    "question_id",
-    "question_type",
-    "question",
-    "answer",
-    "question_date",
-    "haystack_session_ids",
-    "haystack_dates",
-    "haystack_sessions",
+    "question_id", "question_type", "question", "answer", "question_date",
+    "haystack_session_ids", "haystack_dates", "haystack_sessions",
 )
 
 
@@ -95,6 +89,11 @@ def _text(item: Mapping[str, Any], key: str, label: Any) -> str:
     )
 
 
+def _check_unjudged(unjudged: str) -> None:
+    if unjudged not in UNJUDGED:
+        raise ValueError(f"unjudged must be one of {list(UNJUDGED)}, got {unjudged!r}")
+
+
 def longmemeval_scenario(
     item: Mapping[str, Any], *, judge: Any = None, unjudged: str = "refuse"
 ) -> Scenario:
@@ -105,17 +104,12 @@ def longmemeval_scenario(
     """
     if not isinstance(item, Mapping):
         raise ValueError(f"A LongMemEval item must be an object, got {type(item).__name__}")
-    if unjudged not in UNJUDGED:
-        raise ValueError(f"unjudged must be one of {list(UNJUDGED)}, got {unjudged!r}")
+    _check_unjudged(unjudged)
     label = item.get("question_id", "?")
     missing = [key for key in _REQUIRED if key not in item]
     if missing:
         raise ValueError(f"LongMemEval item {label!r} lacks {', '.join(missing)}")
-    ids, dates, sessions = (
-        item["haystack_session_ids"],
-        item["haystack_dates"],
-        item["haystack_sessions"],
-    )
+    ids, dates, sessions = (item[key] for key in _REQUIRED[5:])
     if not (isinstance(ids, list) and isinstance(dates, list) and isinstance(sessions, list)):
         raise ValueError(f"LongMemEval item {label!r}: haystack fields must be lists")
     if not len(ids) == len(dates) == len(sessions):
@@ -123,10 +117,9 @@ def longmemeval_scenario(
             f"LongMemEval item {label!r}: {len(ids)} session ids, {len(dates)} dates and "
             f"{len(sessions)} sessions"
         )
-    question_id = _text(item, "question_id", label)
-    question_type = _text(item, "question_type", label)
-    question = _text(item, "question", label)
-    answer = _text(item, "answer", label)
+    question_id, question_type, question, answer = (
+        _text(item, key, label) for key in _REQUIRED[:4]
+    )
     abstention = "_abs" in question_id
     built = []
     gold_turns: list[str] = []
@@ -155,15 +148,10 @@ def longmemeval_scenario(
     if judge is not None:
         if callable(getattr(judge, "complete", None)):
             judge = LongMemEvalJudge(judge)
-        expect = [
-            ReplyJudged(
-                answer,
-                judge,
-                question=question,
-                question_type=question_type,
-                abstention=abstention,
-            )
-        ]
+        judged = ReplyJudged(
+            answer, judge, question=question, question_type=question_type, abstention=abstention
+        )
+        expect = [judged]
     elif abstention:
         expect = [ReplyAbstains()]
     elif question_type in JUDGE_ONLY_TYPES and unjudged != "match":
@@ -194,24 +182,11 @@ def longmemeval_scenario(
     if (gold or gold_turns) and not abstention:
         evidence = Evidence(sessions=tuple(gold), turns=tuple(gold_turns))
     built.append(
-        Session(
-            [question],
-            expect=expect,
-            name="question",
-            date=asked,
-            evidence=evidence,
-            query=question,
-        )
+        Session([question], expect=expect, name="question", date=asked, evidence=evidence,
+                query=question)
     )
-    return Scenario(
-        built,
-        name=question_id,
-        labels={
-            "question_id": question_id,
-            "question_type": question_type,
-            "abstention": abstention,
-        },
-    )
+    labels = {"question_id": question_id, "question_type": question_type, "abstention": abstention}
+    return Scenario(built, name=question_id, labels=labels)
 
 
 def load_longmemeval(
@@ -253,8 +228,7 @@ def load_longmemeval(
     wanted = set(question_types) if question_types is not None else None
     if limit == 0:
         return []
-    if unjudged not in UNJUDGED:
-        raise ValueError(f"unjudged must be one of {list(UNJUDGED)}, got {unjudged!r}")
+    _check_unjudged(unjudged)
     scenarios = []
     refused: list[str] = []
     for item in items:

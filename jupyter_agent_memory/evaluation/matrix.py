@@ -38,6 +38,7 @@ number but latency.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -45,8 +46,8 @@ import platform
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from numbers import Integral
 from pathlib import Path
@@ -142,8 +143,7 @@ def _plain(value: Any) -> Any:
     from ..engine.functions import Toolset
 
     if isinstance(value, Toolset):
-        return {"toolset": {"memory": value.memory, "profile": value.profile,
-                            "file_edits": value.file_edits, "strict": value.strict}}
+        return {"toolset": asdict(value)}
     if isinstance(value, timedelta):
         return {"seconds": value.total_seconds()}
     if isinstance(value, os.PathLike):
@@ -195,6 +195,19 @@ class _Cell:
         }
 
 
+def _matrix_run(keys: Mapping[str, Any], data: Mapping[str, Any], resumed: bool) -> MatrixRun:
+    """The run of a cell's ``keys`` (model, template, scenario, seed) from its saved ``data``."""
+    return MatrixRun(
+        keys["model"],
+        keys["scenario"],
+        keys["seed"],
+        EvaluationResult.from_dict(data["result"]),
+        keys.get("template"),
+        model_spec=dict(data.get("model_spec") or {}),
+        resumed=resumed,
+    )
+
+
 def run_cell(cell: _Cell) -> dict[str, Any]:
     """Run one cell on a fresh agent folder; its result as data, also saved in its folder.
 
@@ -227,13 +240,10 @@ def _finished(cell: _Cell, retry_failed: bool) -> dict[str, Any] | None:
     path = Path(cell.folder) / RESULT
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or data.get("cell") != cell.key():
-        return None
-    try:
+        if not isinstance(data, dict) or data.get("cell") != cell.key():
+            return None
         result = EvaluationResult.from_dict(data["result"])
-    except (KeyError, ValueError):
+    except (OSError, KeyError, ValueError):
         return None
     if retry_failed and result.errors:
         return None
@@ -294,25 +304,17 @@ def run_matrix(
     seed_list = [int(seed) for seed in seed_list]  # numpy integers too
     if not seed_list:
         raise ValueError("run_matrix needs at least one seed")
-    template_items: list[tuple[str | None, Any]] = (
-        [(str(name), template) for name, template in templates.items()]
-        if templates
-        else [(None, None)]
-    )
+    template_items: list[tuple[str | None, Any]] = [
+        (str(name), template) for name, template in templates.items()
+    ] if templates else [(None, None)]
     for _, template in template_items:
         if template is not None:
             # A bad template is refused before any run, not after the runs before it.
             load_template(template)
     base = Path(root) if root is not None else Path(tempfile.mkdtemp(prefix="agent-memory-matrix-"))
     cells = []
-    combos = [
-        (name, template_name, template, scenario, seed)
-        for name in named
-        for template_name, template in template_items
-        for scenario in scenario_list
-        for seed in seed_list
-    ]
-    for number, (name, template_name, template, scenario, seed) in enumerate(combos, 1):
+    combos = itertools.product(named, template_items, scenario_list, seed_list)
+    for number, (name, (template_name, template), scenario, seed) in enumerate(combos, 1):
         parts = [name, template_name or "", scenario.name, f"s{seed}"]
         folder = base / f"{number:04d}-{_slug('-'.join(p for p in parts if p))}"
         cells.append(
@@ -330,13 +332,10 @@ def run_matrix(
         return " × ".join(part for part in parts if part)
 
     done: dict[int, tuple[dict[str, Any], bool]] = {}
-    todo = []
     for cell in cells:
-        saved = _finished(cell, retry_failed)
-        if saved is not None:
+        if (saved := _finished(cell, retry_failed)) is not None:
             done[cell.number] = (saved, True)
-        else:
-            todo.append(cell)
+    todo = [cell for cell in cells if cell.number not in done]
     if display is not None and done:
         display.update(len(done), f"{len(done)} kept from an earlier run")
     if executor is None:
@@ -353,20 +352,7 @@ def run_matrix(
     if display is not None:
         display.update(len(cells), "done")
         display.close()
-    runs = []
-    for cell in cells:
-        data, resumed = done[cell.number]
-        runs.append(
-            MatrixRun(
-                cell.model_name,
-                cell.scenario.name,
-                cell.seed,
-                EvaluationResult.from_dict(data["result"]),
-                cell.template_name,
-                model_spec=dict(data.get("model_spec") or {}),
-                resumed=resumed,
-            )
-        )
+    runs = [_matrix_run(cell.key(), *done[cell.number]) for cell in cells]
     provenance = _provenance(named, scenario_list, seed_list, template_items, runner_options,
                              cache is not None, runs)
     return MatrixResult(runs, has_templates=bool(templates), root=str(base), provenance=provenance)
@@ -462,15 +448,11 @@ def rerun(
             )
         rebuilt[name] = made[min(made)] if len(made) == 1 else (lambda seed, m=made: m[seed])
     if scenarios is None:
-        scenario_list = [Scenario.from_dict(data, judges=judges)
-                         for data in recorded["scenarios"]]
-    else:
-        scenario_list = list(scenarios)
-    templates = {name: template for name, template in recorded["templates"]} if (
-        matrix.has_templates) else None
+        scenarios = [Scenario.from_dict(data, judges=judges) for data in recorded["scenarios"]]
+    templates = dict(recorded["templates"]) if matrix.has_templates else None
     runner_options = _options_from_plain(recorded["runner_options"])
     runner_options.update(options)
-    return run_matrix(rebuilt, scenario_list, seeds=recorded["seeds"], templates=templates,
+    return run_matrix(rebuilt, list(scenarios), seeds=recorded["seeds"], templates=templates,
                       root=root, **runner_options)
 
 
@@ -507,14 +489,13 @@ class MatrixResult(Exported):
     def rows(self) -> list[dict[str, Any]]:
         """Tidy rows: model, [template,] scenario, seed, labels, session, name, metric, value."""
         if self._rows is None:
-            rows = []
+            rows: list[dict[str, Any]] = []
             for run in self.runs:
                 keys: dict[str, Any] = {"model": run.model}
                 if self.has_templates:
                     keys["template"] = run.template
                 keys.update({"scenario": run.scenario, "seed": run.seed})
-                for row in run.result.tidy_rows():
-                    rows.append({**keys, **row})
+                rows.extend({**keys, **row} for row in run.result.tidy_rows())
             self._rows = rows
         return self._rows
 
@@ -549,18 +530,27 @@ class MatrixResult(Exported):
         """Per policy group (``groups()`` and ``by``): each question's value, averaged over
         its seeds. A run's value is its ``pass_rate`` over every verdict of the run, or for
         another metric its mean over the sessions that have one (NaN: none has)."""
-        sums: dict[tuple[Any, ...], dict[str, list[float]]] = {}
-        for run in self.runs:
-            value = run_value(run.result, metric)
-            if math.isnan(value):
-                continue
+
+        def key(run: MatrixRun) -> tuple[Any, ...]:
             keys: list[Any] = [run.model] + ([run.template] if self.has_templates else [])
             if by is not None:
                 keys.append(run.result.labels.get(by, getattr(run, by, None)))
-            sums.setdefault(tuple(keys), {}).setdefault(run.scenario, []).append(value)
+            return tuple(keys)
+
+        return self._question_means(metric, key)
+
+    def _question_means(
+        self, metric: str, key: Callable[[MatrixRun], Any]
+    ) -> dict[Any, dict[str, float]]:
+        """Per ``key(run)``: each question's ``metric`` averaged over its seeds (NaN left out)."""
+        values: dict[Any, dict[str, list[float]]] = {}
+        for run in self.runs:
+            value = run_value(run.result, metric)
+            if not math.isnan(value):
+                values.setdefault(key(run), {}).setdefault(run.scenario, []).append(value)
         return {
             group: {question: sum(v) / len(v) for question, v in questions.items()}
-            for group, questions in sums.items()
+            for group, questions in values.items()
         }
 
     def intervals(
@@ -627,13 +617,9 @@ class MatrixResult(Exported):
             shared = [q for q in left if q in right]
             found = paired_comparison([left[q] for q in shared], [right[q] for q in shared],
                                       confidence=confidence, resamples=resamples, seed=seed)
-            rows.append({
-                (by or "scope"): label, "a": str(a), "b": str(b),
-                "mean_a": found.mean_a, "mean_b": found.mean_b,
-                "difference": found.difference, "low": found.low, "high": found.high,
-                "p_value": found.p_value, "questions": found.questions,
-                "wins": found.wins, "losses": found.losses, "ties": found.ties,
-            })
+            numbers = asdict(found)  # mean_a, mean_b, difference ... ties, in the table's order
+            del numbers["confidence"], numbers["exact"]
+            rows.append({(by or "scope"): label, "a": str(a), "b": str(b), **numbers})
         return pandas.DataFrame(rows)
 
     def plot(
@@ -656,19 +642,16 @@ class MatrixResult(Exported):
 
         plt = import_extra("matplotlib.pyplot", "plot()")
         figure, axes = new_axes(plt, ax)
-        values: dict[tuple[str, str], dict[str, list[float]]] = {}
-        for run in self.runs:
-            value = run_value(run.result, metric)
-            if math.isnan(value):
-                continue
-            group = str(getattr(run, by, None) if by in ("model", "template", "scenario", "seed")
-                        else run.result.labels.get(by))
-            shade = ""
-            if hue:
-                shade = str(getattr(run, hue, None) if hue in ("model", "template", "scenario",
-                                                                 "seed")
-                            else run.result.labels.get(hue))
-            values.setdefault((group, shade), {}).setdefault(run.scenario, []).append(value)
+
+        def column(run: MatrixRun, name: str) -> str:
+            if name in ("model", "template", "scenario", "seed"):
+                return str(getattr(run, name))
+            return str(run.result.labels.get(name))
+
+        def key(run: MatrixRun) -> tuple[str, str]:
+            return column(run, by), column(run, hue) if hue else ""
+
+        values = self._question_means(metric, key)
         if not values:
             raise ValueError(f"No run has the metric {metric!r}")
         groups = list(dict.fromkeys(group for group, _ in values))
@@ -677,22 +660,14 @@ class MatrixResult(Exported):
         for position, hue_value in enumerate(hues):
             means, below, above = [], [], []
             for group in groups:
-                per_question = values.get((group, hue_value), {})
-                found = bootstrap_interval(
-                    [sum(v) / len(v) for v in per_question.values()],
-                    confidence=confidence, resamples=resamples, seed=seed,
-                )
+                found = bootstrap_interval(list(values.get((group, hue_value), {}).values()),
+                                           confidence=confidence, resamples=resamples, seed=seed)
                 means.append(found.mean)
                 below.append(0.0 if math.isnan(found.low) else found.mean - found.low)
                 above.append(0.0 if math.isnan(found.high) else found.high - found.mean)
             offsets = [i - 0.4 + width * (position + 0.5) for i in range(len(groups))]
-            axes.bar(
-                offsets,
-                means,
-                width,
-                yerr=[below, above] if any(below) or any(above) else None,
-                label=hue_value or None,
-            )
+            errors = [below, above] if any(below) or any(above) else None
+            axes.bar(offsets, means, width, yerr=errors, label=hue_value or None)
         axes.set_xticks(range(len(groups)))
         axes.set_xticklabels(groups)
         axes.set_xlabel(by)
@@ -732,15 +707,9 @@ class MatrixResult(Exported):
             "root": self.root,
             "provenance": self.provenance,
             "runs": [
-                {
-                    "model": run.model,
-                    "template": run.template,
-                    "scenario": run.scenario,
-                    "seed": run.seed,
-                    "model_spec": run.model_spec,
-                    "resumed": run.resumed,
-                    "result": run.result.to_dict(),
-                }
+                {"model": run.model, "template": run.template, "scenario": run.scenario,
+                 "seed": run.seed, "model_spec": run.model_spec, "resumed": run.resumed,
+                 "result": run.result.to_dict()}
                 for run in self.runs
             ],
         }
@@ -751,16 +720,7 @@ class MatrixResult(Exported):
         """Load what ``to_json`` wrote."""
         data = load_json(text)
         runs = cls.parsed(data, lambda: [
-            MatrixRun(
-                item["model"],
-                item["scenario"],
-                item["seed"],
-                EvaluationResult.from_dict(item["result"]),
-                item.get("template"),
-                model_spec=dict(item.get("model_spec") or {}),
-                resumed=bool(item.get("resumed")),
-            )
-            for item in data["runs"]
+            _matrix_run(item, item, bool(item.get("resumed"))) for item in data["runs"]
         ])
         return cls(
             runs,

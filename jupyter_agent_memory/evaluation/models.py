@@ -184,36 +184,33 @@ def call_model(
         if not isinstance(turn, ModelTurn):
             raise TypeError(f"model.complete must return a ModelTurn, got {turn!r}")
     except Exception as exc:
-        calls.append(
-            ModelCallRecord(
-                input_tokens=_estimate_tokens(messages),
-                output_tokens=0,
-                estimated=True,
-                latency_s=time.perf_counter() - started,
-                error=error_line(exc),
-                retries=int(getattr(exc, "retries", 0) or 0),
-                retry_errors=[str(line) for line in getattr(exc, "retry_errors", ()) or ()],
-                role=role,
-            )
+        failed = ModelCallRecord(
+            input_tokens=_estimate_tokens(messages),
+            output_tokens=0,
+            estimated=True,
+            latency_s=time.perf_counter() - started,
+            error=error_line(exc),
+            retries=int(getattr(exc, "retries", 0) or 0),
+            retry_errors=[str(line) for line in getattr(exc, "retry_errors", ()) or ()],
+            role=role,
         )
+        calls.append(failed)
         raise
     usage = turn.usage or {}
     reported = isinstance(usage.get("prompt_tokens"), int)
-    calls.append(
-        ModelCallRecord(
-            input_tokens=usage["prompt_tokens"] if reported else _estimate_tokens(messages),
-            output_tokens=(
-                int(usage.get("completion_tokens") or 0) if reported else _reply_tokens(turn)
-            ),
-            estimated=not reported,
-            latency_s=time.perf_counter() - started,
-            finish_reason=turn.finish_reason or "",
-            retries=turn.retries,
-            retry_errors=list(turn.retry_errors),
-            role=role,
-            cached=turn.cached,
-        )
+    output = int(usage.get("completion_tokens") or 0) if reported else _reply_tokens(turn)
+    record = ModelCallRecord(
+        input_tokens=usage["prompt_tokens"] if reported else _estimate_tokens(messages),
+        output_tokens=output,
+        estimated=not reported,
+        latency_s=time.perf_counter() - started,
+        finish_reason=turn.finish_reason or "",
+        retries=turn.retries,
+        retry_errors=list(turn.retry_errors),
+        role=role,
+        cached=turn.cached,
     )
+    calls.append(record)
     return turn
 
 
@@ -505,6 +502,21 @@ def offered_name(logical: str, tools: list[dict[str, Any]]) -> str:
     return suffixed[0] if len(suffixed) == 1 else logical
 
 
+def conversation(
+    messages: Sequence[Mapping[str, Any]],
+) -> tuple[str | None, str, list[str], bool]:
+    """``(last user turn, system prompt, tool results since that turn, whether tools were
+    called since)``; the user turn is ``None`` when there is none."""
+    system = next((str(m.get("content") or "") for m in messages if m.get("role") == "system"), "")
+    last = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=None)
+    if last is None:
+        return None, system, [], False
+    since = messages[last + 1 :]
+    results = [str(m.get("content") or "") for m in since if m.get("role") == "tool"]
+    called = any(m.get("tool_calls") for m in since)
+    return str(messages[last].get("content") or ""), system, results, called
+
+
 class ScriptedModel:
     """A deterministic, offline model driven by ``Rule`` objects.
 
@@ -528,19 +540,9 @@ class ScriptedModel:
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelTurn:
         """Answer the last user turn of ``messages`` by the first matching rule."""
-        last_user = max(
-            (i for i, message in enumerate(messages) if message.get("role") == "user"),
-            default=None,
-        )
-        if last_user is None:
+        user, system, results, called = conversation(messages)
+        if user is None:
             return ModelTurn(text=self.default_reply, finish_reason="stop")
-        user = str(messages[last_user].get("content") or "")
-        since = messages[last_user + 1 :]
-        system = next(
-            (str(m.get("content") or "") for m in messages if m.get("role") == "system"), ""
-        )
-        results = [str(m.get("content") or "") for m in since if m.get("role") == "tool"]
-        called = any(m.get("tool_calls") for m in since)
         for rule in self.rules:
             match = rule.match(user)
             if match is None:
@@ -595,12 +597,7 @@ class OpenAIChatModel:
         tool_choice: str | None = "auto",
         **create_kwargs: Any,
     ) -> None:
-        try:
-            import openai
-        except ImportError as exc:
-            raise ImportError(
-                f"OpenAIChatModel needs the 'openai' package: {EVAL_INSTALL_HINT}"
-            ) from exc
+        openai = import_extra("openai", "OpenAIChatModel", "the 'openai' package")
         if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
             raise ValueError(f"max_retries must be a whole number, 0 or more, got {max_retries!r}")
         self.model = model

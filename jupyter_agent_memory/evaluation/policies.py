@@ -21,12 +21,13 @@ tests; both answer the runner's closing turn (``CLOSING_TURN``) with ``OK.`` and
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from .models import CLOSING_TURN, ModelTurn, ToolCall, known_facts, offered_name
+from .models import CLOSING_TURN, ModelTurn, ToolCall, conversation, known_facts, offered_name
 
 __all__ = ["FactsPolicy", "JournalPolicy", "keywords"]
 
@@ -57,20 +58,8 @@ def _hits(words: Sequence[str], text: str) -> int:
     return sum(1 for word in words if word in lowered)
 
 
-def _conversation(messages: Sequence[Mapping[str, Any]]) -> tuple[str, str, list[Any], bool]:
-    """``(user turn, system prompt, tool results since that turn, whether tools were called)``."""
-    last = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=None)
-    system = next((str(m.get("content") or "") for m in messages if m.get("role") == "system"), "")
-    if last is None:
-        return "", system, [], False
-    since = messages[last + 1 :]
-    results = [m.get("content") for m in since if m.get("role") == "tool"]
-    return (
-        str(messages[last].get("content") or ""),
-        system,
-        results,
-        any(m.get("tool_calls") for m in since),
-    )
+def _reply(text: str) -> ModelTurn:
+    return ModelTurn(text=text, finish_reason="stop")
 
 
 class FactsPolicy:
@@ -85,15 +74,14 @@ class FactsPolicy:
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelTurn:
         """Answer the last user turn (see the module docstring)."""
-        user, system, _results, called = _conversation(messages)
+        user, system, _results, called = conversation(messages)
+        user = user or ""
         if user == CLOSING_TURN:
-            return ModelTurn(text="OK.", finish_reason="stop")
+            return _reply("OK.")
         if user.rstrip().endswith("?"):
-            return ModelTurn(
-                text=self._answer(user, known_facts(system, messages)), finish_reason="stop"
-            )
+            return _reply(self._answer(user, known_facts(system, messages)))
         if called or not _FIRST_PERSON.search(user):
-            return ModelTurn(text="Noted.", finish_reason="stop")
+            return _reply("Noted.")
         facts = known_facts(system, messages).rstrip("\n")
         date = _DATE_LINE.search(system)
         line = f"- ({date.group(1)}) {user.strip()}" if date else f"- {user.strip()}"
@@ -103,13 +91,9 @@ class FactsPolicy:
 
     @staticmethod
     def _answer(question: str, facts: str) -> str:
-        words = keywords(question)
-        best, best_hits = None, 0
-        for line in facts.splitlines():
-            hits = _hits(words, line)
-            if hits > best_hits:  # strictly more: the oldest line wins a tie
-                best, best_hits = line, hits
-        if best is None:
+        hits = functools.partial(_hits, keywords(question))
+        best = max(facts.splitlines(), key=hits, default="")  # the first, oldest, wins a tie
+        if not hits(best):
             return ABSTAIN_REPLY
         return f"From my notes: {best.lstrip('-* ').strip()}"
 
@@ -127,16 +111,17 @@ class JournalPolicy:
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelTurn:
         """Answer the last user turn (see the module docstring)."""
-        user, _system, results, called = _conversation(messages)
+        user, _system, results, called = conversation(messages)
+        user = user or ""
         if user == CLOSING_TURN:
-            return ModelTurn(text="OK.", finish_reason="stop")
+            return _reply("OK.")
         tool = offered_name("memory", tools)
         question = user.rstrip().endswith("?")
         if not called:
             if question:
                 words = keywords(user)
                 if not words:
-                    return ModelTurn(text=ABSTAIN_REPLY, finish_reason="stop")
+                    return _reply(ABSTAIN_REPLY)
                 calls = [
                     ToolCall(tool, {"action": "search", "query": word, "limit": self.limit})
                     for word in words
@@ -145,8 +130,8 @@ class JournalPolicy:
             call = ToolCall(tool, {"action": "append", "text": user.strip(), "tags": ["chat"]})
             return ModelTurn(tool_calls=[call], finish_reason="tool_calls")
         if not question:
-            return ModelTurn(text="Noted.", finish_reason="stop")
-        return ModelTurn(text=self._answer(user, results), finish_reason="stop")
+            return _reply("Noted.")
+        return _reply(self._answer(user, results))
 
     @staticmethod
     def _answer(question: str, results: Sequence[Any]) -> str:

@@ -58,9 +58,6 @@ class Progress:
             stream.flush()
 
 
-ProgressHook = Callable[[int, int, str], None]
-
-
 def make_progress(progress: Any, total: int, label: str, unit: str) -> Progress | None:
     """``progress`` as a ``Progress``: ``True`` makes one, a ``Progress`` is used as is, a
     function ``progress(done, total, text)`` is wrapped, ``None``/``False`` means none."""
@@ -76,7 +73,7 @@ def make_progress(progress: Any, total: int, label: str, unit: str) -> Progress 
 
 
 class _HookProgress(Progress):
-    def __init__(self, hook: ProgressHook, total: int) -> None:
+    def __init__(self, hook: Callable[[int, int, str], None], total: int) -> None:
         self.hook = hook
         self.total = total
 

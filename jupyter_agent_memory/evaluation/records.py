@@ -7,7 +7,7 @@ loads back equal (``EvaluationResult.to_json`` / ``from_json``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, TypeVar
 
 from .expectations import ExpectationOutcome
 from .models import ModelCallRecord, arguments_text
@@ -23,6 +23,7 @@ __all__ = [
 ]
 
 _LIST_ITEM = ("- ", "* ", "+ ")
+_T = TypeVar("_T")
 
 
 def fact_lines(text: str) -> list[str]:
@@ -299,30 +300,28 @@ class SessionRecord:
         values["turns"] = [_turn_from_dict(turn) for turn in values.get("turns", [])]
         if values.get("closing") is not None:
             values["closing"] = _turn_from_dict(values["closing"])
-        values["judge_calls"] = [
-            ModelCallRecord(**_known(ModelCallRecord, c)) for c in values.get("judge_calls", [])
-        ]
-        values["outcomes"] = [
-            ExpectationOutcome(**_known(ExpectationOutcome, o)) for o in values.get("outcomes", [])
-        ]
+        values["judge_calls"] = _load_all(ModelCallRecord, values.get("judge_calls", []))
+        values["outcomes"] = _load_all(ExpectationOutcome, values.get("outcomes", []))
         values["searches"] = [SearchRecord(**s) for s in values.get("searches", [])]
         values["retrieval"] = [RetrievalScore(**r) for r in values.get("retrieval", [])]
-        return cls(**_known(cls, values))
+        return _load(cls, values)
 
 
-def _known(cls: type, values: dict[str, Any]) -> dict[str, Any]:
-    """Only the keys ``cls`` has: an export from a newer version still loads."""
-    names = {f.name for f in fields(cls)}
-    return {key: value for key, value in values.items() if key in names}
+def _load(cls: type[_T], values: dict[str, Any]) -> _T:
+    """``cls`` from only the keys it has: an export from a newer version still loads."""
+    names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    return cls(**{key: value for key, value in values.items() if key in names})
+
+
+def _load_all(cls: type[_T], items: list[dict[str, Any]]) -> list[_T]:
+    return [_load(cls, item) for item in items]
 
 
 def _turn_from_dict(data: dict[str, Any]) -> TurnRecord:
     values = dict(data)
     values["tool_calls"] = [ToolCallRecord(**c) for c in values.get("tool_calls", [])]
-    values["model_calls"] = [
-        ModelCallRecord(**_known(ModelCallRecord, c)) for c in values.get("model_calls", [])
-    ]
-    return TurnRecord(**_known(TurnRecord, values))
+    values["model_calls"] = _load_all(ModelCallRecord, values.get("model_calls", []))
+    return _load(TurnRecord, values)
 
 
 def _to_plain(value: Any) -> Any:

@@ -31,25 +31,9 @@ FORMAT = "jupyter-agent-memory/evaluation-result"
 FORMAT_VERSION = 1
 
 NUMERIC_METRICS = (
-    "turns",
-    "tool_calls",
-    "tool_errors",
-    "prompt_chars",
-    "prompt_tokens",
-    "facts",
-    "facts_added",
-    "facts_removed",
-    "new_entries",
-    "searches",
-    "passed",
-    "failed",
-    "pass_rate",
-    "errors",
-    "input_tokens",
-    "output_tokens",
-    "model_calls",
-    "tool_rounds",
-    "latency_s",
+    "turns", "tool_calls", "tool_errors", "prompt_chars", "prompt_tokens", "facts",
+    "facts_added", "facts_removed", "new_entries", "searches", "passed", "failed", "pass_rate",
+    "errors", "input_tokens", "output_tokens", "model_calls", "tool_rounds", "latency_s",
 )
 """The per-session numbers of ``tidy()`` (retrieval metrics come on top, per retriever)."""
 
@@ -69,18 +53,10 @@ def new_axes(plt: Any, ax: Any, size: tuple[float, float] = (7, 3.2)) -> tuple[A
 
 
 _COLUMNS = [
-    ("session", "session"),
-    ("name", "name"),
-    ("turns", "turns"),
-    ("tool_calls", "calls"),
-    ("tool_errors", "errors"),
-    ("prompt_chars", "prompt chars"),
-    ("prompt_tokens", "prompt tokens"),
-    ("facts", "facts"),
-    ("facts_added", "+lines"),
-    ("facts_removed", "-lines"),
-    ("new_entries", "journal+"),
-    ("expectations", "expect"),
+    ("session", "session"), ("name", "name"), ("turns", "turns"), ("tool_calls", "calls"),
+    ("tool_errors", "errors"), ("prompt_chars", "prompt chars"),
+    ("prompt_tokens", "prompt tokens"), ("facts", "facts"), ("facts_added", "+lines"),
+    ("facts_removed", "-lines"), ("new_entries", "journal+"), ("expectations", "expect"),
 ]
 
 
@@ -102,7 +78,6 @@ def _format_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, s
 
 def _number(value: Any) -> float:
     return math.nan if value is None else float(value)
-
 
 
 class Report:
@@ -236,9 +211,6 @@ class EvaluationResult(Exported):
                 lines.append(f"[{mark}] session {session.index}: {outcome.description}{detail}")
         return "\n".join(lines)
 
-    def _headline(self) -> str:
-        return f"Scenario {self.scenario!r} with model {self.model}: {self._counts()}"
-
     def _counts(self) -> str:
         total = sum(len(session.outcomes) for session in self.sessions)
         failed = len(self.failures)
@@ -251,7 +223,8 @@ class EvaluationResult(Exported):
         return head
 
     def __str__(self) -> str:
-        parts = [self._headline(), "", self.table()]
+        headline = f"Scenario {self.scenario!r} with model {self.model}: {self._counts()}"
+        parts = [headline, "", self.table()]
         expectations = self.expectations_text()
         if expectations:
             parts += ["", expectations]
@@ -273,19 +246,12 @@ class EvaluationResult(Exported):
 
     def tidy_rows(self) -> list[dict[str, Any]]:
         """One dict per session and metric: labels, ``session``, ``name``, ``metric``, ``value``."""
-        rows = []
-        for session in self.sessions:
-            for metric, value in self.metrics(session).items():
-                rows.append(
-                    {
-                        **self.labels,
-                        "session": session.index,
-                        "name": session.name,
-                        "metric": metric,
-                        "value": value,
-                    }
-                )
-        return rows
+        return [
+            {**self.labels, "session": session.index, "name": session.name, "metric": metric,
+             "value": value}
+            for session in self.sessions
+            for metric, value in self.metrics(session).items()
+        ]
 
     def tidy(self) -> Any:
         """``tidy_rows()`` as a pandas DataFrame (long format, for groupby and plots)."""
@@ -308,21 +274,13 @@ class EvaluationResult(Exported):
 
     def retrieval_rows(self) -> list[dict[str, Any]]:
         """One dict per session and retriever with every retrieval metric."""
-        rows = []
-        for session in self.sessions:
-            for score in session.retrieval:
-                rows.append(
-                    {
-                        **self.labels,
-                        "session": session.index,
-                        "name": session.name,
-                        "retriever": score.retriever,
-                        "gold": score.gold,
-                        "returned": score.returned,
-                        **score.metrics(),
-                    }
-                )
-        return rows
+        return [
+            {**self.labels, "session": session.index, "name": session.name,
+             "retriever": score.retriever, "gold": score.gold, "returned": score.returned,
+             **score.metrics()}
+            for session in self.sessions
+            for score in session.retrieval
+        ]
 
     def retrieval_dataframe(self) -> Any:
         """``retrieval_rows()`` as a DataFrame."""
@@ -347,13 +305,8 @@ class EvaluationResult(Exported):
         """One row per session and expectation: ``passed`` as 0/1, and the detail."""
         pandas = import_extra("pandas", "outcomes_dataframe()")
         rows = [
-            {
-                **self.labels,
-                "session": session.index,
-                "expectation": outcome.description,
-                "passed": int(outcome.passed),
-                "detail": outcome.detail,
-            }
+            {**self.labels, "session": session.index, "expectation": outcome.description,
+             "passed": int(outcome.passed), "detail": outcome.detail}
             for session in self.sessions
             for outcome in session.outcomes
         ]
@@ -385,32 +338,22 @@ class EvaluationResult(Exported):
             axes.set_ylabel(metric)
             axes.set_title(title if title is not None else f"{self.scenario}: {metric}")
             return figure
-        axes.bar(
-            indexes,
-            [session.prompt_tokens for session in self.sessions],
-            color="#9ecae1",
-            label="prompt tokens",
-        )
+        tokens = [session.prompt_tokens for session in self.sessions]
+        axes.bar(indexes, tokens, color="#9ecae1", label="prompt tokens")
         axes.set_ylabel("prompt tokens (approx.)")
         facts_axes = axes.twinx()
-        facts_axes.plot(
-            indexes,
-            [session.fact_count for session in self.sessions],
-            color="#d62728",
-            marker="o",
-            label="facts",
-        )
+        facts = [session.fact_count for session in self.sessions]
+        facts_axes.plot(indexes, facts, color="#d62728", marker="o", label="facts")
         facts_axes.set_ylabel("facts in FACT.md (end)")
-        facts_axes.set_ylim(0, max([s.fact_count for s in self.sessions], default=0) + 1)
+        facts_axes.set_ylim(0, max(facts, default=0) + 1)
         facts_axes.yaxis.set_major_locator(MaxNLocator(integer=True))
-        handles = axes.get_legend_handles_labels()
-        more = facts_axes.get_legend_handles_labels()
+        handles, labels = axes.get_legend_handles_labels()
+        more_handles, more_labels = facts_axes.get_legend_handles_labels()
+        handles, labels = handles + more_handles, labels + more_labels
         if ax is None:
-            figure.legend(
-                handles[0] + more[0], handles[1] + more[1], loc="outside lower center", ncols=2
-            )
+            figure.legend(handles, labels, loc="outside lower center", ncols=2)
         else:  # someone else's figure: keep the legend inside these axes
-            axes.legend(handles[0] + more[0], handles[1] + more[1], loc="best", fontsize=8)
+            axes.legend(handles, labels, loc="best", fontsize=8)
         axes.set_title(
             title if title is not None else f"{self.scenario}: prompt size and facts per session"
         )
@@ -477,10 +420,13 @@ class EvaluationResult(Exported):
             out.append("<tr>" + "".join(f"<td>{esc(str(row[k]))}</td>" for k, _ in _COLUMNS))
             out.append("</tr>")
         out.append("</tbody></table>")
-        for session in self.sessions:
-            out.append(_session_html(session))
+        out.extend(_session_html(session) for session in self.sessions)
         out.append("</div>")
         return "\n".join(out)
+
+
+def _pre(text: str) -> str:
+    return f"<pre style='white-space: pre-wrap'>{html.escape(text)}</pre>"
 
 
 def _session_html(session: SessionRecord) -> str:
@@ -500,10 +446,7 @@ def _session_html(session: SessionRecord) -> str:
         f"{' (estimated)' if cost['tokens_estimated'] else ''}.</p>"
     )
     out.extend(f"<p><b>Warning:</b> {esc(warning)}</p>" for warning in session.prompt_warnings)
-    out.append(
-        "<details><summary>System prompt</summary>"
-        f"<pre style='white-space: pre-wrap'>{esc(session.system_prompt)}</pre></details>"
-    )
+    out.append(f"<details><summary>System prompt</summary>{_pre(session.system_prompt)}</details>")
     out.append("<table><thead><tr><th>user</th><th>tool calls</th><th>reply</th></tr></thead>")
     out.append("<tbody>")
     for turn in session.turns:
@@ -516,15 +459,13 @@ def _session_html(session: SessionRecord) -> str:
         if turn.assistant is not None:
             reply += f"<br><i>transcript:</i> {esc(turn.assistant)}"
         if turn.error:
-            reply += f"<pre style='white-space: pre-wrap'>{esc(turn.error)}</pre>"
+            reply += _pre(turn.error)
         out.append(f"<tr><td>{esc(turn.user)}</td><td>{calls}</td><td>{reply}</td></tr>")
     out.append("</tbody></table>")
     if session.error:
-        out.append(
-            f"<p><b>Error:</b></p><pre style='white-space: pre-wrap'>{esc(session.error)}</pre>"
-        )
+        out.append(f"<p><b>Error:</b></p>{_pre(session.error)}")
     diff = session.facts_diff or "(FACT.md unchanged)"
-    out.append(f"<p>FACT.md diff:</p><pre style='white-space: pre-wrap'>{esc(diff)}</pre>")
+    out.append(f"<p>FACT.md diff:</p>{_pre(diff)}")
     if session.new_entries:
         out.append("<p>New journal entries:</p><ul>")
         for entry_id, entry in zip(session.new_entry_ids, session.new_entries, strict=False):
@@ -536,16 +477,15 @@ def _session_html(session: SessionRecord) -> str:
         out.append("</ul>")
     if session.searches:
         out.append("<p>Searches (entry ids, best first):</p><ul>")
-        for search in session.searches:
-            out.append(
-                f"<li>{esc(search.retriever)} <code>{esc(search.query)}</code> → "
-                f"{esc(', '.join(search.results) or '(nothing)')}</li>"
-            )
+        out.extend(
+            f"<li>{esc(search.retriever)} <code>{esc(search.query)}</code> → "
+            f"{esc(', '.join(search.results) or '(nothing)')}</li>"
+            for search in session.searches
+        )
         out.append("</ul>")
     if session.retrieval:
         out.append("<table><thead><tr><th>retriever</th>")
-        names = list(session.retrieval[0].metrics())
-        out.extend(f"<th>{esc(name)}</th>" for name in names)
+        out.extend(f"<th>{esc(name)}</th>" for name in session.retrieval[0].metrics())
         out.append("</tr></thead><tbody>")
         for score in session.retrieval:
             cells = "".join(

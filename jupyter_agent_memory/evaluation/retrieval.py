@@ -46,7 +46,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .records import RetrievalScore
@@ -66,6 +66,9 @@ __all__ = [
 ]
 
 
+_EVIDENCE_KINDS = ("entries", "texts", "sessions", "turns")
+
+
 @dataclass(frozen=True)
 class Evidence:
     """Which journal entries hold the answer to a session's question (see the module doc)."""
@@ -80,7 +83,7 @@ class Evidence:
     """Evidence messages, ``<session>#<position>`` (see the module doc)."""
 
     def __post_init__(self) -> None:
-        for name in ("entries", "texts", "sessions", "turns"):
+        for name in _EVIDENCE_KINDS:
             value = getattr(self, name)
             if isinstance(value, str):
                 value = (value,)
@@ -108,12 +111,7 @@ class Evidence:
 
     def to_dict(self) -> dict[str, list[str]]:
         """A JSON-ready dict (``Evidence(**data)`` loads it back)."""
-        return {
-            "entries": list(self.entries),
-            "texts": list(self.texts),
-            "sessions": list(self.sessions),
-            "turns": list(self.turns),
-        }
+        return {name: list(getattr(self, name)) for name in _EVIDENCE_KINDS}
 
 
 def _entry_sessions(entry: Mapping[str, Any], origin: str) -> set[str]:
@@ -129,14 +127,12 @@ def _entry_sessions(entry: Mapping[str, Any], origin: str) -> set[str]:
 
 def recall_any(ranking: Sequence[str], gold: Iterable[str], k: int) -> float:
     """1.0 if any gold id is among the first ``k`` of ``ranking``, else 0.0."""
-    top = set(ranking[:k])
-    return float(any(item in top for item in gold))
+    return float(not set(ranking[:k]).isdisjoint(gold))
 
 
 def recall_all(ranking: Sequence[str], gold: Iterable[str], k: int) -> float:
     """1.0 if every gold id is among the first ``k`` of ``ranking``, else 0.0."""
-    top = set(ranking[:k])
-    return float(all(item in top for item in gold))
+    return float(set(ranking[:k]).issuperset(gold))
 
 
 def dcg(relevances: Sequence[float], k: int) -> float:
@@ -177,9 +173,7 @@ def session_recall(ranked_sessions: Sequence[Iterable[str]], gold: Iterable[str]
     wanted = set(gold)
     if not wanted:
         return 0.0
-    seen: set[str] = set()
-    for sessions in ranked_sessions[:k]:
-        seen.update(sessions)
+    seen = set().union(*ranked_sessions[:k])
     return len(wanted & seen) / len(wanted)
 
 
@@ -201,9 +195,7 @@ def turn_recall(
     covered = 0
     for turn in wanted:
         name, _, position = turn.rpartition("#")
-        number = int(position)
-        if any(first <= number <= last for first, last in shown.get(name, ())):
-            covered += 1
+        covered += any(first <= int(position) <= last for first, last in shown.get(name, ()))
     return covered / len(wanted)
 
 
@@ -265,12 +257,6 @@ def tokenize(text: str) -> list[str]:
     return _WORD.findall(text.casefold())
 
 
-@dataclass
-class _Index:
-    docs: list[Counter[str]] = field(default_factory=list)
-    lengths: list[int] = field(default_factory=list)
-
-
 def bm25_rank(
     query: str,
     documents: Sequence[str],
@@ -288,19 +274,17 @@ def bm25_rank(
     n(t) how many contain t. Documents scoring 0 (no query term) are left out; ties go to the
     later document (the newer journal entry), as the tool's own search orders.
     """
-    index = _Index()
-    for text in documents:
-        tokens = tokenize(text)
-        index.docs.append(Counter(tokens))
-        index.lengths.append(len(tokens))
-    count = len(index.docs)
+    tokenized = [tokenize(text) for text in documents]
+    docs = [Counter(tokens) for tokens in tokenized]
+    lengths = [len(tokens) for tokens in tokenized]
+    count = len(docs)
     if not count:
         return []
-    average = sum(index.lengths) / count or 1.0
+    average = sum(lengths) / count or 1.0
     terms = list(dict.fromkeys(tokenize(query)))
-    frequency = {term: sum(1 for doc in index.docs if term in doc) for term in terms}
+    frequency = {term: sum(1 for doc in docs if term in doc) for term in terms}
     scored = []
-    for position, (doc, length) in enumerate(zip(index.docs, index.lengths, strict=True)):
+    for position, (doc, length) in enumerate(zip(docs, lengths, strict=True)):
         score = 0.0
         for term in terms:
             tf = doc.get(term, 0)

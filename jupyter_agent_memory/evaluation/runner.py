@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import itertools
 import json
 import os
 import time
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..engine.functions import MEMORY_TOOL_NAME, PROFILE_TOOL_NAME, Toolset
-from .models import ChatModel, ModelTurn, call_model
+from .models import ChatModel, call_model
 from .progress import make_progress
 from .records import SearchRecord, SessionRecord, ToolCallRecord, TurnRecord
 from .results import EvaluationResult
@@ -71,22 +72,13 @@ class SimulatedClock:
         return self.current
 
 
-def _timestamp(moment: datetime) -> str:
-    from ..journal import format_timestamp
-
-    return format_timestamp(moment)
-
-
 def _parse_arguments(arguments: Any) -> dict[str, Any] | None:
-    if isinstance(arguments, dict):
-        return arguments
     if isinstance(arguments, str):
         try:
-            value = json.loads(arguments or "{}")
+            arguments = json.loads(arguments or "{}")
         except ValueError:
             return None
-        return value if isinstance(value, dict) else None
-    return None
+    return arguments if isinstance(arguments, dict) else None
 
 
 def _entry_key(entry: Mapping[str, Any]) -> str:
@@ -110,9 +102,8 @@ class _Journal:
         """Register entries added since the last sync as written by ``origin`` (in the
         current ``step``); their ids."""
         added = []
-        for position, entry in enumerate(self.memory.entries()):
-            if position < len(self.ids):
-                continue
+        new = itertools.islice(enumerate(self.memory.entries()), len(self.ids), None)
+        for position, entry in new:
             entry_id = f"j{position + 1}"
             self.ids.append(entry_id)
             self.entries[entry_id] = (entry, origin)
@@ -120,9 +111,6 @@ class _Journal:
                 self.spans[entry_id] = self.step
             added.append(entry_id)
         return added
-
-    def snapshot(self) -> dict[str, tuple[dict[str, Any], str]]:
-        return dict(self.entries)
 
     def ids_of(self, returned: Sequence[Mapping[str, Any]]) -> list[str]:
         """Ids of entries a search returned (newest first): equal entries map to the newest
@@ -263,9 +251,6 @@ class EvaluationRunner:
         self._journal: _Journal | None = None
         self._searches: list[SearchRecord] = []
 
-    def _tools(self) -> list[dict[str, Any]]:
-        return self.tools.openai(self.memory)
-
     def _call(self, name: str, arguments: Any, origin: str) -> tuple[str, bool]:
         """Run one model tool call; ``(text, is_error)``. Searches are recorded."""
         text, is_error = self.tools.run(self.memory, name, arguments)
@@ -284,14 +269,9 @@ class EvaluationRunner:
         self._journal.sync(origin)
         ranking = self._journal.ids_of([e for e in returned if isinstance(e, dict)])
         query = parsed.get("query")
-        self._searches.append(
-            SearchRecord(
-                "agent",
-                query if isinstance(query, str) else "",
-                ranking,
-                {key: value for key, value in parsed.items() if key != "action"},
-            )
-        )
+        query = query if isinstance(query, str) else ""
+        arguments = {key: value for key, value in parsed.items() if key != "action"}
+        self._searches.append(SearchRecord("agent", query, ranking, arguments))
 
     def build_prompt(self) -> Prompt:
         """Build the prompt a session would start from now."""
@@ -309,9 +289,6 @@ class EvaluationRunner:
                 config=self.config,
                 has_user_instructions=self.has_user_instructions,
             )
-
-    def _system_text(self, prompt: Prompt, dated: bool = False) -> str:
-        return _as_given(prompt, *self._around(prompt, dated)).text
 
     def _around(self, prompt: Prompt, dated: bool) -> tuple[str | None, str | None]:
         """The stand-in base prompt and the date line the runner puts around ``prompt``."""
@@ -348,14 +325,9 @@ class EvaluationRunner:
                 self._clock.set(moment)
 
     def _now_text(self) -> str:
-        if self._clock is not None:
-            return _timestamp(self._clock.peek())
-        return _timestamp(datetime.now(timezone.utc))
+        from ..journal import format_timestamp
 
-    def _complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], record: TurnRecord
-    ) -> ModelTurn:
-        return call_model(self.model, messages, tools, record.model_calls)
+        return format_timestamp(self._clock.peek() if self._clock else datetime.now(timezone.utc))
 
     def _run_turn(
         self,
@@ -393,7 +365,7 @@ class EvaluationRunner:
         origin: str,
     ) -> None:
         for _ in range(self.max_tool_rounds):
-            turn = self._complete(messages, tools, record)
+            turn = call_model(self.model, messages, tools, record.model_calls)
             if not turn.tool_calls:
                 record.reply = turn.text or ""
                 messages.append({"role": "assistant", "content": record.reply})
@@ -464,28 +436,16 @@ class EvaluationRunner:
         started = time.perf_counter()
         self._searches = []
         record = SessionRecord(
-            index=index,
-            name=session.name,
-            system_prompt="",
-            prompt_chars=0,
-            prompt_tokens=0,
-            prompt_sections=[],
-            prompt_warnings=[],
-            bootstrap=False,
-            turns=[],
-            facts_before="",
-            facts_after="",
-            facts_diff="",
-            new_entries=[],
-            next_prompt="",
-            outcomes=[],
+            index=index, name=session.name, system_prompt="", prompt_chars=0, prompt_tokens=0,
+            prompt_sections=[], prompt_warnings=[], bootstrap=False, turns=[], facts_before="",
+            facts_after="", facts_diff="", new_entries=[], next_prompt="", outcomes=[],
             started=started_at,
         )
         failed = False
         try:
             self._journal.sync("")
             known = len(self._journal.ids)
-            gold_journal = self._journal.snapshot()
+            gold_journal = dict(self._journal.entries)
             baselines = self._baseline_searches(session) if session.evidence else []
             prompt = self.build_prompt()
             given = _as_given(prompt, *self._around(prompt, dated))
@@ -498,7 +458,7 @@ class EvaluationRunner:
             record.prompt_warnings = list(prompt.warnings)
             record.bootstrap = prompt.bootstrap
             record.facts_before = self.memory.facts
-            tools = self._tools()
+            tools = self.tools.openai(self.memory)
             messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
             shown = 0  # transcript messages the model has been shown so far
             stopped = False
@@ -539,18 +499,15 @@ class EvaluationRunner:
                     "FACT.md (after)",
                 )
             )
-            record.next_prompt = self._system_text(self.build_prompt())
+            next_prompt = self.build_prompt()
+            record.next_prompt = _as_given(next_prompt, *self._around(next_prompt, False)).text
             record.searches = [*self._searches, *baselines]
             if session.evidence is not None:
                 agent = [eid for s in self._searches for eid in s.results]
                 rankings = [("agent", agent)] + [(s.retriever, s.results) for s in baselines]
                 record.retrieval = [
                     score_ranking(
-                        retriever,
-                        ranking,
-                        session.evidence,
-                        gold_journal,
-                        self.retrieval_k,
+                        retriever, ranking, session.evidence, gold_journal, self.retrieval_k,
                         self._journal.spans,
                     )
                     for retriever, ranking in rankings
@@ -558,13 +515,10 @@ class EvaluationRunner:
         except Exception:
             record.error = traceback.format_exc()
             failed = True
+        agent_searches = [s for s in record.searches if s.retriever == "agent"]
         state = SessionState(
-            record.facts_after,
-            record.new_entries,
-            record.next_prompt,
-            record.turns,
-            [s for s in record.searches if s.retriever == "agent"],
-            closing=record.closing,
+            record.facts_after, record.new_entries, record.next_prompt, record.turns,
+            agent_searches, closing=record.closing,
         )
         record.outcomes = [expectation.check(state) for expectation in session.expect]
         record.judge_calls = list(state.judge_calls)
@@ -617,12 +571,8 @@ class EvaluationRunner:
                 display.update(len(records), "stopped on an error" if stopped else "done")
                 display.close()
             journal = [
-                {
-                    "id": entry_id,
-                    "session": self._journal.entries[entry_id][1],
-                    "entry": self._journal.entries[entry_id][0],
-                }
-                for entry_id in self._journal.ids
+                {"id": entry_id, "session": origin, "entry": entry}
+                for entry_id, (entry, origin) in self._journal.entries.items()
             ]
         finally:
             self.memory.clock = previous_clock

@@ -212,20 +212,17 @@ def build_sample(seed: int = 0) -> list[dict[str, Any]]:
         answer = spec["answer"].format(
             date0=f"{evidence_dates[0]:%Y-%m-%d}" if evidence_dates else ""
         )
-        items.append(
-            {
-                "question_id": spec["question_id"],
-                "question_type": spec["question_type"],
-                "question": spec["question"],
-                "answer": answer,
-                "question_date": _date(question_moment),
-                "haystack_session_ids": ids,
-                "haystack_dates": dates,
-                "haystack_sessions": sessions,
-                # LongMemEval lists no evidence for abstention questions.
-                "answer_session_ids": [] if abstention else gold,
-            }
+        item = {key: spec[key] for key in ("question_id", "question_type", "question")}
+        item.update(
+            answer=answer,
+            question_date=_date(question_moment),
+            haystack_session_ids=ids,
+            haystack_dates=dates,
+            haystack_sessions=sessions,
+            # LongMemEval lists no evidence for abstention questions.
+            answer_session_ids=[] if abstention else gold,
         )
+        items.append(item)
     return items
 
 

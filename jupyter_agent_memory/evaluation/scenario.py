@@ -72,11 +72,7 @@ def parse_date(value: datetime | str) -> datetime:
         year, month, day, hour, minute = found.groups()
         try:
             return datetime(
-                int(year),
-                int(month),
-                int(day),
-                int(hour or 0),
-                int(minute or 0),
+                int(year), int(month), int(day), int(hour or 0), int(minute or 0),
                 tzinfo=timezone.utc,
             )
         except ValueError as exc:
@@ -186,6 +182,11 @@ def _flag(data: Mapping[str, Any], key: str, default: bool | None) -> bool | Non
     return value
 
 
+def _text(data: Mapping[str, Any], key: str) -> str | None:
+    """``data[key]`` as text; ``None`` when missing or null (never the text "None")."""
+    return None if data.get(key) is None else str(data[key])
+
+
 def _expectation_from_dict(data: Any, judges: Mapping[str, Any] | None = None) -> Expectation:
     if not isinstance(data, Mapping):
         raise ValueError(f"Each expectation must be an object, got {data!r}")
@@ -216,12 +217,10 @@ def _expectation_from_dict(data: Any, judges: Mapping[str, Any] | None = None) -
         return ReplyJudged(
             str(data["judged"]),
             judge_from_spec(dict(spec), judges),
-            question=None if data.get("question") is None else str(data["question"]),
+            question=_text(data, "question"),
             turn=-1 if turn is None else turn,
             present=present,
-            question_type=(
-                None if data.get("question_type") is None else str(data["question_type"])
-            ),
+            question_type=_text(data, "question_type"),
             abstention=bool(_flag(data, "abstention", False)),
         )
     if "reply_matches" in data:
@@ -232,20 +231,15 @@ def _expectation_from_dict(data: Any, judges: Mapping[str, Any] | None = None) -
         arguments = data.get("arguments") or {}
         if not isinstance(arguments, Mapping):
             raise ValueError(f"Expectation {dict(data)!r}: 'arguments' must be an object")
-        ok = _flag(data, "ok", None)
         return ToolCalled(
-            name=None if data.get("tool") is None else str(data["tool"]),
-            action=None if data.get("action") is None else str(data["action"]),
+            name=_text(data, "tool"),
+            action=_text(data, "action"),
             arguments=dict(arguments),
-            ok=None if ok is None else bool(ok),
+            ok=_flag(data, "ok", None),
             present=present,
         )
     if "journal" in data or "tag" in data:
-        text = data.get("journal")
-        tag = data.get("tag")
-        return JournalContains(
-            None if text is None else str(text), None if tag is None else str(tag), present
-        )
+        return JournalContains(_text(data, "journal"), _text(data, "tag"), present)
     raise ValueError(
         f"Unknown expectation {dict(data)!r}: expected a 'fact', 'journal' (with optional "
         "'tag'), 'tag', 'prompt', 'reply', 'reply_matches', 'abstains' or 'tool'/'action' key"
@@ -359,7 +353,7 @@ class Scenario:
                         name=str(item.get("name") or ""),
                         date=item.get("date"),
                         evidence=None if evidence is None else _evidence_from_dict(evidence),
-                        query=None if item.get("query") is None else str(item["query"]),
+                        query=_text(item, "query"),
                     )
                 )
             except (TypeError, ValueError) as exc:

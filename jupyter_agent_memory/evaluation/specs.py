@@ -40,7 +40,6 @@ def model_from_spec(spec: dict[str, Any], *, api_key: str | None = None) -> Any:
     return None
 
 
-
 def judge_from_spec(spec: dict[str, Any], judges: Mapping[str, Any] | None = None) -> Any:
     """The judge ``judge_spec`` described: rebuilt from its model's spec, or looked up by
     name (its model's name, or the function's) in ``judges``; ``ValueError`` otherwise."""

@@ -75,16 +75,19 @@ class Comparison:
     """True when the permutation test enumerated every sign pattern."""
 
 
-def _resampled_means(np: Any, values: Any, resamples: int, seed: int) -> Any:
-    """``resamples`` means of ``values`` resampled with replacement, in bounded chunks."""
+def _chunks(resamples: int) -> list[int]:
+    """``resamples`` split into draws of at most ``_CHUNK`` (bounded memory)."""
+    return [min(_CHUNK, resamples - start) for start in range(0, resamples, _CHUNK)]
+
+
+def _percentiles(np: Any, values: Any, resamples: int, seed: int, confidence: float) -> Any:
+    """The percentile bootstrap interval of the mean of ``values``, resampled with replacement."""
     rng = np.random.default_rng(seed)
     count = len(values)
-    means = []
-    for start in range(0, resamples, _CHUNK):
-        size = min(_CHUNK, resamples - start)
-        picks = rng.integers(0, count, size=(size, count))
-        means.append(values[picks].mean(axis=1))
-    return np.concatenate(means)
+    means = [values[rng.integers(0, count, size=(size, count))].mean(axis=1)
+             for size in _chunks(resamples)]
+    tail = (1 - confidence) / 2
+    return np.quantile(np.concatenate(means), [tail, 1 - tail])
 
 
 def bootstrap_interval(
@@ -103,9 +106,7 @@ def bootstrap_interval(
     data = np.asarray([v for v in values if not math.isnan(v)], dtype=float)
     if not len(data):
         return Interval(math.nan, math.nan, math.nan, 0, confidence)
-    means = _resampled_means(np, data, resamples, seed)
-    tail = (1 - confidence) / 2
-    low, high = np.quantile(means, [tail, 1 - tail])
+    low, high = _percentiles(np, data, resamples, seed, confidence)
     return Interval(float(data.mean()), float(low), float(high), len(data), confidence)
 
 
@@ -123,8 +124,7 @@ def _sign_flip_p(np: Any, differences: Any, resamples: int, seed: int) -> tuple[
         return float((means >= bound).mean()), True
     rng = np.random.default_rng(seed)
     extreme = 0
-    for start in range(0, resamples, _CHUNK):
-        size = min(_CHUNK, resamples - start)
+    for size in _chunks(resamples):
         signs = rng.choice((1.0, -1.0), size=(size, count))
         extreme += int((np.abs((signs * nonzero).mean(axis=1)) >= bound).sum())
     # The observed assignment is one of the possible ones (a valid Monte Carlo p-value).
@@ -151,12 +151,9 @@ def paired_comparison(
     if not pairs:
         nan = math.nan
         return Comparison(nan, nan, nan, nan, nan, nan, 0, 0, 0, 0, confidence, True)
-    left = np.asarray([x for x, _ in pairs], dtype=float)
-    right = np.asarray([y for _, y in pairs], dtype=float)
+    left, right = np.asarray(pairs, dtype=float).T
     differences = left - right
-    means = _resampled_means(np, differences, resamples, seed)
-    tail = (1 - confidence) / 2
-    low, high = np.quantile(means, [tail, 1 - tail])
+    low, high = _percentiles(np, differences, resamples, seed, confidence)
     p_value, exact = _sign_flip_p(np, differences, resamples, seed)
     return Comparison(
         mean_a=float(left.mean()),
