@@ -55,29 +55,17 @@ class UnsafePathError(MemoryToolError):
 class VersionNotFoundError(MemoryToolError):
     """A well-formed FACT.md version id (sha256 or prefix) that matches no stored version."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message, INVALID_PARAMS)
-
 
 class SessionNotFoundError(MemoryToolError):
     """A well-formed session id (or prefix) that matches no recorded session."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, INVALID_PARAMS)
 
 
 class InvalidAgentIdError(MemoryToolError, ValueError):
     """An agent id that cannot name a folder under the agents root."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message, INVALID_PARAMS)
-
 
 class TemplateError(MemoryToolError, ValueError):
     """A template folder or its ``agent.json`` is invalid; nothing was provisioned."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, INVALID_PARAMS)
 
 
 class AgentNotFoundError(MemoryToolError):
@@ -127,9 +115,6 @@ class ContentTooLargeError(MemoryToolError):
 
 class InvalidWorkspaceError(MemoryToolError, ValueError):
     """A session workspace that is not an existing folder."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, INVALID_PARAMS)
 
 
 class EmptyEditError(MemoryToolError, ValueError):

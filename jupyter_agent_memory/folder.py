@@ -124,21 +124,20 @@ def match_name(names: list[str], canonical: str) -> str | None:
     return variants[0] if variants else None
 
 
+_KINDS = (
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISREG, "a regular file"),
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a device"),
+    (stat.S_ISBLK, "a device"),
+)
+
+
 def describe(st: os.stat_result) -> str:
     """A short phrase for what kind of filesystem object ``st`` is."""
-    if stat.S_ISLNK(st.st_mode):
-        return "a symbolic link"
-    if stat.S_ISDIR(st.st_mode):
-        return "a directory"
-    if stat.S_ISREG(st.st_mode):
-        return "a regular file"
-    if stat.S_ISFIFO(st.st_mode):
-        return "a named pipe (FIFO)"
-    if stat.S_ISSOCK(st.st_mode):
-        return "a socket"
-    if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
-        return "a device"
-    return "a special file"
+    return next((phrase for test, phrase in _KINDS if test(st.st_mode)), "a special file")
 
 
 def file_key(st: os.stat_result) -> tuple[int, int, int, int]:
@@ -333,7 +332,8 @@ class Folder:
             finally:
                 close_fd(fd)
             if scrub:
-                old = self._open_replaced(name)
+                with contextlib.suppress(FileNotFoundError):
+                    old = self.open_file(name, os.O_WRONLY)  # the file ``name`` names now
             recheck()
             self.require_replaceable(name)
             retry_eintr(os.replace, temp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
@@ -356,13 +356,6 @@ class Folder:
                 os.ftruncate(old, 0)
             finally:
                 close_fd(old)
-
-    def _open_replaced(self, name: str) -> int:
-        """A writable descriptor of the file ``name`` names now (-1 when there is none)."""
-        try:
-            return self.open_file(name, os.O_WRONLY)
-        except FileNotFoundError:
-            return -1
 
     def require_replaceable(self, name: str) -> None:
         """Raise unless ``name`` is missing or a regular file (a dangling link is refused)."""

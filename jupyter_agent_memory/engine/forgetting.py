@@ -228,61 +228,49 @@ def forget(
     say what would change.
     """
     try:
-        return _forget(mem, text, pattern, secrets, dry_run, reason)
+        match = _Matcher(text, pattern, secrets)
+        reason = _check_reason(reason, match)
+        with folders(mem) as (_agent, memory):
+            if memory is None:
+                raise MemoryToolError(f"{mem.path} has no memory/ folder", INVALID_PARAMS)
+        with locked(mem) as txn:
+            run = _Run(match, dry_run, txn, reason)
+            if not dry_run:
+                sweep(txn)  # a killed forget's temp files hold the text too
+            _profile(run)
+            _journal(run)
+            _history(run)
+            _sessions(run)
+            _receipts(run)
+            _caches(mem, run)
+            receipt: dict[str, Any] = {
+                "ts": sessions.timestamp(mem),
+                "forgotten_sha256": _digest(match, txn, create=not dry_run),
+                "what": match.describe,
+                "reason": reason,
+                "dry_run": dry_run,
+                "changed": run.changed,
+                "places": run.places,
+                "verified": False,
+                "remaining": [],
+            }
+            if dry_run:
+                return receipt
+            # Everything derived before this point is stale, in every process and cache folder.
+            commit(txn.memory, GENERATION, (tokens.token_hex(16) + "\n").encode(), txn.recheck)
+            remaining = _scan(mem, match)
+            receipt["verified"] = not remaining
+            receipt["remaining"] = remaining
+            line = json.dumps(receipt, ensure_ascii=False, separators=(",", ":")) + "\n"
+            txn.memory.append_line(RECEIPTS, line.encode())
+        # This object's own held descriptors are reopened on next use (after the lock: the lock
+        # is the innermost one, never held while taking an appender's mutex).
+        mem.close()
+        return receipt
     except MemoryToolError:
         raise
     except OSError as exc:
         raise MemoryIOError(exc) from exc
-
-
-def _forget(
-    mem: AgentMemory,
-    text: str | None,
-    pattern: str | None,
-    find_secrets: bool,
-    dry_run: bool,
-    reason: str,
-) -> dict[str, Any]:
-    match = _Matcher(text, pattern, find_secrets)
-    reason = _check_reason(reason, match)
-    with folders(mem) as (_agent, memory):
-        if memory is None:
-            raise MemoryToolError(f"{mem.path} has no memory/ folder", INVALID_PARAMS)
-    with locked(mem) as txn:
-        run = _Run(match, dry_run, txn, reason)
-        if not dry_run:
-            sweep(txn)  # a killed forget's temp files hold the text too
-        _profile(run)
-        _facts(run)
-        _journal(run)
-        _history(run)
-        _sessions(run)
-        _receipts(run)
-        _caches(mem, run)
-        receipt: dict[str, Any] = {
-            "ts": sessions.timestamp(mem),
-            "forgotten_sha256": _digest(match, txn, create=not dry_run),
-            "what": match.describe,
-            "reason": reason,
-            "dry_run": dry_run,
-            "changed": run.changed,
-            "places": run.places,
-            "verified": False,
-            "remaining": [],
-        }
-        if dry_run:
-            return receipt
-        # Everything derived before this point is stale, in every process and cache folder.
-        commit(txn.memory, GENERATION, (tokens.token_hex(16) + "\n").encode(), txn.recheck)
-        remaining = _scan(mem, match)
-        receipt["verified"] = not remaining
-        receipt["remaining"] = remaining
-        line = (json.dumps(receipt, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-        txn.memory.append_line(RECEIPTS, line)
-    # This object's own held descriptors are reopened on next use (after the lock: the lock
-    # is the innermost one, never held while taking an appender's mutex).
-    mem.close()
-    return receipt
 
 
 def _digest(match: _Matcher, txn: Locked, create: bool) -> str:
@@ -305,12 +293,9 @@ def _digest(match: _Matcher, txn: Locked, create: bool) -> str:
 
 
 def _profile(run: _Run) -> None:
-    """SOUL.md and USER.md: the lines that hold the text go, like FACT.md's."""
+    """SOUL.md, USER.md and FACT.md: the lines that hold the text go."""
     for canonical in ("SOUL.md", "USER.md"):
         _scrub_file(run.txn.agent, canonical, "profile", "", run)
-
-
-def _facts(run: _Run) -> None:
     # Written directly, not as an update: an update would keep the old text in history.
     _scrub_file(run.txn.memory, "FACT.md", "facts", "memory/", run)
 

@@ -67,8 +67,7 @@ __all__ = [
 #: The ``memory`` tool's name in the default toolset (function calling): what ``PromptBuilder()``
 #: names and what ``openai_tools()`` offers. MCP hosts show it under their own prefix.
 DEFAULT_TOOL_NAME = MEMORY_TOOL_NAME
-#: Set to ``0`` (or ``false``, ``no``, ``off``) to make every builder that is not told
-#: otherwise keep no descriptor open between builds (``hold_files=False``), on every surface.
+#: The workspace file whose text becomes :attr:`Prompt.base`.
 SYSTEM_FILE = "system.md"
 # How many times a session start builds its prompt again when a source changed under it.
 _START_ATTEMPTS = 5
@@ -946,9 +945,7 @@ def _dependencies(
     """
     memory = facts.path.parent
     handles = [memory] if memory.parent == folder and _is_real_dir(memory) else []
-    handles += [part.path for part in (soul, user, facts, system) if part and part.held]
-    if state.held:
-        handles.append(state.path)
+    handles += [part.path for part in (soul, user, facts, system, state) if part and part.held]
     return Plan(paths=(str(folder), str(space)), handles=tuple(map(str, handles)))
 
 
@@ -957,8 +954,6 @@ def _is_real_dir(path: Path) -> bool:
         return stat.S_ISDIR(os.lstat(path).st_mode)
     except OSError:
         return False
-
-
 
 
 def _check_aliases(

@@ -329,20 +329,17 @@ class AgentMemory:
         Editors keep the hash and send it back as ``expected_sha256``; reading both at once
         means the hash can never belong to a newer version than the text.
         """
-        data = self._read_fact_bytes()
-        return _decode(data), sha256_hex(data)
+        return _with_hash(self._read_fact_bytes())
 
     @engine_boundary
     def read_soul(self) -> tuple[str, str]:
         """SOUL.md text and the sha256 of those very bytes, from one read."""
-        data = read_agent_bytes(self, SOUL)
-        return _decode(data), sha256_hex(data)
+        return _with_hash(read_agent_bytes(self, SOUL))
 
     @engine_boundary
     def read_user(self) -> tuple[str, str]:
         """USER.md text and the sha256 of those very bytes, from one read."""
-        data = read_agent_bytes(self, USER)
-        return _decode(data), sha256_hex(data)
+        return _with_hash(read_agent_bytes(self, USER))
 
     @property
     @engine_boundary
@@ -369,11 +366,9 @@ class AgentMemory:
         sizes = {}
         for canonical in (SOUL, USER, FACT, JOURNAL):
             try:
-                st = os.lstat(self.file_path(canonical))
+                sizes[canonical] = os.lstat(self.file_path(canonical)).st_size
             except FileNotFoundError:
                 sizes[canonical] = -1
-            else:
-                sizes[canonical] = st.st_size
         return sizes
 
     @engine_boundary
@@ -655,10 +650,7 @@ class AgentMemory:
     def _journal_file(self) -> Iterator[Any]:
         """The journal opened for binary reading, or None when it does not exist."""
         with self._journal_reader().opened() as fd:
-            if fd is None:
-                yield None
-                return
-            yield DescriptorFile(fd)
+            yield None if fd is None else DescriptorFile(fd)
 
     @engine_boundary
     def search_journal(
@@ -674,10 +666,9 @@ class AgentMemory:
         for value, field in ((query, "query"), (tag, "tag")):
             if value:
                 encode_text(value, field)  # no index or file could hold a lone surrogate
-        with self._journal_reader().opened() as fd:
-            if fd is None:
+        with self._journal_file() as handle:
+            if handle is None:
                 return None
-            handle: Any = DescriptorFile(fd)  # the methods of a binary file search uses
             result = journal.search(
                 handle,
                 query=query or "",
@@ -965,6 +956,10 @@ def encode_text(
 
 def _decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
+
+
+def _with_hash(data: bytes) -> tuple[str, str]:
+    return _decode(data), sha256_hex(data)
 
 
 def _index_module() -> Any:

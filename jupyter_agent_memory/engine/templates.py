@@ -35,7 +35,7 @@ from ..errors import (
     UnsafePathError,
     engine_boundary,
 )
-from ..folder import Folder, describe, match_name, retry_eintr
+from ..folder import Folder, describe, match_name, read_all, retry_eintr
 from .access import Locked, locked
 from .jstext import js_json, js_ordered, js_string, js_trim
 from .store import MEMORY_DIR, SOUL, USER, AgentMemory, sweep_leftovers
@@ -133,10 +133,7 @@ def _read_regular(path: Path) -> bytes:
             raise _NotReadable(f"{path} is {describe(st)}, not a regular file")
         with contextlib.suppress(OSError, AttributeError):
             os.set_blocking(fd, True)
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return read_all(fd)
     finally:
         os.close(fd)
 

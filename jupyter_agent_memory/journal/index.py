@@ -61,7 +61,6 @@ from .scan import IndexFailed
 
 __all__ = [
     "INDEX_ERRORS",
-    "REGISTRY",
     "IndexView",
     "build",
     "building",
@@ -80,8 +79,6 @@ __all__ = [
     "window_keys",
 ]
 
-#: The registry of an agent's indexes, in its ``memory/`` folder.
-REGISTRY = INDEX_REGISTRY
 #: What a failing index raises; a search then goes on without it.
 INDEX_ERRORS = (OSError, sqlite3.Error)
 
@@ -558,7 +555,7 @@ def drop(db: Path) -> list[Path]:
 def _registered(mem: Folder) -> list[Path]:
     """The index databases the registry of ``mem`` names (only names an index can have)."""
     try:
-        record = json.loads(mem.read_bytes(REGISTRY) or b"{}")
+        record = json.loads(mem.read_bytes(INDEX_REGISTRY) or b"{}")
     except ValueError:
         return []
     listed = record.get("indexes") if isinstance(record, dict) else None
@@ -582,7 +579,7 @@ def register(mem: Folder, db: Path, recheck: Callable[[], None]) -> None:
     kept = kept[-_MAX_REGISTERED:]
     if kept != known:
         data = json.dumps({"indexes": [str(path) for path in kept]}, indent=1) + "\n"
-        mem.write_atomic(REGISTRY, data.encode(), recheck)
+        mem.write_atomic(INDEX_REGISTRY, data.encode(), recheck)
 
 
 def registered_index_files(memory_folder: Path, journal: Path | None = None) -> list[Path]:

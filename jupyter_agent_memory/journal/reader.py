@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from ..folder import Folder
+from ..folder import Folder, read_all
 
 #: The registry of an agent's journal indexes, a file beside the journal in ``memory/``.
 INDEX_REGISTRY = ".indexes.json"
@@ -114,9 +114,7 @@ class JournalReader:
         agent_path, mem_path = self._paths
         agent_id, mem_id, journal_id = self._ids
         try:
-            if identity(os.lstat(agent_path)) != agent_id:
-                return False
-            if identity(os.lstat(mem_path)) != mem_id:
+            if identity(os.lstat(agent_path)) != agent_id or identity(os.lstat(mem_path)) != mem_id:
                 return False
             named = os.stat(self._name, dir_fd=mem.fd, follow_symlinks=False)
         except OSError:
@@ -218,12 +216,7 @@ class DescriptorFile:
 
     def read(self, size: int = -1) -> bytes:
         """Up to ``size`` bytes from the position (everything left when ``size`` < 0)."""
-        if size >= 0:
-            return os.read(self._fd, size)
-        parts = []
-        while part := os.read(self._fd, 1024 * 1024):
-            parts.append(part)
-        return b"".join(parts)
+        return os.read(self._fd, size) if size >= 0 else read_all(self._fd)
 
 
 def file_reader(f: BinaryIO) -> tuple[Callable[[int, int], bytes], os.stat_result | None]:

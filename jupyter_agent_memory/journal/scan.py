@@ -163,12 +163,17 @@ def _line(buf: bytes, start: int) -> bytes:
     return buf[start:] if stop < 0 else buf[start:stop]
 
 
-def _reversed_lines(block: bytes) -> Iterator[bytes]:
-    """Every line of ``block`` (whole lines), last line first."""
+def _lines(block: bytes) -> list[bytes]:
+    """Every line of ``block`` (whole lines), first line first."""
     lines = block.split(b"\n")
     if block.endswith(b"\n"):
         lines.pop()
-    return reversed(lines)
+    return lines
+
+
+def _reversed_lines(block: bytes) -> Iterator[bytes]:
+    """Every line of ``block`` (whole lines), last line first."""
+    return reversed(_lines(block))
 
 
 def _find_all(data: Any, pattern: Any, lo: int = 0, hi: int | None = None) -> list[int]:
@@ -438,9 +443,7 @@ class _Window:
         """The lines of ``block`` (whole lines) that :meth:`rejects` lets through, last line
         first, found by bisection when every line is in our layout and in time order; None
         when they are not (then each line has to be judged on its own)."""
-        lines = block.split(b"\n")
-        if block.endswith(b"\n"):
-            lines.pop()
+        lines = _lines(block)
         count = len(lines)
         if count == 0 or block.count(b'"ts"') != count or b"\\u007" in block:
             return None
