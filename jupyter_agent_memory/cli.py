@@ -105,17 +105,13 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--until", default=None, help="ISO-8601 end of the time window")
 
     prompt = commands.add_parser(
-        "prompt",
-        parents=[common],
+        "prompt", parents=[common],
         help="print the system prompt the next session gets (sizes on stderr)",
     )
     prompt.add_argument("--workspace", metavar="DIR", help="session workspace (default: cwd)")
     prompt.add_argument("--tool-name", default=None, help="how the model sees the memory tool")
     prompt.add_argument(
-        "--budget",
-        type=int,
-        default=None,
-        metavar="TOKENS",
+        "--budget", type=int, default=None, metavar="TOKENS",
         help="warn when the memory exceeds TOKENS (overrides the template's budget)",
     )
 
@@ -123,8 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_index_parser(commands, common)
     commands.add_parser("agents", parents=[common], help="list the agents under the root")
     commands.add_parser(
-        "demo",
-        parents=[common],
+        "demo", parents=[common],
         help="show the learning loop on the guide template, in its own 'demo' agent",
     )
     _add_looking_back_parsers(commands, common)
@@ -329,8 +324,6 @@ def _prompt(args: argparse.Namespace) -> int:
     return 0
 
 
-
-
 def _at_least_one(text: str) -> int:
     try:
         value = int(text)
@@ -355,9 +348,7 @@ def _add_mcp_parser(commands: argparse._SubParsersAction, common: argparse.Argum
     from .mcp_server.limits import HttpLimits
 
     mcp = commands.add_parser(
-        "mcp",
-        parents=[common],
-        help="serve the memory over MCP (stdio, or Streamable HTTP)",
+        "mcp", parents=[common], help="serve the memory over MCP (stdio, or Streamable HTTP)",
         description=(
             "Serve an existing agent over the Model Context Protocol: the memory tool, "
             "resources for SOUL.md, USER.md, FACT.md, the journal and the session prompt, and "
@@ -365,63 +356,38 @@ def _add_mcp_parser(commands: argparse._SubParsersAction, common: argparse.Argum
         ),
     )
     mcp.add_argument(
-        "--transport",
-        choices=["stdio", "streamable-http"],
-        default="stdio",
+        "--transport", choices=["stdio", "streamable-http"], default="stdio",
         help="stdio (default) or streamable-http",
     )
     mcp.add_argument("--host", default="127.0.0.1", help="HTTP: address to bind (127.0.0.1)")
     mcp.add_argument("--port", type=int, default=8765, help="HTTP: port (8765; 0 picks one)")
     mcp.add_argument(
-        "--token",
-        default=None,
+        "--token", default=None,
         help=f"HTTP: require 'Authorization: Bearer TOKEN' (or set ${environment.MCP_TOKEN})",
     )
     mcp.add_argument(
-        "--allow-origin",
-        action="append",
-        default=[],
-        metavar="ORIGIN",
+        "--allow-origin", action="append", default=[], metavar="ORIGIN",
         help="HTTP: also accept this Origin, e.g. http://example.test:3000 (repeatable)",
     )
     mcp.add_argument(
-        "--allow-host",
-        action="append",
-        default=[],
-        metavar="HOST",
+        "--allow-host", action="append", default=[], metavar="HOST",
         help="HTTP: also accept this Host header, e.g. mybox:8765 or mybox:* (repeatable)",
     )
     limits = HttpLimits()
     # Each flag sets the HttpLimits field of the same name.
     for flag, parse, metavar, text in (
         ("--max-sessions", _at_least_one, "N", "open sessions in all ({}; 503 past that)"),
-        (
-            "--max-sessions-per-client",
-            _at_least_one,
-            "N",
-            "open sessions from one client address ({}; 429 past that)",
-        ),
-        (
-            "--session-idle-timeout",
-            _seconds,
-            "SECONDS",
-            "close a session with no request in flight for this long ({})",
-        ),
-        (
-            "--request-timeout",
-            _seconds,
-            "SECONDS",
-            "a request's headers, then its body, must each arrive within this "
-            "({}; 408 otherwise)",
-        ),
+        ("--max-sessions-per-client", _at_least_one, "N",
+         "open sessions from one client address ({}; 429 past that)"),
+        ("--session-idle-timeout", _seconds, "SECONDS",
+         "close a session with no request in flight for this long ({})"),
+        ("--request-timeout", _seconds, "SECONDS",
+         "a request's headers, then its body, must each arrive within this ({}; 408 otherwise)"),
         ("--max-connections", _at_least_one, "N", "open sockets at once ({}; 503 past that)"),
     ):
         default = getattr(limits, flag[2:].replace("-", "_"))
         mcp.add_argument(
-            flag,
-            type=parse,
-            default=default,
-            metavar=metavar,
+            flag, type=parse, default=default, metavar=metavar,
             help="HTTP: " + text.format(f"{default:g}"),
         )
     mcp.add_argument(
@@ -434,16 +400,11 @@ def _add_mcp_parser(commands: argparse._SubParsersAction, common: argparse.Argum
         "--workspace", metavar="DIR", help="session workspace for system.md (default: cwd)"
     )
     mcp.add_argument(
-        "--tool-name",
-        default=None,
-        metavar="NAME",
+        "--tool-name", default=None, metavar="NAME",
         help="how the model sees the memory tool in the prompt (default: as MCP hosts name it)",
     )
     mcp.add_argument(
-        "--budget-tokens",
-        type=int,
-        default=None,
-        metavar="N",
+        "--budget-tokens", type=int, default=None, metavar="N",
         help="warn when the memory exceeds N tokens",
     )
 
@@ -512,13 +473,12 @@ def _add_index_parser(
     )
     actions = index.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
-    actions.add_parser(
-        "build", parents=[common], help="build the index, or bring it up to date, now"
-    )
-    actions.add_parser(
-        "drop", parents=[common], help="delete every index of this agent on this machine"
-    )
-    actions.add_parser("status", parents=[common], help="show what the index covers")
+    for name, text in (
+        ("build", "build the index, or bring it up to date, now"),
+        ("drop", "delete every index of this agent on this machine"),
+        ("status", "show what the index covers"),
+    ):
+        actions.add_parser(name, parents=[common], help=text)
 
 
 def _index(args: argparse.Namespace) -> int:
@@ -682,8 +642,7 @@ def _add_looking_back_parsers(
     commands: argparse._SubParsersAction, common: argparse.ArgumentParser
 ) -> None:
     sessions = commands.add_parser(
-        "sessions",
-        parents=[common],
+        "sessions", parents=[common],
         help="list recorded session starts; show, diff or trace their exact prompts",
     )
     views = sessions.add_subparsers(dest="view", metavar="VIEW")
@@ -702,15 +661,12 @@ def _add_looking_back_parsers(
     why.add_argument("text", metavar="TEXT", help="a line of the prompt, or part of one")
 
     forget = commands.add_parser(
-        "forget",
-        parents=[common],
+        "forget", parents=[common],
         help="remove a text from facts, journal, history, session prompts and caches; verify",
     )
     what = forget.add_mutually_exclusive_group(required=True)
     what.add_argument(
-        "text",
-        nargs="?",
-        metavar="TEXT",
+        "text", nargs="?", metavar="TEXT",
         help="the text to forget ('-' reads it from standard input, out of the shell history)",
     )
     what.add_argument("--pattern", metavar="REGEX", help="forget every match of REGEX")
@@ -720,8 +676,7 @@ def _add_looking_back_parsers(
         "--reason", default="", metavar="TEXT", help="why, kept in the journal's tombstones"
     )
     commands.add_parser(
-        "lint",
-        parents=[common],
+        "lint", parents=[common],
         help="report credentials already stored, with the forget command that removes them",
     )
 
@@ -731,6 +686,8 @@ CLIENT_COLUMN = 60
 
 
 def _sessions(args: argparse.Namespace) -> int:
+    from .engine.sessions import find as _find_session
+
     memory = _open(args)
     as_json = getattr(args, "json", False)
     if args.view == "show":
@@ -792,12 +749,6 @@ def _sessions(args: argparse.Namespace) -> int:
     return 0
 
 
-def _find_session(memory: AgentMemory, session_id: str) -> dict[str, Any]:
-    from .engine.sessions import find
-
-    return find(memory, session_id)
-
-
 def _write_exact(text: str) -> None:
     """``text`` on stdout as its exact UTF-8 bytes (no newline added, lone surrogates kept);
     on a terminal, inert (see :func:`_terminal`)."""
@@ -818,18 +769,12 @@ def _forget(args: argparse.Namespace) -> int:
         text = _read_text("-")
         # The line's own ending is not part of the text: "\r\n" from a Windows file or
         # console must not make forgetting look for a text that ends in "\r".
-        for ending in ("\r\n", "\n", "\r"):
-            if text.endswith(ending):
-                text = text[: -len(ending)]
-                break
+        ending = next((end for end in ("\r\n", "\n", "\r") if text.endswith(end)), "")
+        text = text.removesuffix(ending)
     from .engine.forgetting import forget
 
     receipt = forget(
-        memory,
-        text,
-        pattern=args.pattern,
-        secrets=args.secrets,
-        dry_run=args.dry_run,
+        memory, text, pattern=args.pattern, secrets=args.secrets, dry_run=args.dry_run,
         reason=args.reason,
     )
     failed = not receipt.get("dry_run") and not receipt.get("verified")

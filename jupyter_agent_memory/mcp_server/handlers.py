@@ -22,6 +22,7 @@ Imported only after ``require_mcp`` (it imports the SDK).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import logging
 import weakref
@@ -281,16 +282,7 @@ async def list_resources(
     check_no_cursor(params)
     specs = ctx.lifespan_context.state.service.resources()
     return types.ListResourcesResult(
-        resources=[
-            types.Resource(
-                uri=spec.uri,
-                name=spec.name,
-                title=spec.title,
-                description=spec.description,
-                mime_type=spec.mime_type,
-            )
-            for spec in specs
-        ]
+        resources=[types.Resource(**dataclasses.asdict(spec)) for spec in specs]
     )
 
 

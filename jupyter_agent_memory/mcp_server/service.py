@@ -104,6 +104,16 @@ class ResourceText:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+def _read_only(title: str) -> dict[str, Any]:
+    return {
+        "title": title,
+        "readOnlyHint": True,
+        "destructiveHint": False,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    }
+
+
 _ANNOTATIONS = {
     # update replaces the whole of FACT.md, so the tool is destructive; append is not
     # idempotent; nothing reaches outside the agent folder.
@@ -114,20 +124,8 @@ _ANNOTATIONS = {
         "idempotentHint": False,
         "openWorldHint": False,
     },
-    functions.PRODUCT_INFO_TOOL_NAME: {
-        "title": "Product information",
-        "readOnlyHint": True,
-        "destructiveHint": False,
-        "idempotentHint": True,
-        "openWorldHint": False,
-    },
-    READ_TOOL_NAME: {
-        "title": "Read agent memory",
-        "readOnlyHint": True,
-        "destructiveHint": False,
-        "idempotentHint": True,
-        "openWorldHint": False,
-    },
+    functions.PRODUCT_INFO_TOOL_NAME: _read_only("Product information"),
+    READ_TOOL_NAME: _read_only("Read agent memory"),
 }
 
 READ_TOOL = {

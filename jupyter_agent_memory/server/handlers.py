@@ -288,25 +288,30 @@ _OS_STATUS = {
 }
 
 
+# Engine errors with a status of their own: a refused path, text too large, a lock held too long.
+_KIND_STATUS = ((UnsafePathError, 403), (ContentTooLargeError, 413), (LockTimeoutError, 503))
+
+
 def _engine_error(exc: MemoryToolError) -> ApiError:
     """Map an engine exception to a status code, keeping the engine's message.
 
-    Conflict → 409 with both hashes; a refused path (symlink, escape) → 403; text over the
-    size limit → 413; invalid arguments (-32602) → 400; a lock held elsewhere for too long →
-    503 (try again). I/O errors a client can act on get their own 4xx/507; only an unexpected
-    failure is a 500.
+    Conflict → 409 with both hashes; refused path → 403; text too large → 413; lock held too
+    long → 503; actionable I/O errors → their 4xx/507; invalid arguments (-32602) → 400;
+    anything else → 500.
     """
     if isinstance(exc, MemoryConflictError):
         return ApiError(409, exc.message, expected=exc.expected, actual=exc.actual)
-    if isinstance(exc, UnsafePathError):
-        return ApiError(403, exc.message)
-    if isinstance(exc, ContentTooLargeError):
-        return ApiError(413, exc.message)
-    if isinstance(exc, LockTimeoutError):
-        return ApiError(503, exc.message)
+    for kind, status in _KIND_STATUS:
+        if isinstance(exc, kind):
+            return ApiError(status, exc.message)
     if isinstance(exc, MemoryIOError):
         return ApiError(_OS_STATUS.get(exc.errno or 0, 500), exc.message)
     return ApiError(400 if exc.code == INVALID_PARAMS else 500, exc.message)
+
+
+def _api(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A handler verb that is ``@tornado.web.authenticated`` and ``@authorized``."""
+    return tornado.web.authenticated(authorized(method))
 
 
 def _within_deadline(deadline: float, func: Callable[[], T]) -> T:
@@ -420,9 +425,8 @@ class AgentMemoryHandler(APIHandler):
     async def run(self, func: Callable[[], T], writes_to: str | None = None) -> T:
         """Run blocking engine work in the extension's pool; engine errors become ApiError.
 
-        Reads take no lock and go straight to the pool. Writes to one agent (``writes_to``)
-        share that agent's slots of it (see :class:`_AgentGate`), because they may wait for
-        the agent's lock.
+        Reads go straight to the pool; writes to one agent (``writes_to``) may wait for its
+        lock, so they share that agent's slots (:class:`_AgentGate`).
         """
         state = self.state
         loop = asyncio.get_running_loop()
@@ -455,9 +459,8 @@ class AgentMemoryHandler(APIHandler):
     def json_body(self, fields: tuple[str, ...] | None = None) -> dict[str, Any]:
         """The request body as a JSON object; 413 over the size limit, 400 when malformed.
 
-        With ``fields``, any other key is refused (400 naming it): a misspelt or misread
-        field (``sha256`` for ``expected_sha256``, ``dryrun``) must never be silently
-        ignored and turn a careful request into a careless one.
+        With ``fields``, any other key is refused (400 naming it): a misspelt field
+        (``dryrun``) must never be silently ignored and make a careful request careless.
         """
         limit = self.state.config.max_body_bytes
         size = len(self.request.body or b"")
@@ -496,10 +499,8 @@ class AgentMemoryHandler(APIHandler):
         return body.get("content"), expected
 
     def view_bound(self) -> int | None:
-        """The ``max_chars`` query argument: how much text a view sends (None: all of it).
-
-        Absent means :data:`DEFAULT_VIEW_CHARS`; ``0`` or ``all`` ask for the whole text.
-        """
+        """``max_chars``: how much text a view sends (absent: :data:`DEFAULT_VIEW_CHARS`;
+        ``0`` or ``all``: None, the whole text)."""
         raw = self.get_query_argument("max_chars", None)
         if raw is None:
             return DEFAULT_VIEW_CHARS
@@ -522,9 +523,8 @@ class AgentMemoryHandler(APIHandler):
     def agent_id(self, raw: object) -> str:
         """Validate an agent id from the URL or a body (400 with the engine's message).
 
-        ``@`` followed by a folder path relative to the server's root names an agent folder
-        opened by path (the sidebar's "open this folder as an agent"), for example
-        ``@projects/demo-agent``.
+        ``@projects/demo-agent`` names a folder below the server's root, opened by path (the
+        sidebar's "open this folder as an agent"); ``~`` and 16 hex digits a handed-over one.
         """
         if isinstance(raw, str) and raw.startswith(PATH_AGENT_PREFIX):
             _path_agent_parts(raw)
@@ -541,9 +541,8 @@ class AgentMemoryHandler(APIHandler):
     def open_agent(self, agent_id: str) -> AgentMemory:
         """Open an existing agent without creating anything (blocking: call through :meth:`run`).
 
-        404 when the folder does not exist: agents are created with ``POST agents`` only, so
-        a mistyped URL never leaves a folder behind. A symlink or a file in its place is left
-        to the engine, which refuses it (403).
+        404 when the folder does not exist (only ``POST agents`` creates, so a mistyped URL
+        leaves nothing behind); a symlink or a file in its place the engine refuses (403).
         """
         config = self.state.config
         if agent_id.startswith(PATH_AGENT_PREFIX):
@@ -583,15 +582,14 @@ def _path_agent_parts(agent_id: str) -> list[str]:
 
 
 def _open_path_agent(workspace: Path, agent_id: str, lock_timeout: float) -> AgentMemory:
-    """Open an existing folder below the server's root as an agent (nothing is created).
-
-    A link anywhere on the way is refused (403), so the folder is really below the root.
-    """
-    relative = "/".join(_path_agent_parts(agent_id))
-    folder = workspace.joinpath(*relative.split("/"))
+    """Open an existing folder below the server's root as an agent (nothing is created);
+    a link anywhere on the way is refused (403), so the folder is really below the root."""
+    parts = _path_agent_parts(agent_id)
+    relative = "/".join(parts)
+    folder = workspace.joinpath(*parts)
     if not os.path.lexists(folder):
         raise ApiError(404, f'No folder "{relative}" under the server\'s root {workspace}')
-    if os.path.realpath(folder) != os.path.join(os.path.realpath(workspace), *relative.split("/")):
+    if os.path.realpath(folder) != os.path.join(os.path.realpath(workspace), *parts):
         raise ApiError(403, f'Refusing "{relative}": a link on the way leads out of the folder')
     if not folder.is_dir():
         raise ApiError(403, f'"{relative}" is not a folder')
@@ -626,8 +624,7 @@ def _open_handed_over(handovers: Handovers, handle: str, lock_timeout: float) ->
 class AgentsHandler(AgentMemoryHandler):
     """``GET`` lists agents and templates; ``POST {id, template?}`` creates an agent."""
 
-    @tornado.web.authenticated
-    @authorized
+    @_api
     async def get(self) -> None:
         """List agent ids under the root, the default agent, and built-in template names."""
         config = self.state.config
@@ -643,8 +640,7 @@ class AgentsHandler(AgentMemoryHandler):
 
         self.reply(await self.run(work))
 
-    @tornado.web.authenticated
-    @authorized
+    @_api
     async def post(self) -> None:
         """Create (idempotently) an agent, provisioning a built-in template when named."""
         body = self.json_body()
@@ -685,8 +681,7 @@ class FactsHandler(AgentMemoryHandler):
         # The persona files share one route shape, so their bodies name the file.
         return {} if self.file_name == FACT else {"name": self.file_name}
 
-    @tornado.web.authenticated
-    @authorized
+    @_api
     async def get(self, agent: str) -> None:
         """Return the file's text (up to ``max_chars``) and the sha256 to send back when
         saving; FACT.md also as HTML with ``render=html``."""
@@ -710,8 +705,7 @@ class FactsHandler(AgentMemoryHandler):
 
         self.reply(await self.on_agent(agent_id, work))
 
-    @tornado.web.authenticated
-    @authorized
+    @_api
     async def put(self, agent: str) -> None:
         """Replace the file; with ``expected_sha256`` it is compare-and-swap (409 on mismatch)."""
         agent_id = self.agent_id(agent)
@@ -733,8 +727,7 @@ class FactsHandler(AgentMemoryHandler):
 class JournalHandler(AgentMemoryHandler):
     """``GET`` searches the journal (newest first); ``POST {text, tags}`` appends an entry."""
 
-    @tornado.web.authenticated
-    @authorized
+    @_api
     async def get(self, agent: str) -> None:
         """Search with the engine's rules for query, tag, limit, since and until."""
         agent_id = self.agent_id(agent)
@@ -761,8 +754,7 @@ class JournalHandler(AgentMemoryHandler):
 
         self.reply(await self.on_agent(agent_id, work))
 
-    @tornado.web.authenticated
-    @authorized
+    @_api
     async def post(self, agent: str) -> None:
         """Append ``text`` with optional ``tags``; returns the stored entry (201)."""
         agent_id = self.agent_id(agent)
@@ -782,8 +774,7 @@ class JournalHandler(AgentMemoryHandler):
 class PromptHandler(AgentMemoryHandler):
     """``GET`` the system prompt the agent would get, with section sizes."""
 
-    @tornado.web.authenticated
-    @authorized
+    @_api
     async def get(self, agent: str) -> None:
         """Build the prompt with the server's root directory as the workspace.
 
@@ -831,8 +822,7 @@ class HandoverHandler(AgentMemoryHandler):
     #: Seconds to wait for the kernel's answer (it queues behind a running cell).
     kernel_timeout = 10.0
 
-    @tornado.web.authenticated
-    @authorized
+    @_api
     async def post(self) -> None:
         """Reply with the id the agent is known by; a folder outside both roots gets a handle.
 
@@ -863,8 +853,7 @@ class HandoverHandler(AgentMemoryHandler):
 class HistoryHandler(AgentMemoryHandler):
     """``GET`` the stored FACT.md versions, newest first."""
 
-    @tornado.web.authenticated
-    @authorized
+    @_api
     async def get(self, agent: str) -> None:
         """List versions as ``{ts, sha256, size}``."""
         agent_id = self.agent_id(agent)
@@ -879,8 +868,7 @@ class HistoryHandler(AgentMemoryHandler):
 class VersionHandler(AgentMemoryHandler):
     """``GET`` the text of one stored FACT.md version."""
 
-    @tornado.web.authenticated
-    @authorized
+    @_api
     async def get(self, agent: str, sha: str) -> None:
         """Return one version by full sha256 or unique prefix (engine rules)."""
         agent_id = self.agent_id(agent)
@@ -897,10 +885,8 @@ class VersionHandler(AgentMemoryHandler):
 
 
 def _receipt(mem: AgentMemory, session_id: str) -> dict[str, Any]:
-    """The receipt of ``session_id`` (or a prefix); 404 when a well-formed id matches none.
-
-    Malformed and ambiguous ids stay 400 with the engine's message.
-    """
+    """The receipt of ``session_id`` (or a prefix); 404 when a well-formed id matches none
+    (malformed and ambiguous ids stay 400 with the engine's message)."""
     try:
         return find_session(mem, session_id)
     except SessionNotFoundError as exc:
@@ -910,8 +896,7 @@ def _receipt(mem: AgentMemory, session_id: str) -> dict[str, Any]:
 class SessionsHandler(AgentMemoryHandler):
     """``GET`` the receipts of recorded session starts, newest first."""
 
-    @tornado.web.authenticated
-    @authorized
+    @_api
     async def get(self, agent: str) -> None:
         """List receipts (time, id, client, prompt sha256, sections, sizes, warnings)."""
         agent_id = self.agent_id(agent)
@@ -925,8 +910,7 @@ class SessionsHandler(AgentMemoryHandler):
 class SessionHandler(AgentMemoryHandler):
     """``GET`` one recorded session: its receipt and the exact prompt it started with."""
 
-    @tornado.web.authenticated
-    @authorized
+    @_api
     async def get(self, agent: str, sid: str) -> None:
         """By full id or a prefix of at least 6 hex digits (engine rules); ``text`` is cut
         to ``max_chars`` (``chars`` is the whole prompt's length)."""
@@ -946,8 +930,7 @@ class SessionHandler(AgentMemoryHandler):
 class SessionDiffHandler(AgentMemoryHandler):
     """``GET`` a unified diff from one recorded session's prompt to another's."""
 
-    @tornado.web.authenticated
-    @authorized
+    @_api
     async def get(self, agent: str, sid: str, other: str) -> None:
         """Both ids as for one session; ``diff`` is "" when the prompts were identical."""
         agent_id = self.agent_id(agent)
@@ -964,8 +947,7 @@ class SessionDiffHandler(AgentMemoryHandler):
 class SessionWhyHandler(AgentMemoryHandler):
     """``GET ?text=...``: where each line of a recorded prompt holding ``text`` came from."""
 
-    @tornado.web.authenticated
-    @authorized
+    @_api
     async def get(self, agent: str, sid: str) -> None:
         """File, version and line per matching line, or the builder section it belongs to."""
         agent_id = self.agent_id(agent)
@@ -998,8 +980,7 @@ _FORGET_FIELDS = ("text", "pattern", "secrets", "dry_run", "reason")
 class ForgetHandler(AgentMemoryHandler):
     """``POST {text | pattern | secrets, dry_run, reason}`` forgets everywhere, then verifies."""
 
-    @tornado.web.authenticated
-    @authorized
+    @_api
     async def post(self, agent: str) -> None:
         """Remove a text, every match of a pattern, or every stored credential (200 with the
         receipt; ``receipt.verified`` false means a copy was still found, in ``remaining``)."""
@@ -1096,11 +1077,7 @@ class NotFoundHandler(AgentMemoryHandler):
     def _missing(self, *args: Any) -> None:
         raise ApiError(404, f"No such agent-memory API route: {self.request.path}")
 
-    get = tornado.web.authenticated(authorized(_missing))
-    post = tornado.web.authenticated(authorized(_missing))
-    put = tornado.web.authenticated(authorized(_missing))
-    delete = tornado.web.authenticated(authorized(_missing))
-    patch = tornado.web.authenticated(authorized(_missing))
+    get = post = put = delete = patch = _api(_missing)
 
 
 def setup_handlers(serverapp: Any) -> None:

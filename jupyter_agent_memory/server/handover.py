@@ -133,7 +133,7 @@ async def ask_kernel(kernel_manager: Any, kernel_id: str, timeout: float) -> dic
     try:
         answer = json.loads(result["data"]["text/plain"])
     except (KeyError, TypeError, ValueError):
-        raise HandoverError(502, "The kernel's answer was not understood") from None
+        answer = None
     if not isinstance(answer, dict):
         raise HandoverError(502, "The kernel's answer was not understood")
     return answer
