@@ -16,6 +16,11 @@ import pytest
 from cli_calls import run
 
 import jupyter_agent_memory
+
+# The tests that swap mcp_server for a fake still reach its real limits and service modules,
+# whichever test ran first (the CLI imports them by their full names).
+import jupyter_agent_memory.mcp_server.limits  # noqa: F401
+import jupyter_agent_memory.mcp_server.service  # noqa: F401
 from jupyter_agent_memory import AgentMemory, PromptBuilder
 from jupyter_agent_memory.cli import DEMO_FACT, main
 from jupyter_agent_memory.errors import EmptyEditError
