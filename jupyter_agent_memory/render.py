@@ -223,8 +223,7 @@ class _Allowlist(HTMLParser):
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.handle_starttag(tag, attrs)
-        if tag in _TAGS and tag not in _VOID_TAGS:
-            self.out.append(f"</{tag}>")
+        self.handle_endtag(tag)
 
     def handle_endtag(self, tag: str) -> None:
         if tag in _TAGS and tag not in _VOID_TAGS:

@@ -335,15 +335,6 @@ def _inert_lines(text: str) -> str:
     return "\n".join(inert_line(line) for line in text.split("\n"))
 
 
-def _indent_continuation(text: str, width: int) -> str:
-    """Indent every line after the first so multi-line values stay inside their column."""
-    return text.replace("\n", "\n" + " " * width)
-
-
-# --------------------------------------------------------------------------------------------
-# FACT.md
-# --------------------------------------------------------------------------------------------
-
 
 class FactsView:
     """FACT.md content: safely rendered Markdown in a notebook, the raw text in a terminal.
@@ -388,10 +379,6 @@ class FactsView:
         return f"FactsView({len(self.text)} chars)"
 
 
-# --------------------------------------------------------------------------------------------
-# Journal
-# --------------------------------------------------------------------------------------------
-
 
 @_plain_is_str
 class JournalResult(list):
@@ -429,13 +416,9 @@ class JournalResult(list):
     @classmethod
     def from_search(cls, result: Sequence[Mapping[str, Any]], **kwargs: Any) -> JournalResult:
         """Wrap the engine's ``SearchResult`` (a list with ``skipped`` / ``scanned``)."""
-        return cls(
-            result,
-            skipped=getattr(result, "skipped", 0) or 0,
-            scanned=getattr(result, "scanned", None),
-            indexed=bool(getattr(result, "indexed", False)),
-            **kwargs,
-        )
+        return cls(result, skipped=getattr(result, "skipped", 0) or 0,
+                   scanned=getattr(result, "scanned", None),
+                   indexed=bool(getattr(result, "indexed", False)), **kwargs)
 
     # Extra keys written by other tools, in first-seen order, so the table can show them.
     def extra_keys(self) -> list[str]:
@@ -460,7 +443,9 @@ class JournalResult(list):
     @_no_math
     def _repr_html_(self) -> str:
         if not self:
-            return f"<p><em>{_esc(self.empty_message)}</em>{self._skipped_html()}</p>"
+            skipped = (f" <small>({_esc(self.skipped)} corrupted lines skipped)</small>"
+                       if self.skipped else "")
+            return f"<p><em>{_esc(self.empty_message)}</em>{skipped}</p>"
         extras = self.extra_keys()
         rows = []
         for entry in self:
@@ -482,11 +467,6 @@ class JournalResult(list):
                        "jp-AgentMemory-journal", "Journal entries")
         return table + f"<p><small>{_esc(self._footer())}</small></p>"
 
-    def _skipped_html(self) -> str:
-        if not self.skipped:
-            return ""
-        return f" <small>({_esc(self.skipped)} corrupted lines skipped)</small>"
-
     def __str__(self) -> str:
         if not self:
             text = self.empty_message
@@ -507,17 +487,14 @@ class JournalResult(list):
             text = _inert_lines(str(entry.get("text", "")))
             if extras:
                 text += "  " + inert_line(json.dumps(extras, ensure_ascii=False))
-            lines.append(prefix + _indent_continuation(text, len(prefix)))
+            # Lines after the first are indented so they stay inside the text column.
+            lines.append(prefix + text.replace("\n", "\n" + " " * len(prefix)))
         lines.append(f"({self._footer()})")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
         return f"JournalResult({list.__repr__(self)})"
 
-
-# --------------------------------------------------------------------------------------------
-# FACT.md history
-# --------------------------------------------------------------------------------------------
 
 
 @_plain_is_str
@@ -559,10 +536,6 @@ class HistoryView(list):
         return f"HistoryView({list.__repr__(self)})"
 
 
-# --------------------------------------------------------------------------------------------
-# Diffs
-# --------------------------------------------------------------------------------------------
-
 
 @_plain_is_str
 class DiffView:
@@ -585,16 +558,9 @@ class DiffView:
         self.new = new
         self.fromfile = fromfile
         self.tofile = tofile
-        self.lines = list(
-            difflib.unified_diff(
-                old.splitlines(),
-                new.splitlines(),
-                fromfile=fromfile,
-                tofile=tofile,
-                n=context,
-                lineterm="",
-            )
-        )
+        self.lines = list(difflib.unified_diff(old.splitlines(), new.splitlines(),
+                                               fromfile=fromfile, tofile=tofile, n=context,
+                                               lineterm=""))
 
     @property
     def label(self) -> str:
@@ -665,10 +631,6 @@ class DiffView:
         return f"DiffView({self.fromfile!r} -> {self.tofile!r}: {self.summary()})"
 
 
-# --------------------------------------------------------------------------------------------
-# Prompt
-# --------------------------------------------------------------------------------------------
-
 
 class _RecordedSection:
     """A section of a session receipt, shaped like the prompt builder's ``Section``."""
@@ -715,17 +677,10 @@ class PromptView:
     @classmethod
     def from_prompt(cls, prompt: Any, title: str = "System prompt") -> PromptView:
         """Build the view from the engine's ``Prompt``."""
-        return cls(
-            prompt.text,
-            title=title,
-            sections=prompt.sections,
-            tokens=prompt.tokens,
-            budget_tokens=prompt.budget_tokens,
-            warnings=prompt.warnings,
-            memory_tokens=prompt.memory_tokens,
-            base_from_file=prompt.base is not None,
-            bootstrap=prompt.bootstrap,
-        )
+        return cls(prompt.text, title=title, sections=prompt.sections, tokens=prompt.tokens,
+                   budget_tokens=prompt.budget_tokens, warnings=prompt.warnings,
+                   memory_tokens=prompt.memory_tokens, base_from_file=prompt.base is not None,
+                   bootstrap=prompt.bootstrap)
 
     @classmethod
     def from_receipt(cls, receipt: Mapping[str, Any], text: str) -> PromptView:
@@ -831,10 +786,6 @@ class PromptView:
         return f"PromptView({self.title!r}: {self.summary()})"
 
 
-# --------------------------------------------------------------------------------------------
-# Agent summary (``%agent_memory`` in a terminal)
-# --------------------------------------------------------------------------------------------
-
 
 @_plain_is_str
 class AgentSummary:
@@ -889,10 +840,6 @@ class AgentSummary:
         return f"AgentSummary({self.agent_id!r}, {str(self.path)!r})"
 
 
-# --------------------------------------------------------------------------------------------
-# Sessions on record
-# --------------------------------------------------------------------------------------------
-
 
 def _client_label(receipt: Mapping[str, Any]) -> str:
     client = receipt.get("client")
@@ -922,16 +869,9 @@ class SessionsView(list):
         self.now = now
 
     def _rows(self) -> list[tuple[str, str, str, str, str]]:
-        return [
-            (
-                str(r.get("ts", "")),
-                str(r.get("session_id", "")),
-                _client_label(r),
-                f"{r.get('tokens', '?')}",
-                short_sha(str(r.get("prompt_sha256", ""))),
-            )
-            for r in self
-        ]
+        return [(str(r.get("ts", "")), str(r.get("session_id", "")), _client_label(r),
+                 f"{r.get('tokens', '?')}", short_sha(str(r.get("prompt_sha256", ""))))
+                for r in self]
 
     def _plain_rows(self) -> list[tuple[str, ...]]:
         # Every field may come from a client (its self-chosen name) or a hand-edited log.
@@ -941,16 +881,9 @@ class SessionsView(list):
     def _repr_html_(self) -> str:
         if not self:
             return f"<p><em>{_esc(self.empty_message)}</em></p>"
-        rows = [
-            [
-                _when_html(ts, self.now),
-                f"<code>{_esc(sid)}</code>",
-                _esc(client),
-                _esc(tokens),
-                f"<code>{_esc(sha)}</code>",
-            ]
-            for ts, sid, client, tokens, sha in self._rows()
-        ]
+        rows = [[_when_html(ts, self.now), f"<code>{_esc(sid)}</code>", _esc(client),
+                 _esc(tokens), f"<code>{_esc(sha)}</code>"]
+                for ts, sid, client, tokens, sha in self._rows()]
         count = f"{len(self)} session{'' if len(self) == 1 else 's'}, newest first"
         table = _table(("time (UTC)", "id", "client", "~tokens", "prompt sha256"), rows,
                        "jp-AgentMemory-sessions", "Recorded sessions")

@@ -254,13 +254,9 @@ class AgentMemoryMagics(Magics):
     @magic_arguments()
     @argument("target", nargs="?", default=None, help="agent id or folder path to make active")
     @argument("--agent", default=None, help="same as TARGET")
-    @argument(
-        "--template",
-        default=None,
-        metavar="T",
-        help="provision the agent from a built-in template name or a template folder "
-        "(never overwrites existing content)",
-    )
+    @argument("--template", default=None, metavar="T",
+              help="provision the agent from a built-in template name or a template folder "
+              "(never overwrites existing content)")
     @_clean_doc
     def agent_memory(self, line: str = "") -> Any:
         """Select or create the active agent, or show the memory panel.
@@ -329,14 +325,9 @@ class AgentMemoryMagics(Magics):
             info = mem.template_info() or {}
             history = mem.history()
         template = info.get("name") or info.get("template") or info.get("folder")
-        return AgentSummary(
-            agent_id=mem.agent_id,
-            path=mem.path,
-            sizes=sizes,
-            facts_sha256=mem.facts_sha256,
-            history_versions=len(history),
-            template=str(template) if template else None,
-        )
+        return AgentSummary(agent_id=mem.agent_id, path=mem.path, sizes=sizes,
+                            facts_sha256=mem.facts_sha256, history_versions=len(history),
+                            template=str(template) if template else None)
 
     # -- %fact -----------------------------------------------------------------------------
 
@@ -344,20 +335,11 @@ class AgentMemoryMagics(Magics):
     @magic_arguments()
     @argument("--raw", action="store_true", help="print FACT.md exactly as stored")
     @argument("--history", action="store_true", help="list earlier versions, newest first")
-    @argument(
-        "--diff",
-        nargs="?",
-        const="",
-        default=None,
-        metavar="SHA",
-        help="diff an earlier version (default: the latest one) against the current FACT.md",
-    )
-    @argument(
-        "--restore",
-        default=None,
-        metavar="SHA",
-        help="make an earlier version current again (a normal update, so history stays linear)",
-    )
+    @argument("--diff", nargs="?", const="", default=None, metavar="SHA",
+              help="diff an earlier version (default: the latest one) against the current FACT.md")
+    @argument("--restore", default=None, metavar="SHA",
+              help="make an earlier version current again (a normal update, so history stays "
+              "linear)")
     @argument("--agent", default=None, help="agent id or folder for this call only")
     @_clean_doc
     def fact(self, line: str = "") -> Any:
@@ -446,22 +428,11 @@ class AgentMemoryMagics(Magics):
 
     @line_magic
     @magic_arguments()
-    @argument(
-        "command",
-        nargs="?",
-        default="",
-        help="'append' or 'search'; omit to list the latest entries",
-    )
+    @argument("command", nargs="?", default="",
+              help="'append' or 'search'; omit to list the latest entries")
     @argument("words", nargs="*", help="append: the entry text; search: the text to look for")
-    @argument(
-        "-t",
-        "--tag",
-        dest="tags",
-        action="append",
-        default=[],
-        metavar="TAG",
-        help="append: a tag (repeat for more); search: only entries with this tag",
-    )
+    @argument("-t", "--tag", dest="tags", action="append", default=[], metavar="TAG",
+              help="append: a tag (repeat for more); search: only entries with this tag")
     @argument("-n", "--limit", type=int, default=None, metavar="N",
               help="search: at most N entries (newest first)")
     @argument("--since", default=None, metavar="ISO",
@@ -513,13 +484,9 @@ class AgentMemoryMagics(Magics):
                 check_count(limit, "-n/--limit")
         mem = self.memory_for(args.agent)
         with _engine_errors():
-            result = mem.search_journal(
-                query=" ".join(args.words),
-                tag=args.tags[0] if args.tags else "",
-                limit=limit,
-                since=args.since,
-                until=args.until,
-            )
+            result = mem.search_journal(query=" ".join(args.words),
+                                        tag=args.tags[0] if args.tags else "", limit=limit,
+                                        since=args.since, until=args.until)
         if result is None:
             return JournalResult(empty_message=NO_JOURNAL)
         return JournalResult.from_search(result, highlight=" ".join(args.words))
@@ -629,11 +596,13 @@ class AgentMemoryMagics(Magics):
     @staticmethod
     def _recorded(mem: AgentMemory, args: Any, diff_ids: list[str] | None) -> Any:
         """``%memprompt --sessions / --session / --diff ID ID / --why``: sessions on record."""
+        from ..engine import sessions
+
         with _engine_errors():
             if args.sessions:
                 return SessionsView(mem.sessions())
             if diff_ids:
-                first, second = (_receipt(mem, i) for i in diff_ids)
+                first, second = (sessions.find(mem, i) for i in diff_ids)
                 return DiffView(
                     mem.session_prompt(first["session_id"]),
                     mem.session_prompt(second["session_id"]),
@@ -644,7 +613,7 @@ class AgentMemoryMagics(Magics):
                 session_id = args.session or _newest_session(mem)
                 return WhyView(mem.why(session_id, args.why),
                                session_id=session_id, needle=args.why)
-            receipt = _receipt(mem, args.session)
+            receipt = sessions.find(mem, args.session)
             text = mem.session_prompt(receipt["session_id"])
             if args.raw:
                 return RawText(text)
@@ -707,13 +676,6 @@ class AgentMemoryMagics(Magics):
         panel_module = sys.modules.get(f"{__package__}.panel")
         if panel_module is not None:
             panel_module.refresh_live_panels()
-
-
-def _receipt(mem: AgentMemory, session_id: str) -> dict[str, Any]:
-    """The receipt of one recorded session (id or 6+ digit prefix), checked by the engine."""
-    from ..engine import sessions
-
-    return sessions.find(mem, session_id)
 
 
 def _newest_session(mem: AgentMemory) -> str:

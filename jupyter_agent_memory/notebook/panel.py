@@ -286,6 +286,14 @@ class _FileEditor:
         """True when the editor holds edits that are not saved."""
         return not self.held_back and self.editor.value != self.loaded_text
 
+    def _settle(self, sha: str) -> None:
+        """The editor now matches version ``sha``: no conflict, its choices closed."""
+        self.base_sha = sha
+        self.conflict = False
+        self.conflict_sha = ""
+        self._show_choices(False)
+        self.reload_button.button_style = ""
+
     def _fill(self, text: str, sha: str) -> None:
         self.held_back = (not self._allow_large and self.limit is not None
                           and len(text) > self.limit)
@@ -295,11 +303,7 @@ class _FileEditor:
         self.save_button.disabled = self.held_back or not self.writable
         if self.held_back or self._large is not None:
             _show(self.large_button, self.held_back)
-        self.base_sha = sha
-        self.conflict = False
-        self.conflict_sha = ""
-        self._show_choices(False)
-        self.reload_button.button_style = ""
+        self._settle(sha)
         if self.held_back:
             self.large_button.description = (
                 f"Edit here anyway ({format_size(len(text.encode('utf-8', 'replace')))})")
@@ -369,11 +373,7 @@ class _FileEditor:
             self.status.value = _message(f"Not saved: {exc.message}", "error")
             return False
         self.loaded_text = text
-        self.base_sha = sha
-        self.conflict = False
-        self.conflict_sha = ""
-        self._show_choices(False)
-        self.reload_button.button_style = ""
+        self._settle(sha)
         self.status.value = _message(f"Saved {self.label} (sha256 {short_sha(sha)}).", "ok")
         return True
 
@@ -844,7 +844,7 @@ class MemoryPanel(widgets.VBox):
         new_sha = self._guard(self.history_output, restore)
         if new_sha is None:
             return False
-        self._after_write()
+        self.refresh()
         self.history_output.value = _message(
             f"Restored version {short_sha(sha)}; FACT.md is now {short_sha(new_sha)}.", "ok")
         return True
@@ -926,7 +926,7 @@ class MemoryPanel(widgets.VBox):
         self.append_status.value = _message(result, "ok")
         self.append_text.value = ""
         self.append_tags.value = ""
-        self._after_write()
+        self.refresh()
         return True
 
     # -- Prompt ----------------------------------------------------------------------------
@@ -1058,11 +1058,8 @@ class MemoryPanel(widgets.VBox):
 
     # -- after our own writes --------------------------------------------------------------
 
-    def _after_write(self) -> None:
-        """Our own write changed the files: refresh the views (editors keep their state)."""
-        self.refresh()
-
     def _after(self, saved: bool) -> bool:
+        """Our own write changed the files: refresh the views (editors keep their state)."""
         if saved:
-            self._after_write()
+            self.refresh()
         return saved
