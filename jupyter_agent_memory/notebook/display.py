@@ -335,7 +335,6 @@ def _inert_lines(text: str) -> str:
     return "\n".join(inert_line(line) for line in text.split("\n"))
 
 
-
 class FactsView:
     """FACT.md content: safely rendered Markdown in a notebook, the raw text in a terminal.
 
@@ -377,7 +376,6 @@ class FactsView:
 
     def __repr__(self) -> str:
         return f"FactsView({len(self.text)} chars)"
-
 
 
 @_plain_is_str
@@ -496,7 +494,6 @@ class JournalResult(list):
         return f"JournalResult({list.__repr__(self)})"
 
 
-
 @_plain_is_str
 class HistoryView(list):
     """FACT.md versions (dicts with ``ts``, ``sha256``, ``size``), newest first.
@@ -534,7 +531,6 @@ class HistoryView(list):
 
     def __repr__(self) -> str:
         return f"HistoryView({list.__repr__(self)})"
-
 
 
 @_plain_is_str
@@ -629,7 +625,6 @@ class DiffView:
 
     def __repr__(self) -> str:
         return f"DiffView({self.fromfile!r} -> {self.tofile!r}: {self.summary()})"
-
 
 
 class _RecordedSection:
@@ -786,7 +781,6 @@ class PromptView:
         return f"PromptView({self.title!r}: {self.summary()})"
 
 
-
 @_plain_is_str
 class AgentSummary:
     """A short description of an agent folder: where it is and how big each part is."""
@@ -838,7 +832,6 @@ class AgentSummary:
 
     def __repr__(self) -> str:
         return f"AgentSummary({self.agent_id!r}, {str(self.path)!r})"
-
 
 
 def _client_label(receipt: Mapping[str, Any]) -> str:
