@@ -27,7 +27,6 @@ import json
 import os
 import re
 import stat
-import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timezone
@@ -963,10 +962,10 @@ def _with_hash(data: bytes) -> tuple[str, str]:
 
 
 def _index_module() -> Any:
-    """The journal index module (it needs ``sqlite3``, which some Pythons lack)."""
-    index = sys.modules.get("jupyter_agent_memory.journal.index")
-    if index is not None:
-        return index
+    """The journal index module (it needs ``sqlite3``, which some Pythons lack).
+
+    Always through the import system: a module another thread is still executing is already
+    in ``sys.modules``, and only ``import`` waits for it to finish."""
     try:
         from ..journal import index
     except ImportError as exc:

@@ -68,3 +68,33 @@ def test_importing_the_package_alone_loads_no_engine_module(tmp_path: Path) -> N
     assert [m for m in modules if m.startswith("jupyter_agent_memory.")] == [
         "jupyter_agent_memory.__about__"
     ]
+
+
+def test_first_calls_from_many_threads_see_whole_modules(tmp_path: Path) -> None:
+    """The engine imports some modules on first use (the journal index needs sqlite3). Threads
+    that make their first call together, as an HTTP server's workers do, must each get the
+    finished module, never one another thread is still executing (an AttributeError on a
+    partially initialised module, seen in the MCP HTTP server)."""
+    env = dict(os.environ, JUPYTER_AGENT_MEMORY_ROOT=str(tmp_path / "agents"))
+    program = textwrap.dedent(
+        """
+        import threading
+        from jupyter_agent_memory import AgentMemory
+        mem = AgentMemory.open("threads")
+        start, errors = threading.Barrier(8), []
+        def first_call(n):
+            start.wait()
+            try:
+                mem.call_tool({"action": "append", "text": f"entry {n}"})
+                mem.call_tool({"action": "search", "query": "entry"})
+            except Exception as exc:
+                errors.append(repr(exc))
+        threads = [threading.Thread(target=first_call, args=(n,)) for n in range(8)]
+        for t in threads: t.start()
+        for t in threads: t.join()
+        print(errors)
+        """
+    )
+    done = run_python(program, cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]"
