@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -318,7 +319,9 @@ def test_the_receipt_hash_is_keyed_with_the_agents_secret(mem: AgentMemory) -> N
     expected = hmac.new(key, b"text\0" + normalize(SECRET).encode(), "sha256").hexdigest()
     assert digest == expected
     log = (mem.path / "memory" / "FORGET.jsonl").read_bytes()
-    assert SECRET.encode() not in log and b"4417" not in log
+    # The digests are random-looking hex that holds "4417" about once in a thousand runs.
+    words = re.sub(rb"[0-9a-f]{64}", b"<digest>", log)
+    assert SECRET.encode() not in log and b"4417" not in words
 
 
 # -- receipts that do not tear ------------------------------------------------------------------
