@@ -1,26 +1,17 @@
 """Rich output objects shared by the IPython magics and the ipywidgets panel.
 
-Every object here renders twice: as HTML in a notebook (``_repr_html_``) and as plain text in
-a terminal IPython (``_repr_pretty_`` / ``__repr__``); the ``text/plain`` form is the raw text.
-They only format what the engine returns; no rule about memory lives here.
-
-Journal text, tags and FACT.md are written by a language model and must be treated as untrusted:
-notebook front ends run the HTML of live outputs as it is. Every value that goes into HTML is
-escaped, and FACT.md's Markdown is converted by :mod:`jupyter_agent_memory.render` (raw HTML
-shown as text, unsafe links dropped, the result sanitised). Nothing here emits ``text/markdown``,
-which front ends would render with raw HTML enabled.
-
-This module deliberately imports nothing from ipywidgets, so the magics can use it while
-``%load_ext jupyter_agent_memory`` stays light.
+Each renders as HTML in a notebook and as plain text in a terminal; they only format what the
+engine returns. Memory text is untrusted: every value put into HTML is escaped, FACT.md goes
+through :mod:`jupyter_agent_memory.render`, and nothing emits ``text/markdown`` (front ends
+render it with raw HTML on). No ipywidgets import here, so ``%load_ext`` stays light.
 """
 
 from __future__ import annotations
 
 import difflib
-import functools
 import json
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
@@ -29,29 +20,13 @@ from ..engine.tool import NO_MATCHES
 from ..render import escape_html, markdown_html, no_math_block
 
 __all__ = [
-    "VIEW_LIMIT",
-    "AgentSummary",
-    "DiffView",
-    "FactsView",
-    "ForgetReceipt",
-    "HistoryView",
-    "JournalResult",
-    "PromptView",
-    "RawText",
-    "SessionsView",
-    "WhyView",
-    "forget_report",
-    "format_size",
-    "format_when",
-    "highlight_html",
-    "scroll_box",
-    "short_sha",
-    "status_style",
+    "VIEW_LIMIT", "AgentSummary", "DiffView", "FactsView", "ForgetReceipt", "HistoryView",
+    "JournalResult", "PromptView", "RawText", "SessionsView", "WhyView", "forget_report",
+    "format_size", "format_when", "highlight_html", "scroll_box", "short_sha", "status_style",
 ]
 
-#: About how many characters of memory text one view sends to the front end by default. A
-#: 3 MB FACT.md or prompt put into a notebook in full makes it slow to save, scroll and
-#: reopen; the view says what it left out and how to get all of it (``show_all=True``).
+#: About how many characters of memory text one view sends to the front end by default (a
+#: huge output makes a notebook slow); the view says what it left out and how to get it all.
 VIEW_LIMIT = 100_000
 
 # Keys every journal entry has; anything else was written by another tool and is shown as-is.
@@ -74,22 +49,15 @@ def format_size(n_bytes: int) -> str:
 
 _esc = escape_html
 
-# Inline styles only (no <style> element: a notebook output's stylesheet would apply to the
-# whole page), built on JupyterLab's theme variables so light and dark themes both read well;
-# the fallbacks serve front ends without those variables.
-TABLE_STYLE = (
-    "border-collapse:collapse;width:100%;font-size:var(--jp-ui-font-size1,13px);"
-    "color:var(--jp-content-font-color1,inherit)"
-)
-TH_STYLE = (
-    "text-align:left;padding:3px 10px;position:sticky;top:0;"
-    "background:var(--jp-layout-color2,#eee);color:var(--jp-ui-font-color1,inherit);"
-    "border-bottom:1px solid var(--jp-border-color1,#bbb);white-space:nowrap"
-)
-TD_STYLE = (
-    "text-align:left;vertical-align:top;padding:3px 10px;"
-    "border-bottom:1px solid var(--jp-border-color2,#ddd)"
-)
+# Inline styles only (an output's <style> would apply to the whole page), on JupyterLab's
+# theme variables with fallbacks for other front ends.
+TABLE_STYLE = ("border-collapse:collapse;width:100%;font-size:var(--jp-ui-font-size1,13px);"
+               "color:var(--jp-content-font-color1,inherit)")
+TH_STYLE = ("text-align:left;padding:3px 10px;position:sticky;top:0;"
+            "background:var(--jp-layout-color2,#eee);color:var(--jp-ui-font-color1,inherit);"
+            "border-bottom:1px solid var(--jp-border-color1,#bbb);white-space:nowrap")
+TD_STYLE = ("text-align:left;vertical-align:top;padding:3px 10px;"
+            "border-bottom:1px solid var(--jp-border-color2,#ddd)")
 #: Wrap at spaces; break a word only when it alone is wider than the line.
 TEXT_WRAP = "white-space:pre-wrap;overflow-wrap:break-word;word-break:normal"
 #: A box of bounded height that scrolls, for long tables and texts.
@@ -97,21 +65,17 @@ SCROLL_STYLE = "max-height:32em;overflow:auto;border:1px solid var(--jp-border-c
 
 
 def _on_theme(colour: str, share: int) -> str:
-    """``colour`` moved ``share`` percent towards the theme's strongest text colour (black in
-    a light theme, white in a dark one): darker where the page is light, lighter where it is
-    dark, so one inline style keeps its contrast (WCAG AA, 4.5:1) in both themes."""
+    """``colour`` moved ``share`` percent towards the theme's strongest text colour, so one
+    inline style keeps its contrast (WCAG AA) in light and dark themes."""
     return f"color-mix(in srgb,{colour} {100 - share}%,var(--jp-ui-font-color0,#000))"
 
 
-#: Search matches: text in the theme's strongest colour on a tint of orange mixed into the
-#: page background (light orange in a light theme, dark amber in a dark one). The plain
-#: colours first serve browsers without ``color-mix``.
-MARK_STYLE = (
-    "background:#ffe08a;color:#000;"
-    "background:color-mix(in srgb,var(--jp-warn-color2,#ffb74d) 45%,"
-    "var(--jp-layout-color0,#fff));color:var(--jp-ui-font-color0,#000);"
-    "padding:0 1px;border-radius:2px"
-)
+#: Search matches: the strongest text colour on orange mixed into the page background (plain
+#: colours first for browsers without ``color-mix``).
+MARK_STYLE = ("background:#ffe08a;color:#000;"
+              "background:color-mix(in srgb,var(--jp-warn-color2,#ffb74d) 45%,"
+              "var(--jp-layout-color0,#fff));color:var(--jp-ui-font-color0,#000);"
+              "padding:0 1px;border-radius:2px")
 #: Status text colours per kind: ``(plain fallback, theme colour)``.
 _STATUS = {
     "ok": ("#1a7f37", "var(--jp-success-color1,#388e3c)"),
@@ -135,39 +99,33 @@ def scroll_box(label: str) -> str:
     return f'tabindex="0" role="region" aria-label="{_esc(label)}"'
 
 
-def _table(
-    head: Sequence[str],
-    rows: Iterable[Sequence[str]],
-    css_class: str,
-    label: str,
-    limit: int | None = VIEW_LIMIT,
-) -> str:
-    """A themed, scrollable table filling its box; ``head`` is plain text, ``rows`` hold ready
-    HTML cells, ``label`` names the box for screen readers.
-
-    Rows stop once about ``limit`` characters of HTML are reached; a last row says how many
-    were left out (the list in code still has them all).
-    """
-    header = "".join(f'<th style="{TH_STYLE}">{_esc(name)}</th>' for name in head)
-    all_rows = list(rows)
-    body, sent = [], 0
-    for number, row in enumerate(all_rows):
+def _up_to(pieces: Iterable[str], limit: int | None) -> tuple[str, int]:
+    """``pieces`` joined until about ``limit`` characters are reached, and how many are left."""
+    kept, sent = [], 0
+    rest = iter(pieces)
+    for piece in rest:
+        kept.append(piece)
+        sent += len(piece)
         if limit is not None and sent > limit:
-            left = len(all_rows) - number
-            body.append(
-                f'<tr><td colspan="{len(head)}" style="{TD_STYLE};'
-                f'{status_style("warning")}">… {left:,} more row'
-                f"{'' if left == 1 else 's'} not shown here, so the notebook stays small (the "
-                "list in code has all of them)</td></tr>"
-            )
             break
-        body.append("<tr>" + "".join(f'<td style="{TD_STYLE}">{cell}</td>' for cell in row)
-                    + "</tr>")
-        sent += len(body[-1])
+    return "".join(kept), sum(1 for _ in rest)
+
+
+def _table(head: Sequence[str], rows: Iterable[Sequence[str]], css_class: str, label: str,
+           limit: int | None = VIEW_LIMIT) -> str:
+    """A themed, scrollable table; ``head`` is plain text, ``rows`` hold HTML cells, ``label``
+    names the box for screen readers. Rows stop after about ``limit`` characters of HTML."""
+    header = "".join(f'<th style="{TH_STYLE}">{_esc(name)}</th>' for name in head)
+    body, left = _up_to(("<tr>" + "".join(f'<td style="{TD_STYLE}">{cell}</td>' for cell in row)
+                         + "</tr>" for row in rows), limit)
+    if left:
+        body += (f'<tr><td colspan="{len(head)}" style="{TD_STYLE};{status_style("warning")}">'
+                 f"… {left:,} more row{'' if left == 1 else 's'} not shown here, so the notebook "
+                 "stays small (the list in code has all of them)</td></tr>")
     return (
         f'<div {scroll_box(label)} style="{SCROLL_STYLE}">'
         f'<table class="{css_class}" style="{TABLE_STYLE}">'
-        f"<thead><tr>{header}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
+        f"<thead><tr>{header}</tr></thead><tbody>{body}</tbody></table></div>"
     )
 
 
@@ -186,20 +144,14 @@ def _cell_text(text: str, query: str = "") -> str:
 
 
 def highlight_html(text: str, query: str) -> str:
-    """``text`` escaped, with every case-insensitive occurrence of ``query`` in ``<mark>``.
-
-    Both the matches and the text between them are escaped, so a query or a text holding
-    markup highlights it as text.
-    """
+    """``text`` escaped, with every case-insensitive occurrence of ``query`` in ``<mark>``."""
     if not query:
         return _esc(text)
     import re
 
     parts = re.split(f"({re.escape(query)})", text, flags=re.IGNORECASE)
-    return "".join(
-        f'<mark style="{MARK_STYLE}">{_esc(part)}</mark>' if i % 2 else _esc(part)
-        for i, part in enumerate(parts)
-    )
+    return "".join(f'<mark style="{MARK_STYLE}">{_esc(part)}</mark>' if i % 2 else _esc(part)
+                   for i, part in enumerate(parts))
 
 
 def _parse_ts(ts: object) -> datetime | None:
@@ -245,10 +197,8 @@ def _when_html(ts: object, now: datetime | None = None) -> str:
     if moment is None:
         return f"<code>{_esc(ts or '')}</code>"
     absolute = moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-    return (
-        f'<span title="{_esc(ts)}" style="white-space:nowrap"><code>{_esc(absolute)}</code>'
-        f" <small>{_esc(relative_time(ts, now))}</small></span>"
-    )
+    return (f'<span title="{_esc(ts)}" style="white-space:nowrap"><code>{_esc(absolute)}</code>'
+            f" <small>{_esc(relative_time(ts, now))}</small></span>")
 
 
 def _cut(text: str, limit: int | None) -> tuple[str, int]:
@@ -262,22 +212,18 @@ def _cut(text: str, limit: int | None) -> tuple[str, int]:
 
 
 def _left_out_html(left_out: int, how: str, unit: str = "characters") -> str:
-    return (
-        f'<p style="{status_style("warning")}"><small>… {left_out:,} more {unit} '
-        f"not shown here, so the notebook stays small: {_esc(how)}.</small></p>"
-    )
+    return (f'<p style="{status_style("warning")}"><small>… {left_out:,} more {unit} '
+            f"not shown here, so the notebook stays small: {_esc(how)}.</small></p>")
 
 
 def _bounded_plain(text: str, limit: int | None) -> str:
     shown, left_out = _cut(text, limit)
-    if not left_out:
-        return text
-    return shown + f"\n… {left_out:,} more characters not shown (str() of the view has all)"
+    more = f"\n… {left_out:,} more characters not shown (str() of the view has all)"
+    return shown + more if left_out else text
 
 
 class RawText(str):
-    """Memory text returned to code (``facts = %fact --raw``): a plain ``str`` whose display
-    is the text itself, exactly, without quotes or escapes."""
+    """Memory text returned to code (``facts = %fact --raw``): a ``str`` displayed exactly."""
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         """Plain-text form for IPython: the text as it is."""
@@ -287,47 +233,35 @@ class RawText(str):
 V = TypeVar("V", bound=type)
 
 
-def _plain_is_str(cls: V) -> V:
-    """Give ``cls`` IPython's plain-text form (terminal output and ``text/plain``): ``str``.
+def _view(cls: V) -> V:
+    """Put ``cls``'s HTML in a block MathJax does not typeset and, unless it has its own, make
+    its IPython plain-text form ``str(self)`` (IPython uses ``_repr_pretty_`` only when the
+    class itself defines it: a ``__repr__`` found first in the MRO wins)."""
+    view: Any = cls
+    html = view._repr_html_
 
-    IPython's pretty printer uses ``_repr_pretty_`` only when the class itself defines it (a
-    ``__repr__`` found first in the MRO wins), so each class gets its own.
-    """
+    def _repr_html_(self: Any) -> str:
+        return no_math_block(html(self))
 
     def _repr_pretty_(self: Any, p: Any, cycle: bool) -> None:
         p.text(str(self))
 
-    cls._repr_pretty_ = _repr_pretty_  # type: ignore[attr-defined]
+    view._repr_html_ = _repr_html_
+    if "_repr_pretty_" not in vars(cls):
+        view._repr_pretty_ = _repr_pretty_
     return cls
 
 
-def _no_math(method: Callable[[Any], str]) -> Callable[[Any], str]:
-    """Make a ``_repr_html_`` return its HTML inside a block MathJax does not typeset."""
-
-    @functools.wraps(method)
-    def wrapper(self: Any) -> str:
-        return no_math_block(method(self))
-
-    return wrapper
-
-
-#: Unicode categories never written raw to a terminal: controls (ESC, BEL, CR...), format
-#: characters (bidirectional overrides, zero-width joiners), line and paragraph separators
-#: and lone surrogates.
+#: Unicode categories never written raw to a terminal: controls, format characters (bidi
+#: overrides, zero-width joiners), line and paragraph separators, lone surrogates.
 _NOT_RAW = frozenset(("Cc", "Cf", "Zl", "Zp", "Cs"))
 
 
 def inert_line(value: object) -> str:
-    """``value`` as one line of inert text: every control, format and line-separator
-    character (newlines included) is written as its Python escape, so text a model or a
-    client wrote cannot move the cursor, colour the terminal, set the clipboard (OSC 52),
-    ring the bell or forge a row."""
-    return "".join(
-        ch.encode("unicode_escape", "backslashreplace").decode("ascii")
-        if unicodedata.category(ch) in _NOT_RAW
-        else ch
-        for ch in str(value)
-    )
+    """``value`` as one line of inert text: control, format and line-separator characters
+    (newlines included) as Python escapes, so they cannot drive the terminal or forge a row."""
+    return "".join(ch.encode("unicode_escape", "backslashreplace").decode("ascii")
+                   if unicodedata.category(ch) in _NOT_RAW else ch for ch in str(value))
 
 
 def _inert_lines(text: str) -> str:
@@ -336,22 +270,13 @@ def _inert_lines(text: str) -> str:
 
 
 class FactsView:
-    """FACT.md content: safely rendered Markdown in a notebook, the raw text in a terminal.
-
-    The notebook form is ``text/html`` from :func:`~jupyter_agent_memory.render.markdown_html`
-    (raw HTML in FACT.md shows as text); ``text/plain`` is FACT.md exactly as stored.
-    """
+    """FACT.md: safe HTML from :func:`~jupyter_agent_memory.render.markdown_html` in a
+    notebook, the text as stored in a terminal."""
 
     empty_text = "(FACT.md is empty)"
 
-    def __init__(
-        self,
-        text: str,
-        path: Path | str | None = None,
-        sha256: str | None = None,
-        *,
-        limit: int | None = VIEW_LIMIT,
-    ):
+    def __init__(self, text: str, path: Path | str | None = None, sha256: str | None = None,
+                 *, limit: int | None = VIEW_LIMIT):
         self.text = text
         self.path = Path(path) if path is not None else None
         self.sha256 = sha256
@@ -361,11 +286,8 @@ class FactsView:
         if not self.text.strip():
             return "<p><em>FACT.md is empty.</em></p>"
         shown, left_out = _cut(self.text, self.limit)
-        if not left_out:
-            return markdown_html(self.text)
-        return markdown_html(shown) + _left_out_html(
-            left_out, "facts = %fact --raw gives all of it, FactsView(text, limit=None) shows it"
-        )
+        how = "facts = %fact --raw gives all of it, FactsView(text, limit=None) shows it"
+        return markdown_html(shown) + (_left_out_html(left_out, how) if left_out else "")
 
     def __str__(self) -> str:
         return self.text if self.text.strip() else self.empty_text
@@ -378,31 +300,18 @@ class FactsView:
         return f"FactsView({len(self.text)} chars)"
 
 
-@_plain_is_str
+@_view
 class JournalResult(list):
-    """Journal entries (dicts with ``ts``, ``tags``, ``text``), newest first.
+    """Journal entries (dicts with ``ts``, ``tags``, ``text``), newest first: a ``list`` in
+    code, an escaped table in a notebook, aligned text in a terminal.
 
-    In code it is a normal ``list`` of entry dicts (index it, loop over it, compare it with a
-    list). In a notebook it renders as an HTML table with every value escaped; in a terminal
-    as aligned plain text.
-
-    ``skipped`` counts corrupted journal lines the engine skipped while reading, ``scanned``
-    the lines it read (``None`` when unknown), ``indexed`` whether the journal's index
-    narrowed the search (noted under the table). ``empty_message`` is shown when there are
-    no entries.
+    ``skipped``: corrupted lines skipped; ``scanned``: lines read (``None``: unknown);
+    ``indexed``: the journal's index narrowed the search.
     """
 
-    def __init__(
-        self,
-        entries: Iterable[Mapping[str, Any]] = (),
-        *,
-        skipped: int = 0,
-        scanned: int | None = None,
-        empty_message: str = NO_MATCHES,
-        highlight: str = "",
-        now: datetime | None = None,
-        indexed: bool = False,
-    ):
+    def __init__(self, entries: Iterable[Mapping[str, Any]] = (), *, skipped: int = 0,
+                 scanned: int | None = None, empty_message: str = NO_MATCHES,
+                 highlight: str = "", now: datetime | None = None, indexed: bool = False):
         super().__init__(entries)
         self.skipped = skipped
         self.scanned = scanned
@@ -418,27 +327,19 @@ class JournalResult(list):
                    scanned=getattr(result, "scanned", None),
                    indexed=bool(getattr(result, "indexed", False)), **kwargs)
 
-    # Extra keys written by other tools, in first-seen order, so the table can show them.
     def extra_keys(self) -> list[str]:
         """Keys beyond ts/tags/text present in any entry, in first-seen order."""
-        seen: dict[str, None] = {}
-        for entry in self:
-            for key in entry:
-                if key not in _ENTRY_KEYS:
-                    seen.setdefault(key, None)
-        return list(seen)
+        return list(dict.fromkeys(key for entry in self for key in entry
+                                  if key not in _ENTRY_KEYS))
 
     def _footer(self) -> str:
         parts = [f"{len(self)} entr{'y' if len(self) == 1 else 'ies'}, newest first"]
         if self.skipped:
-            parts.append(
-                f"{self.skipped} corrupted line{'' if self.skipped == 1 else 's'} skipped"
-            )
+            parts.append(f"{self.skipped} corrupted line{'' if self.skipped == 1 else 's'} skipped")
         if self.indexed:
             parts.append("narrowed by the journal's index")
         return "; ".join(parts)
 
-    @_no_math
     def _repr_html_(self) -> str:
         if not self:
             skipped = (f" <small>({_esc(self.skipped)} corrupted lines skipped)</small>"
@@ -494,61 +395,55 @@ class JournalResult(list):
         return f"JournalResult({list.__repr__(self)})"
 
 
-@_plain_is_str
+@_view
 class HistoryView(list):
-    """FACT.md versions (dicts with ``ts``, ``sha256``, ``size``), newest first.
-
-    A normal ``list`` in code; a table in a notebook; aligned text in a terminal. Pass a version's
-    sha256 (or a unique prefix of 7+ hex digits) to ``%fact --diff`` or ``%fact --restore``.
-    """
+    """FACT.md versions (dicts with ``ts``, ``sha256``, ``size``), newest first: a ``list``
+    in code, a table in a notebook, aligned text in a terminal."""
 
     empty_message = "No earlier FACT.md versions yet."
 
-    @_no_math
     def _repr_html_(self) -> str:
         if not self:
             return f"<p><em>{_esc(self.empty_message)}</em></p>"
-        rows = [
-            [
-                _when_html(v.get("ts", "")),
-                f'<code title="{_esc(v.get("sha256", ""))}">'
-                f"{_esc(short_sha(str(v.get('sha256', ''))))}</code>",
-                _esc(format_size(int(v.get("size", 0)))),
-            ]
-            for v in self
-        ]
+        rows = [[_when_html(v.get("ts", "")), f'<code title="{_esc(v.get("sha256", ""))}">'
+                 f"{_esc(short_sha(str(v.get('sha256', ''))))}</code>",
+                 _esc(format_size(int(v.get("size", 0))))] for v in self]
         return _table(("saved (UTC)", "sha256", "size"), rows, "jp-AgentMemory-history",
                       "Earlier FACT.md versions")
 
     def __str__(self) -> str:
         if not self:
             return self.empty_message
-        return "\n".join(
-            f"{v.get('ts', '')}  {short_sha(str(v.get('sha256', '')))}  "
-            f"{format_size(int(v.get('size', 0)))}"
-            for v in self
-        )
+        return "\n".join(f"{v.get('ts', '')}  {short_sha(str(v.get('sha256', '')))}  "
+                         f"{format_size(int(v.get('size', 0)))}" for v in self)
 
     def __repr__(self) -> str:
         return f"HistoryView({list.__repr__(self)})"
 
 
-@_plain_is_str
+#: Diff line styles by prefix, the first match wins.
+_DIFF_STYLES = (
+    (("+++", "---"), "font-weight:bold"),
+    ("@@", f"color:#6f42c1;color:{_on_theme('var(--jp-info-color1,#0097a7)', 35)}"),
+    ("+", "background:rgba(76,175,80,0.22)"),
+    ("-", "background:rgba(244,67,54,0.22)"),
+)
+
+
+def _diff_line(line: str) -> str:
+    style = next((style for prefix, style in _DIFF_STYLES if line.startswith(prefix)), "")
+    # display:block keeps one line per span even without newlines inside <pre>.
+    return f'<span style="display:block;{style}">{_esc(line) or " "}</span>'
+
+
+@_view
 class DiffView:
     """A unified diff between two texts, coloured in a notebook and plain in a terminal."""
 
     no_changes = "No differences."
 
-    def __init__(
-        self,
-        old: str,
-        new: str,
-        fromfile: str = "before",
-        tofile: str = "after",
-        context: int = 3,
-        *,
-        limit: int | None = VIEW_LIMIT,
-    ):
+    def __init__(self, old: str, new: str, fromfile: str = "before", tofile: str = "after",
+                 context: int = 3, *, limit: int | None = VIEW_LIMIT):
         self.limit = limit
         self.old = old
         self.new = new
@@ -589,32 +484,14 @@ class DiffView:
             return self.no_changes
         return f"+{self.added} -{self.removed} lines"
 
-    @_no_math
     def _repr_html_(self) -> str:
         if not self.changed:
             return f"<p><em>{_esc(self.no_changes)}</em></p>"
-        out = []
-        sent, left_out = 0, 0
-        for number, line in enumerate(self.lines):
-            if self.limit is not None and sent > self.limit:
-                left_out = len(self.lines) - number
-                break
-            style = ""
-            if line.startswith(("+++", "---")):
-                style = "font-weight:bold"
-            elif line.startswith("@@"):
-                style = f"color:#6f42c1;color:{_on_theme('var(--jp-info-color1,#0097a7)', 35)}"
-            elif line.startswith("+"):
-                style = "background:rgba(76,175,80,0.22)"
-            elif line.startswith("-"):
-                style = "background:rgba(244,67,54,0.22)"
-            # display:block keeps one line per span even without newlines inside <pre>.
-            out.append(f'<span style="display:block;{style}">{_esc(line) or " "}</span>')
-            sent += len(out[-1])
+        out, left_out = _up_to(map(_diff_line, self.lines), self.limit)
         return (
             f'<pre class="jp-AgentMemory-diff" {scroll_box(self.label)} '
             f'style="line-height:1.3;{TEXT_WRAP};{SCROLL_STYLE};padding:4px">'
-            + "".join(out)
+            + out
             + f"</pre><p><small>{_esc(self.summary())}</small></p>"
             + (_left_out_html(left_out, "str(view) has all of it", "diff lines")
                if left_out else "")
@@ -637,27 +514,16 @@ class _RecordedSection:
         self.tokens = int(data.get("tokens") or 0)
 
 
+@_view
 class PromptView:
-    """A built system prompt with per-section sizes and any budget warning.
+    """A built system prompt with per-section sizes (the engine's ``Section``s) and any
+    budget warning; ``tokens`` is the approximate total."""
 
-    ``sections`` are objects with ``name``, ``source`` (a path or ``None``), ``chars`` and
-    ``tokens`` (the engine's ``Section``); ``tokens`` is the approximate total.
-    """
-
-    def __init__(
-        self,
-        text: str,
-        *,
-        title: str = "System prompt",
-        sections: Sequence[Any] = (),
-        tokens: int | None = None,
-        budget_tokens: int | None = None,
-        warnings: Sequence[str] = (),
-        memory_tokens: int | None = None,
-        base_from_file: bool | None = None,
-        bootstrap: bool | None = None,
-        limit: int | None = VIEW_LIMIT,
-    ):
+    def __init__(self, text: str, *, title: str = "System prompt", sections: Sequence[Any] = (),
+                 tokens: int | None = None, budget_tokens: int | None = None,
+                 warnings: Sequence[str] = (), memory_tokens: int | None = None,
+                 base_from_file: bool | None = None, bootstrap: bool | None = None,
+                 limit: int | None = VIEW_LIMIT):
         self.limit = limit
         self.text = text
         self.title = title
@@ -681,16 +547,12 @@ class PromptView:
     def from_receipt(cls, receipt: Mapping[str, Any], text: str) -> PromptView:
         """The view of a recorded session's prompt: ``text`` with the receipt's sections,
         sizes, budget and warnings as they were when the session started."""
-        return cls(
-            text,
-            title=f"Session {receipt.get('session_id')} ({format_when(receipt.get('ts'))}), "
-            "as recorded",
-            sections=[_RecordedSection(s) for s in receipt.get("sections") or ()
-                      if isinstance(s, Mapping)],
-            tokens=receipt.get("tokens"),
-            budget_tokens=receipt.get("budget_tokens"),
-            warnings=receipt.get("warnings") or (),
-        )
+        return cls(text, title=f"Session {receipt.get('session_id')} "
+                   f"({format_when(receipt.get('ts'))}), as recorded",
+                   sections=[_RecordedSection(s) for s in receipt.get("sections") or ()
+                             if isinstance(s, Mapping)],
+                   tokens=receipt.get("tokens"), budget_tokens=receipt.get("budget_tokens"),
+                   warnings=receipt.get("warnings") or ())
 
     @property
     def over_budget(self) -> bool:
@@ -721,28 +583,18 @@ class PromptView:
         source = getattr(section, "source", None)
         return "" if source is None else str(source)
 
-    @_no_math
     def _repr_html_(self) -> str:
         parts = [f"<p><strong>{_esc(self.title)}</strong> — {_esc(self.summary())}</p>"]
-        for warning in self.warnings:
-            parts.append(
-                '<div class="jp-AgentMemory-warning" style="border-left:4px solid '
-                "var(--jp-warn-color1,#d9822b);background:rgba(245,124,0,0.12);"
-                'padding:4px 8px;margin:4px 0">'
-                f"⚠ {_esc(warning)}</div>"
-            )
+        parts.extend('<div class="jp-AgentMemory-warning" style="border-left:4px solid '
+                     "var(--jp-warn-color1,#d9822b);background:rgba(245,124,0,0.12);"
+                     f'padding:4px 8px;margin:4px 0">⚠ {_esc(warning)}</div>'
+                     for warning in self.warnings)
         if self.sections:
-            rows = [
-                [
-                    _esc(s.name),
-                    # A long path breaks anywhere rather than run over the next column.
-                    f'<code style="overflow-wrap:anywhere">{_esc(self._source(s))}</code>'
-                    if self._source(s) else "<em>builder text</em>",
-                    _esc(f"{s.chars:,}"),
-                    _esc(f"{s.tokens:,}"),
-                ]
-                for s in self.sections
-            ]
+            # A long path breaks anywhere rather than run over the next column.
+            rows = [[_esc(s.name),
+                     f'<code style="overflow-wrap:anywhere">{_esc(self._source(s))}</code>'
+                     if self._source(s) else "<em>builder text</em>",
+                     _esc(f"{s.chars:,}"), _esc(f"{s.tokens:,}")] for s in self.sections]
             parts.append(_table(("section", "source", "chars", "~tokens"), rows,
                                 "jp-AgentMemory-sections", "Prompt sections"))
         shown, left_out = _cut(self.text, self.limit)
@@ -765,10 +617,8 @@ class PromptView:
             width = max(len(s.name) for s in self.sections)
             for s in self.sections:
                 source = self._source(s)
-                lines.append(
-                    f"  {s.name:<{width}}  {s.chars} chars, ~{s.tokens} tokens"
-                    + (f"  {source}" if source else "")
-                )
+                lines.append(f"  {s.name:<{width}}  {s.chars} chars, ~{s.tokens} tokens"
+                             + (f"  {source}" if source else ""))
         rule = "-" * 72
         lines.extend([rule, text, rule])
         return "\n".join(lines)
@@ -781,20 +631,12 @@ class PromptView:
         return f"PromptView({self.title!r}: {self.summary()})"
 
 
-@_plain_is_str
+@_view
 class AgentSummary:
     """A short description of an agent folder: where it is and how big each part is."""
 
-    def __init__(
-        self,
-        *,
-        agent_id: str | None,
-        path: Path | str,
-        sizes: Mapping[str, int],
-        facts_sha256: str = "",
-        history_versions: int = 0,
-        template: str | None = None,
-    ):
+    def __init__(self, *, agent_id: str | None, path: Path | str, sizes: Mapping[str, int],
+                 facts_sha256: str = "", history_versions: int = 0, template: str | None = None):
         self.agent_id = agent_id
         self.path = Path(path)
         self.sizes = dict(sizes)
@@ -803,26 +645,21 @@ class AgentSummary:
         self.template = template
 
     def _rows(self) -> list[tuple[str, str]]:
-        rows = [
-            ("agent", self.agent_id if self.agent_id is not None else "(folder path)"),
-            ("folder", str(self.path)),
-        ]
+        rows = [("agent", self.agent_id if self.agent_id is not None else "(folder path)"),
+                ("folder", str(self.path))]
         for name, size in self.sizes.items():
             value = format_size(size) if size >= 0 else "missing"
             if name == "FACT.md" and self.facts_sha256 and size >= 0:
-                value += f" (sha256 {short_sha(self.facts_sha256)}, "
-                value += f"{self.history_versions} earlier versions)"
+                value += (f" (sha256 {short_sha(self.facts_sha256)}, "
+                          f"{self.history_versions} earlier versions)")
             rows.append((name, value))
         if self.template:
             rows.append(("template", self.template))
         return rows
 
-    @_no_math
     def _repr_html_(self) -> str:
-        body = "".join(
-            f"<tr><th style='text-align:left'>{_esc(k)}</th><td><code>{_esc(v)}</code></td></tr>"
-            for k, v in self._rows()
-        )
+        body = "".join(f"<tr><th style='text-align:left'>{_esc(k)}</th><td><code>{_esc(v)}"
+                       "</code></td></tr>" for k, v in self._rows())
         return f'<table class="jp-AgentMemory-summary">{body}</table>'
 
     def __str__(self) -> str:
@@ -842,14 +679,10 @@ def _client_label(receipt: Mapping[str, Any]) -> str:
     return f"{client['name']} {version}" if version else str(client["name"])
 
 
-@_plain_is_str
+@_view
 class SessionsView(list):
-    """Receipts of recorded session starts (dicts as ``AgentMemory.sessions()`` returns them),
-    newest first: a list in code, a table in a notebook, aligned text in a terminal.
-
-    Give a session's id (or its first 6+ digits) to ``%memprompt --session``, ``--diff`` and
-    ``--why``.
-    """
+    """Receipts of recorded session starts (as ``AgentMemory.sessions()`` returns them),
+    newest first: a list in code, a table in a notebook, aligned text in a terminal."""
 
     empty_message = (
         "No sessions on record yet: one is recorded when a client really starts a session "
@@ -866,11 +699,6 @@ class SessionsView(list):
                  f"{r.get('tokens', '?')}", short_sha(str(r.get("prompt_sha256", ""))))
                 for r in self]
 
-    def _plain_rows(self) -> list[tuple[str, ...]]:
-        # Every field may come from a client (its self-chosen name) or a hand-edited log.
-        return [tuple(inert_line(cell) for cell in row) for row in self._rows()]
-
-    @_no_math
     def _repr_html_(self) -> str:
         if not self:
             return f"<p><em>{_esc(self.empty_message)}</em></p>"
@@ -885,25 +713,20 @@ class SessionsView(list):
     def __str__(self) -> str:
         if not self:
             return self.empty_message
-        rows = [("time (UTC)", "id", "client", "~tokens", "prompt"), *self._plain_rows()]
+        # Every field may come from a client (its self-chosen name) or a hand-edited log.
+        rows = [("time (UTC)", "id", "client", "~tokens", "prompt"),
+                *(tuple(inert_line(cell) for cell in row) for row in self._rows())]
         widths = [max(len(row[i]) for row in rows) for i in range(4)]
-        return "\n".join(
-            "  ".join(cell.ljust(widths[i]) if i < 4 else cell for i, cell in enumerate(row))
-            .rstrip()
-            for row in rows
-        )
+        return "\n".join("  ".join(cell.ljust(widths[i]) if i < 4 else cell
+                                   for i, cell in enumerate(row)).rstrip() for row in rows)
 
     def __repr__(self) -> str:
         return f"SessionsView({len(self)} sessions)"
 
 
-@_plain_is_str
+@_view
 class WhyView(list):
-    """Where lines of a recorded prompt came from: a list of the engine's ``Origin``s.
-
-    Each names the file, its version (sha256) and the line in that version, or the prompt
-    builder's own text and its section.
-    """
+    """Where lines of a recorded prompt came from: a list of the engine's ``Origin``s."""
 
     def __init__(self, origins: Iterable[Any] = (), *, session_id: str = "", needle: str = ""):
         super().__init__(origins)
@@ -921,7 +744,6 @@ class WhyView(list):
             return (f"builder text ({origin.section})", "", "")
         return (str(origin.source), short_sha(origin.version or ""), str(origin.line))
 
-    @_no_math
     def _repr_html_(self) -> str:
         if not self:
             return f"<p><em>{_esc(self.empty_message)}</em></p>"
@@ -946,8 +768,7 @@ class WhyView(list):
         return f"WhyView({len(self)} origins)"
 
 
-#: What one count of each kind of place in a forget receipt is, so a summary line says what
-#: it counts: ``(singular, plural)``.
+#: What one count of each kind of place in a forget receipt is: ``(singular, plural)``.
 FORGET_UNITS = {
     "profile": ("line of SOUL.md or USER.md", "lines of SOUL.md or USER.md"),
     "facts": ("line of FACT.md", "lines of FACT.md"),
@@ -967,20 +788,14 @@ def _receipt_counts(receipt: Mapping[str, Any]) -> dict[str, int]:
     changed = receipt.get("changed") or {}
     if not isinstance(changed, Mapping):
         return {}
-    return {
-        str(kind): int(value) if isinstance(value, int)
-        else len(value) if isinstance(value, (list, tuple, dict, set)) else 0
-        for kind, value in changed.items()
-    }
+    return {str(kind): int(value) if isinstance(value, int)
+            else len(value) if isinstance(value, (list, tuple, dict, set)) else 0
+            for kind, value in changed.items()}
 
 
 def forget_report(receipt: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """The lines people read about a forget or a dry run, as ``(status, text)`` pairs.
-
-    ``status`` is what :func:`status_style` colours (``"error"`` for a failed verification).
-    The notebook view and the command line print the same lines; no line holds the
-    forgotten text, only its hash.
-    """
+    """The lines people read about a forget or a dry run, as ``(status, text)`` pairs for
+    :func:`status_style` (shared by the notebook and the command line; never the text)."""
     from ..engine.forgetting import RECEIPTS
 
     counts = _receipt_counts(receipt)
@@ -1013,22 +828,18 @@ def forget_report(receipt: Mapping[str, Any]) -> list[tuple[str, str]]:
     return lines
 
 
-@_plain_is_str
+@_view
 class ForgetReceipt(dict):
-    """The engine's receipt of a forget (or of a dry run): a ``dict`` in code, a short
-    report of the kinds of places changed, their counts and the verification in a notebook
-    (:func:`forget_report`). It never holds the forgotten text, only its hash."""
+    """The engine's receipt of a forget or dry run: a ``dict`` in code, the
+    :func:`forget_report` lines in a notebook. It never holds the forgotten text."""
 
     def counts(self) -> dict[str, int]:
         """Places changed (or that would change), per kind."""
         return _receipt_counts(self)
 
-    @_no_math
     def _repr_html_(self) -> str:
-        return "".join(
-            f'<div style="{status_style(kind)};{TEXT_WRAP}">{_esc(text)}</div>'
-            for kind, text in forget_report(self)
-        )
+        return "".join(f'<div style="{status_style(kind)};{TEXT_WRAP}">{_esc(text)}</div>'
+                       for kind, text in forget_report(self))
 
     def __str__(self) -> str:
         return "\n".join(text for _kind, text in forget_report(self))
