@@ -1,32 +1,14 @@
 """Turning memory text into HTML that cannot run anything and hides nothing.
 
-Memory files and journal entries are written by a language model, and a model can be
-prompt-injected. Notebook front ends trust the outputs of a live kernel (and an HTML export
-copies them verbatim), so any HTML we emit is executed with the page's rights. Every surface
-that renders memory text goes through this module (the JupyterLab sidebar too: the server
-renders FACT.md with it):
-
-* :func:`escape_html` for text shown as text (journal entries, prompts, diffs, paths).
-* :func:`markdown_html` for text shown as Markdown (FACT.md).
-
-Two rules hold for :func:`markdown_html`, whatever the text:
-
-1. **Nothing runs or loads.** Raw HTML in the source is shown as text, link targets with a
-   script-capable scheme are not linked, images become plain links (merely displaying a memory
-   fetches nothing), and the produced HTML passes an allowlist sanitiser as a second,
-   independent layer.
-2. **Every line the model receives is visible.** Markdown hides parts of its source: link
-   reference definitions (``[//]: # (note)``, ``[a]: <url> 'title'``) render as nothing, a
-   link shows its text but not where it points, a fenced block's info string and a table
-   row's extra cells vanish, an ordered list renumbers itself, an entity shows as another
-   character. Here definitions and entities stay text, a link's target and title are shown
-   after it, an info string is shown above its block and list items keep their numbers. Then
-   the rendered text is checked against the source, line by line: if the letters and digits
-   of any line are not visible, in order, the whole text is shown as plain text instead,
-   with a note saying why. So a construct nobody thought of can still not hide a line.
-
-Both run in time linear in the text. The Markdown parser is imported on first use only, so
-importing this module (and ``%load_ext jupyter_agent_memory``) stays cheap.
+Memory text is written by a model that can be prompt-injected, and notebook front ends run
+the HTML of live outputs, so every surface renders memory text through this module:
+:func:`escape_html` for text shown as text, :func:`markdown_html` for Markdown (FACT.md).
+:func:`markdown_html` guarantees, whatever the text: nothing runs or loads (raw HTML shows
+as text, script-capable links are not linked, images become links, and an allowlist
+sanitiser checks the result), and every line stays visible (link targets, info strings and
+list numbers are shown; if any line's letters and digits are not visible in order, the
+whole text is shown as plain text with a note). Both run in linear time; the Markdown
+parser is imported on first use. Details: docs/guarantees.md.
 """
 
 from __future__ import annotations
@@ -47,9 +29,8 @@ __all__ = [
     "visible_text",
 ]
 
-#: Classes that stop a notebook's MathJax from typesetting ``$...$`` inside an element.
-#: JupyterLab typesets the text of every HTML output: memory text between dollar signs would
-#: be replaced by typeset math (no longer reading as written) and its TeX macros run.
+#: Classes that stop a notebook's MathJax from typesetting ``$...$`` (and running TeX macros)
+#: in memory text inside an element.
 NO_MATH_CLASS = "mathjax_ignore tex2jax_ignore"
 
 #: Shown above a text rendered as plain text because Markdown would have hidden part of it.
@@ -62,14 +43,9 @@ _TAGS = frozenset({
     "a", "blockquote", "br", "code", "del", "em", "h1", "h2", "h3", "h4", "h5", "h6", "hr",
     "li", "ol", "p", "pre", "s", "strong", "table", "tbody", "td", "th", "thead", "tr", "ul",
 })  # fmt: skip
-_ATTRIBUTES = {
-    "a": {"href", "title"},
-    "ol": {"start"},
-    # An ordered item keeps the number the source gives it (a browser would renumber).
-    "li": {"value"},
-    "td": {"style"},
-    "th": {"style"},
-}
+# An ordered item's ``value`` keeps its number as written.
+_ATTRIBUTES = {"a": {"href", "title"}, "ol": {"start"}, "li": {"value"}, "td": {"style"},
+               "th": {"style"}}
 _VOID_TAGS = frozenset({"br", "hr"})
 _LINK_REL = "noopener noreferrer nofollow"
 # Table alignment is the only style Markdown produces.
@@ -105,11 +81,8 @@ def _target_text(href: str, title: str | None) -> str:
 
 
 def _image_as_link(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
-    """Render ``![alt](url)`` as a link to the image, with its target, instead of loading it.
-
-    A displayed image is a request the page makes on its own: a prompt-injected model could
-    put data in the URL and learn it the moment someone looks at its memory.
-    """
+    """``![alt](url)`` as a link with its target: a loaded image would send its URL (and any
+    data a model put in it) the moment someone looks."""
     token = tokens[idx]
     alt = self.renderInlineAsText(token.children or [], options, env) or "image"
     src = token.attrGet("src") or ""
@@ -122,8 +95,7 @@ def _image_as_link(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> 
 
 
 def _link_close(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
-    """Close a link, then show its target (and title): the text of a link can name another
-    place than the one it opens. An autolink's text is its target already."""
+    """Close a link, then show its target and title (an autolink's text is its target)."""
     start = idx - 1
     while tokens[start].type != "link_open":  # links do not nest: the nearest opening
         start -= 1
@@ -157,8 +129,8 @@ def _ordered_list_close(self: Any, tokens: Any, idx: int, options: Any, env: Any
 
 
 def _list_item_open(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
-    """An ordered item keeps its own number (``7.`` after ``1.`` stays 7, where a browser
-    would count on to 2): the number goes into ``value`` where counting on would differ."""
+    """An ordered item keeps its number as written: ``value`` is set where a browser would
+    count otherwise."""
     token = tokens[idx]
     if token.info:  # an ordered item: its number as written
         number, counters = int(token.info), env["ordered"]
@@ -177,9 +149,8 @@ def _markdown() -> Any:
             """An autolink shows its text as written (the default decodes %41 to A)."""
             return link
 
-    # "commonmark" with html=False shows raw HTML as text; its link validation refuses
-    # javascript:, vbscript:, file: and data: (except a few image types) targets. Link
-    # reference definitions and entities stay text (see the module docstring).
+    # html=False shows raw HTML as text; link validation refuses javascript:, vbscript:,
+    # file: and most data: targets. Reference definitions and entities stay text.
     parser = (
         AsWritten("commonmark", {"html": False})
         .enable(["table", "strikethrough"])
@@ -197,12 +168,8 @@ def _markdown() -> Any:
 class _Allowlist(HTMLParser):
     """Re-writes an HTML fragment from its parsed tokens, keeping only what Markdown produces.
 
-    Nothing of the input passes through as written: every kept tag is written anew with its
-    kept attributes double-quoted and escaped, every text is escaped, comments and other
-    markup go, a dropped element's text stays as text. So what a browser parses is exactly
-    these tokens, however the input was spelled. One pass over the input, in linear time
-    (nh3, which this replaces, took 34 s on one link title of 1 MiB of ``&``: its time grows
-    with the square of the character references in one text or attribute).
+    Nothing passes through as written: kept tags and attributes are written anew and escaped,
+    texts are escaped, anything else goes (a dropped element's text stays). One linear pass.
     """
 
     def __init__(self) -> None:
@@ -246,23 +213,17 @@ def _attribute_allowed(tag: str, name: str, value: str) -> bool:
 
 
 def _url_allowed(url: str) -> bool:
-    """True for a relative URL or one with an allowed scheme, read as a browser reads it:
-    surrounding spaces and control characters stripped, tabs and newlines removed."""
+    """True for a relative URL or an allowed scheme, read as a browser reads it (edges
+    stripped, tabs and newlines removed)."""
     url = _URL_TAB_OR_NEWLINE.sub("", url.strip(_URL_EDGE))
     scheme = _URL_SCHEME.match(url)
     return scheme is None or scheme.group(1).lower() in _URL_SCHEMES
 
 
 def sanitised_html(fragment: str) -> str:
-    """``fragment`` with only the elements and attributes Markdown produces: the second layer
-    behind the Markdown parser (which already shows raw HTML as text).
-
-    Kept: the tags Markdown produces (paragraphs, headings, emphasis, code, quotes, lists,
-    tables, rules, line breaks, links), a link's ``href`` when relative or ``http``, ``https``
-    or ``mailto`` (every link gets ``rel="noopener noreferrer nofollow"``), its ``title``, an
-    ordered list's numbers and a table cell's alignment. Everything else is dropped, its
-    text kept as text.
-    """
+    """``fragment`` with only the elements and attributes Markdown produces (links: relative,
+    http, https or mailto, with ``rel="noopener noreferrer nofollow"``); the rest is dropped,
+    its text kept as text. The second layer behind the Markdown parser."""
     parser = _Allowlist()
     parser.feed(fragment)
     parser.close()
@@ -270,8 +231,7 @@ def sanitised_html(fragment: str) -> str:
 
 
 class _Text(HTMLParser):
-    """The text a browser shows for a fragment we produced, ordered items' numbers included
-    (counted as a browser counts them: from ``start``, on from each ``value``)."""
+    """The text a browser shows for a fragment we produced, ordered items' numbers included."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -316,11 +276,8 @@ def _words(text: str) -> str:
 
 
 def _hides_a_line(source: str, rendered_text: str) -> bool:
-    """True unless each line's letters and digits appear in ``rendered_text``, in order.
-
-    One left-to-right pass: each line is searched from where the previous one ended, so the
-    whole check reads the rendered text about once.
-    """
+    """True unless each line's letters and digits appear in ``rendered_text``, in order
+    (one pass: each line is searched from where the previous one ended)."""
     shown = _words(rendered_text)
     at = 0
     for line in source.split("\n"):
@@ -337,11 +294,8 @@ def _hides_a_line(source: str, rendered_text: str) -> bool:
 def markdown_html(text: str) -> str:
     """Markdown ``text`` as sanitised HTML in a ``jp-AgentMemory-markdown`` no-math block.
 
-    Raw HTML in ``text`` appears as visible, escaped text; no element, attribute or URL that
-    can run script or load a resource survives, and no TeX is typeset. Every line of ``text``
-    stays visible: when Markdown would hide part of one, the whole text is shown as plain text
-    under :data:`PLAIN_TEXT_NOTE`. A lone surrogate (half of an emoji, which no wire format
-    carries) shows as U+FFFD instead of failing the display.
+    Nothing in it can run or load, and every line stays visible (else the whole text is shown
+    as plain text under :data:`PLAIN_TEXT_NOTE`). A lone surrogate shows as U+FFFD.
     """
     text = _LONE_SURROGATE.sub("\ufffd", text)
     # The parser turns NUL into U+FFFD and CR LF into LF; check against what it read.
