@@ -453,6 +453,16 @@ class DiffView:
                                                fromfile=fromfile, tofile=tofile, n=context,
                                                lineterm=""))
 
+    @classmethod
+    def between_sessions(cls, mem: Any, first: str, second: str) -> DiffView:
+        """How the prompts of two recorded sessions (ids or unique prefixes) differ."""
+        from ..engine.sessions import find
+
+        a, b = find(mem, first), find(mem, second)
+        return cls(mem.session_prompt(a["session_id"]), mem.session_prompt(b["session_id"]),
+                   f"session {a['session_id']} ({a.get('ts', '?')})",
+                   f"session {b['session_id']} ({b.get('ts', '?')})")
+
     @property
     def label(self) -> str:
         """What the diff box is called for screen readers: from what to what."""
@@ -553,6 +563,14 @@ class PromptView:
                              if isinstance(s, Mapping)],
                    tokens=receipt.get("tokens"), budget_tokens=receipt.get("budget_tokens"),
                    warnings=receipt.get("warnings") or ())
+
+    @classmethod
+    def from_session(cls, mem: Any, session_id: str) -> PromptView:
+        """The view of the prompt a recorded session (id or unique prefix) started with."""
+        from ..engine.sessions import find
+
+        receipt = find(mem, session_id)
+        return cls.from_receipt(receipt, mem.session_prompt(receipt["session_id"]))
 
     @property
     def over_budget(self) -> bool:

@@ -205,8 +205,6 @@ class AgentMemoryMagics(Magics):
         # Panels shown by %agent_memory, per agent folder, so re-running it reuses them.
         self._panels: dict[str, Any] = {}
 
-    # -- agents ----------------------------------------------------------------------------
-
     def _open(self, target: str | None, create: bool = False) -> AgentMemory:
         # Only %agent_memory creates; every other magic refuses a missing agent, so a typo
         # in --agent never leaves a folder behind.
@@ -247,8 +245,6 @@ class AgentMemoryMagics(Magics):
     def _in_kernel(self) -> bool:
         """True when running under a Jupyter kernel (widgets can be displayed)."""
         return getattr(self.shell, "kernel", None) is not None
-
-    # -- %agent_memory ---------------------------------------------------------------------
 
     @line_magic
     @magic_arguments()
@@ -329,8 +325,6 @@ class AgentMemoryMagics(Magics):
                             facts_sha256=mem.facts_sha256, history_versions=len(history),
                             template=str(template) if template else None)
 
-    # -- %fact -----------------------------------------------------------------------------
-
     @line_magic
     @magic_arguments()
     @argument("--raw", action="store_true", help="print FACT.md exactly as stored")
@@ -393,8 +387,6 @@ class AgentMemoryMagics(Magics):
             old = mem.history_text(versions[0]["sha256"])
         return DiffView(old, mem.facts, f"FACT.md@{label}", "FACT.md (current)")
 
-    # -- %%fact_update ---------------------------------------------------------------------
-
     @cell_magic
     # The name only sets the usage line, so help reads "%%fact_update" as typed.
     @magic_arguments(name="%fact_update")
@@ -423,8 +415,6 @@ class AgentMemoryMagics(Magics):
             after = mem.facts
         print(result)
         return DiffView(before, after, "FACT.md (before)", "FACT.md (after)", 1)
-
-    # -- %journal --------------------------------------------------------------------------
 
     @line_magic
     @magic_arguments()
@@ -490,8 +480,6 @@ class AgentMemoryMagics(Magics):
         if result is None:
             return JournalResult(empty_message=NO_JOURNAL)
         return JournalResult.from_search(result, highlight=" ".join(args.words))
-
-    # -- %memprompt ------------------------------------------------------------------------
 
     @line_magic
     @magic_arguments()
@@ -619,8 +607,6 @@ class AgentMemoryMagics(Magics):
                 return RawText(text)
             return PromptView.from_receipt(receipt, text)
 
-    # -- %forget ---------------------------------------------------------------------------
-
     @line_magic
     @magic_arguments()
     @argument("words", nargs="*", help="the text to forget")
@@ -664,8 +650,6 @@ class AgentMemoryMagics(Magics):
             receipt = forget(mem, text, pattern=args.pattern, secrets=args.secrets,
                              dry_run=args.dry_run, reason=args.reason)
         return ForgetReceipt(receipt)
-
-    # -- hooks -----------------------------------------------------------------------------
 
     def post_run_cell(self, result: Any = None) -> None:
         """After each cell, let open memory panels refresh if memory changed on disk.

@@ -1,22 +1,10 @@
-"""An ipywidgets panel over one agent's memory.
+"""An ipywidgets panel over one agent's memory (``MemoryPanel(mem)``, or ``%agent_memory``).
 
-``MemoryPanel(mem)`` (or ``%agent_memory`` with no argument) shows four tabs:
-
-* **Facts**: an editor for FACT.md whose Save is a compare-and-swap write (if the agent changed
-  the file meanwhile, nothing is written and a conflict message with a Reload button appears),
-  the rendered Markdown (sanitised: raw HTML in FACT.md shows as text), and the version history
-  with diff and restore.
-* **Journal**: search by text, tag (picked from the tags already used), limit and time window;
-  the results table; a form to append an entry.
-* **Prompt**: the exact system prompt, its per-section sizes and any budget warning.
-* **Persona**: editors for SOUL.md and USER.md, also saved with compare-and-swap.
-
-Every action is a plain method (``save_facts``, ``search_journal``, ``append_entry``, ...) that
-the buttons call, so the panel can be driven and tested without a browser. Messages shown are
-the engine's own. Panels refresh on their Refresh button and, when the IPython extension is
-loaded, after any cell that changed the agent's files.
-
-This is the only module of the package that imports ipywidgets.
+Tabs: Facts (a compare-and-swap editor, the rendered Markdown, history with diff and restore),
+Journal (search and append), Prompt (the exact system prompt and its sizes), Persona (SOUL.md
+and USER.md editors) and Sessions. Every action is a plain method the buttons call, so the
+panel can be driven without a browser; messages are the engine's own. Panels refresh on
+Refresh and after any cell that changed the agent's files. The only module importing ipywidgets.
 """
 
 from __future__ import annotations
@@ -29,7 +17,6 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from ..engine import sessions
 from ..engine.arguments import DEFAULT_LIMIT, check_count
 from ..engine.prompt import DEFAULT_TOOL_NAME
 from ..engine.store import AgentMemory, check_edit_body
@@ -75,11 +62,8 @@ def is_live(panel: MemoryPanel) -> bool:
 
 
 def memory_fingerprint(mem: AgentMemory) -> tuple[Any, ...]:
-    """A cheap value that changes whenever any file of the agent changes.
-
-    Names plus (mtime, ctime, size, inode) of the entries in the agent folder and in
-    ``memory/``, read with lstat only (no link is followed, no file is read).
-    """
+    """A cheap value that changes whenever any file of the agent changes (names and lstat
+    keys of the entries in the agent folder and ``memory/``; no file is read)."""
     from ..folder import file_key
 
     try:
@@ -100,8 +84,7 @@ def _journal_bytes(mem: AgentMemory) -> int:
 
 
 def _message(text: str, kind: str = "info") -> str:
-    """Status line HTML in the theme's colour for ``kind``; ``text`` is escaped (it may quote
-    untrusted content)."""
+    """Status line HTML in the theme's colour for ``kind``; ``text`` is escaped."""
     return (f'<span class="{NO_MATH_CLASS}" style="{status_style(kind)};'
             f'{TEXT_WRAP}">{escape_html(text)}</span>')
 
@@ -111,14 +94,9 @@ _SHARED_LAYOUTS: weakref.WeakSet[widgets.Layout] = weakref.WeakSet()
 
 
 class _Kit:
-    """Makes one panel's widgets, sharing layout and style models among them.
-
-    Every widget model is a message from the kernel and a model the browser builds before
-    the panel can appear. Left alone, each widget brings a Layout and a style model of its
-    own, nearly tripling that count for nothing; here widgets share one Layout per set of
-    properties and one style model per style class. A shared layout never changes, so a
-    widget that is shown and hidden gets its own (``hideable=True``).
-    """
+    """Makes one panel's widgets, sharing one Layout per set of properties and one style model
+    per style class (each model costs the browser time before the panel appears). A widget
+    that is shown and hidden gets its own layout (``hideable=True``)."""
 
     def __init__(self) -> None:
         self._layouts: dict[tuple[tuple[str, str], ...], widgets.Layout] = {}
@@ -145,11 +123,16 @@ class _Kit:
             kwargs["style"] = self._styles[kind]
         return cls(**kwargs)
 
-    def button(self, description: str, icon: str, **kwargs: Any) -> widgets.Button:
-        """A button as wide as its text (the default width cuts long labels short)."""
+    def button(self, description: str, icon: str, click: Callable[[], Any] | None = None,
+               **kwargs: Any) -> widgets.Button:
+        """A button as wide as its text (the default width cuts long labels short) that runs
+        ``click()`` when pressed."""
         layout = kwargs.pop("layout", {"width": "auto"})
-        return self(widgets.Button, description=description, icon=icon, layout=layout,
-                    **kwargs)
+        button = self(widgets.Button, description=description, icon=icon, layout=layout,
+                      **kwargs)
+        if click is not None:
+            button.on_click(lambda _b: click())
+        return button
 
     def models(self) -> list[widgets.Widget]:
         """The shared layout and style models, to close with the panel."""
@@ -170,39 +153,23 @@ def split_tags(text: str) -> list[str]:
 class _FileEditor:
     """An editor for one memory file whose Save is compare-and-swap.
 
-    ``read`` returns ``(text, sha256)`` from one read; ``write(text, expected_sha256=...)``
-    is the engine's CAS write. The sha256 of the version loaded into the editor is what Save
-    expects on disk, so a change made meanwhile (by an agent, a magic, another editor) is
-    reported as a conflict instead of being overwritten: the conflict shows both versions'
-    12-digit hashes, a diff from the file as it is now to your text, and three choices.
-    *Overwrite anyway* is still a compare-and-swap, against the version the diff showed.
-
-    ``guard`` checks the text before any write (FACT.md uses the engine's
-    :func:`~jupyter_agent_memory.engine.store.check_edit_body`); ``check`` raises the engine's error
-    when the agent folder is gone, so a save never recreates it. A file larger than ``limit``
-    characters is not put into the editor (that would send all of it to the browser) until
-    *Edit here anyway* is pressed.
+    ``read`` returns ``(text, sha256)``; ``write(text, expected_sha256=...)`` is the engine's
+    CAS write against the version loaded, so a change made meanwhile shows as a conflict (a
+    diff and three choices) instead of being overwritten. ``guard`` checks the text before a
+    write, ``check`` raises when the agent folder is gone. A file over ``limit`` characters
+    stays out of the editor until *Edit here anyway*.
     """
 
-    def __init__(
-        self,
-        kit: _Kit,
-        label: str,
-        read: Callable[[], tuple[str, str]],
-        write: Callable[..., str],
-        placeholder: str,
-        height: str = "220px",
-        *,
-        guard: Callable[[str], str] | None = None,
-        check: Callable[[], None] | None = None,
-        limit: int | None = VIEW_LIMIT,
-    ) -> None:
+    def __init__(self, kit: _Kit, label: str, read: Callable[[], tuple[str, str]],
+                 write: Callable[..., str], placeholder: str, height: str = "220px", *,
+                 guard: Callable[[str], str] | None = None,
+                 check: Callable[[], None] | None = None) -> None:
         self.label = label
         self._read = read
         self._write = write
         self._guard = guard
         self._check = check
-        self.limit = limit
+        self.limit: int | None = VIEW_LIMIT
         self._kit = kit
         # The description is the textarea's label (screen readers announce it).
         self.editor = kit(widgets.Textarea, description=label, placeholder=placeholder,
@@ -262,8 +229,8 @@ class _FileEditor:
     def large_button(self) -> widgets.Button:
         """*Edit here anyway*, for a file larger than the view limit."""
         if self._large is None:
-            self._large = self._kit.button("Edit here anyway", "pencil", hideable=True)
-            self._large.on_click(lambda _b: self.load_large())
+            self._large = self._kit.button("Edit here anyway", "pencil", self.load_large,
+                                           hideable=True)
             _show(self._large, False)
             self._buttons.children = (*self._buttons.children, self._large)
         return self._large
@@ -403,15 +370,12 @@ class _Choices:
     def __init__(self, kit: _Kit, editor: _FileEditor) -> None:
         self.view = kit(widgets.HTML)
         self.reload_button = kit.button(
-            "Discard mine, reload", "refresh",
+            "Discard mine, reload", "refresh", lambda: editor.load(force=True),
             tooltip=f"Drop your text and load {editor.label} as it is now")
-        self.keep_editing_button = kit.button("Keep editing", "pencil")
+        self.keep_editing_button = kit.button("Keep editing", "pencil", editor.keep_editing)
         self.overwrite_button = kit.button(
-            "Overwrite anyway", "exclamation-triangle", button_style="danger",
+            "Overwrite anyway", "exclamation-triangle", editor.overwrite, button_style="danger",
             tooltip="Replace the version shown above with your text (if it has not changed again)")
-        self.reload_button.on_click(lambda _b: editor.load(force=True))
-        self.keep_editing_button.on_click(lambda _b: editor.keep_editing())
-        self.overwrite_button.on_click(lambda _b: editor.overwrite())
         self.box = kit(widgets.VBox, hideable=True, children=[
             self.view,
             kit(widgets.HBox, children=[self.reload_button, self.keep_editing_button,
@@ -419,9 +383,8 @@ class _Choices:
         ])
 
 
-#: Tags are counted on every refresh while the journal is at most this big (a few
-#: milliseconds); a bigger journal is counted only when asked (Count tags), so refreshing after
-#: a cell costs the same on a thousand entries or a million.
+#: Tags are counted on every refresh while the journal is at most this big; a bigger one only
+#: when asked (Count tags), so a refresh costs the same on any journal.
 TAG_COUNT_AUTO_BYTES = 1024 * 1024
 
 
@@ -432,20 +395,13 @@ PANEL_CLASS = "jp-AgentMemory-panel"
 class MemoryPanel(widgets.VBox):
     """A widget panel over one agent: Facts, Journal, Prompt, Persona and Sessions tabs.
 
-    ``mem`` is an :class:`~jupyter_agent_memory.AgentMemory`; ``workspace`` is the folder whose
-    ``system.md`` (if any) is the prompt's base (default: the current directory);
-    ``tool_name`` and ``budget_tokens`` are passed to the prompt builder.
+    ``workspace`` holds the prompt's base ``system.md`` (default: the current directory);
+    ``tool_name`` and ``budget_tokens`` go to the prompt builder.
     """
 
-    def __init__(
-        self,
-        mem: AgentMemory,
-        *,
-        workspace: str | Path | None = None,
-        tool_name: str = DEFAULT_TOOL_NAME,
-        budget_tokens: int | None = None,
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, mem: AgentMemory, *, workspace: str | Path | None = None,
+                 tool_name: str = DEFAULT_TOOL_NAME, budget_tokens: int | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.add_class(PANEL_CLASS)
         from ..engine.prompt import PromptBuilder
@@ -469,17 +425,13 @@ class MemoryPanel(widgets.VBox):
             f"<b>Agent memory: {escape_html(label)}</b> "
             f"<small><code>{escape_html(mem.path)}</code></small>"))
         self.banner = kit(widgets.HTML)
-        self.refresh_button = kit.button("Refresh", "refresh",
+        self.refresh_button = kit.button("Refresh", "refresh", self.refresh,
                                          tooltip="Reload everything from disk")
-        self.refresh_button.on_click(lambda _b: self.refresh())
 
-        self.tabs = kit(
-            widgets.Tab,
-            children=[self._build_facts_tab(), self._build_journal_tab(),
-                      self._build_prompt_tab(), self._build_persona_tab(),
-                      self._build_sessions_tab()],
-            titles=("Facts", "Journal", "Prompt", "Persona", "Sessions"),
-        )
+        self.tabs = kit(widgets.Tab, titles=("Facts", "Journal", "Prompt", "Persona", "Sessions"),
+                        children=[self._build_facts_tab(), self._build_journal_tab(),
+                                  self._build_prompt_tab(), self._build_persona_tab(),
+                                  self._build_sessions_tab()])
         self.children = [kit(widgets.HBox, children=[self.title, self.refresh_button]),
                          self.banner, self.tabs]
         self.refresh()
@@ -493,7 +445,10 @@ class MemoryPanel(widgets.VBox):
     def close(self) -> None:
         """Close the panel and its widgets and stop refreshing it."""
         _LIVE_PANELS.discard(self)
-        for widget in self._own_widgets():
+        stack = list(self.children)
+        while stack:
+            widget = stack.pop()
+            stack.extend(getattr(widget, "children", ()))
             if widget.layout not in _SHARED_LAYOUTS:
                 widget.layout.close()
             widget.close()
@@ -502,33 +457,16 @@ class MemoryPanel(widgets.VBox):
         self.layout.close()
         super().close()
 
-    def _own_widgets(self) -> list[widgets.Widget]:
-        found: list[widgets.Widget] = []
-        stack = list(self.children)
-        while stack:
-            widget = stack.pop()
-            found.append(widget)
-            stack.extend(getattr(widget, "children", ()))
-        return found
-
     def _check_folder(self) -> None:
         """Raise the engine's error when the agent folder is gone (nothing recreates it)."""
         if not self.mem.exists():
             raise AgentNotFoundError(self.mem.path, self.mem.agent_id)
 
-    # -- building the tabs -----------------------------------------------------------------
-
     def _build_facts_tab(self) -> widgets.Widget:
         kit = self._kit
-        self.facts = _FileEditor(
-            kit,
-            "FACT.md",
-            self.mem.read_facts,
-            self.mem.update_facts,
-            "FACT.md is empty. Write durable facts here and Save.",
-            guard=check_edit_body,
-            check=self._check_folder,
-        )
+        self.facts = _FileEditor(kit, "FACT.md", self.mem.read_facts, self.mem.update_facts,
+                                 "FACT.md is empty. Write durable facts here and Save.",
+                                 guard=check_edit_body, check=self._check_folder)
         self.facts_editor = self.facts.editor
         self.facts_save_button = self.facts.save_button
         self.facts_save_button.button_style = "primary"
@@ -546,19 +484,16 @@ class MemoryPanel(widgets.VBox):
 
         self.history_select = kit(widgets.Select, options=[], rows=6, description="Version",
                                   layout={"width": "auto"})
-        self.history_diff_button = kit.button("Diff with current", "columns")
-        self.history_restore_button = kit.button("Restore", "undo")
+        self.history_diff_button = kit.button("Diff with current", "columns",
+                                              self.show_history_diff)
+        self.history_restore_button = kit.button("Restore", "undo", self.restore_version)
         self.history_output = kit(widgets.HTML)
-        self.history_diff_button.on_click(lambda _b: self.show_history_diff())
-        self.history_restore_button.on_click(lambda _b: self.restore_version())
-
-        editor = self.facts.box
         history = kit(widgets.VBox, children=[
             self.history_select,
             kit(widgets.HBox, children=[self.history_diff_button, self.history_restore_button]),
             self.history_output])
         rendered = kit(widgets.VBox, children=[self.facts_rendered, self.facts_show_all])
-        self.facts_tabs = kit(widgets.Tab, children=[editor, rendered, history],
+        self.facts_tabs = kit(widgets.Tab, children=[self.facts.box, rendered, history],
                               titles=("Edit", "Rendered", "History"))
         return self.facts_tabs
 
@@ -581,15 +516,14 @@ class MemoryPanel(widgets.VBox):
                                  description="Since", continuous_update=False, layout=grow)
         self.journal_until = kit(widgets.Text, placeholder="ISO-8601, inclusive",
                                  description="Until", continuous_update=False, layout=grow)
-        self.journal_search_button = kit.button("Search", "search", button_style="primary")
+        self.journal_search_button = kit.button("Search", "search", self.search_journal,
+                                                button_style="primary")
         self.journal_count_button = kit.button(
-            "Count tags", "tags",
+            "Count tags", "tags", self.count_tags,
             tooltip="Read the whole journal once and list every tag with its count")
         self.journal_tags_info = kit(widgets.HTML)
         self.journal_results = kit(widgets.HTML)
         self.journal_status = kit(widgets.HTML)
-        self.journal_search_button.on_click(lambda _b: self.search_journal())
-        self.journal_count_button.on_click(lambda _b: self.count_tags())
         for control in (self.journal_query, self.journal_tag, self.journal_limit,
                         self.journal_since, self.journal_until):
             control.observe(lambda _change: self._search_on_change(), names="value")
@@ -599,9 +533,8 @@ class MemoryPanel(widgets.VBox):
                                layout={"width": "auto", "height": "80px"})
         self.append_tags = kit(widgets.Text, placeholder="comma-separated, e.g. meeting, q3",
                                description="Tags", layout=grow)
-        self.append_button = kit.button("Append", "plus")
+        self.append_button = kit.button("Append", "plus", self.append_entry)
         self.append_status = kit(widgets.HTML)
-        self.append_button.on_click(lambda _b: self.append_entry())
 
         wrap = {"flex_flow": "row wrap", "width": "100%"}
         search = kit(widgets.VBox, children=[
@@ -623,7 +556,7 @@ class MemoryPanel(widgets.VBox):
         self.prompt_workspace = kit(widgets.Text, value=str(self._workspace),
                                     description="Workspace",
                                     layout={"flex": "1 1 0%", "width": "auto"})
-        self.prompt_build_button = kit.button("Build", "cogs")
+        self.prompt_build_button = kit.button("Build", "cogs", self.build_prompt)
         self.prompt_show_all = kit(
             widgets.ToggleButton, value=False, description="Show all", icon="expand",
             layout={"width": "auto"},
@@ -637,7 +570,6 @@ class MemoryPanel(widgets.VBox):
         _show(self.prompt_copy_text, False)
         self.prompt_status = kit(widgets.HTML)
         self.prompt_view = kit(widgets.HTML)
-        self.prompt_build_button.on_click(lambda _b: self.build_prompt())
         self.prompt_show_all.observe(lambda _c: self._show_prompt(), names="value")
         self.prompt_copy_button.observe(lambda _c: self._show_prompt(), names="value")
         return kit(widgets.VBox, children=[
@@ -669,16 +601,13 @@ class MemoryPanel(widgets.VBox):
                                 layout=pick)
         self.session_other = kit(widgets.Dropdown, options=[("(pick one to diff with)", "")],
                                  description="Diff with", layout=pick)
-        self.session_show_button = kit.button("Show prompt", "file-text")
-        self.session_diff_button = kit.button("Diff", "columns")
+        self.session_show_button = kit.button("Show prompt", "file-text", self.show_session)
+        self.session_diff_button = kit.button("Diff", "columns", self.diff_sessions)
         self.session_why_text = kit(widgets.Text, placeholder="a line or part of one",
                                     description="Why", continuous_update=False, layout=pick)
-        self.session_why_button = kit.button("Trace", "search")
+        self.session_why_button = kit.button("Trace", "search", self.why)
         self.session_output = kit(widgets.HTML)
         self.session_output.add_class("jp-AgentMemory-panelSessionOutput")
-        self.session_show_button.on_click(lambda _b: self.show_session())
-        self.session_diff_button.on_click(lambda _b: self.diff_sessions())
-        self.session_why_button.on_click(lambda _b: self.why())
         self.session_why_text.observe(lambda _c: self.session_why_text.value and self.why(),
                                       names="value")
         row = {"width": "100%"}
@@ -693,8 +622,6 @@ class MemoryPanel(widgets.VBox):
             self.session_output,
         ])
 
-    # -- refreshing ------------------------------------------------------------------------
-
     def _guard(self, status: widgets.HTML, action: Callable[[], Any]) -> Any:
         """Run ``action``; show an engine error in ``status`` instead of raising from a click."""
         try:
@@ -702,6 +629,14 @@ class MemoryPanel(widgets.VBox):
         except MemoryToolError as exc:
             status.value = _message(exc.message, "error")
             return None
+
+    def _present(self, output: widgets.HTML, make: Callable[[], Any]) -> Any:
+        """Show the view ``make()`` returns in ``output`` and return it (None on an engine
+        error, shown there instead)."""
+        view = self._guard(output, make)
+        if view is not None:
+            output.value = view._repr_html_()
+        return view
 
     def _writable(self, enabled: bool) -> None:
         for part in (self.facts, self.soul, self.user):
@@ -747,8 +682,6 @@ class MemoryPanel(widgets.VBox):
         self.refresh()
         return True
 
-    # -- Facts -----------------------------------------------------------------------------
-
     @property
     def facts_dirty(self) -> bool:
         """True when the FACT.md editor holds edits that are not saved."""
@@ -789,13 +722,8 @@ class MemoryPanel(widgets.VBox):
             control.disabled = not versions
 
     def save_facts(self) -> bool:
-        """Save the editor as FACT.md with compare-and-swap against the version loaded.
-
-        Returns True when written. On a conflict nothing is written, the editor keeps the
-        text, and the conflict shows what changed with Reload, Keep editing and Overwrite
-        anyway. An editor that is empty after trimming is refused (the engine's guard for
-        human edits).
-        """
+        """Save the editor as FACT.md with compare-and-swap against the version loaded; True
+        when written (a conflict or an empty editor writes nothing)."""
         return self._after(self.facts.save())
 
     def overwrite_facts(self) -> bool:
@@ -817,13 +745,9 @@ class MemoryPanel(widgets.VBox):
         sha = self._selected_sha(sha)
         if not sha:
             return None
-
-        def diff() -> DiffView:
-            view = DiffView(self.mem.history_text(sha), self.mem.facts,
-                            f"FACT.md@{short_sha(sha)}", "FACT.md (current)")
-            self.history_output.value = view._repr_html_()
-            return view
-        return self._guard(self.history_output, diff)
+        return self._present(self.history_output, lambda: DiffView(
+            self.mem.history_text(sha), self.mem.facts, f"FACT.md@{short_sha(sha)}",
+            "FACT.md (current)"))
 
     def restore_version(self, sha: str | None = None) -> bool:
         """Make a stored version (default: the selected one) current; True when done.
@@ -848,8 +772,6 @@ class MemoryPanel(widgets.VBox):
         self.history_output.value = _message(
             f"Restored version {short_sha(sha)}; FACT.md is now {short_sha(new_sha)}.", "ok")
         return True
-
-    # -- Journal ---------------------------------------------------------------------------
 
     def _load_tags(self) -> None:
         if _journal_bytes(self.mem) <= TAG_COUNT_AUTO_BYTES:
@@ -929,8 +851,6 @@ class MemoryPanel(widgets.VBox):
         self.refresh()
         return True
 
-    # -- Prompt ----------------------------------------------------------------------------
-
     def build_prompt(self) -> PromptView | None:
         """Build the prompt for the workspace in the form; show sizes and budget warnings.
 
@@ -968,8 +888,6 @@ class MemoryPanel(widgets.VBox):
         else:
             self.prompt_copy_text.value = ""
 
-    # -- Persona ---------------------------------------------------------------------------
-
     def save_persona(self, part: _FileEditor) -> bool:
         """Save SOUL.md or USER.md (``panel.soul`` / ``panel.user``) with compare-and-swap."""
         return self._after(part.save())
@@ -981,8 +899,6 @@ class MemoryPanel(widgets.VBox):
     def save_user(self) -> bool:
         """Save the USER.md editor (compare-and-swap)."""
         return self.save_persona(self.user)
-
-    # -- Sessions --------------------------------------------------------------------------
 
     def _load_sessions(self) -> None:
         receipts = SessionsView(self.mem.sessions())
@@ -1013,14 +929,8 @@ class MemoryPanel(widgets.VBox):
         if not session_id:
             self.session_output.value = _message(SessionsView.empty_message, "warning")
             return None
-
-        def show() -> PromptView:
-            receipt = sessions.find(self.mem, session_id)
-            view = PromptView.from_receipt(receipt,
-                                           self.mem.session_prompt(receipt["session_id"]))
-            self.session_output.value = view._repr_html_()
-            return view
-        return self._guard(self.session_output, show)
+        return self._present(self.session_output,
+                             lambda: PromptView.from_session(self.mem, session_id))
 
     def diff_sessions(self, first: str | None = None,
                       second: str | None = None) -> DiffView | None:
@@ -1030,16 +940,8 @@ class MemoryPanel(widgets.VBox):
         if not first or not second:
             self.session_output.value = _message("Pick two sessions to diff.", "warning")
             return None
-
-        def diff() -> DiffView:
-            a, b = sessions.find(self.mem, first), sessions.find(self.mem, second)
-            view = DiffView(self.mem.session_prompt(a["session_id"]),
-                            self.mem.session_prompt(b["session_id"]),
-                            f"session {a['session_id']} ({a.get('ts', '?')})",
-                            f"session {b['session_id']} ({b.get('ts', '?')})")
-            self.session_output.value = view._repr_html_()
-            return view
-        return self._guard(self.session_output, diff)
+        return self._present(self.session_output,
+                             lambda: DiffView.between_sessions(self.mem, first, second))
 
     def why(self, text: str | None = None, session_id: str | None = None) -> WhyView | None:
         """Where each line holding ``text`` (default: the Why field) in a recorded prompt (default:
@@ -1049,14 +951,8 @@ class MemoryPanel(widgets.VBox):
         if not session_id:
             self.session_output.value = _message(SessionsView.empty_message, "warning")
             return None
-
-        def trace() -> WhyView:
-            view = WhyView(self.mem.why(session_id, text), session_id=session_id, needle=text)
-            self.session_output.value = view._repr_html_()
-            return view
-        return self._guard(self.session_output, trace)
-
-    # -- after our own writes --------------------------------------------------------------
+        return self._present(self.session_output, lambda: WhyView(
+            self.mem.why(session_id, text), session_id=session_id, needle=text))
 
     def _after(self, saved: bool) -> bool:
         """Our own write changed the files: refresh the views (editors keep their state)."""
