@@ -1,56 +1,11 @@
-"""IPython magics for agent memory.
+"""IPython magics for agent memory: ``%agent_memory``, ``%fact``, ``%%fact_update``,
+``%journal``, ``%memprompt`` and ``%forget`` (``%load_ext jupyter_agent_memory``).
 
-Load with ``%load_ext jupyter_agent_memory``. Every magic is a thin adapter over the engine:
-results and error messages are the engine's own, so what you see here is what an agent sees
-through the ``memory`` tool.
-
-Magics
-======
-
-``%agent_memory [TARGET] [--template T]``
-    Select (and create) the active agent: an agent id under the agents root, or a folder path
-    such as ``./demo-agent``. With ``--template``, provision it from a template. With no
-    argument, show the memory panel in a notebook, or a text summary in a terminal.
-
-``%fact [--raw | --history | --diff [SHA] | --restore SHA]``
-    Show FACT.md rendered from Markdown (raw HTML in it shows as text), its raw text, its
-    earlier versions, a diff between an earlier version and the current one, or restore an
-    earlier version.
-
-``%%fact_update``
-    Make the cell body the new FACT.md (the tool's ``update`` action); prints the tool's text
-    and a short diff.
-
-``%journal``, ``%journal append TEXT [-t TAG]...``, ``%journal search [QUERY] [-t TAG] [-n N]
-[--since ISO] [--until ISO]``
-    List the latest entries, add an entry, or search. Results are a list of entry dicts in
-    code and a table in a notebook.
-
-``%memprompt [--workspace DIR] [--facts] [--raw] [--diff [ID ID]] [--sessions]
-[--session ID] [--why TEXT]``
-    Show the exact system prompt the agent would get, with per-section sizes and any budget
-    warning, or the difference from the previous build in this session; or look back at
-    recorded sessions: list them, show one's exact prompt, diff two, trace a line.
-
-``%forget TEXT | --pattern REGEX | --secrets [--dry-run] [--reason R]``
-    Forget a text everywhere in the agent's memory and verify it; returns the receipt.
-
-Every magic that shows something also returns it: ``facts = %fact --raw`` and
-``text = %memprompt --raw`` are the exact text (a ``str``), the others the entries, versions,
-sessions or prompt view.
-
-Every magic takes ``--agent TARGET`` to act on another agent for that one call. Add ``?`` to a
-magic (``%fact?``) for its full help.
-
-Configuration
-=============
-
-Options are traitlets on :class:`AgentMemoryMagics`, e.g. in ``ipython_config.py``::
-
-    c.AgentMemoryMagics.default_agent = "./demo-agent"
-    c.AgentMemoryMagics.budget_tokens = 2000
-
-or in a running session with ``%config AgentMemoryMagics.budget_tokens = 2000``.
+Each is a thin adapter over the engine (results and errors are the engine's own), returns what
+it shows (``facts = %fact --raw`` is the exact text), takes ``--agent TARGET`` for one call and
+has full help (``%fact?``). Options are traitlets on :class:`AgentMemoryMagics`, e.g.
+``%config AgentMemoryMagics.budget_tokens = 2000`` or ``c.AgentMemoryMagics...`` in
+``ipython_config.py``.
 """
 
 from __future__ import annotations
@@ -88,11 +43,7 @@ from .display import (
     WhyView,
 )
 
-__all__ = [
-    "AgentMemoryMagics",
-    "load_ipython_extension",
-    "unload_ipython_extension",
-]
+__all__ = ["AgentMemoryMagics", "load_ipython_extension", "unload_ipython_extension"]
 
 _QUOTES = ("'", '"')
 APPEND_USAGE = "Usage: %journal append TEXT [-t TAG]..."
@@ -114,10 +65,8 @@ def _unquote(token: str) -> str:
 def _parse(magic: Callable[..., Any], line: str) -> Any:
     """Parse a magic's arguments, allowing options between positional words.
 
-    ``%journal append Met Ana -t people today`` keeps every word of the text. IPython's
-    splitter keeps quotes, so an apostrophe in plain text works. One pair of outer quotes is
-    removed from option values and single arguments (``-t "my tag"``, ``"two  words"``); text
-    given as several words is kept exactly as typed (``said "hi" twice``).
+    IPython's splitter keeps quotes (so an apostrophe works); one pair of outer quotes is
+    removed from option values and single arguments, text of several words is kept as typed.
     """
     try:
         argv = arg_split(line, strict=True)
@@ -136,8 +85,8 @@ def _parse(magic: Callable[..., Any], line: str) -> Any:
 
 @contextlib.contextmanager
 def _engine_errors() -> Iterator[None]:
-    """Turn engine errors (the ``MemoryToolError`` family, I/O failures included) into
-    one-line ``UsageError``s carrying the engine's message."""
+    """Turn engine errors (``MemoryToolError``, I/O failures included) into one-line
+    ``UsageError``s carrying the engine's message."""
     try:
         yield
     except MemoryToolError as exc:
@@ -162,36 +111,26 @@ class AgentMemoryMagics(Magics):
     """
 
     default_agent = Unicode(
-        "",
-        help="Agent id or folder path used until %agent_memory selects another. Empty means "
-        "the engine's default (env JUPYTER_AGENT_MEMORY_AGENT, else 'default').",
+        "", help="Agent id or folder path used until %agent_memory selects another. Empty "
+        "means the engine's default (env JUPYTER_AGENT_MEMORY_AGENT, else 'default').",
     ).tag(config=True)
-
     root = Unicode(
-        "",
-        help="Folder holding agents addressed by id. Empty means the engine's default "
+        "", help="Folder holding agents addressed by id. Empty means the engine's default "
         "(env JUPYTER_AGENT_MEMORY_ROOT, else <jupyter data dir>/agent-memory).",
     ).tag(config=True)
-
     budget_tokens = Int(
-        None,
-        allow_none=True,
-        help="Approximate token budget for the memory part of the prompt; %memprompt warns "
-        "when it is exceeded (it never truncates).",
+        None, allow_none=True, help="Approximate token budget for the memory part of the "
+        "prompt; %memprompt warns when it is exceeded (it never truncates).",
     ).tag(config=True)
-
     tool_name = Unicode(
         DEFAULT_TOOL_NAME,
         help="Name of the memory tool as the model sees it, used in the prompt's wording.",
     ).tag(config=True)
-
     journal_limit = Int(
         DEFAULT_LIMIT, help="How many entries %journal (with no command) lists by default."
     ).tag(config=True)
-
     panel = CaselessStrEnum(
-        ("auto", "always", "never"),
-        default_value="auto",
+        ("auto", "always", "never"), default_value="auto",
         help="What %agent_memory with no argument shows: 'auto' shows the widget panel in a "
         "Jupyter kernel and a text summary in a terminal; 'always'/'never' force one.",
     ).tag(config=True)
@@ -242,10 +181,6 @@ class AgentMemoryMagics(Magics):
             self._builders[key] = PromptBuilder(tool_name=self.tool_name, budget_tokens=budget)
         return self._builders[key]
 
-    def _in_kernel(self) -> bool:
-        """True when running under a Jupyter kernel (widgets can be displayed)."""
-        return getattr(self.shell, "kernel", None) is not None
-
     @line_magic
     @magic_arguments()
     @argument("target", nargs="?", default=None, help="agent id or folder path to make active")
@@ -288,7 +223,9 @@ class AgentMemoryMagics(Magics):
             print(f"Provisioned from template {definition.name!r}.")
         if target or args.template:
             return None
-        if self.panel == "always" or (self.panel == "auto" and self._in_kernel()):
+        # Under a Jupyter kernel, widgets can be displayed.
+        in_kernel = getattr(self.shell, "kernel", None) is not None
+        if self.panel == "always" or (self.panel == "auto" and in_kernel):
             return self._panel_for(mem)
         return self.summary(mem)
 
@@ -314,10 +251,8 @@ class AgentMemoryMagics(Magics):
     def summary(self, mem: AgentMemory) -> AgentSummary:
         """A size summary of an agent folder (what ``%agent_memory`` shows in a terminal)."""
         with _engine_errors():
-            sizes = {
-                name: max(0, size) if name != "JOURNAL.jsonl" else size
-                for name, size in mem.file_sizes().items()
-            }
+            sizes = {name: max(0, size) if name != "JOURNAL.jsonl" else size
+                     for name, size in mem.file_sizes().items()}
             info = mem.template_info() or {}
             history = mem.history()
         template = info.get("name") or info.get("template") or info.get("folder")
@@ -375,17 +310,14 @@ class AgentMemoryMagics(Magics):
 
     @staticmethod
     def _fact_diff(mem: AgentMemory, sha: str) -> DiffView | None:
-        if sha:
-            old = mem.history_text(sha)
-            label = sha[:12]
-        else:
+        if not sha:
             versions = mem.history()
             if not versions:
                 print(HistoryView.empty_message)
                 return None
-            label = versions[0]["sha256"][:12]
-            old = mem.history_text(versions[0]["sha256"])
-        return DiffView(old, mem.facts, f"FACT.md@{label}", "FACT.md (current)")
+            sha = versions[0]["sha256"]
+        return DiffView(mem.history_text(sha), mem.facts, f"FACT.md@{sha[:12]}",
+                        "FACT.md (current)")
 
     @cell_magic
     # The name only sets the usage line, so help reads "%%fact_update" as typed.
@@ -530,9 +462,7 @@ class AgentMemoryMagics(Magics):
         if diff_ids is not None and len(diff_ids) not in (0, 2):
             raise UsageError("--diff takes no session id (the previous build here) or two ids, "
                              f"not {len(diff_ids)}")
-        recorded = bool(args.sessions or args.why is not None or args.session is not None
-                        or diff_ids)
-        if recorded:
+        if args.sessions or args.why is not None or args.session is not None or diff_ids:
             if args.workspace or args.facts or args.budget is not None:
                 raise UsageError("--workspace, --facts and --budget apply to building a prompt, "
                                  "not to recorded sessions")
@@ -584,28 +514,17 @@ class AgentMemoryMagics(Magics):
     @staticmethod
     def _recorded(mem: AgentMemory, args: Any, diff_ids: list[str] | None) -> Any:
         """``%memprompt --sessions / --session / --diff ID ID / --why``: sessions on record."""
-        from ..engine import sessions
-
         with _engine_errors():
             if args.sessions:
                 return SessionsView(mem.sessions())
             if diff_ids:
-                first, second = (sessions.find(mem, i) for i in diff_ids)
-                return DiffView(
-                    mem.session_prompt(first["session_id"]),
-                    mem.session_prompt(second["session_id"]),
-                    f"session {first['session_id']} ({first.get('ts', '?')})",
-                    f"session {second['session_id']} ({second.get('ts', '?')})",
-                )
+                return DiffView.between_sessions(mem, *diff_ids)
             if args.why is not None:
                 session_id = args.session or _newest_session(mem)
                 return WhyView(mem.why(session_id, args.why),
                                session_id=session_id, needle=args.why)
-            receipt = sessions.find(mem, args.session)
-            text = mem.session_prompt(receipt["session_id"])
-            if args.raw:
-                return RawText(text)
-            return PromptView.from_receipt(receipt, text)
+            view = PromptView.from_session(mem, args.session)
+            return RawText(view.text) if args.raw else view
 
     @line_magic
     @magic_arguments()
