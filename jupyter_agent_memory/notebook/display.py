@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..engine.tool import NO_MATCHES
+from ..engine.tool import NO_JOURNAL, NO_MATCHES
 from ..render import escape_html, markdown_html, no_math_block
 
 __all__ = [
@@ -321,8 +321,12 @@ class JournalResult(list):
         self.now = now
 
     @classmethod
-    def from_search(cls, result: Sequence[Mapping[str, Any]], **kwargs: Any) -> JournalResult:
-        """Wrap the engine's ``SearchResult`` (a list with ``skipped`` / ``scanned``)."""
+    def from_search(cls, result: Sequence[Mapping[str, Any]] | None,
+                    **kwargs: Any) -> JournalResult:
+        """Wrap the engine's ``SearchResult`` (a list with ``skipped`` / ``scanned``); None,
+        for an agent without a journal, says so."""
+        if result is None:
+            return cls(empty_message=NO_JOURNAL)
         return cls(result, skipped=getattr(result, "skipped", 0) or 0,
                    scanned=getattr(result, "scanned", None),
                    indexed=bool(getattr(result, "indexed", False)), **kwargs)
@@ -350,16 +354,12 @@ class JournalResult(list):
         for entry in self:
             tags = entry.get("tags") or []
             tag_text = ", ".join(str(t) for t in tags) if isinstance(tags, list) else str(tags)
-            cells = [
-                _when_html(entry.get("ts", ""), self.now),
-                _cell_text(tag_text),
-                f'<div style="{TEXT_WRAP};min-width:16em">'
-                f"{_cell_text(str(entry.get('text', '')), self.highlight)}</div>",
-            ]
+            cells = [_when_html(entry.get("ts", ""), self.now), _cell_text(tag_text),
+                     f'<div style="{TEXT_WRAP};min-width:16em">'
+                     f"{_cell_text(str(entry.get('text', '')), self.highlight)}</div>"]
             for key in extras:
                 value = entry.get(key, "")
-                if not isinstance(value, str):
-                    value = json.dumps(value, ensure_ascii=False)
+                value = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
                 cells.append(f'<div style="{TEXT_WRAP}">{_cell_text(value)}</div>')
             rows.append(cells)
         table = _table(("time (UTC)", "tags", "text", *extras), rows,
@@ -368,20 +368,17 @@ class JournalResult(list):
 
     def __str__(self) -> str:
         if not self:
-            text = self.empty_message
-            if self.skipped:
-                text += f" ({self.skipped} corrupted lines skipped)"
-            return text
+            skipped = f" ({self.skipped} corrupted lines skipped)" if self.skipped else ""
+            return self.empty_message + skipped
         lines = []
         for entry in self:
             tags = entry.get("tags") or []
             if not isinstance(tags, list):  # written by another tool: shown as it is
                 tags = [tags]
             # Model-written, so inert: lines stay lines, nothing else reaches a terminal raw.
-            tag_text = "[" + ", ".join(inert_line(t) for t in tags) + "]" if tags else ""
             prefix = f"{inert_line(entry.get('ts', ''))}  "
-            if tag_text:
-                prefix += tag_text + " "
+            if tags:
+                prefix += "[" + ", ".join(inert_line(t) for t in tags) + "] "
             extras = {k: v for k, v in entry.items() if k not in _ENTRY_KEYS}
             text = _inert_lines(str(entry.get("text", "")))
             if extras:

@@ -28,7 +28,6 @@ from ..engine.arguments import DEFAULT_LIMIT, check_count
 from ..engine.paths import require_workspace
 from ..engine.prompt import DEFAULT_TOOL_NAME
 from ..engine.store import AgentMemory, check_edit_body
-from ..engine.tool import NO_JOURNAL
 from ..errors import MemoryToolError
 from .display import (
     AgentSummary,
@@ -409,8 +408,6 @@ class AgentMemoryMagics(Magics):
             result = mem.search_journal(query=" ".join(args.words),
                                         tag=args.tags[0] if args.tags else "", limit=limit,
                                         since=args.since, until=args.until)
-        if result is None:
-            return JournalResult(empty_message=NO_JOURNAL)
         return JournalResult.from_search(result, highlight=" ".join(args.words))
 
     @line_magic

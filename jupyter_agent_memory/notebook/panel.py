@@ -20,7 +20,6 @@ import ipywidgets as widgets
 from ..engine.arguments import DEFAULT_LIMIT, check_count
 from ..engine.prompt import DEFAULT_TOOL_NAME
 from ..engine.store import AgentMemory, check_edit_body
-from ..engine.tool import NO_JOURNAL
 from ..errors import AgentNotFoundError, MemoryConflictError, MemoryToolError
 from ..render import NO_MATH_CLASS, escape_html
 from .display import (
@@ -127,9 +126,8 @@ class _Kit:
                **kwargs: Any) -> widgets.Button:
         """A button as wide as its text (the default width cuts long labels short) that runs
         ``click()`` when pressed."""
-        layout = kwargs.pop("layout", {"width": "auto"})
-        button = self(widgets.Button, description=description, icon=icon, layout=layout,
-                      **kwargs)
+        button = self(widgets.Button, description=description, icon=icon,
+                      layout={"width": "auto"}, **kwargs)
         if click is not None:
             button.on_click(lambda _b: click())
         return button
@@ -417,7 +415,6 @@ class MemoryPanel(widgets.VBox):
         self.tags_stale = False
         self.gone = False
         self._rendered_facts: tuple[str, bool] | None = None
-        self._searching = False
 
         self._kit = kit = _Kit()
         label = mem.agent_id if mem.agent_id is not None else mem.path.name
@@ -526,7 +523,7 @@ class MemoryPanel(widgets.VBox):
         self.journal_status = kit(widgets.HTML)
         for control in (self.journal_query, self.journal_tag, self.journal_limit,
                         self.journal_since, self.journal_until):
-            control.observe(lambda _change: self._search_on_change(), names="value")
+            control.observe(lambda _change: self.search_journal(), names="value")
 
         self.append_text = kit(widgets.Textarea, description="Entry",
                                placeholder="What happened? (one journal entry)",
@@ -630,10 +627,11 @@ class MemoryPanel(widgets.VBox):
             status.value = _message(exc.message, "error")
             return None
 
-    def _present(self, output: widgets.HTML, make: Callable[[], Any]) -> Any:
+    def _present(self, output: widgets.HTML, make: Callable[[], Any],
+                 status: widgets.HTML | None = None) -> Any:
         """Show the view ``make()`` returns in ``output`` and return it (None on an engine
-        error, shown there instead)."""
-        view = self._guard(output, make)
+        error, shown in ``status``, else in ``output``)."""
+        view = self._guard(status or output, make)
         if view is not None:
             output.value = view._repr_html_()
         return view
@@ -652,7 +650,12 @@ class MemoryPanel(widgets.VBox):
         """
         self._fingerprint = memory_fingerprint(self.mem)
         if not self.mem.exists():
-            self._show_gone()
+            self.gone = True
+            message = AgentNotFoundError(self.mem.path, self.mem.agent_id).message
+            self.banner.value = _message(
+                f"The agent folder is gone (deleted or moved): {message}. What the editors hold "
+                "is kept; saving is off until the folder is back.", "error")
+            self._writable(False)
             return
         if self.gone:
             self.gone = False
@@ -666,14 +669,6 @@ class MemoryPanel(widgets.VBox):
         for part in (self.soul, self.user):
             self._guard(part.status, part.load)
         self._guard(self.session_output, self._load_sessions)
-
-    def _show_gone(self) -> None:
-        self.gone = True
-        message = AgentNotFoundError(self.mem.path, self.mem.agent_id).message
-        self.banner.value = _message(
-            f"The agent folder is gone (deleted or moved): {message}. What the editors hold "
-            "is kept; saving is off until the folder is back.", "error")
-        self._writable(False)
 
     def refresh_if_changed(self) -> bool:
         """Refresh when the agent's files changed since the last refresh; True if it did."""
@@ -710,11 +705,9 @@ class MemoryPanel(widgets.VBox):
     def _load_history(self) -> None:
         versions = HistoryView(self.mem.history())
         self.history = versions
-        self.history_select.options = [
-            (f"{format_when(v['ts'])}  {short_sha(v['sha256'])}  "
-             f"{format_size(int(v['size']))}", v["sha256"])
-            for v in versions
-        ]
+        self.history_select.options = [(f"{format_when(v['ts'])}  {short_sha(v['sha256'])}  "
+                                         f"{format_size(int(v['size']))}", v["sha256"])
+                                        for v in versions]
         if not versions:
             self.history_output.value = versions._repr_html_()
         for control in (self.history_select, self.history_diff_button,
@@ -807,30 +800,20 @@ class MemoryPanel(widgets.VBox):
             else ""
         self.journal_tags_info.value = _message(f"Tags: {listed}{more}{stale}")
 
-    def _search_on_change(self) -> None:
-        if not self._searching:
-            self.search_journal()
-
     def search_journal(self) -> JournalResult | None:
         """Run the search in the form; show and return the results (None on a bad argument)."""
         query = self.journal_query.value
 
         def search() -> JournalResult:
-            result = self.mem.search_journal(
-                query=query,
-                tag=self.journal_tag.value.strip(),
+            return JournalResult.from_search(self.mem.search_journal(
+                query=query, tag=self.journal_tag.value.strip(),
                 limit=check_count(self.journal_limit.value, "Limit"),
                 since=self.journal_since.value.strip() or None,
-                until=self.journal_until.value.strip() or None,
-            )
-            if result is None:
-                return JournalResult(empty_message=NO_JOURNAL)
-            return JournalResult.from_search(result, highlight=query)
+                until=self.journal_until.value.strip() or None), highlight=query)
         self.journal_status.value = ""
-        results = self._guard(self.journal_status, search)
+        results = self._present(self.journal_results, search, self.journal_status)
         if results is not None:
             self.last_results = results
-            self.journal_results.value = results._repr_html_()
         return results
 
     def append_entry(self) -> bool:
