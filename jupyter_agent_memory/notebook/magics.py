@@ -475,8 +475,7 @@ class AgentMemoryMagics(Magics):
         mem = self.memory_for(args.agent)
         with _engine_errors():
             workspace = require_workspace(args.workspace) if args.workspace else Path.cwd()
-        budget = args.budget if args.budget is not None else self.budget_tokens
-        builder = self._builder(budget)
+        builder = self._builder(args.budget if args.budget is not None else self.budget_tokens)
         with _engine_errors():
             if args.facts:
                 text = builder.build_facts_section(mem)
@@ -488,13 +487,12 @@ class AgentMemoryMagics(Magics):
                 text = prompt.text
                 view = PromptView.from_prompt(prompt)
                 warnings = list(prompt.warnings)
-        key = (str(mem.path), str(workspace.resolve()), "facts" if args.facts else "prompt")
-        previous = self._last_prompts.get(key)
-        if text is not None:
-            self._last_prompts[key] = text
         if text is None:
             print("No Agent Knowledge section: FACT.md is empty.")
             return None
+        key = (str(mem.path), str(workspace.resolve()), "facts" if args.facts else "prompt")
+        previous = self._last_prompts.get(key)
+        self._last_prompts[key] = text
         if args.raw:
             # Warnings go to stderr so the text (returned, and displayed as it is) stays exact.
             for warning in warnings:
@@ -568,11 +566,8 @@ class AgentMemoryMagics(Magics):
         return ForgetReceipt(receipt)
 
     def post_run_cell(self, result: Any = None) -> None:
-        """After each cell, let open memory panels refresh if memory changed on disk.
-
-        Panels live in :mod:`.panel`; when that module was never imported
-        there is nothing to refresh, and importing it here would pull in ipywidgets.
-        """
+        """After each cell, let open memory panels refresh if memory changed on disk (when
+        :mod:`.panel` was never imported there is none, and importing it would load ipywidgets)."""
         panel_module = sys.modules.get(f"{__package__}.panel")
         if panel_module is not None:
             panel_module.refresh_live_panels()
@@ -597,12 +592,9 @@ class _JsonValue(dict):
 
 
 def active_agent_location(ipython: Any) -> dict[str, Any]:
-    """Where this kernel's active agent is, without opening or creating anything.
-
-    For the JupyterLab sidebar's "open the notebook's agent": ``{"loaded": False}`` when the
-    extension is not loaded, else ``{"loaded": True, "path": folder, "agent_id": id or None,
-    "exists": bool}`` for the agent ``%agent_memory`` selected (or the default it would use).
-    """
+    """Where this kernel's active agent is, without opening or creating anything (for the
+    JupyterLab sidebar): ``{"loaded": False}`` without the extension, else ``{"loaded": True,
+    "path", "agent_id", "exists"}`` for the agent selected (or the default it would use)."""
     from ..engine.paths import resolve_target
 
     magics = ipython.magics_manager.registry.get(AgentMemoryMagics.__name__)

@@ -278,10 +278,8 @@ class _FileEditor:
                 "Edit here anyway.", "warning")
 
     def load(self, force: bool = False) -> str:
-        """Load the file unless there are unsaved edits (``force`` discards them).
-
-        Returns the text on disk, whether or not it went into the editor.
-        """
+        """Load the file unless there are unsaved edits (``force`` discards them); return the
+        text on disk, whether or not it went into the editor."""
         text, sha = self._read()
         if sha == self.base_sha and not force:
             return text
@@ -643,11 +641,8 @@ class MemoryPanel(widgets.VBox):
             button.disabled = not enabled
 
     def refresh(self) -> None:
-        """Reload everything from disk. Editors with unsaved edits keep them (and say so).
-
-        When the agent folder is gone, the panel says so, keeps what the editors hold, and
-        turns off every write: nothing recreates the folder.
-        """
+        """Reload everything from disk; editors with unsaved edits keep them (and say so). With
+        the agent folder gone, the panel says so and turns off every write."""
         self._fingerprint = memory_fingerprint(self.mem)
         if not self.mem.exists():
             self.gone = True
@@ -743,10 +738,8 @@ class MemoryPanel(widgets.VBox):
             "FACT.md (current)"))
 
     def restore_version(self, sha: str | None = None) -> bool:
-        """Make a stored version (default: the selected one) current; True when done.
-
-        Refuses while the editor holds unsaved edits, so they are not silently lost.
-        """
+        """Make a stored version (default: the selected one) current; True when done. Refused
+        while the editor holds unsaved edits."""
         sha = self._selected_sha(sha)
         if not sha:
             return False
@@ -835,10 +828,8 @@ class MemoryPanel(widgets.VBox):
         return True
 
     def build_prompt(self) -> PromptView | None:
-        """Build the prompt for the workspace in the form; show sizes and budget warnings.
-
-        A preview: no session is recorded.
-        """
+        """Build the prompt for the workspace in the form; show sizes and budget warnings (a
+        preview: no session is recorded)."""
         workspace = Path(self.prompt_workspace.value or ".").expanduser()
         if not workspace.is_dir():
             self.prompt_status.value = _message(
@@ -865,11 +856,7 @@ class MemoryPanel(widgets.VBox):
         self.prompt_view.value = view._repr_html_()
         copying = self.prompt_copy_button.value
         _show(self.prompt_copy_text, copying)
-        if copying:
-            text = view.text if view.limit is None else view.text[:view.limit]
-            self.prompt_copy_text.value = text
-        else:
-            self.prompt_copy_text.value = ""
+        self.prompt_copy_text.value = view.text[:view.limit] if copying else ""
 
     def save_persona(self, part: _FileEditor) -> bool:
         """Save SOUL.md or USER.md (``panel.soul`` / ``panel.user``) with compare-and-swap."""
@@ -887,11 +874,9 @@ class MemoryPanel(widgets.VBox):
         receipts = SessionsView(self.mem.sessions())
         self.last_sessions = receipts
         self.sessions_timeline.value = receipts._repr_html_()
-        options = [
-            (f"{format_when(r.get('ts'))}  {r['session_id']}  "
-             f"{(r.get('client') or {}).get('name', '')}", r["session_id"])
-            for r in receipts
-        ]
+        options = [(f"{format_when(r.get('ts'))}  {r['session_id']}  "
+                    f"{(r.get('client') or {}).get('name', '')}", r["session_id"])
+                   for r in receipts]
         for dropdown, first in ((self.session_pick, []),
                                 (self.session_other, [("(pick one to diff with)", "")])):
             current = dropdown.value
