@@ -303,11 +303,8 @@ class FactsView:
 @_view
 class JournalResult(list):
     """Journal entries (dicts with ``ts``, ``tags``, ``text``), newest first: a ``list`` in
-    code, an escaped table in a notebook, aligned text in a terminal.
-
-    ``skipped``: corrupted lines skipped; ``scanned``: lines read (``None``: unknown);
-    ``indexed``: the journal's index narrowed the search.
-    """
+    code, an escaped table in a notebook, aligned text in a terminal. ``skipped`` counts
+    corrupted lines, ``scanned`` lines read; ``indexed``: the index narrowed the search."""
 
     def __init__(self, entries: Iterable[Mapping[str, Any]] = (), *, skipped: int = 0,
                  scanned: int | None = None, empty_message: str = NO_MATCHES,
@@ -333,8 +330,7 @@ class JournalResult(list):
 
     def extra_keys(self) -> list[str]:
         """Keys beyond ts/tags/text present in any entry, in first-seen order."""
-        return list(dict.fromkeys(key for entry in self for key in entry
-                                  if key not in _ENTRY_KEYS))
+        return list(dict.fromkeys(key for entry in self for key in entry if key not in _ENTRY_KEYS))
 
     def _footer(self) -> str:
         parts = [f"{len(self)} entr{'y' if len(self) == 1 else 'ies'}, newest first"]

@@ -102,12 +102,8 @@ def _only_one(**flags: object) -> None:
 
 @magics_class
 class AgentMemoryMagics(Magics):
-    """The agent-memory magics: ``%agent_memory``, ``%fact``, ``%%fact_update``, ``%journal``,
-    ``%memprompt``, ``%forget``.
-
-    Holds the active agent for this session (opened on first use, so loading the extension
-    never creates a folder) and the last prompt built per agent, for ``%memprompt --diff``.
-    """
+    """The agent-memory magics. Holds the active agent for this session (opened on first use,
+    so loading the extension never creates a folder) and the last prompt built per agent."""
 
     default_agent = Unicode(
         "", help="Agent id or folder path used until %agent_memory selects another. Empty "
@@ -144,8 +140,7 @@ class AgentMemoryMagics(Magics):
         self._panels: dict[str, Any] = {}
 
     def _open(self, target: str | None, create: bool = False) -> AgentMemory:
-        # Only %agent_memory creates; every other magic refuses a missing agent, so a typo
-        # in --agent never leaves a folder behind.
+        # Only %agent_memory creates, so a typo in --agent never leaves a folder behind.
         with _engine_errors():
             return AgentMemory.open(target or None, root=self.root or None, create=create)
 
@@ -209,8 +204,7 @@ class AgentMemoryMagics(Magics):
             self.memory = mem
             print(f"Active agent: {self.describe(mem)}")
         else:
-            # Asking for the panel of the active agent is an explicit request to work with
-            # it, so the default agent is created here (and only here) on first use.
+            # Asking for the panel is explicit: the default agent is created here (only here).
             if self._memory is None:
                 self._memory = self._open(self.default_agent, create=True)
             mem = self._memory
@@ -222,18 +216,14 @@ class AgentMemoryMagics(Magics):
             print(f"Provisioned from template {definition.name!r}.")
         if target or args.template:
             return None
-        # Under a Jupyter kernel, widgets can be displayed.
         in_kernel = getattr(self.shell, "kernel", None) is not None
         if self.panel == "always" or (self.panel == "auto" and in_kernel):
             return self._panel_for(mem)
         return self.summary(mem)
 
     def _panel_for(self, mem: AgentMemory) -> Any:
-        """The open panel for this agent (refreshed), or a new one.
-
-        Re-running ``%agent_memory`` shows the same panel again instead of piling up panels
-        that would all keep refreshing after every cell.
-        """
+        """The open panel for this agent (refreshed), or a new one: re-running ``%agent_memory``
+        does not pile up panels that all keep refreshing."""
         from .panel import MemoryPanel, is_live
 
         panel = self._panels.get(str(mem.path))
@@ -414,10 +404,8 @@ class AgentMemoryMagics(Magics):
     @magic_arguments()
     @argument("--workspace", default=None, metavar="DIR",
               help="session workspace holding system.md (default: the current directory)")
-    @argument("--facts", action="store_true",
-              help="only the '## Agent Knowledge' facts section")
-    @argument("--raw", action="store_true",
-              help="the exact text, nothing else (returned as a str)")
+    @argument("--facts", action="store_true", help="only the '## Agent Knowledge' facts section")
+    @argument("--raw", action="store_true", help="the exact text, nothing else (returned as a str)")
     @argument("--diff", nargs="*", default=None, metavar="ID",
               help="no ID: diff against the previous build of this prompt in this session; "
               "two recorded session ids: diff their prompts")
@@ -609,8 +597,7 @@ def active_agent_location(ipython: Any) -> dict[str, Any]:
                                                    magics.root or None)
         except (MemoryToolError, ValueError, OSError) as exc:
             return _JsonValue(loaded=True, error=str(exc))
-    return _JsonValue(loaded=True, path=str(path), agent_id=agent_id,
-                      exists=os.path.lexists(path))
+    return _JsonValue(loaded=True, path=str(path), agent_id=agent_id, exists=os.path.lexists(path))
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -184,8 +184,7 @@ class _FileEditor:
         self.held_back = False
         self.writable = True
         self._allow_large = False
-        # Made on first need (a conflict, a file too large to edit here): most editors never
-        # need them, and every widget is one more model for the browser to build.
+        # Made on first need: most editors never need them, and each is a model to build.
         self._choices: _Choices | None = None
         self._large: widgets.Button | None = None
         self._buttons = kit(widgets.HBox, children=[self.save_button, self.reload_button])
@@ -353,8 +352,7 @@ class _FileEditor:
             f"Not saved: {self.label} changed on disk since you loaded it (you started from "
             f"{short_sha(exc.expected)}, it is now {short_sha(current_sha)}); nothing was "
             "written. Your text is still in the editor.", "error")
-        diff = DiffView(current, text, f"{self.label} now ({short_sha(current_sha)})",
-                        "your text")
+        diff = DiffView(current, text, f"{self.label} now ({short_sha(current_sha)})", "your text")
         self.conflict_view.value = (
             _message("What your text changes in the file as it is now:") + diff._repr_html_())
         self._show_choices(True)
@@ -390,10 +388,7 @@ PANEL_CLASS = "jp-AgentMemory-panel"
 
 class MemoryPanel(widgets.VBox):
     """A widget panel over one agent: Facts, Journal, Prompt, Persona and Sessions tabs.
-
-    ``workspace`` holds the prompt's base ``system.md`` (default: the current directory);
-    ``tool_name`` and ``budget_tokens`` go to the prompt builder.
-    """
+    ``workspace`` holds the prompt's base ``system.md`` (default: the current directory)."""
 
     def __init__(self, mem: AgentMemory, *, workspace: str | Path | None = None,
                  tool_name: str = DEFAULT_TOOL_NAME, budget_tokens: int | None = None,
@@ -496,8 +491,7 @@ class MemoryPanel(widgets.VBox):
         kit = self._kit
         # Fields grow with the panel and never shrink below their placeholders' width.
         grow = {"flex": "1 1 0%", "min_width": "22em", "width": "auto"}
-        # Without continuous updates a value changes on Enter or on leaving the field; each
-        # change searches again, so the results always match the filters shown.
+        # A value changes on Enter or on leaving the field, and each change searches again.
         self.journal_query = kit(widgets.Text, placeholder="text contains…",
                                  description="Query", continuous_update=False, layout=grow)
         self.journal_tag = kit(widgets.Combobox, placeholder="any tag", description="Tag",
@@ -592,8 +586,7 @@ class MemoryPanel(widgets.VBox):
         kit = self._kit
         self.sessions_timeline = kit(widgets.HTML)
         pick = {"flex": "1 1 0%", "width": "auto"}
-        self.session_pick = kit(widgets.Dropdown, options=[], description="Session",
-                                layout=pick)
+        self.session_pick = kit(widgets.Dropdown, options=[], description="Session", layout=pick)
         self.session_other = kit(widgets.Dropdown, options=[("(pick one to diff with)", "")],
                                  description="Diff with", layout=pick)
         self.session_show_button = kit.button("Show prompt", "file-text", self.show_session)
@@ -686,9 +679,8 @@ class MemoryPanel(widgets.VBox):
         self._render_facts(self.facts.load(force))
 
     def _render_facts(self, text: str) -> None:
-        # Sanitised text/html plus the text/plain; never text/markdown (see render.py). A
-        # refresh runs after every cell that touched memory; a large FACT.md that did not
-        # change is not converted again, and only about VIEW_LIMIT of it is sent unless asked.
+        # Sanitised text/html, never text/markdown. An unchanged FACT.md is not converted
+        # again, and only about VIEW_LIMIT of it is sent unless asked.
         show_all = self.facts_show_all.value
         if (text, show_all) == self._rendered_facts:
             return
@@ -837,8 +829,7 @@ class MemoryPanel(widgets.VBox):
             return None
 
         def build() -> PromptView:
-            # Built as a session would be, like %memprompt; the budget warning is shown in
-            # the view, so it is not also sent to stderr.
+            # As a session would be, like %memprompt; the view shows the budget warning.
             return PromptView.from_prompt(
                 self.builder.build_session(self.mem, workspace, warn=False))
         self.prompt_status.value = ""
@@ -900,8 +891,7 @@ class MemoryPanel(widgets.VBox):
         return self._present(self.session_output,
                              lambda: PromptView.from_session(self.mem, session_id))
 
-    def diff_sessions(self, first: str | None = None,
-                      second: str | None = None) -> DiffView | None:
+    def diff_sessions(self, first: str | None = None, second: str | None = None) -> DiffView | None:
         """Diff two recorded sessions' prompts (default: the two picked)."""
         first = first or self.session_pick.value
         second = second or self.session_other.value
