@@ -264,11 +264,6 @@ def inert_line(value: object) -> str:
                    if unicodedata.category(ch) in _NOT_RAW else ch for ch in str(value))
 
 
-def _inert_lines(text: str) -> str:
-    """``text`` kept on its own lines, each made inert (see :func:`inert_line`)."""
-    return "\n".join(inert_line(line) for line in text.split("\n"))
-
-
 class FactsView:
     """FACT.md: safe HTML from :func:`~jupyter_agent_memory.render.markdown_html` in a
     notebook, the text as stored in a terminal."""
@@ -376,7 +371,7 @@ class JournalResult(list):
             if tags:
                 prefix += "[" + ", ".join(inert_line(t) for t in tags) + "] "
             extras = {k: v for k, v in entry.items() if k not in _ENTRY_KEYS}
-            text = _inert_lines(str(entry.get("text", "")))
+            text = "\n".join(inert_line(line) for line in str(entry.get("text", "")).split("\n"))
             if extras:
                 text += "  " + inert_line(json.dumps(extras, ensure_ascii=False))
             # Lines after the first are indented so they stay inside the text column.
