@@ -598,17 +598,11 @@ class MemoryPanel(widgets.VBox):
         self.session_output.add_class("jp-AgentMemory-panelSessionOutput")
         self.session_why_text.observe(lambda _c: self.session_why_text.value and self.why(),
                                       names="value")
-        row = {"width": "100%"}
-        return kit(widgets.VBox, children=[
-            self.sessions_timeline,
-            kit(widgets.HBox, layout=row, children=[self.session_pick,
-                                                    self.session_show_button]),
-            kit(widgets.HBox, layout=row, children=[self.session_other,
-                                                    self.session_diff_button]),
-            kit(widgets.HBox, layout=row, children=[self.session_why_text,
-                                                    self.session_why_button]),
-            self.session_output,
-        ])
+        rows = [kit(widgets.HBox, layout={"width": "100%"}, children=pair) for pair in (
+            [self.session_pick, self.session_show_button],
+            [self.session_other, self.session_diff_button],
+            [self.session_why_text, self.session_why_button])]
+        return kit(widgets.VBox, children=[self.sessions_timeline, *rows, self.session_output])
 
     def _guard(self, status: widgets.HTML, action: Callable[[], Any]) -> Any:
         """Run ``action``; show an engine error in ``status`` instead of raising from a click."""
