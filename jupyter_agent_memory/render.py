@@ -151,11 +151,8 @@ def _markdown() -> Any:
 
     # html=False shows raw HTML as text; link validation refuses javascript:, vbscript:,
     # file: and most data: targets. Reference definitions and entities stay text.
-    parser = (
-        AsWritten("commonmark", {"html": False})
-        .enable(["table", "strikethrough"])
-        .disable(["reference", "entity"])
-    )
+    parser = (AsWritten("commonmark", {"html": False}).enable(["table", "strikethrough"])
+              .disable(["reference", "entity"]))
     parser.add_render_rule("image", _image_as_link)
     parser.add_render_rule("link_close", _link_close)
     parser.add_render_rule("fence", _fence)
@@ -179,11 +176,8 @@ class _Allowlist(HTMLParser):
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag not in _TAGS:
             return
-        kept = [
-            f' {name}="{escape_html(value)}"'
-            for name, value in attrs
-            if value is not None and _attribute_allowed(tag, name, value)
-        ]
+        kept = [f' {name}="{escape_html(value)}"' for name, value in attrs
+                if value is not None and _attribute_allowed(tag, name, value)]
         if tag == "a":
             kept.append(f' rel="{_LINK_REL}"')
         self.out.append(f"<{tag}{''.join(kept)}>")
@@ -302,8 +296,6 @@ def markdown_html(text: str) -> str:
     checked = text.replace("\r\n", "\n").replace("\r", "\n")
     fragment = sanitised_html(_markdown().render(text))
     if _hides_a_line(checked, visible_text(fragment)):
-        fragment = (
-            f"<p><em>{escape_html(PLAIN_TEXT_NOTE)}</em></p>\n"
-            f"<pre><code>{escape_html(text)}</code></pre>\n"
-        )
+        fragment = (f"<p><em>{escape_html(PLAIN_TEXT_NOTE)}</em></p>\n"
+                    f"<pre><code>{escape_html(text)}</code></pre>\n")
     return no_math_block(fragment, "jp-AgentMemory-markdown")

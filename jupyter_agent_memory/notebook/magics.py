@@ -56,9 +56,8 @@ def _clean_doc(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def _unquote(token: str) -> str:
     """Strip one pair of matching outer quotes; IPython's argument splitter keeps them."""
-    if len(token) >= 2 and token[0] == token[-1] and token[0] in _QUOTES:
-        return token[1:-1]
-    return token
+    quoted = len(token) >= 2 and token[0] == token[-1] and token[0] in _QUOTES
+    return token[1:-1] if quoted else token
 
 
 def _parse(magic: Callable[..., Any], line: str) -> Any:
@@ -162,9 +161,7 @@ class AgentMemoryMagics(Magics):
     @staticmethod
     def describe(mem: AgentMemory) -> str:
         """How an agent is named in messages: ``'id' (folder)`` or the folder."""
-        if mem.agent_id is not None:
-            return f"{mem.agent_id!r} ({mem.path})"
-        return str(mem.path)
+        return str(mem.path) if mem.agent_id is None else f"{mem.agent_id!r} ({mem.path})"
 
     def _builder(self, budget: int | None) -> Any:
         # One builder per (tool name, budget), kept for the session so its file cache pays off.
