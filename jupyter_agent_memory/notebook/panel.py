@@ -387,7 +387,7 @@ PANEL_CLASS = "jp-AgentMemory-panel"
 
 
 class MemoryPanel(widgets.VBox):
-    """A widget panel over one agent: Facts, Journal, Prompt, Persona and Sessions tabs.
+    """A widget panel over one agent (Facts, Journal, Prompt, Persona and Sessions tabs);
     ``workspace`` holds the prompt's base ``system.md`` (default: the current directory)."""
 
     def __init__(self, mem: AgentMemory, *, workspace: str | Path | None = None,
