@@ -9,14 +9,14 @@ against the ``agent-memory`` resource; writes go through jupyter_server's XSRF c
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
 import json
 import os
 import re
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+import weakref
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
@@ -318,32 +318,6 @@ def _within_deadline(deadline: float, func: Callable[[], T]) -> T:
         return func()
 
 
-class _AgentGate:
-    """At most ``per_agent`` requests of one agent in the worker pool at a time, so writers
-    waiting for one agent's lock never take every thread (the wait is on the event loop)."""
-
-    def __init__(self, per_agent: int) -> None:
-        self.per_agent = per_agent
-        self._gates: dict[str, tuple[asyncio.Semaphore, int]] = {}
-
-    @contextlib.asynccontextmanager
-    async def enter(self, agent: str, timeout: float | None = None) -> AsyncIterator[None]:
-        """Wait for a slot of ``agent`` at most ``timeout`` seconds (None: for ever), else
-        raise :class:`asyncio.TimeoutError`."""
-        gate, users = self._gates.get(agent, (asyncio.Semaphore(self.per_agent), 0))
-        self._gates[agent] = (gate, users + 1)
-        try:
-            await asyncio.wait_for(gate.acquire(), timeout)
-            try:
-                yield
-            finally:
-                gate.release()
-        finally:
-            gate, users = self._gates.pop(agent)  # no entry outlives its requests
-            if users > 1:
-                self._gates[agent] = (gate, users - 1)
-
-
 class _State:
     """What the handlers share: settings, the workspace, and one cached prompt builder."""
 
@@ -355,7 +329,11 @@ class _State:
         self.executor = ThreadPoolExecutor(
             max_workers=config.worker_threads, thread_name_prefix="agent-memory"
         )
-        self.gate = _AgentGate(max(1, config.worker_threads // 4))
+        # Each agent may use a quarter of the workers, so writers waiting for one agent's lock
+        # never take every thread. A gate lives while requests hold or await it.
+        self.per_agent = max(1, config.worker_threads // 4)
+        self.gates: weakref.WeakValueDictionary[str, asyncio.Semaphore]
+        self.gates = weakref.WeakValueDictionary()
         self.handovers = Handovers()
         self._builder: PromptBuilder | None = None
         # The builder caches files and prompts; builds run in worker threads, one at a time.
@@ -411,7 +389,7 @@ class AgentMemoryHandler(APIHandler):
 
     async def run(self, func: Callable[[], T], writes_to: str | None = None) -> T:
         """Run blocking engine work in the extension's pool; engine errors become ApiError.
-        Writes to one agent (``writes_to``) may wait for its lock, so they share its slots."""
+        Writes to one agent (``writes_to``) may wait for its lock, so they share its gate."""
         state = self.state
         loop = asyncio.get_running_loop()
         try:
@@ -421,13 +399,15 @@ class AgentMemoryHandler(APIHandler):
             # lock together never exceed the lock timeout, however many writes queue.
             timeout = state.config.lock_timeout
             deadline = time.monotonic() + timeout
+            gate = state.gates.setdefault(writes_to, asyncio.Semaphore(state.per_agent))
             try:
-                async with state.gate.enter(writes_to, timeout):
-                    return await loop.run_in_executor(
-                        state.executor, _within_deadline, deadline, func
-                    )
+                await asyncio.wait_for(gate.acquire(), timeout)
             except asyncio.TimeoutError:
                 raise LockTimeoutError(f"{writes_to}/memory/.lock", timeout) from None
+            try:
+                return await loop.run_in_executor(state.executor, _within_deadline, deadline, func)
+            finally:
+                gate.release()
         except MemoryToolError as exc:  # the engine's one error family (I/O included)
             raise _engine_error(exc) from exc
         except HandoverError as exc:
