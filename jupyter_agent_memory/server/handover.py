@@ -8,6 +8,7 @@ an opaque handle (``~`` and 16 hex digits) that every route accepts as an agent 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -82,12 +83,10 @@ async def ask_kernel(kernel_manager: Any, kernel_id: str, timeout: float) -> dic
     # A session of our own: a client sharing the manager's would record every broadcast
     # message's signature in the same replay history, and the notebook's own connection would
     # then drop those messages as duplicates.
-    session = Session(
-        key=kernel.session.key,
-        signature_scheme=kernel.session.signature_scheme,
-        username="agent-memory",
-    )
-    client = kernel.client(session=session)
+    shared = kernel.session
+    client = kernel.client(session=Session(
+        key=shared.key, signature_scheme=shared.signature_scheme, username="agent-memory"
+    ))
     client.start_channels()
     try:
         msg_id = client.execute(
@@ -95,7 +94,8 @@ async def ask_kernel(kernel_manager: Any, kernel_id: str, timeout: float) -> dic
             user_expressions={"agent": KERNEL_EXPRESSION},
         )  # fmt: skip
         deadline = time.monotonic() + timeout
-        while True:
+        reply: dict[str, Any] = {}
+        while reply.get("parent_header", {}).get("msg_id") != msg_id:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise HandoverError(
@@ -103,12 +103,8 @@ async def ask_kernel(kernel_manager: Any, kernel_id: str, timeout: float) -> dic
                     f"The kernel did not answer within {timeout:g} s (is a cell still "
                     "running?); try again when it is idle",
                 )
-            try:
+            with contextlib.suppress(Empty):  # the deadline check above reports it
                 reply = await client.get_shell_msg(timeout=left)
-            except Empty:
-                continue  # the deadline check above reports it
-            if reply.get("parent_header", {}).get("msg_id") == msg_id:
-                break
     finally:
         client.stop_channels()
     result = (reply.get("content", {}).get("user_expressions") or {}).get("agent") or {}
