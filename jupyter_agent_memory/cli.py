@@ -75,14 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", default=False, help=json_help)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    summaries = dict(COMMANDS)  # each sub-command's help is its line in the catalog
+    summaries = dict(COMMANDS)  # a sub-command's help is its line in the catalog
 
-    def command(name: str, **kwargs: Any) -> argparse.ArgumentParser:
-        return commands.add_parser(name, parents=[common], help=summaries[name], **kwargs)
+    def command(name: str, within: Any = commands, text: str = "") -> argparse.ArgumentParser:
+        return within.add_parser(name, parents=[common], help=text or summaries[name])
 
-    command("init").add_argument(
-        "--template", metavar="NAME", help="built-in template name or folder"
-    )
+    init = command("init")
+    init.add_argument("--template", metavar="NAME", help="built-in template name or folder")
     group = command("fact").add_mutually_exclusive_group()
     group.add_argument(
         "--set", metavar="FILE", help="replace FACT.md with FILE ('-' reads standard input)"
@@ -91,12 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--restore", metavar="SHA", help="restore a previous FACT.md version")
 
     verbs = command("journal").add_subparsers(dest="verb", metavar="VERB", required=True)
-    append = verbs.add_parser("append", parents=[common], help="add a journal entry")
+    append = command("append", verbs, "add a journal entry")
     append.add_argument("text", help="the entry text")
     append.add_argument(
         "-t", "--tag", action="append", default=[], metavar="TAG", help="a tag (repeatable)"
     )
-    search = verbs.add_parser("search", parents=[common], help="search the journal, newest first")
+    search = command("search", verbs, "search the journal, newest first")
     search.add_argument("query", nargs="?", default="", help="case-insensitive substring")
     search.add_argument("-t", "--tag", default="", metavar="TAG", help="only entries with TAG")
     search.add_argument(
@@ -116,27 +115,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_mcp_arguments(command("mcp"))
     actions = command("index").add_subparsers(dest="action", metavar="ACTION", required=True)
-    for name, text in (
-        ("build", "build the index, or bring it up to date, now"),
-        ("drop", "delete every index of this agent on this machine"),
-        ("status", "show what the index covers"),
-    ):
-        actions.add_parser(name, parents=[common], help=text)
+    command("build", actions, "build the index, or bring it up to date, now")
+    command("drop", actions, "delete every index of this agent on this machine")
+    command("status", actions, "show what the index covers")
     command("agents")
     command("demo")
 
     views = command("sessions").add_subparsers(dest="view", metavar="VIEW")
     session_help = "a session id, or a prefix of at least 6 hex digits"
-    show = views.add_parser(
-        "show", parents=[common], help="print a session's exact prompt, byte for byte"
-    )
+    show = command("show", views, "print a session's exact prompt, byte for byte")
     show.add_argument("session", metavar="ID", help=session_help)
-    diff = views.add_parser("diff", parents=[common], help="unified diff of two sessions' prompts")
+    diff = command("diff", views, "unified diff of two sessions' prompts")
     diff.add_argument("first", metavar="ID", help=session_help)
     diff.add_argument("second", metavar="ID", help=session_help)
-    why = views.add_parser(
-        "why", parents=[common], help="where each line of a session's prompt holding TEXT came from"
-    )
+    why = command("why", views, "where each line of a session's prompt holding TEXT came from")
     why.add_argument("session", metavar="ID", help=session_help)
     why.add_argument("text", metavar="TEXT", help="a line of the prompt, or part of one")
 
@@ -241,8 +233,7 @@ def _add_mcp_arguments(mcp: argparse.ArgumentParser) -> None:
         help="how the model sees the memory tool in the prompt (default: as MCP hosts name it)",
     )
     mcp.add_argument(
-        "--budget-tokens", type=int, default=None, metavar="N",
-        help="warn when the memory exceeds N tokens",
+        "--budget-tokens", type=int, metavar="N", help="warn when the memory exceeds N tokens"
     )
 
 
