@@ -942,8 +942,5 @@ def setup_handlers(serverapp: Any) -> None:
     web_app.add_handlers(
         ".*$", [(url_path_join(base_url, pattern), handler) for pattern, handler in routes]
     )
-    serverapp.log.info(
-        "jupyter_agent_memory: REST API at %s (agents root %s)",
-        url_path_join(base_url, API_PREFIX),
-        config.resolved_root(),
-    )
+    serverapp.log.info("jupyter_agent_memory: REST API at %s (agents root %s)",
+                       url_path_join(base_url, API_PREFIX), config.resolved_root())
