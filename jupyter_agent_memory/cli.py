@@ -1,14 +1,14 @@
 """``jupyter-agent-memory``: the command line (also ``jupyter agent-memory``).
 
-Every sub-command takes ``--agent TARGET`` (an agent id under the agents root, or a folder
-path; default: the default agent) and is a thin call into the engine, so it prints exactly
-what the ``memory`` tool would tell a model. Errors go to stderr with exit code 1 (2 for
-command-line usage errors).
+Every sub-command takes ``--agent TARGET`` (an agent id or a folder path) and is a thin call
+into the engine, printing exactly what the ``memory`` tool would tell a model. Errors go to
+stderr with exit code 1 (2 for command-line usage errors).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -261,8 +261,6 @@ def _open(args: argparse.Namespace, create: bool = False) -> AgentMemory:
 
 
 def _print_json(value: object) -> None:
-    import json
-
     print(json.dumps(value, indent=2, ensure_ascii=False))
 
 
