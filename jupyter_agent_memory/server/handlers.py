@@ -319,7 +319,8 @@ def _within_deadline(deadline: float, func: Callable[[], T]) -> T:
 
 
 class _State:
-    """What the handlers share: settings, the workspace, and one cached prompt builder."""
+    """What the handlers share: settings, the workspace, the worker pool and its per-agent
+    gates, the handed-over folders and one cached prompt builder."""
 
     def __init__(self, config: AgentMemoryServer, workspace: Path) -> None:
         self.config = config
