@@ -24,8 +24,7 @@ from typing import TYPE_CHECKING, Any
 from .__about__ import __version__
 
 if TYPE_CHECKING:
-    # What type checkers and IDEs see; at run time the same names load on first use
-    # (``__getattr__`` below). tests/engine/test_public_api.py keeps the two lists identical.
+    # What type checkers and IDEs see; at run time the same names load on first use.
     from .engine import (
         MEMORY_TOOL,
         AgentMemory,
@@ -62,37 +61,15 @@ if TYPE_CHECKING:
     from .notebook.panel import MemoryPanel
 
 _ENGINE = (
-    "AgentMemory",
-    "CorruptJournalWarning",
-    "WriteResult",
-    "PromptBuilder",
-    "Prompt",
-    "PromptWarning",
-    "Toolset",
-    "MEMORY_TOOL",
-    "call_tool",
-    "provision",
-    "product_info",
-    "list_templates",
-    "list_agents",
-    "validate_agent_id",
-    "default_root",
-    "default_agent_id",
-    "forget",
-    "lint",
+    "AgentMemory", "CorruptJournalWarning", "WriteResult", "PromptBuilder", "Prompt",
+    "PromptWarning", "Toolset", "MEMORY_TOOL", "call_tool", "provision", "product_info",
+    "list_templates", "list_agents", "validate_agent_id", "default_root", "default_agent_id",
+    "forget", "lint",
 )
 _ERRORS = (
-    "MemoryToolError",
-    "MemoryConflictError",
-    "UnsafePathError",
-    "InvalidAgentIdError",
-    "AgentNotFoundError",
-    "ContentTooLargeError",
-    "LockTimeoutError",
-    "MemoryIOError",
-    "VersionNotFoundError",
-    "SessionNotFoundError",
-    "TemplateError",
+    "MemoryToolError", "MemoryConflictError", "UnsafePathError", "InvalidAgentIdError",
+    "AgentNotFoundError", "ContentTooLargeError", "LockTimeoutError", "MemoryIOError",
+    "VersionNotFoundError", "SessionNotFoundError", "TemplateError",
 )
 #: public name -> the module it is loaded from (relative to this package)
 _EXPORTS = {
@@ -102,37 +79,13 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "__version__",
-    "AgentMemory",
-    "CorruptJournalWarning",
-    "WriteResult",
-    "PromptBuilder",
-    "Prompt",
-    "PromptWarning",
-    "Toolset",
-    "MEMORY_TOOL",
-    "call_tool",
-    "provision",
-    "product_info",
-    "list_templates",
-    "list_agents",
-    "validate_agent_id",
-    "default_root",
-    "default_agent_id",
-    "forget",
-    "lint",
-    "MemoryToolError",
-    "MemoryConflictError",
-    "UnsafePathError",
-    "InvalidAgentIdError",
-    "AgentNotFoundError",
-    "ContentTooLargeError",
-    "LockTimeoutError",
-    "MemoryIOError",
-    "VersionNotFoundError",
-    "SessionNotFoundError",
-    "TemplateError",
-    "MemoryPanel",
+    "__version__", "AgentMemory", "CorruptJournalWarning", "WriteResult", "PromptBuilder",
+    "Prompt", "PromptWarning", "Toolset", "MEMORY_TOOL", "call_tool", "provision",
+    "product_info", "list_templates", "list_agents", "validate_agent_id", "default_root",
+    "default_agent_id", "forget", "lint", "MemoryToolError", "MemoryConflictError",
+    "UnsafePathError", "InvalidAgentIdError", "AgentNotFoundError", "ContentTooLargeError",
+    "LockTimeoutError", "MemoryIOError", "VersionNotFoundError", "SessionNotFoundError",
+    "TemplateError", "MemoryPanel",
 ]
 
 

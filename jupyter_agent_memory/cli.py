@@ -1,29 +1,35 @@
 """``jupyter-agent-memory``: the command line (also ``jupyter agent-memory``).
 
-Every sub-command takes ``--agent TARGET`` (an agent id under the agents root, or a folder
-path; default: the default agent) and is a thin call into the engine, so it prints exactly
-what the ``memory`` tool would tell a model. Errors go to stderr with exit code 1 (2 for
-command-line usage errors).
+Every sub-command takes ``--agent TARGET`` (an agent id or a folder path) and is a thin call
+into the engine, printing exactly what the ``memory`` tool would tell a model. Errors go to
+stderr with exit code 1 (2 for command-line usage errors).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import environment
+from .engine.catalog import COMMANDS, PROG
 from .errors import INTERNAL_ERROR, MemoryToolError
 from .notebook.display import inert_line as _shown
 
 if TYPE_CHECKING:
     from .engine.store import AgentMemory
 
-PROG = "jupyter-agent-memory"
 DEMO_FACT = "- The user tried jupyter-agent-memory with its built-in demo."
-
+DEMO_AGENT = "demo"
+DEMO_ENTRY = "Ran the jupyter-agent-memory demo."
+#: The first tutorial, where a checkout has it.
+QUICKSTART = "notebooks/01-quickstart.ipynb"
+#: Characters of a client's name and version shown in the sessions list (``--json`` has all).
+CLIENT_COLUMN = 60
 
 EPILOG = """\
 examples:
@@ -68,33 +74,28 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--agent", metavar="TARGET", default=None, help=agent_help)
     parser.add_argument("--json", action="store_true", default=False, help=json_help)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    commands.required = True
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    summaries = dict(COMMANDS)  # a sub-command's help is its line in the catalog
 
-    init = commands.add_parser(
-        "init", parents=[common], help="create an agent folder (optionally from a template)"
-    )
+    def command(name: str, within: Any = commands, text: str = "") -> argparse.ArgumentParser:
+        return within.add_parser(name, parents=[common], help=text or summaries[name])
+
+    init = command("init")
     init.add_argument("--template", metavar="NAME", help="built-in template name or folder")
-
-    fact = commands.add_parser("fact", parents=[common], help="show or replace FACT.md")
-    group = fact.add_mutually_exclusive_group()
+    group = command("fact").add_mutually_exclusive_group()
     group.add_argument(
         "--set", metavar="FILE", help="replace FACT.md with FILE ('-' reads standard input)"
     )
     group.add_argument("--history", action="store_true", help="list previous FACT.md versions")
     group.add_argument("--restore", metavar="SHA", help="restore a previous FACT.md version")
 
-    journal = commands.add_parser(
-        "journal", parents=[common], help="append to or search the journal"
-    )
-    verbs = journal.add_subparsers(dest="verb", metavar="VERB")
-    verbs.required = True
-    append = verbs.add_parser("append", parents=[common], help="add a journal entry")
+    verbs = command("journal").add_subparsers(dest="verb", metavar="VERB", required=True)
+    append = command("append", verbs, "add a journal entry")
     append.add_argument("text", help="the entry text")
     append.add_argument(
         "-t", "--tag", action="append", default=[], metavar="TAG", help="a tag (repeatable)"
     )
-    search = verbs.add_parser("search", parents=[common], help="search the journal, newest first")
+    search = command("search", verbs, "search the journal, newest first")
     search.add_argument("query", nargs="?", default="", help="case-insensitive substring")
     search.add_argument("-t", "--tag", default="", metavar="TAG", help="only entries with TAG")
     search.add_argument(
@@ -104,10 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--since", default=None, help="ISO-8601 start of the time window")
     search.add_argument("--until", default=None, help="ISO-8601 end of the time window")
 
-    prompt = commands.add_parser(
-        "prompt", parents=[common],
-        help="print the system prompt the next session gets (sizes on stderr)",
-    )
+    prompt = command("prompt")
     prompt.add_argument("--workspace", metavar="DIR", help="session workspace (default: cwd)")
     prompt.add_argument("--tool-name", default=None, help="how the model sees the memory tool")
     prompt.add_argument(
@@ -115,14 +113,38 @@ def build_parser() -> argparse.ArgumentParser:
         help="warn when the memory exceeds TOKENS (overrides the template's budget)",
     )
 
-    _add_mcp_parser(commands, common)
-    _add_index_parser(commands, common)
-    commands.add_parser("agents", parents=[common], help="list the agents under the root")
-    commands.add_parser(
-        "demo", parents=[common],
-        help="show the learning loop on the guide template, in its own 'demo' agent",
+    _add_mcp_arguments(command("mcp"))
+    actions = command("index").add_subparsers(dest="action", metavar="ACTION", required=True)
+    command("build", actions, "build the index, or bring it up to date, now")
+    command("drop", actions, "delete every index of this agent on this machine")
+    command("status", actions, "show what the index covers")
+    command("agents")
+    command("demo")
+
+    views = command("sessions").add_subparsers(dest="view", metavar="VIEW")
+    session_help = "a session id, or a prefix of at least 6 hex digits"
+    show = command("show", views, "print a session's exact prompt, byte for byte")
+    show.add_argument("session", metavar="ID", help=session_help)
+    diff = command("diff", views, "unified diff of two sessions' prompts")
+    diff.add_argument("first", metavar="ID", help=session_help)
+    diff.add_argument("second", metavar="ID", help=session_help)
+    why = command("why", views, "where each line of a session's prompt holding TEXT came from")
+    why.add_argument("session", metavar="ID", help=session_help)
+    why.add_argument("text", metavar="TEXT", help="a line of the prompt, or part of one")
+
+    forget = command("forget")
+    what = forget.add_mutually_exclusive_group(required=True)
+    what.add_argument(
+        "text", nargs="?", metavar="TEXT",
+        help="the text to forget ('-' reads it from standard input, out of the shell history)",
     )
-    _add_looking_back_parsers(commands, common)
+    what.add_argument("--pattern", metavar="REGEX", help="forget every match of REGEX")
+    what.add_argument("--secrets", action="store_true", help="forget every stored credential")
+    forget.add_argument("--dry-run", action="store_true", help="only list what would change")
+    forget.add_argument(
+        "--reason", default="", metavar="TEXT", help="why, kept in the journal's tombstones"
+    )
+    command("lint")
     return parser
 
 
@@ -138,6 +160,83 @@ def _epilog() -> str:
     return EPILOG.format(prog=PROG, templates=templates, root=root)
 
 
+def _positive(convert: Callable[[str], float], expected: str) -> Callable[[str], Any]:
+    """An argparse type: ``convert(text)`` when it is above 0 and finite."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = convert(text)
+        except ValueError:
+            value = 0
+        if not 0 < value < float("inf"):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+
+    return parse
+
+
+def _add_mcp_arguments(mcp: argparse.ArgumentParser) -> None:
+    from .mcp_server.limits import HttpLimits
+
+    mcp.description = (
+        "Serve an existing agent over the Model Context Protocol: the memory tool, "
+        "resources for SOUL.md, USER.md, FACT.md, the journal and the session prompt, and "
+        "instructions that carry the session context. One line on stderr names the folder."
+    )
+    mcp.add_argument(
+        "--transport", choices=["stdio", "streamable-http"], default="stdio",
+        help="stdio (default) or streamable-http",
+    )
+    mcp.add_argument("--host", default="127.0.0.1", help="HTTP: address to bind (127.0.0.1)")
+    mcp.add_argument("--port", type=int, default=8765, help="HTTP: port (8765; 0 picks one)")
+    mcp.add_argument(
+        "--token", default=None,
+        help=f"HTTP: require 'Authorization: Bearer TOKEN' (or set ${environment.MCP_TOKEN})",
+    )
+    mcp.add_argument(
+        "--allow-origin", action="append", default=[], metavar="ORIGIN",
+        help="HTTP: also accept this Origin, e.g. http://example.test:3000 (repeatable)",
+    )
+    mcp.add_argument(
+        "--allow-host", action="append", default=[], metavar="HOST",
+        help="HTTP: also accept this Host header, e.g. mybox:8765 or mybox:* (repeatable)",
+    )
+    limits = HttpLimits()
+    count = _positive(int, "a whole number of at least 1")
+    seconds = _positive(float, "a positive number of seconds")
+    # Each flag sets the HttpLimits field of the same name.
+    for flag, parse, metavar, text in (
+        ("--max-sessions", count, "N", "open sessions in all ({}; 503 past that)"),
+        ("--max-sessions-per-client", count, "N",
+         "open sessions from one client address ({}; 429 past that)"),
+        ("--session-idle-timeout", seconds, "SECONDS",
+         "close a session with no request in flight for this long ({})"),
+        ("--request-timeout", seconds, "SECONDS",
+         "a request's headers, then its body, must each arrive within this ({}; 408 otherwise)"),
+        ("--max-connections", count, "N", "open sockets at once ({}; 503 past that)"),
+    ):
+        default = getattr(limits, flag[2:].replace("-", "_"))
+        mcp.add_argument(
+            flag, type=parse, default=default, metavar=metavar,
+            help="HTTP: " + text.format(f"{default:g}"),
+        )
+    mcp.add_argument(
+        "--read-tool", action="store_true",
+        help="also offer memory_read (FACT.md and the latest journal entries), for clients "
+        "that neither show instructions nor attach resources",
+    )
+    mcp.add_argument(
+        "--workspace", metavar="DIR", help="session workspace for system.md (default: cwd)"
+    )
+    mcp.add_argument(
+        "--tool-name", default=None, metavar="NAME",
+        help="how the model sees the memory tool in the prompt (default: as MCP hosts name it)",
+    )
+    mcp.add_argument(
+        "--budget-tokens", type=int, metavar="N", help="warn when the memory exceeds N tokens"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     args = build_parser().parse_args(argv)
@@ -145,8 +244,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _COMMANDS[args.command](args)
     except BrokenPipeError:
         # The reader (e.g. `| head`) went away; stay quiet like other command-line tools.
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except MemoryToolError as exc:  # the engine's one error family (I/O failures included)
@@ -163,23 +260,25 @@ def _open(args: argparse.Namespace, create: bool = False) -> AgentMemory:
     return AgentMemory.open(args.agent, create=create)
 
 
-def _init(args: argparse.Namespace) -> int:
-    if args.template:
-        from .engine.templates import load_template, provision
+def _print_json(value: object) -> None:
+    print(json.dumps(value, indent=2, ensure_ascii=False))
 
-        load_template(args.template)  # a bad template must not leave an empty agent behind
-        memory = _open(args, create=True)
-        definition = provision(args.template, memory)
-        print(f"Agent {definition.name!r} ready at {memory.path}")
-    else:
-        memory = _open(args, create=True)
-        print(f"Agent ready at {memory.path}")
+
+def _init(args: argparse.Namespace) -> int:
+    if not args.template:
+        print(f"Agent ready at {_open(args, create=True).path}")
+        return 0
+    from .engine.templates import load_template, provision
+
+    load_template(args.template)  # a bad template must not leave an empty agent behind
+    memory = _open(args, create=True)
+    definition = provision(args.template, memory)
+    print(f"Agent {definition.name!r} ready at {memory.path}")
     return 0
 
 
 def _fact(args: argparse.Namespace) -> int:
     memory = _open(args)
-    as_json = getattr(args, "json", False)
     if args.set is not None:
         from .engine.store import check_edit_body
 
@@ -187,7 +286,7 @@ def _fact(args: argparse.Namespace) -> int:
         print(memory.call_tool({"action": "update", "content": content}))
     elif args.history:
         versions = memory.history()
-        if as_json:
+        if args.json:
             _print_json(versions)
             return 0
         if not versions:
@@ -195,12 +294,11 @@ def _fact(args: argparse.Namespace) -> int:
         for version in versions:
             print(f"{version['ts']}  {version['sha256'][:12]}  {version['size']} bytes")
     elif args.restore:
-        restored = memory.restore(args.restore)
-        print(f"Restored FACT.md version {restored[:12]}.")
+        print(f"Restored FACT.md version {memory.restore(args.restore)[:12]}.")
     else:
         text, sha = memory.read_facts()
         path = memory.file_path("FACT.md")
-        if as_json:
+        if args.json:
             _print_json({"path": str(path), "content": text, "sha256": sha})
         elif text:
             sys.stdout.write(_terminal(text))
@@ -208,12 +306,6 @@ def _fact(args: argparse.Namespace) -> int:
             # stderr, so `fact > backup.md` still writes exactly the file's (empty) content
             print(f"FACT.md is empty ({path}).", file=sys.stderr)
     return 0
-
-
-def _print_json(value: object) -> None:
-    import json
-
-    print(json.dumps(value, indent=2, ensure_ascii=False))
 
 
 def _read_text(source: str) -> str:
@@ -243,12 +335,10 @@ def _journal(args: argparse.Namespace) -> int:
     if args.verb == "search":  # refused before the agent is even looked up
         check_count(args.limit, "-n/--limit")
     memory = _open(args)
-    as_json = getattr(args, "json", False)
     if args.verb == "append":
-        call = {"action": "append", "text": args.text, "tags": args.tag}
-        print(memory.call_tool(call))
+        print(memory.call_tool({"action": "append", "text": args.text, "tags": args.tag}))
         return 0
-    if as_json:  # JSON for scripts is the tool's own text
+    if args.json:  # JSON for scripts is the tool's own text
         call = {"action": "search", "query": args.query, "tag": args.tag, "limit": args.limit}
         call.update({k: getattr(args, k) for k in ("since", "until") if getattr(args, k)})
         print(memory.call_tool(call))
@@ -269,16 +359,10 @@ def _journal(args: argparse.Namespace) -> int:
 
 def format_entry(entry: dict[str, object]) -> str:
     """One journal entry as a compact line for people: time, tags, text (indented lines).
-
-    Everything a model wrote is inert: control and format characters show as escapes, so an
-    entry cannot colour the terminal, set the clipboard (OSC 52) or forge a row.
-    """
+    Everything a model wrote is inert: an entry cannot colour the terminal or forge a row."""
     tags = entry.get("tags")
-    shown = (
-        " ".join(f"#{_shown(t)}" for t in tags if isinstance(t, str))
-        if isinstance(tags, list)
-        else ""
-    )
+    tags = tags if isinstance(tags, list) else []
+    shown = " ".join(f"#{_shown(t)}" for t in tags if isinstance(t, str))
     lines = str(entry.get("text", "")).split("\n")
     body = ("\n" + " " * 27).join(_shown(line) for line in lines)
     return f"{_shown(entry.get('ts', '?')):<25}  {shown + '  ' if shown else ''}{body}"
@@ -296,23 +380,19 @@ def _terminal(text: str) -> str:
 def _prompt(args: argparse.Namespace) -> int:
     memory = _open(args)
     from .engine.paths import require_workspace
-    from .engine.prompt import DEFAULT_TOOL_NAME, PromptBuilder
+    from .engine.prompt import PromptBuilder
 
     workspace = require_workspace(args.workspace) if args.workspace else None
-    builder = PromptBuilder(
-        tool_name=args.tool_name or DEFAULT_TOOL_NAME, budget_tokens=args.budget
-    )
+    # An empty --tool-name means the default, as no --tool-name does.
+    builder = PromptBuilder(tool_name=args.tool_name or None, budget_tokens=args.budget)
     # The warning is reported below as one plain line, not as a Python warning.
     prompt = builder.build_session(memory, workspace, warn=False)
-    sizes = {
-        "tokens": prompt.tokens,
-        "memory_tokens": prompt.memory_tokens,
-        "budget_tokens": prompt.budget_tokens,
-        "warnings": list(prompt.warnings),
-        "sections": prompt.section_dicts(),
-    }
-    if getattr(args, "json", False):
-        _print_json({"text": prompt.text, **sizes})
+    if args.json:
+        _print_json({
+            "text": prompt.text, "tokens": prompt.tokens, "memory_tokens": prompt.memory_tokens,
+            "budget_tokens": prompt.budget_tokens, "warnings": list(prompt.warnings),
+            "sections": prompt.section_dicts(),
+        })
         return 0
     print(_terminal(prompt.text))
     # Sizes go to stderr so the prompt on stdout stays exactly what a session gets.
@@ -324,101 +404,13 @@ def _prompt(args: argparse.Namespace) -> int:
     return 0
 
 
-def _at_least_one(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return value
-
-
-def _add_mcp_parser(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    from .mcp_server.limits import HttpLimits
-
-    mcp = commands.add_parser(
-        "mcp", parents=[common], help="serve the memory over MCP (stdio, or Streamable HTTP)",
-        description=(
-            "Serve an existing agent over the Model Context Protocol: the memory tool, "
-            "resources for SOUL.md, USER.md, FACT.md, the journal and the session prompt, and "
-            "instructions that carry the session context. One line on stderr names the folder."
-        ),
-    )
-    mcp.add_argument(
-        "--transport", choices=["stdio", "streamable-http"], default="stdio",
-        help="stdio (default) or streamable-http",
-    )
-    mcp.add_argument("--host", default="127.0.0.1", help="HTTP: address to bind (127.0.0.1)")
-    mcp.add_argument("--port", type=int, default=8765, help="HTTP: port (8765; 0 picks one)")
-    mcp.add_argument(
-        "--token", default=None,
-        help=f"HTTP: require 'Authorization: Bearer TOKEN' (or set ${environment.MCP_TOKEN})",
-    )
-    mcp.add_argument(
-        "--allow-origin", action="append", default=[], metavar="ORIGIN",
-        help="HTTP: also accept this Origin, e.g. http://example.test:3000 (repeatable)",
-    )
-    mcp.add_argument(
-        "--allow-host", action="append", default=[], metavar="HOST",
-        help="HTTP: also accept this Host header, e.g. mybox:8765 or mybox:* (repeatable)",
-    )
-    limits = HttpLimits()
-    # Each flag sets the HttpLimits field of the same name.
-    for flag, parse, metavar, text in (
-        ("--max-sessions", _at_least_one, "N", "open sessions in all ({}; 503 past that)"),
-        ("--max-sessions-per-client", _at_least_one, "N",
-         "open sessions from one client address ({}; 429 past that)"),
-        ("--session-idle-timeout", _seconds, "SECONDS",
-         "close a session with no request in flight for this long ({})"),
-        ("--request-timeout", _seconds, "SECONDS",
-         "a request's headers, then its body, must each arrive within this ({}; 408 otherwise)"),
-        ("--max-connections", _at_least_one, "N", "open sockets at once ({}; 503 past that)"),
-    ):
-        default = getattr(limits, flag[2:].replace("-", "_"))
-        mcp.add_argument(
-            flag, type=parse, default=default, metavar=metavar,
-            help="HTTP: " + text.format(f"{default:g}"),
-        )
-    mcp.add_argument(
-        "--read-tool",
-        action="store_true",
-        help="also offer memory_read (FACT.md and the latest journal entries), for clients "
-        "that neither show instructions nor attach resources",
-    )
-    mcp.add_argument(
-        "--workspace", metavar="DIR", help="session workspace for system.md (default: cwd)"
-    )
-    mcp.add_argument(
-        "--tool-name", default=None, metavar="NAME",
-        help="how the model sees the memory tool in the prompt (default: as MCP hosts name it)",
-    )
-    mcp.add_argument(
-        "--budget-tokens", type=int, default=None, metavar="N",
-        help="warn when the memory exceeds N tokens",
-    )
-
-
 def _mcp(args: argparse.Namespace) -> int:
-    import os
-
     # Refuse a missing agent (naming the resolved folder) before the slow MCP import.
     memory = _open(args)
     if args.transport == "streamable-http" and not 0 <= args.port <= 65535:
         raise MemoryToolError(f"--port must be between 0 and 65535, got {args.port}")
-    workspace = args.workspace
-    if workspace is not None and not os.path.isdir(workspace):
-        raise MemoryToolError(f"--workspace {workspace}: no such folder")
+    if args.workspace is not None and not os.path.isdir(args.workspace):
+        raise MemoryToolError(f"--workspace {args.workspace}: no such folder")
     problem = None
     try:
         memory.ensure_layout()  # sweeps crash leftovers; never creates the agent folder itself
@@ -440,52 +432,30 @@ def _mcp(args: argparse.Namespace) -> int:
     from .mcp_server.service import host_tools
 
     builder = PromptBuilder(tools=host_tools(args.tool_name), budget_tokens=args.budget_tokens)
-    service = MemoryService(memory, builder, workspace=workspace, read_tool=args.read_tool)
+    service = MemoryService(memory, builder, workspace=args.workspace, read_tool=args.read_tool)
     if args.transport == "stdio":
         serve_stdio(service, problem)
-    else:
-        try:
-            serve_http(
-                service,
-                host=args.host,
-                port=args.port,
-                token=args.token or environment.text(environment.MCP_TOKEN),
-                allowed_hosts=tuple(args.allow_host),
-                allowed_origins=tuple(args.allow_origin),
-                problem=problem,
-                limits=HttpLimits(
-                    **{field.name: getattr(args, field.name) for field in fields(HttpLimits)}
-                ),
-            )
-        except OSError as exc:  # the server's own socket (a port in use), not the engine
-            raise MemoryToolError(
-                f"Cannot serve on {args.host}:{args.port}: {exc.strerror or exc}",
-                INTERNAL_ERROR,
-            ) from None
+        return 0
+    limits = HttpLimits(**{field.name: getattr(args, field.name) for field in fields(HttpLimits)})
+    try:
+        serve_http(
+            service, host=args.host, port=args.port,
+            token=args.token or environment.text(environment.MCP_TOKEN),
+            allowed_hosts=tuple(args.allow_host), allowed_origins=tuple(args.allow_origin),
+            problem=problem, limits=limits,
+        )
+    except OSError as exc:  # the server's own socket (a port in use), not the engine
+        raise MemoryToolError(
+            f"Cannot serve on {args.host}:{args.port}: {exc.strerror or exc}", INTERNAL_ERROR
+        ) from None
     return 0
-
-
-def _add_index_parser(
-    commands: argparse._SubParsersAction, common: argparse.ArgumentParser
-) -> None:
-    index = commands.add_parser(
-        "index", parents=[common], help="build, drop or show the journal's search index"
-    )
-    actions = index.add_subparsers(dest="action", metavar="ACTION")
-    actions.required = True
-    for name, text in (
-        ("build", "build the index, or bring it up to date, now"),
-        ("drop", "delete every index of this agent on this machine"),
-        ("status", "show what the index covers"),
-    ):
-        actions.add_parser(name, parents=[common], help=text)
 
 
 def _index(args: argparse.Namespace) -> int:
     memory = _open(args)
     if args.action == "drop":
         dropped = memory.drop_index()
-        if getattr(args, "json", False):
+        if args.json:
             _print_json(dropped)
             return 0
         files = dropped["dropped"]
@@ -494,7 +464,7 @@ def _index(args: argparse.Namespace) -> int:
             print(f"  {_shown(path)}")
         return 0
     status = memory.build_index() if args.action == "build" else memory.index_status()
-    if getattr(args, "json", False):
+    if args.json:
         _print_json(status)
         return 0
     print(f"state: {status['state']}" + (" (building)" if status["building"] else ""))
@@ -512,7 +482,7 @@ def _agents(args: argparse.Namespace) -> int:
 
     root = default_root()
     agents = list_agents(root)
-    if getattr(args, "json", False):
+    if args.json:
         _print_json({"root": str(root), "agents": agents})
         return 0
     print(f"Agents under {root}:" if agents else f"No agents under {root} yet.")
@@ -521,47 +491,39 @@ def _agents(args: argparse.Namespace) -> int:
     return 0
 
 
-DEMO_AGENT = "demo"
-DEMO_ENTRY = "Ran the jupyter-agent-memory demo."
-
-
 def _demo(args: argparse.Namespace) -> int:
     """The learning loop once, on its own agent: never the default agent or any other."""
+    from .engine.prompt import PromptBuilder
     from .engine.templates import provision
 
     if args.agent is None:
         args.agent = DEMO_AGENT
     memory = _open(args, create=True)
     definition = provision("guide", memory)
-    written = []
     facts = memory.facts
-    if DEMO_FACT not in facts:
-        content = facts.rstrip("\n") + ("\n\n" if facts.strip() else "") + DEMO_FACT + "\n"
-        written.append(("update", memory.call_tool({"action": "update", "content": content})))
+    if DEMO_FACT in facts:
+        update = "(FACT.md already holds the demo fact)"
     else:
-        written.append(("update", "(FACT.md already holds the demo fact)"))
+        content = facts.rstrip("\n") + ("\n\n" if facts.strip() else "") + DEMO_FACT + "\n"
+        update = memory.call_tool({"action": "update", "content": content})
     # Idempotent: a second run finds its entry instead of logging the same event again.
     if memory.search(query=DEMO_ENTRY, tag="demo", limit=1):
-        written.append(("append", "(the journal already records the demo)"))
+        append = "(the journal already records the demo)"
     else:
-        entry = {"action": "append", "text": DEMO_ENTRY, "tags": ["demo"]}
-        written.append(("append", memory.call_tool(entry)))
-    from .engine.prompt import PromptBuilder
-
+        append = memory.call_tool({"action": "append", "text": DEMO_ENTRY, "tags": ["demo"]})
+    written = [("update", update), ("append", append)]
     prompt = PromptBuilder().build_session(memory)
     steps = _next_steps(memory)
-    if getattr(args, "json", False):
-        _print_json(
-            {
-                "agent": memory.agent_id,
-                "path": str(memory.path),
-                "template": definition.template_id,
-                "session_1": [{"action": action, "result": text} for action, text in written],
-                "prompt": prompt.text,
-                "sections": [{"name": s.name, "tokens": s.tokens} for s in prompt.sections],
-                "next": [{"what": what, "commands": commands} for what, commands in steps],
-            }
-        )
+    if args.json:
+        _print_json({
+            "agent": memory.agent_id,
+            "path": str(memory.path),
+            "template": definition.template_id,
+            "session_1": [{"action": action, "result": text} for action, text in written],
+            "prompt": prompt.text,
+            "sections": [{"name": s.name, "tokens": s.tokens} for s in prompt.sections],
+            "next": [{"what": what, "commands": commands} for what, commands in steps],
+        })
         return 0
     rule = "-" * 72
     print(f"Agent {definition.name!r} at {memory.path}\n")
@@ -585,11 +547,9 @@ def _demo(args: argparse.Namespace) -> int:
 def _next_steps(memory: Any) -> list[tuple[str, list[str]]]:
     """What to try after the demo, as commands that work pasted into this shell."""
     import importlib.util
-    import os
 
     target = memory.agent_id or str(memory.path)
-    jupyter = _beside_python("jupyter")
-    lab = [jupyter, "lab"]
+    lab = [_beside_python("jupyter"), "lab"]
     if memory.agent_id is not None:
         # The server's setting makes the sidebar open on this agent instead of the default.
         lab.append(f"--AgentMemoryServer.default_agent={memory.agent_id}")
@@ -600,23 +560,14 @@ def _next_steps(memory: Any) -> list[tuple[str, list[str]]]:
         mcp.insert(0, f'{_beside_python("pip")} install "jupyter-agent-memory[mcp]"')
     return [
         (f"JupyterLab, with the Agent Memory sidebar (left) on '{target}':", [" ".join(lab)]),
-        (
-            "In a notebook cell:",
-            ["%load_ext jupyter_agent_memory", f"%agent_memory {target}"],
-        ),
+        ("In a notebook cell:", ["%load_ext jupyter_agent_memory", f"%agent_memory {target}"]),
         ("An MCP client (Claude Desktop, VS Code, Cursor, Cherry Studio) starts:", mcp),
     ]
-
-
-#: The first tutorial, where a checkout has it.
-QUICKSTART = "notebooks/01-quickstart.ipynb"
 
 
 def _beside_python(name: str) -> str:
     """``name`` as it can be typed here: the script installed beside this Python (relative
     to the working folder when it is below it, as ``.venv/bin/jupyter``), else ``name``."""
-    import os
-
     beside = os.path.join(os.path.dirname(sys.executable), name)
     if not os.path.exists(beside):
         return name
@@ -626,83 +577,29 @@ def _beside_python(name: str) -> str:
 
 def _script_path() -> str:
     """The absolute path of this command, as GUI apps (which have no PATH) need it."""
-    import os
     import shutil
 
     beside = os.path.join(os.path.dirname(sys.executable), PROG)
-    if os.path.exists(beside):
-        return beside
-    return shutil.which(PROG) or PROG
-
-
-# -- looking back and forgetting (sessions, forget, lint) ------------------------------------
-
-
-def _add_looking_back_parsers(
-    commands: argparse._SubParsersAction, common: argparse.ArgumentParser
-) -> None:
-    sessions = commands.add_parser(
-        "sessions", parents=[common],
-        help="list recorded session starts; show, diff or trace their exact prompts",
-    )
-    views = sessions.add_subparsers(dest="view", metavar="VIEW")
-    session_help = "a session id, or a prefix of at least 6 hex digits"
-    show = views.add_parser(
-        "show", parents=[common], help="print a session's exact prompt, byte for byte"
-    )
-    show.add_argument("session", metavar="ID", help=session_help)
-    diff = views.add_parser("diff", parents=[common], help="unified diff of two sessions' prompts")
-    diff.add_argument("first", metavar="ID", help=session_help)
-    diff.add_argument("second", metavar="ID", help=session_help)
-    why = views.add_parser(
-        "why", parents=[common], help="where each line of a session's prompt holding TEXT came from"
-    )
-    why.add_argument("session", metavar="ID", help=session_help)
-    why.add_argument("text", metavar="TEXT", help="a line of the prompt, or part of one")
-
-    forget = commands.add_parser(
-        "forget", parents=[common],
-        help="remove a text from facts, journal, history, session prompts and caches; verify",
-    )
-    what = forget.add_mutually_exclusive_group(required=True)
-    what.add_argument(
-        "text", nargs="?", metavar="TEXT",
-        help="the text to forget ('-' reads it from standard input, out of the shell history)",
-    )
-    what.add_argument("--pattern", metavar="REGEX", help="forget every match of REGEX")
-    what.add_argument("--secrets", action="store_true", help="forget every stored credential")
-    forget.add_argument("--dry-run", action="store_true", help="only list what would change")
-    forget.add_argument(
-        "--reason", default="", metavar="TEXT", help="why, kept in the journal's tombstones"
-    )
-    commands.add_parser(
-        "lint", parents=[common],
-        help="report credentials already stored, with the forget command that removes them",
-    )
-
-
-#: Characters of a client's name and version shown in the sessions list (``--json`` has all).
-CLIENT_COLUMN = 60
+    return beside if os.path.exists(beside) else shutil.which(PROG) or PROG
 
 
 def _sessions(args: argparse.Namespace) -> int:
-    from .engine.sessions import find as _find_session
+    from .engine.sessions import find as find_session
 
     memory = _open(args)
-    as_json = getattr(args, "json", False)
     if args.view == "show":
-        receipt = _find_session(memory, args.session)
+        receipt = find_session(memory, args.session)
         text = memory.session_prompt(args.session)
-        if as_json:
+        if args.json:
             _print_json({"receipt": receipt, "text": text})
         else:
             _write_exact(text)
         return 0
     if args.view == "diff":
         diff = memory.diff_sessions(args.first, args.second)
-        if as_json:
-            first = _find_session(memory, args.first)["session_id"]
-            second = _find_session(memory, args.second)["session_id"]
+        if args.json:
+            first = find_session(memory, args.first)["session_id"]
+            second = find_session(memory, args.second)["session_id"]
             _print_json({"first": first, "second": second, "diff": diff})
         elif diff:
             # A prompt rarely ends with a newline, nor then does its diff: end the output.
@@ -712,17 +609,17 @@ def _sessions(args: argparse.Namespace) -> int:
         return 0
     if args.view == "why":
         origins = memory.why(args.session, args.text)
-        if as_json:
+        if args.json:
             from dataclasses import asdict
 
             _print_json([asdict(origin) for origin in origins])
-        for origin in [] if as_json else origins:
-            print(origin)
-        if not origins and not as_json:
+        elif origins:
+            print(*origins, sep="\n")
+        else:
             print(f"No line of that session's prompt contains {args.text!r}.", file=sys.stderr)
         return 0 if origins else 1
     receipts = memory.sessions()
-    if as_json:
+    if args.json:
         _print_json(receipts)
         return 0
     if not receipts:
@@ -754,8 +651,7 @@ def _write_exact(text: str) -> None:
     on a terminal, inert (see :func:`_terminal`)."""
     stream = getattr(sys.stdout, "buffer", None)
     if stream is None or sys.stdout.isatty():
-        text = _terminal(text)
-        sys.stdout.write(text)
+        sys.stdout.write(_terminal(text))
         return
     sys.stdout.flush()
     stream.write(text.encode("utf-8", "surrogatepass"))
@@ -763,6 +659,9 @@ def _write_exact(text: str) -> None:
 
 
 def _forget(args: argparse.Namespace) -> int:
+    from .engine.forgetting import forget
+    from .notebook.display import forget_report
+
     memory = _open(args)
     text = args.text
     if text == "-":
@@ -771,21 +670,16 @@ def _forget(args: argparse.Namespace) -> int:
         # console must not make forgetting look for a text that ends in "\r".
         ending = next((end for end in ("\r\n", "\n", "\r") if text.endswith(end)), "")
         text = text.removesuffix(ending)
-    from .engine.forgetting import forget
-
     receipt = forget(
         memory, text, pattern=args.pattern, secrets=args.secrets, dry_run=args.dry_run,
         reason=args.reason,
     )
-    failed = not receipt.get("dry_run") and not receipt.get("verified")
-    if getattr(args, "json", False):
+    if args.json:
         _print_json(receipt)
-        return 1 if failed else 0
-    from .notebook.display import forget_report
-
-    for status, line in forget_report(receipt):
-        print(line, file=sys.stderr if status == "error" else sys.stdout)
-    return 1 if failed else 0
+    else:
+        for status, line in forget_report(receipt):
+            print(line, file=sys.stderr if status == "error" else sys.stdout)
+    return 1 if not receipt.get("dry_run") and not receipt.get("verified") else 0
 
 
 def _lint(args: argparse.Namespace) -> int:
@@ -798,7 +692,7 @@ def _lint(args: argparse.Namespace) -> int:
     command = f"{PROG} forget --secrets"
     if args.agent is not None:
         command += f" --agent {shlex.quote(str(args.agent))}"
-    if getattr(args, "json", False):
+    if args.json:
         _print_json({"secrets": findings, "forget": command if findings else None})
         return 1 if findings else 0
     if not findings:
@@ -813,18 +707,10 @@ def _lint(args: argparse.Namespace) -> int:
     return 1
 
 
-_COMMANDS = {
-    "init": _init,
-    "fact": _fact,
-    "journal": _journal,
-    "prompt": _prompt,
-    "mcp": _mcp,
-    "index": _index,
-    "agents": _agents,
-    "demo": _demo,
-    "sessions": _sessions,
-    "forget": _forget,
-    "lint": _lint,
+_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "init": _init, "fact": _fact, "journal": _journal, "prompt": _prompt, "mcp": _mcp,
+    "index": _index, "agents": _agents, "demo": _demo, "sessions": _sessions,
+    "forget": _forget, "lint": _lint,
 }
 
 

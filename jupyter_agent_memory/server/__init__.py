@@ -1,12 +1,7 @@
 """jupyter_server extension: a REST API over the agent-memory engine, used by the sidebar.
 
-Importing this package is light on purpose (no tornado, no jupyter_server): ``jupyter server
-extension list`` and the product-manifest generator import it, and ``%load_ext`` must stay fast.
-The handlers are imported only when a server loads the extension.
-
-``ROUTES`` is plain data describing every route, so documentation and the product manifest can
-list the API without importing the server stack. ``tests/test_server_*`` check that it matches the
-handlers that are actually registered.
+Importing this package is light on purpose (no tornado, no jupyter_server): the handlers are
+imported only when a server loads the extension. ``ROUTES`` lists the API as plain data.
 """
 
 from __future__ import annotations

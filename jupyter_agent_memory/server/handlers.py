@@ -1,25 +1,22 @@
 """Tornado handlers of the agent-memory REST API (``/agent-memory/api/``).
 
-Each handler is a thin adapter: it checks the request's shape, calls one engine operation in a
-worker thread (the engine does blocking file I/O and takes file locks), and maps the engine's
-errors to status codes. Error bodies are JSON ``{"message": ...}`` whose message is the engine's
-own text; a conflict adds ``expected`` and ``actual``.
-
-Every verb is ``@tornado.web.authenticated`` (and ``@authorized`` against the ``agent-memory``
-resource), and writes go through jupyter_server's XSRF check.
+Each handler checks the request's shape, runs one engine operation in a worker thread and maps
+the engine's errors to status codes. Error bodies are ``{"message": ...}`` with the engine's own
+text (a conflict adds ``expected`` and ``actual``). Every verb is authenticated and authorized
+against the ``agent-memory`` resource; writes go through jupyter_server's XSRF check.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
 import json
 import os
 import re
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+import weakref
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
@@ -71,12 +68,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-#: Resource name checked by the server's authorizer (read for GET, write for PUT/POST).
-AUTH_RESOURCE = "agent-memory"
-
 _SETTINGS_KEY = "agent_memory"
 
-# -- response shapes (mirrored in labextension/src/api.ts) ------------------------------------
+# The response shapes are mirrored in labextension/src/api.ts.
 
 
 class AgentsResponse(TypedDict):
@@ -98,10 +92,8 @@ class AgentCreatedResponse(TypedDict):
 
 
 class FactsResponse(TypedDict):
-    """``GET agents/{id}/facts``: ``content`` is cut to the view bound (``truncated``);
-    ``chars`` and ``sha256`` are always those of the whole file. With ``render=html``,
-    ``html`` is ``content`` rendered by the renderer ``%fact`` uses (sanitised, every line
-    visible)."""
+    """``GET agents/{id}/facts``: ``content`` cut to the view bound, ``chars`` and ``sha256``
+    of the whole file; ``html`` (``render=html``) is ``content`` rendered as ``%fact`` does."""
 
     agent: str
     path: str
@@ -130,6 +122,27 @@ class FactsSavedResponse(TypedDict):
     previous_sha256: str
 
 
+class PersonaResponse(TypedDict):
+    """``GET agents/{id}/soul`` and ``.../user``."""
+
+    agent: str
+    name: str
+    path: str
+    content: str
+    sha256: str
+    chars: int
+    truncated: bool
+
+
+class PersonaSavedResponse(TypedDict):
+    """``PUT agents/{id}/soul`` and ``.../user``."""
+
+    agent: str
+    name: str
+    sha256: str
+    previous_sha256: str
+
+
 class ConflictResponse(TypedDict):
     """409 body of ``PUT agents/{id}/facts``."""
 
@@ -139,8 +152,8 @@ class ConflictResponse(TypedDict):
 
 
 class JournalResponse(TypedDict):
-    """``GET agents/{id}/journal``: matches newest first, how many lines were skipped and
-    read, and whether the journal's index narrowed the search."""
+    """``GET agents/{id}/journal``: matches newest first, lines skipped and read, and whether
+    the journal's index narrowed the search."""
 
     agent: str
     entries: list[dict[str, Any]]
@@ -215,8 +228,8 @@ class SessionsResponse(TypedDict):
 
 
 class SessionResponse(TypedDict):
-    """``GET agents/{id}/sessions/{sid}``: the receipt and the exact prompt text (cut to the
-    view bound: ``truncated``; ``chars`` is the whole prompt's length)."""
+    """``GET agents/{id}/sessions/{sid}``: the receipt and the exact prompt (cut to the view
+    bound; ``chars`` is the whole prompt's length)."""
 
     agent: str
     receipt: dict[str, Any]
@@ -261,9 +274,6 @@ class ForgetResponse(TypedDict):
     receipt: dict[str, Any]
 
 
-# -- errors ------------------------------------------------------------------------------------
-
-
 class ApiError(tornado.web.HTTPError):
     """An HTTP error whose JSON body is ``{"message": message, **extra}``."""
 
@@ -276,29 +286,17 @@ class ApiError(tornado.web.HTTPError):
 
 # I/O failures a client can act on, by errno: what the request asked for cannot be done here.
 _OS_STATUS = {
-    errno.ENAMETOOLONG: 400,
-    errno.EACCES: 403,
-    errno.EPERM: 403,
-    errno.EROFS: 403,
-    errno.EISDIR: 403,
-    errno.ENOTDIR: 403,
-    errno.ENOENT: 404,
-    errno.ENOSPC: 507,
-    errno.EDQUOT: 507,
+    errno.ENAMETOOLONG: 400, errno.ENOENT: 404, errno.ENOSPC: 507, errno.EDQUOT: 507,
+    **dict.fromkeys((errno.EACCES, errno.EPERM, errno.EROFS, errno.EISDIR, errno.ENOTDIR), 403),
 }
-
 
 # Engine errors with a status of their own: a refused path, text too large, a lock held too long.
 _KIND_STATUS = ((UnsafePathError, 403), (ContentTooLargeError, 413), (LockTimeoutError, 503))
 
 
 def _engine_error(exc: MemoryToolError) -> ApiError:
-    """Map an engine exception to a status code, keeping the engine's message.
-
-    Conflict → 409 with both hashes; refused path → 403; text too large → 413; lock held too
-    long → 503; actionable I/O errors → their 4xx/507; invalid arguments (-32602) → 400;
-    anything else → 500.
-    """
+    """An engine exception as a status code with the engine's message: 409 (with both hashes),
+    403, 413, 503, an I/O error's own status, 400 for invalid arguments, else 500."""
     if isinstance(exc, MemoryConflictError):
         return ApiError(409, exc.message, expected=exc.expected, actual=exc.actual)
     for kind, status in _KIND_STATUS:
@@ -320,43 +318,9 @@ def _within_deadline(deadline: float, func: Callable[[], T]) -> T:
         return func()
 
 
-class _AgentGate:
-    """At most ``per_agent`` requests of one agent in the worker pool at a time.
-
-    A writer waiting for another process's lock occupies a worker thread; capping each agent
-    keeps threads free for every other agent, so one stuck agent never delays the rest.
-    Waiting for the gate happens on the event loop, not in a thread.
-    """
-
-    def __init__(self, per_agent: int) -> None:
-        self.per_agent = per_agent
-        self._gates: dict[str, tuple[asyncio.Semaphore, int]] = {}
-
-    @contextlib.asynccontextmanager
-    async def enter(self, agent: str, timeout: float | None = None) -> AsyncIterator[None]:
-        """Wait for a slot of ``agent`` at most ``timeout`` seconds (None: for ever), else
-        raise :class:`asyncio.TimeoutError`."""
-        gate, users = self._gates.get(agent, (asyncio.Semaphore(self.per_agent), 0))
-        self._gates[agent] = (gate, users + 1)
-        try:
-            await asyncio.wait_for(gate.acquire(), timeout)
-            try:
-                yield
-            finally:
-                gate.release()
-        finally:
-            gate, users = self._gates[agent]
-            if users <= 1:
-                del self._gates[agent]  # no entry outlives its requests
-            else:
-                self._gates[agent] = (gate, users - 1)
-
-
-# -- shared state ------------------------------------------------------------------------------
-
-
 class _State:
-    """What the handlers share: settings, the workspace, and one cached prompt builder."""
+    """What the handlers share: settings, the workspace, the worker pool and its per-agent
+    gates, the handed-over folders and one cached prompt builder."""
 
     def __init__(self, config: AgentMemoryServer, workspace: Path) -> None:
         self.config = config
@@ -366,7 +330,11 @@ class _State:
         self.executor = ThreadPoolExecutor(
             max_workers=config.worker_threads, thread_name_prefix="agent-memory"
         )
-        self.gate = _AgentGate(max(1, config.worker_threads // 4))
+        # Each agent may use a quarter of the workers, so writers waiting for one agent's lock
+        # never take every thread. A gate lives while requests hold or await it.
+        self.per_agent = max(1, config.worker_threads // 4)
+        self.gates: weakref.WeakValueDictionary[str, asyncio.Semaphore]
+        self.gates = weakref.WeakValueDictionary()
         self.handovers = Handovers()
         self._builder: PromptBuilder | None = None
         # The builder caches files and prompts; builds run in worker threads, one at a time.
@@ -385,14 +353,12 @@ class _State:
             return self._builder.build_session(mem, workspace=self.workspace, warn=False)
 
 
-#: How many characters of a file or prompt a view sends unless the request asks otherwise
-#: (``max_chars``): about 100 KB of text, enough to read, small enough for any front end.
+#: Characters of a file or prompt a view sends unless ``max_chars`` says otherwise (~100 KB).
 DEFAULT_VIEW_CHARS = 100_000
 
 
 def bounded_text(text: str, bound: int | None) -> tuple[str, bool]:
-    """``text`` cut to at most ``bound`` characters (never inside a character), and whether
-    anything was cut; ``bound`` None keeps it whole."""
+    """``text`` cut to at most ``bound`` characters (None: whole), and whether it was cut."""
     if bound is None or len(text) <= bound:
         return text, False
     return text[:bound], True
@@ -401,7 +367,7 @@ def bounded_text(text: str, bound: int | None) -> tuple[str, bool]:
 class AgentMemoryHandler(APIHandler):
     """Base class: JSON errors with the engine's message, agent lookup, body parsing."""
 
-    auth_resource = AUTH_RESOURCE
+    auth_resource = "agent-memory"  # checked by the server's authorizer
 
     @property
     def state(self) -> _State:
@@ -424,44 +390,40 @@ class AgentMemoryHandler(APIHandler):
 
     async def run(self, func: Callable[[], T], writes_to: str | None = None) -> T:
         """Run blocking engine work in the extension's pool; engine errors become ApiError.
-
-        Reads go straight to the pool; writes to one agent (``writes_to``) may wait for its
-        lock, so they share that agent's slots (:class:`_AgentGate`).
-        """
+        Writes to one agent (``writes_to``) may wait for its lock, so they share its gate."""
         state = self.state
         loop = asyncio.get_running_loop()
         try:
             if writes_to is None:
                 return await loop.run_in_executor(state.executor, func)
-            # One deadline for the whole write: the wait for the agent's slot and the wait
-            # for its lock together never exceed the documented lock timeout, however many
-            # writes queue for a locked agent.
+            # One deadline for the whole write: the waits for the agent's slot and for its
+            # lock together never exceed the lock timeout, however many writes queue.
             timeout = state.config.lock_timeout
             deadline = time.monotonic() + timeout
+            gate = state.gates.setdefault(writes_to, asyncio.Semaphore(state.per_agent))
             try:
-                async with state.gate.enter(writes_to, timeout):
-                    return await loop.run_in_executor(
-                        state.executor, _within_deadline, deadline, func
-                    )
+                await asyncio.wait_for(gate.acquire(), timeout)
             except asyncio.TimeoutError:
-                lock = f"{writes_to}/memory/.lock"
-                raise LockTimeoutError(lock, timeout) from None
+                raise LockTimeoutError(f"{writes_to}/memory/.lock", timeout) from None
+            try:
+                return await loop.run_in_executor(state.executor, _within_deadline, deadline, func)
+            finally:
+                gate.release()
         except MemoryToolError as exc:  # the engine's one error family (I/O included)
             raise _engine_error(exc) from exc
+        except HandoverError as exc:
+            raise ApiError(exc.status, exc.message) from None
 
     async def on_agent(
         self, agent_id: str, work: Callable[[AgentMemory], T], write: bool = False
     ) -> T:
-        """``work`` on the existing agent ``agent_id`` (:meth:`open_agent`), through
-        :meth:`run`; a ``write`` waits for the agent's slot."""
+        """``work`` on the existing agent ``agent_id`` through :meth:`run`; a ``write`` waits
+        for the agent's slot."""
         return await self.run(lambda: work(self.open_agent(agent_id)), agent_id if write else None)
 
     def json_body(self, fields: tuple[str, ...] | None = None) -> dict[str, Any]:
         """The request body as a JSON object; 413 over the size limit, 400 when malformed.
-
-        With ``fields``, any other key is refused (400 naming it): a misspelt field
-        (``dryrun``) must never be silently ignored and make a careful request careless.
-        """
+        With ``fields``, any other key is refused: a misspelt field must never be ignored."""
         limit = self.state.config.max_body_bytes
         size = len(self.request.body or b"")
         if size > limit:
@@ -488,16 +450,6 @@ class AgentMemoryHandler(APIHandler):
             )
         return data
 
-    def edit_body(self) -> tuple[Any, str | None]:
-        """``(content, expected_sha256)`` of a PUT that replaces a memory file."""
-        body = self.json_body(("content", "expected_sha256"))
-        expected = body.get("expected_sha256")
-        # `content` is checked by the engine (its message); `expected_sha256` only here,
-        # because the engine would report a non-string as a conflict.
-        if expected is not None and not isinstance(expected, str):
-            raise ApiError(400, "'expected_sha256' must be a sha256 hex string or null")
-        return body.get("content"), expected
-
     def view_bound(self) -> int | None:
         """``max_chars``: how much text a view sends (absent: :data:`DEFAULT_VIEW_CHARS`;
         ``0`` or ``all``: None, the whole text)."""
@@ -514,18 +466,14 @@ class AgentMemoryHandler(APIHandler):
                 f"got {raw!r}",
             )
         digits = value.lstrip("0")
-        # More digits than any text has characters: the whole text (and int() refuses very
-        # long digit strings outright).
-        if not digits or len(digits) > 15:
-            return None
-        return int(digits)
+        # More digits than any text has characters: the whole text (int() refuses very long
+        # digit strings outright).
+        return int(digits) if digits and len(digits) <= 15 else None
 
     def agent_id(self, raw: object) -> str:
-        """Validate an agent id from the URL or a body (400 with the engine's message).
-
-        ``@projects/demo-agent`` names a folder below the server's root, opened by path (the
-        sidebar's "open this folder as an agent"); ``~`` and 16 hex digits a handed-over one.
-        """
+        """Validate an agent id from the URL or a body (400 with the engine's message):
+        ``@projects/demo-agent`` is a folder below the server's root, ``~`` and 16 hex digits
+        a handed-over one."""
         if isinstance(raw, str) and raw.startswith(PATH_AGENT_PREFIX):
             _path_agent_parts(raw)
             return raw
@@ -539,40 +487,37 @@ class AgentMemoryHandler(APIHandler):
             raise _engine_error(exc) from None
 
     def open_agent(self, agent_id: str) -> AgentMemory:
-        """Open an existing agent without creating anything (blocking: call through :meth:`run`).
-
-        404 when the folder does not exist (only ``POST agents`` creates, so a mistyped URL
-        leaves nothing behind); a symlink or a file in its place the engine refuses (403).
-        """
-        config = self.state.config
+        """Open an existing agent, creating nothing (blocking: call through :meth:`run`); 404
+        when it does not exist, so a mistyped URL leaves nothing behind."""
+        state = self.state
+        timeout = state.config.lock_timeout
         if agent_id.startswith(PATH_AGENT_PREFIX):
-            return _open_path_agent(self.state.workspace, agent_id, config.lock_timeout)
-        if agent_id.startswith(HANDOVER_PREFIX):
-            return _open_handed_over(self.state.handovers, agent_id, config.lock_timeout)
-        root = config.resolved_root()
-        try:
-            return AgentMemory.open_id(
-                agent_id, root, create=False, lock_timeout=config.lock_timeout
-            )
-        except AgentNotFoundError:
-            raise ApiError(404, f'Agent "{agent_id}" does not exist under {root}') from None
+            folder = _below_workspace(state.workspace, agent_id)
+        elif agent_id.startswith(HANDOVER_PREFIX):
+            folder = state.handovers.path_of(agent_id)
+            if not folder.is_dir():
+                raise ApiError(
+                    404, f"The handed-over agent folder {folder} is gone (deleted or moved)"
+                )
+        else:
+            root = state.config.resolved_root()
+            try:
+                return AgentMemory.open_id(agent_id, root, create=False, lock_timeout=timeout)
+            except AgentNotFoundError:
+                raise ApiError(404, f'Agent "{agent_id}" does not exist under {root}') from None
+        return AgentMemory.open(folder, create=False, lock_timeout=timeout)
 
 
 #: An agent id starting with this names a folder below the server's root, by relative path.
 PATH_AGENT_PREFIX = "@"
+_HANDLE = re.compile(r"~[0-9a-f]{16}")
 
 
 def _path_agent_parts(agent_id: str) -> list[str]:
     """The path components of an ``@relative/path`` agent id; 400 unless it stays inside."""
     relative = agent_id[len(PATH_AGENT_PREFIX) :]
     parts = relative.split("/")
-    if (
-        not relative
-        or relative.startswith("/")
-        or "\\" in relative
-        or "\x00" in relative
-        or any(part in ("", ".", "..") for part in parts)
-    ):
+    if "\\" in relative or "\x00" in relative or any(p in ("", ".", "..") for p in parts):
         raise ApiError(
             400,
             f'Invalid agent folder "{relative}": give a folder path relative to the server\'s '
@@ -581,9 +526,9 @@ def _path_agent_parts(agent_id: str) -> list[str]:
     return parts
 
 
-def _open_path_agent(workspace: Path, agent_id: str, lock_timeout: float) -> AgentMemory:
-    """Open an existing folder below the server's root as an agent (nothing is created);
-    a link anywhere on the way is refused (403), so the folder is really below the root."""
+def _below_workspace(workspace: Path, agent_id: str) -> Path:
+    """The existing folder an ``@relative/path`` agent id names; a link anywhere on the way
+    is refused (403), so the folder is really below the server's root."""
     parts = _path_agent_parts(agent_id)
     relative = "/".join(parts)
     folder = workspace.joinpath(*parts)
@@ -593,32 +538,7 @@ def _open_path_agent(workspace: Path, agent_id: str, lock_timeout: float) -> Age
         raise ApiError(403, f'Refusing "{relative}": a link on the way leads out of the folder')
     if not folder.is_dir():
         raise ApiError(403, f'"{relative}" is not a folder')
-    return _open_folder(folder, lock_timeout)
-
-
-def _open_folder(folder: Path, lock_timeout: float) -> AgentMemory:
-    """Open an existing agent folder by path, nothing created; the engine's errors mapped."""
-    try:
-        return AgentMemory.open(folder, create=False, lock_timeout=lock_timeout)
-    except MemoryToolError as exc:
-        raise _engine_error(exc) from None
-
-
-_HANDLE = re.compile(r"~[0-9a-f]{16}")
-
-
-def _open_handed_over(handovers: Handovers, handle: str, lock_timeout: float) -> AgentMemory:
-    """Open the folder a kernel handed over as ``handle`` (see :mod:`.handover`)."""
-    try:
-        folder = handovers.path_of(handle)
-    except HandoverError as exc:
-        raise ApiError(exc.status, exc.message) from None
-    if not folder.is_dir():
-        raise ApiError(404, f"The handed-over agent folder {folder} is gone (deleted or moved)")
-    return _open_folder(folder, lock_timeout)
-
-
-# -- handlers ----------------------------------------------------------------------------------
+    return folder
 
 
 class AgentsHandler(AgentMemoryHandler):
@@ -660,12 +580,8 @@ class AgentsHandler(AgentMemoryHandler):
             mem = AgentMemory.open_id(agent_id, root, lock_timeout=config.lock_timeout)
             if template is not None:
                 provision(template, mem)
-            return {
-                "id": agent_id,
-                "path": str(mem.path),
-                "created": not existed,
-                "template": template,
-            }
+            return {"id": agent_id, "path": str(mem.path), "created": not existed,
+                    "template": template}
 
         result = await self.run(work, agent_id)
         self.reply(result, 201 if result["created"] else 200)
@@ -698,8 +614,7 @@ class FactsHandler(AgentMemoryHandler):
             reply = {"agent": agent_id, **self._named(),
                      "path": str(mem.file_path(self.file_name)), "content": shown,
                      "sha256": sha, "chars": len(content), "truncated": truncated}
-            if render == "html":
-                # The sidebar shows what %fact shows: one renderer, one rule.
+            if render == "html":  # the sidebar shows what %fact shows: one renderer
                 reply["html"] = markdown_html(shown)
             return reply
 
@@ -709,12 +624,17 @@ class FactsHandler(AgentMemoryHandler):
     async def put(self, agent: str) -> None:
         """Replace the file; with ``expected_sha256`` it is compare-and-swap (409 on mismatch)."""
         agent_id = self.agent_id(agent)
-        content, expected = self.edit_body()
+        body = self.json_body(("content", "expected_sha256"))
+        content: Any = body.get("content")  # any JSON value: the engine checks it
+        expected = body.get("expected_sha256")
+        # Checked here: the engine would report a non-string as a conflict.
+        if expected is not None and not isinstance(expected, str):
+            raise ApiError(400, "'expected_sha256' must be a sha256 hex string or null")
 
         def work(mem: AgentMemory) -> dict[str, Any]:
             if self.file_name == FACT and isinstance(content, str):
-                # People edit here (the sidebar): an empty buffer is refused, as in every
-                # editor. SOUL.md and USER.md may be empty.
+                # People edit here: an empty buffer is refused, as in every editor (SOUL.md
+                # and USER.md may be empty).
                 check_edit_body(content)
             write = {FACT: mem.update_facts, SOUL: mem.write_soul, USER: mem.write_user}
             written = write[self.file_name](content, expected_sha256=expected)
@@ -724,6 +644,18 @@ class FactsHandler(AgentMemoryHandler):
         self.reply(await self.on_agent(agent_id, work, write=True))
 
 
+class SoulHandler(FactsHandler):
+    """SOUL.md: ``GET`` it with its sha256, ``PUT`` it with compare-and-swap."""
+
+    file_name = SOUL
+
+
+class UserHandler(FactsHandler):
+    """USER.md: ``GET`` it with its sha256, ``PUT`` it with compare-and-swap."""
+
+    file_name = USER
+
+
 class JournalHandler(AgentMemoryHandler):
     """``GET`` searches the journal (newest first); ``POST {text, tags}`` appends an entry."""
 
@@ -731,26 +663,15 @@ class JournalHandler(AgentMemoryHandler):
     async def get(self, agent: str) -> None:
         """Search with the engine's rules for query, tag, limit, since and until."""
         agent_id = self.agent_id(agent)
-        args = {
-            name: self.get_query_argument(name, None)
-            for name in ("query", "tag", "limit", "since", "until")
-        }
+        query, tag, limit, since, until = (
+            self.get_query_argument(n, None) for n in ("query", "tag", "limit", "since", "until")
+        )
 
         def work(mem: AgentMemory) -> JournalResponse:
-            result = mem.search(
-                query=args["query"] or "",
-                tag=args["tag"] or "",
-                limit=normalize_limit(args["limit"]),
-                since=args["since"] or None,
-                until=args["until"] or None,
-            )
-            return {
-                "agent": agent_id,
-                "entries": list(result),
-                "skipped": int(getattr(result, "skipped", 0)),
-                "scanned": int(getattr(result, "scanned", 0)),
-                "indexed": bool(getattr(result, "indexed", False)),
-            }
+            result = mem.search(query=query or "", tag=tag or "", limit=normalize_limit(limit),
+                                since=since or None, until=until or None)
+            return {"agent": agent_id, "entries": list(result), "skipped": result.skipped,
+                    "scanned": result.scanned, "indexed": result.indexed}
 
         self.reply(await self.on_agent(agent_id, work))
 
@@ -760,15 +681,11 @@ class JournalHandler(AgentMemoryHandler):
         agent_id = self.agent_id(agent)
         body = self.json_body()
         text: Any = body.get("text")  # any JSON value: the engine checks it
-        tags = body.get("tags")
         # The memory tool's rule: anything but an array means no tags.
-        tags = tags if isinstance(tags, list) else []
-
-        def work(mem: AgentMemory) -> JournalAppendedResponse:
-            entry = mem.append(text, tags=tags)
-            return {"agent": agent_id, "entry": entry}
-
-        self.reply(await self.on_agent(agent_id, work, write=True), 201)
+        tags = body["tags"] if isinstance(body.get("tags"), list) else []
+        entry = await self.on_agent(agent_id, lambda mem: mem.append(text, tags=tags), write=True)
+        reply: JournalAppendedResponse = {"agent": agent_id, "entry": entry}
+        self.reply(reply, 201)
 
 
 class PromptHandler(AgentMemoryHandler):
@@ -776,12 +693,9 @@ class PromptHandler(AgentMemoryHandler):
 
     @_api
     async def get(self, agent: str) -> None:
-        """Build the prompt with the server's root directory as the workspace.
-
-        ``text`` is cut to ``max_chars``, and ``base`` and ``context`` are the parts of it
-        that cut text holds (``text`` is always ``base``, a blank line, then ``context``); the
-        sizes and sections describe the whole prompt.
-        """
+        """Build the prompt with the server's root directory as the workspace. ``text`` is cut
+        to ``max_chars`` and ``base`` and ``context`` to the parts of it the cut text holds;
+        the sizes and sections describe the whole prompt."""
         agent_id = self.agent_id(agent)
         state = self.state
         bound = self.view_bound()
@@ -791,26 +705,19 @@ class PromptHandler(AgentMemoryHandler):
             shown, truncated = bounded_text(prompt.text, bound)
             base, context = prompt.base, prompt.context
             if truncated:
-                # Cut where the text is cut, so the view never carries the prompt twice.
+                # Cut where the text is cut (text is base, a blank line, then context), so
+                # the view never carries the prompt twice.
                 if base is None:
                     context = shown
                 else:
                     base, context = shown[: len(base)], shown[len(base) + 2 :]
             return {
-                "agent": agent_id,
-                "workspace": str(state.workspace),
-                "text": shown,
-                "chars": len(prompt.text),
-                "truncated": truncated,
-                "base": base,
-                "context": context,
-                "bootstrap": bool(prompt.bootstrap),
-                "tokens": int(prompt.tokens),
-                "memory_tokens": int(prompt.memory_tokens),
-                "budget_tokens": prompt.budget_tokens,
-                "over_budget": bool(prompt.over_budget),
-                "warnings": list(prompt.warnings),
-                "sections": prompt.section_dicts(),
+                "agent": agent_id, "workspace": str(state.workspace), "text": shown,
+                "chars": len(prompt.text), "truncated": truncated, "base": base,
+                "context": context, "bootstrap": bool(prompt.bootstrap),
+                "tokens": int(prompt.tokens), "memory_tokens": int(prompt.memory_tokens),
+                "budget_tokens": prompt.budget_tokens, "over_budget": bool(prompt.over_budget),
+                "warnings": list(prompt.warnings), "sections": prompt.section_dicts(),
             }
 
         self.reply(await self.on_agent(agent_id, work))
@@ -825,9 +732,7 @@ class HandoverHandler(AgentMemoryHandler):
     @_api
     async def post(self) -> None:
         """Reply with the id the agent is known by; a folder outside both roots gets a handle.
-
-        Asking runs code in the kernel, so the caller must also be allowed to execute there.
-        """
+        Asking runs code in the kernel, so the caller must also be allowed to execute there."""
         kernel_id = self.json_body(("kernel_id",)).get("kernel_id")
         if not isinstance(kernel_id, str) or not kernel_id:
             raise ApiError(400, "'kernel_id' must be the id of a running kernel")
@@ -855,14 +760,10 @@ class HistoryHandler(AgentMemoryHandler):
 
     @_api
     async def get(self, agent: str) -> None:
-        """List versions as ``{ts, sha256, size}``."""
+        """List versions as ``{ts, sha256, size}`` (the engine's own shape)."""
         agent_id = self.agent_id(agent)
-
-        def work(mem: AgentMemory) -> dict[str, Any]:
-            # The engine's versions are exactly HistoryVersion: {ts, sha256, size}.
-            return {"agent": agent_id, "versions": mem.history()}
-
-        self.reply(await self.on_agent(agent_id, work))
+        versions = await self.on_agent(agent_id, lambda mem: mem.history())
+        self.reply({"agent": agent_id, "versions": versions})
 
 
 class VersionHandler(AgentMemoryHandler):
@@ -900,11 +801,9 @@ class SessionsHandler(AgentMemoryHandler):
     async def get(self, agent: str) -> None:
         """List receipts (time, id, client, prompt sha256, sections, sizes, warnings)."""
         agent_id = self.agent_id(agent)
-
-        def work(mem: AgentMemory) -> SessionsResponse:
-            return {"agent": agent_id, "sessions": mem.sessions()}
-
-        self.reply(await self.on_agent(agent_id, work))
+        sessions = await self.on_agent(agent_id, lambda mem: mem.sessions())
+        reply: SessionsResponse = {"agent": agent_id, "sessions": sessions}
+        self.reply(reply)
 
 
 class SessionHandler(AgentMemoryHandler):
@@ -956,25 +855,25 @@ class SessionWhyHandler(AgentMemoryHandler):
         def work(mem: AgentMemory) -> SessionWhyResponse:
             session_id = _receipt(mem, sid)["session_id"]
             origins: list[SessionOrigin] = [
-                {
-                    "section": origin.section,
-                    "source": origin.source,
-                    "version": origin.version,
-                    "line": origin.line,
-                    "text": origin.text,
-                    "description": str(origin),
-                }
+                {"section": origin.section, "source": origin.source, "version": origin.version,
+                 "line": origin.line, "text": origin.text, "description": str(origin)}
                 for origin in mem.why(session_id, needle)
             ]
-            return {
-                "agent": agent_id, "session_id": session_id, "text": needle, "origins": origins
-            }
+            return {"agent": agent_id, "session_id": session_id, "text": needle,
+                    "origins": origins}
 
         self.reply(await self.on_agent(agent_id, work))
 
 
-#: The fields a forget request may hold; anything else is refused.
-_FORGET_FIELDS = ("text", "pattern", "secrets", "dry_run", "reason")
+#: The fields a forget request may hold (anything else is refused): their types, defaults and
+#: what they must be. Booleans only: a string "false" must not pass as a true dry_run.
+_FORGET_FIELDS: dict[str, tuple[Any, Any, str]] = {
+    "text": ((str, type(None)), None, "a string or null"),
+    "pattern": ((str, type(None)), None, "a string or null"),
+    "secrets": (bool, False, "true or false"),
+    "dry_run": (bool, False, "true or false"),
+    "reason": (str, "", "a string"),
+}
 
 
 class ForgetHandler(AgentMemoryHandler):
@@ -985,73 +884,26 @@ class ForgetHandler(AgentMemoryHandler):
         """Remove a text, every match of a pattern, or every stored credential (200 with the
         receipt; ``receipt.verified`` false means a copy was still found, in ``remaining``)."""
         agent_id = self.agent_id(agent)
-        # Forgetting cannot be undone: a misspelt "dry_run" (or "pattern") must not be
-        # ignored and turn a rehearsal into the real thing.
-        body = self.json_body(_FORGET_FIELDS)
-        text, pattern = body.get("text"), body.get("pattern")
-        secrets, dry_run = body.get("secrets", False), body.get("dry_run", False)
-        reason = body.get("reason", "")
-        for name, value in (("text", text), ("pattern", pattern)):
-            if value is not None and not isinstance(value, str):
-                raise ApiError(400, f"'{name}' must be a string or null")
-        # Booleans only: a string "false" must not pass as true (for dry_run, that would
-        # forget for real).
-        for name, value in (("secrets", secrets), ("dry_run", dry_run)):
-            if not isinstance(value, bool):
-                raise ApiError(400, f"'{name}' must be true or false")
-        if not isinstance(reason, str):
-            raise ApiError(400, "'reason' must be a string")
-        if (text is not None) + (pattern is not None) + secrets != 1:
+        # Forgetting cannot be undone: a misspelt "dry_run" must not turn a rehearsal into
+        # the real thing.
+        body = self.json_body(tuple(_FORGET_FIELDS))
+        args: dict[str, Any] = {}
+        for name, (kind, default, what) in _FORGET_FIELDS.items():
+            args[name] = body.get(name, default)
+            if not isinstance(args[name], kind):
+                raise ApiError(400, f"'{name}' must be {what}")
+        text = args.pop("text")
+        if (text is not None) + (args["pattern"] is not None) + args["secrets"] != 1:
             raise ApiError(400, "Give exactly one of 'text', 'pattern' or 'secrets': true")
+        receipt = await self.on_agent(agent_id, lambda mem: forget(mem, text, **args), write=True)
+        reply: ForgetResponse = {"agent": agent_id, "receipt": receipt}
+        self.reply(reply)
 
-        def work(mem: AgentMemory) -> ForgetResponse:
-            receipt = forget(
-                mem, text, pattern=pattern, secrets=secrets, dry_run=dry_run, reason=reason
-            )
-            return {"agent": agent_id, "receipt": receipt}
-
-        self.reply(await self.on_agent(agent_id, work, write=True))
-
-
-class PersonaResponse(TypedDict):
-    """``GET agents/{id}/soul`` and ``.../user``."""
-
-    agent: str
-    name: str
-    path: str
-    content: str
-    sha256: str
-    chars: int
-    truncated: bool
-
-
-class PersonaSavedResponse(TypedDict):
-    """``PUT agents/{id}/soul`` and ``.../user``."""
-
-    agent: str
-    name: str
-    sha256: str
-    previous_sha256: str
-
-
-class SoulHandler(FactsHandler):
-    """SOUL.md: ``GET`` it with its sha256, ``PUT`` it with compare-and-swap."""
-
-    file_name = SOUL
-
-
-class UserHandler(FactsHandler):
-    """USER.md: ``GET`` it with its sha256, ``PUT`` it with compare-and-swap."""
-
-    file_name = USER
-
-
-# -- registration ------------------------------------------------------------------------------
 
 _AGENT = r"(?P<agent>[^/]+)"
 _SID = r"(?P<sid>[^/]+)"
 
-#: (URL regex below the base URL, handler), in the order of ``ROUTES`` in ``__init__``.
+#: (URL regex below the base URL, handler), in the order of ``ROUTES``.
 HANDLERS: list[tuple[str, type[AgentMemoryHandler]]] = [
     (f"{API_PREFIX}/agents", AgentsHandler),
     (f"{API_PREFIX}/agents/{_AGENT}/facts", FactsHandler),
@@ -1091,8 +943,5 @@ def setup_handlers(serverapp: Any) -> None:
     web_app.add_handlers(
         ".*$", [(url_path_join(base_url, pattern), handler) for pattern, handler in routes]
     )
-    serverapp.log.info(
-        "jupyter_agent_memory: REST API at %s (agents root %s)",
-        url_path_join(base_url, API_PREFIX),
-        config.resolved_root(),
-    )
+    serverapp.log.info("jupyter_agent_memory: REST API at %s (agents root %s)",
+                       url_path_join(base_url, API_PREFIX), config.resolved_root())

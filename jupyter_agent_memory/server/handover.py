@@ -1,23 +1,14 @@
 """Agent folders a notebook's kernel hands over to the server, so the sidebar can follow them.
 
-A notebook's ``%agent_memory`` may use an agent anywhere on disk (a tutorial's temporary
-folder, a project folder outside the server's root). The REST API opens agents under its
-agents root (by id) and folders below the server's root (``@relative/path``); it never takes
-a path from a request, so no caller can make it open an arbitrary folder.
-
-The one other way in is a handover: ``POST handover {"kernel_id": ...}`` makes the *server*
-ask that kernel, through the server's own kernel manager, where its active agent is
-(:func:`jupyter_agent_memory.notebook.magics.active_agent_location`, evaluated silently as a
-user expression). The caller never names a path; it can only point at a kernel it is allowed
-to execute code in (the route checks the ``execute`` permission on ``kernels`` too, since
-asking runs code there). The folder the kernel reports must exist; it is then known by an
-opaque handle (``~`` and 16 hex digits) for the rest of the server's life, and every route
-accepts that handle as an agent id. A handle nobody handed over is refused (404), and a
-handle never lets a request add path segments of its own.
+The REST API never takes a path from a request. ``POST handover {"kernel_id": ...}`` makes the
+*server* ask that kernel (silently, as a user expression) where its active agent is; the caller
+must be allowed to execute code in kernels. The reported folder must exist and is then known by
+an opaque handle (``~`` and 16 hex digits) that every route accepts as an agent id.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -52,8 +43,7 @@ class HandoverError(Exception):
 class Handovers:
     """The folders kernels handed over, by handle (the same folder keeps its handle)."""
 
-    def __init__(self, limit: int = MAX_HANDOVERS) -> None:
-        self.limit = limit
+    def __init__(self) -> None:
         self._paths: OrderedDict[str, Path] = OrderedDict()
         self._handles: dict[Path, str] = {}
 
@@ -64,7 +54,7 @@ class Handovers:
             handle = f"{HANDOVER_PREFIX}{secrets.token_hex(8)}"
             self._paths[handle] = folder
             self._handles[folder] = handle
-            while len(self._paths) > self.limit:
+            while len(self._paths) > MAX_HANDOVERS:
                 _old, gone = self._paths.popitem(last=False)
                 del self._handles[gone]
         return handle
@@ -93,12 +83,10 @@ async def ask_kernel(kernel_manager: Any, kernel_id: str, timeout: float) -> dic
     # A session of our own: a client sharing the manager's would record every broadcast
     # message's signature in the same replay history, and the notebook's own connection would
     # then drop those messages as duplicates.
-    session = Session(
-        key=kernel.session.key,
-        signature_scheme=kernel.session.signature_scheme,
-        username="agent-memory",
-    )
-    client = kernel.client(session=session)
+    shared = kernel.session
+    client = kernel.client(session=Session(
+        key=shared.key, signature_scheme=shared.signature_scheme, username="agent-memory"
+    ))
     client.start_channels()
     try:
         msg_id = client.execute(
@@ -106,7 +94,8 @@ async def ask_kernel(kernel_manager: Any, kernel_id: str, timeout: float) -> dic
             user_expressions={"agent": KERNEL_EXPRESSION},
         )  # fmt: skip
         deadline = time.monotonic() + timeout
-        while True:
+        reply: dict[str, Any] = {}
+        while reply.get("parent_header", {}).get("msg_id") != msg_id:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise HandoverError(
@@ -114,12 +103,8 @@ async def ask_kernel(kernel_manager: Any, kernel_id: str, timeout: float) -> dic
                     f"The kernel did not answer within {timeout:g} s (is a cell still "
                     "running?); try again when it is idle",
                 )
-            try:
+            with contextlib.suppress(Empty):  # the deadline check above reports it
                 reply = await client.get_shell_msg(timeout=left)
-            except Empty:
-                continue  # the deadline check above reports it
-            if reply.get("parent_header", {}).get("msg_id") == msg_id:
-                break
     finally:
         client.stop_channels()
     result = (reply.get("content", {}).get("user_expressions") or {}).get("agent") or {}
@@ -159,25 +144,18 @@ def reported_folder(answer: dict[str, Any]) -> Path:
     return Path(os.path.realpath(path))
 
 
-def _inside(folder: Path, root: Path) -> str | None:
-    """``folder`` relative to ``root`` (both resolved) with '/' separators, or None."""
-    try:
-        relative = folder.relative_to(root)
-    except ValueError:
-        return None
-    return relative.as_posix() if relative.parts else None
-
-
 def agent_for(
     folder: Path, agent_id: str | None, agents_root: Path, workspace: Path, handovers: Handovers
 ) -> tuple[str, str]:
     """The id every route knows ``folder`` by, and how: ``("id", "agents-root")`` for an agent
     of the agents root, ``("@rel", "server-root")`` below the server's root, else a handle
     (``"handed-over"``)."""
-    root = Path(os.path.realpath(agents_root))
-    if agent_id and folder == root / agent_id:
+    if agent_id and folder == Path(os.path.realpath(agents_root)) / agent_id:
         return agent_id, "agents-root"
-    relative = _inside(folder, Path(os.path.realpath(workspace)))
-    if relative is not None:
-        return f"@{relative}", "server-root"
+    try:
+        relative = folder.relative_to(os.path.realpath(workspace))
+    except ValueError:
+        relative = None
+    if relative is not None and relative.parts:
+        return f"@{relative.as_posix()}", "server-root"
     return handovers.handle_for(folder), "handed-over"
