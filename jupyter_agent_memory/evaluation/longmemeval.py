@@ -1,34 +1,22 @@
 """Load benchmark items in the LongMemEval JSON format as scenarios.
 
-A LongMemEval file is a JSON list of items with ``question_id``, ``question_type``,
-``question``, ``answer`` (a string or a number), ``question_date``, ``haystack_session_ids``,
-``haystack_dates``, ``haystack_sessions`` (each a list of ``{"role", "content"}`` turns,
-evidence turns marked ``has_answer``) and ``answer_session_ids``. A ``question_id`` holding
-``_abs`` is an abstention question (the answer was never given), as the benchmark's own
-scripts decide.
+Each item (``question_id``, ``question_type``, ``question``, ``answer``, ``question_date``,
+``haystack_session_ids``, ``haystack_dates``, ``haystack_sessions``, ``answer_session_ids``)
+becomes a ``Scenario`` named after its ``question_id``, labelled with ``question_id``,
+``question_type`` and ``abstention`` (``_abs`` in the id, as the benchmark decides):
 
-Each item becomes one ``Scenario`` named after its ``question_id``:
+- one transcript ``Session`` per haystack session, **in date order** (the oracle file is not
+  sorted: file order would make an old value look newer than its update), ``has_answer``
+  marks kept;
+- a final ``question`` session at ``question_date`` whose gold evidence is
+  ``answer_session_ids`` and the ``has_answer`` turns (``<session id>#<position>``, 1-based),
+  except for abstention questions;
+- one answer expectation: with a ``judge``, ``ReplyJudged`` (a bare model becomes
+  ``LongMemEvalJudge(model)``); without one, ``ReplyAnswers`` (``ReplyAbstains`` for abstention
+  questions). ``JUDGE_ONLY_TYPES`` cannot be scored by matching: without a judge they are
+  refused unless ``unjudged`` is ``"skip"`` or ``"match"``.
 
-- one ``Session`` per haystack session, **in date order** (the benchmark's oracle file is not
-  sorted; replaying it in file order would make an old value look newer than its update),
-  a fixed transcript dated ``haystack_dates[i]`` and named ``haystack_session_ids[i]``; the
-  model handles every user turn and may write memory, the recorded assistant turns continue
-  the conversation, and ``has_answer`` marks stay on the transcript's messages;
-- a final ``question`` session at ``question_date`` with the question as its only turn and
-  gold evidence: ``Evidence(sessions=answer_session_ids, turns=...)``, the turns being the
-  ``has_answer`` messages (``<session id>#<position>``, 1-based), so retrieval is scored at
-  session and turn level (not for abstention questions);
-- one answer expectation, whose rule each outcome names (``ExpectationOutcome.scorer``):
-  with a ``judge``, ``ReplyJudged`` (a bare model becomes ``LongMemEvalJudge(model)``, the
-  benchmark's per-type prompts; abstention questions get its abstention prompt); without
-  one, ``ReplyAnswers`` (whole tokens, numbers by value) and, for abstention questions,
-  ``ReplyAbstains``. Temporal-reasoning and preference questions cannot be scored by
-  matching (their answers are ranges, alternatives or rubrics): without a judge they are
-  refused unless ``unjudged`` says what to do (``"skip"`` them, or ``"match"`` anyway).
-
-``labels`` carry ``question_id``, ``question_type`` and ``abstention``, so the question type is
-a column of every results table. The file is the user's: nothing here downloads anything.
-``load_longmemeval_sample()`` loads the small synthetic sample shipped with the package.
+The file is the user's: nothing here downloads anything.
 """
 
 from __future__ import annotations
@@ -39,21 +27,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .expectations import (
-    Expectation,
-    LongMemEvalJudge,
-    ReplyAbstains,
-    ReplyAnswers,
-    ReplyJudged,
-)
+from .expectations import Expectation, LongMemEvalJudge, ReplyAbstains, ReplyAnswers, ReplyJudged
 from .retrieval import Evidence
 from .scenario import Scenario, Session, parse_date
 
 __all__ = [
-    "JUDGE_ONLY_TYPES",
-    "SAMPLE_PATH",
-    "load_longmemeval",
-    "load_longmemeval_sample",
+    "JUDGE_ONLY_TYPES", "SAMPLE_PATH", "load_longmemeval", "load_longmemeval_sample",
     "longmemeval_scenario",
 ]
 
@@ -97,11 +76,8 @@ def _check_unjudged(unjudged: str) -> None:
 def longmemeval_scenario(
     item: Mapping[str, Any], *, judge: Any = None, unjudged: str = "refuse"
 ) -> Scenario:
-    """One LongMemEval item as a scenario (see the module docstring).
-
-    Raises ``ValueError`` naming the item for anything malformed, and for an item of a
-    ``JUDGE_ONLY_TYPES`` type without a judge when ``unjudged`` is ``"refuse"``.
-    """
+    """One LongMemEval item as a scenario (see the module docstring); ``ValueError`` naming the
+    item if it is malformed, or judge-only and unjudged with ``unjudged="refuse"``."""
     if not isinstance(item, Mapping):
         raise ValueError(f"A LongMemEval item must be an object, got {type(item).__name__}")
     _check_unjudged(unjudged)
@@ -148,10 +124,8 @@ def longmemeval_scenario(
     if judge is not None:
         if callable(getattr(judge, "complete", None)):
             judge = LongMemEvalJudge(judge)
-        judged = ReplyJudged(
-            answer, judge, question=question, question_type=question_type, abstention=abstention
-        )
-        expect = [judged]
+        expect = [ReplyJudged(answer, judge, question=question, question_type=question_type,
+                              abstention=abstention)]
     elif abstention:
         expect = [ReplyAbstains()]
     elif question_type in JUDGE_ONLY_TYPES and unjudged != "match":
@@ -166,8 +140,7 @@ def longmemeval_scenario(
             )
     else:
         expect = [ReplyAnswers(answer)]
-    answer_ids = item.get("answer_session_ids")
-    answer_ids = [] if answer_ids is None else answer_ids
+    answer_ids = [] if item.get("answer_session_ids") is None else item["answer_session_ids"]
     if not isinstance(answer_ids, list):
         # A bare string would be read as one gold session per character.
         raise ValueError(
@@ -181,29 +154,22 @@ def longmemeval_scenario(
     evidence = None
     if (gold or gold_turns) and not abstention:
         evidence = Evidence(sessions=tuple(gold), turns=tuple(gold_turns))
-    built.append(
-        Session([question], expect=expect, name="question", date=asked, evidence=evidence,
-                query=question)
-    )
+    built.append(Session([question], expect=expect, name="question", date=asked,
+                         evidence=evidence, query=question))
     labels = {"question_id": question_id, "question_type": question_type, "abstention": abstention}
     return Scenario(built, name=question_id, labels=labels)
 
 
 def load_longmemeval(
-    source: str | os.PathLike[str] | Iterable[Mapping[str, Any]],
-    *,
-    limit: int | None = None,
-    question_types: Sequence[str] | None = None,
-    judge: Any = None,
-    unjudged: str = "refuse",
+    source: str | os.PathLike[str] | Iterable[Mapping[str, Any]], *, limit: int | None = None,
+    question_types: Sequence[str] | None = None, judge: Any = None, unjudged: str = "refuse",
 ) -> list[Scenario]:
     """Scenarios from a LongMemEval JSON file (a path) or already parsed items.
 
     ``question_types`` keeps only those types; ``limit`` the first that many items after
     filtering; ``judge`` (a model, scored with ``LongMemEvalJudge``; a ``ModelJudge``; or a
-    function, see ``ReplyJudged``) grades answers. Without one, items of
-    ``JUDGE_ONLY_TYPES`` are refused, all of them named in one error, unless
-    ``unjudged="skip"`` (left out) or ``"match"`` (token match anyway).
+    function) grades answers. Without one, ``JUDGE_ONLY_TYPES`` items are refused, all named in
+    one error, unless ``unjudged="skip"`` (left out) or ``"match"`` (token match anyway).
     """
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise ValueError(f"limit must be a whole number of items (0 or more), got {limit!r}")
@@ -214,30 +180,24 @@ def load_longmemeval(
         except json.JSONDecodeError as exc:
             raise ValueError(f"{path} is not valid JSON: {exc}") from None
         except UnicodeDecodeError as exc:
-            raise ValueError(
-                f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})"
-            ) from None
+            message = f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})"
+            raise ValueError(message) from None
         except RecursionError:
             raise ValueError(f"{path} is not valid JSON: nested too deeply") from None
     else:
         items = list(source)
     if not isinstance(items, list):
         raise ValueError("A LongMemEval file holds a JSON list of items")
-    if isinstance(question_types, str):  # one type, not one per character
-        question_types = [question_types]
-    wanted = set(question_types) if question_types is not None else None
+    if question_types is not None:
+        # One type given as a string is that type, not one per character.
+        wanted = {question_types} if isinstance(question_types, str) else set(question_types)
+        items = [i for i in items if not isinstance(i, Mapping) or i.get("question_type") in wanted]
     if limit == 0:
         return []
     _check_unjudged(unjudged)
     scenarios = []
     refused: list[str] = []
     for item in items:
-        if (
-            wanted is not None
-            and isinstance(item, Mapping)
-            and item.get("question_type") not in wanted
-        ):
-            continue
         try:
             scenario = longmemeval_scenario(item, judge=judge, unjudged=unjudged)
         except UnjudgedItem:
