@@ -218,8 +218,7 @@ class PromptContains(Expectation):
         return self._with_flags({"prompt": self.text})
 
     def describe(self) -> str:
-        verb = _verb(self.present, "contains", "does not contain")
-        return f"next prompt {verb} {self.text!r}"
+        return f"next prompt {_verb(self.present, 'contains', 'does not contain')} {self.text!r}"
 
     def holds(self, state: SessionState) -> tuple[bool, str]:
         if _contains(state.next_prompt, self.text):
@@ -230,20 +229,6 @@ class PromptContains(Expectation):
 class NoSuchTurn(Exception):
     """A reply check names a turn the session does not have: it fails whatever ``present``
     says, since "reply 9 does not contain X" is not true of a session with one reply."""
-
-
-def _picked_replies(state: SessionState, turn: int | None) -> list[str]:
-    """The replies a reply check looks at; raises ``NoSuchTurn`` when there are none."""
-    replies = state.replies
-    if turn is None:
-        if not replies:
-            raise NoSuchTurn("no such turn: the session has no replies")
-        return replies
-    try:
-        return [replies[turn]]
-    except IndexError:
-        count = _plural(len(replies), "reply", "replies")
-        raise NoSuchTurn(f"no such turn: the session has {count}") from None
 
 
 def _turn_label(turn: int | None) -> str:
@@ -265,10 +250,17 @@ class _ReplyCheck(Expectation):
         raise NotImplementedError
 
     def holds(self, state: SessionState) -> tuple[bool, str]:
-        replies = _picked_replies(state, self.turn)
-        if any(self._matches(reply) for reply in replies):
+        replies = state.replies
+        if self.turn is None and not replies:
+            raise NoSuchTurn("no such turn: the session has no replies")
+        try:
+            picked = replies if self.turn is None else [replies[self.turn]]
+        except IndexError:
+            count = _plural(len(replies), "reply", "replies")
+            raise NoSuchTurn(f"no such turn: the session has {count}") from None
+        if any(self._matches(reply) for reply in picked):
             return True, ""
-        return False, f"reply was {_quote(replies[-1])}"
+        return False, f"reply was {_quote(picked[-1])}"
 
 
 @dataclass(frozen=True)

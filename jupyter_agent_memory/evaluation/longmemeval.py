@@ -73,9 +73,8 @@ def _check_unjudged(unjudged: str) -> None:
         raise ValueError(f"unjudged must be one of {list(UNJUDGED)}, got {unjudged!r}")
 
 
-def longmemeval_scenario(
-    item: Mapping[str, Any], *, judge: Any = None, unjudged: str = "refuse"
-) -> Scenario:
+def longmemeval_scenario(item: Mapping[str, Any], *, judge: Any = None,
+                         unjudged: str = "refuse") -> Scenario:
     """One LongMemEval item as a scenario (see the module docstring); ``ValueError`` naming the
     item if it is malformed, or judge-only and unjudged with ``unjudged="refuse"``."""
     if not isinstance(item, Mapping):
@@ -102,20 +101,17 @@ def longmemeval_scenario(
     for session_id, date, turns in zip(ids, dates, sessions, strict=True):
         if not isinstance(turns, list):
             raise ValueError(f"LongMemEval item {label!r}: session {session_id!r} is not a list")
-        transcript = []
         for number, turn in enumerate(turns, 1):
             if not isinstance(turn, Mapping):
                 raise ValueError(
                     f"LongMemEval item {label!r}, session {session_id!r}: turn {number} is "
                     f"not an object with role and content, got {turn!r}"
                 )
-            message = {"role": turn.get("role"), "content": turn.get("content")}
             if turn.get("has_answer") is True:
-                message["has_answer"] = True
                 gold_turns.append(f"{session_id}#{number}")
-            transcript.append(message)
         try:
-            built.append(Session(transcript=transcript, date=str(date), name=str(session_id)))
+            # The transcript keeps role, content and the has_answer marks.
+            built.append(Session(transcript=turns, date=str(date), name=str(session_id)))
         except (AttributeError, TypeError, ValueError) as exc:
             raise ValueError(f"LongMemEval item {label!r}, session {session_id!r}: {exc}") from None
     # Replay in date order; sessions of the same date keep their file order (a stable sort).
@@ -128,16 +124,15 @@ def longmemeval_scenario(
                               abstention=abstention)]
     elif abstention:
         expect = [ReplyAbstains()]
-    elif question_type in JUDGE_ONLY_TYPES and unjudged != "match":
-        if unjudged == "skip":
-            expect = []
-        else:
-            raise UnjudgedItem(
-                f"LongMemEval item {question_id!r} ({question_type}) needs a judge: its "
-                f"answer {answer!r} cannot be scored by matching. Pass judge= (a model, "
-                "scored with LongMemEval's prompts), unjudged='skip' to leave such items "
-                "out, or unjudged='match' to score them by token match anyway"
-            )
+    elif question_type in JUDGE_ONLY_TYPES and unjudged == "skip":
+        expect = []
+    elif question_type in JUDGE_ONLY_TYPES and unjudged == "refuse":
+        raise UnjudgedItem(
+            f"LongMemEval item {question_id!r} ({question_type}) needs a judge: its "
+            f"answer {answer!r} cannot be scored by matching. Pass judge= (a model, "
+            "scored with LongMemEval's prompts), unjudged='skip' to leave such items "
+            "out, or unjudged='match' to score them by token match anyway"
+        )
     else:
         expect = [ReplyAnswers(answer)]
     answer_ids = [] if item.get("answer_session_ids") is None else item["answer_session_ids"]
