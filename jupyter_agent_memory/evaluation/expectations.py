@@ -1,16 +1,10 @@
 """Expectations: what should be true once a session has ended.
 
-Each expectation looks at a ``SessionState`` and says whether it holds; every one takes
-``present=False`` to assert the opposite, and text matching ignores case. Memory and prompt:
-``FactContains``, ``JournalContains``, ``PromptContains``. Replies (``turn=`` picks one, ``-1``
-the last by default, ``None`` any): ``ReplyAnswers`` (whole tokens: the default answer check),
-``ReplyContains``, ``ReplyMatches``, ``ReplyAbstains``, ``ReplyJudged`` (a judge decides). Tool
-use: ``ToolCalled``. Anything else: ``Check(function, description)`` or a subclass of
-``Expectation``. Each outcome names the rule that scored it (``ExpectationOutcome.scorer``).
-
-A check that cannot run (a judge whose endpoint is down, a judge reply with no verdict, a
-bug in a custom check) is an error of the run, never a verdict: its outcome carries
-``error``, the session counts it in ``errors`` and leaves it out of ``pass_rate``.
+Each looks at a ``SessionState`` and says whether it holds (``present=False`` asserts the
+opposite; text matching ignores case); reply checks take ``turn=`` (``-1``, the last, by default;
+``None``: any). A check that cannot run (a judge outage, a judge reply with no verdict, a bug in
+a custom check) is an error of the run, never a verdict: its outcome carries ``error``, and the
+session counts it in ``errors`` and leaves it out of ``pass_rate``.
 """
 
 from __future__ import annotations
@@ -189,16 +183,11 @@ class JournalContains(Expectation):
         return f"{verb} {' and '.join(parts)}"
 
     def _matches(self, entry: Mapping[str, Any]) -> bool:
-        text = entry.get("text")
+        text, tags = entry.get("text"), entry.get("tags")
         if self.text is not None and not (isinstance(text, str) and _contains(text, self.text)):
             return False
-        if self.tag is None:
-            return True
-        tags = entry.get("tags")
-        wanted = self.tag.casefold()
-        return isinstance(tags, list) and any(
-            isinstance(tag, str) and tag.casefold() == wanted for tag in tags
-        )
+        return self.tag is None or (isinstance(tags, list) and any(
+            isinstance(tag, str) and tag.casefold() == self.tag.casefold() for tag in tags))
 
     def holds(self, state: SessionState) -> tuple[bool, str]:
         if any(self._matches(entry) for entry in state.new_entries):
@@ -343,10 +332,8 @@ class ReplyAbstains(_ReplyCheck):
         return any(pattern.search(reply) for pattern in compiled)
 
 
-_UNITS = (
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-    "fifteen sixteen seventeen eighteen nineteen twenty"
-)
+_UNITS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+          "fifteen sixteen seventeen eighteen nineteen twenty")
 _TENS = "thirty forty fifty sixty seventy eighty ninety"
 _NUMBER_WORDS = {word: str(value) for value, word in enumerate(_UNITS.split())}
 _NUMBER_WORDS.update(zip(_TENS.split(), map(str, range(30, 100, 10)), strict=True))
@@ -388,9 +375,8 @@ class ReplyAnswers(_ReplyCheck):
         if not isinstance(self.answer, str):
             raise TypeError(f"ReplyAnswers: the answer must be a string, got {self.answer!r}")
         if not answer_tokens(self.answer):
-            raise ValueError(
-                f"ReplyAnswers: the answer {self.answer!r} has no word or number to match"
-            )
+            raise ValueError(f"ReplyAnswers: the answer {self.answer!r} has no word or number "
+                             "to match")
 
     def to_dict(self) -> dict[str, Any]:
         return self._with_flags({"answers": self.answer})
@@ -530,10 +516,8 @@ class LongMemEvalJudge(ModelJudge):
         template = self.templates.get(key or "")
         if template is None:
             known = sorted(name for name in self.templates if name != "abstention")
-            raise JudgeError(
-                f"LongMemEval has no answer-check prompt for question type {question_type!r} "
-                f"(known: {', '.join(known)})"
-            )
+            raise JudgeError(f"LongMemEval has no answer-check prompt for question type "
+                             f"{question_type!r} (known: {', '.join(known)})")
         return template.format(question, answer, reply)
 
     def verdict(self, said: str) -> bool:

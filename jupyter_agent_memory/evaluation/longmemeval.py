@@ -1,22 +1,14 @@
 """Load benchmark items in the LongMemEval JSON format as scenarios.
 
-Each item (``question_id``, ``question_type``, ``question``, ``answer``, ``question_date``,
-``haystack_session_ids``, ``haystack_dates``, ``haystack_sessions``, ``answer_session_ids``)
-becomes a ``Scenario`` named after its ``question_id``, labelled with ``question_id``,
-``question_type`` and ``abstention`` (``_abs`` in the id, as the benchmark decides):
-
-- one transcript ``Session`` per haystack session, **in date order** (the oracle file is not
-  sorted: file order would make an old value look newer than its update), ``has_answer``
-  marks kept;
-- a final ``question`` session at ``question_date`` whose gold evidence is
-  ``answer_session_ids`` and the ``has_answer`` turns (``<session id>#<position>``, 1-based),
-  except for abstention questions;
-- one answer expectation: with a ``judge``, ``ReplyJudged`` (a bare model becomes
-  ``LongMemEvalJudge(model)``); without one, ``ReplyAnswers`` (``ReplyAbstains`` for abstention
-  questions). ``JUDGE_ONLY_TYPES`` cannot be scored by matching: without a judge they are
-  refused unless ``unjudged`` is ``"skip"`` or ``"match"``.
-
-The file is the user's: nothing here downloads anything.
+Each item becomes a ``Scenario`` named after its ``question_id`` and labelled with it,
+``question_type`` and ``abstention`` (``_abs`` in the id, as the benchmark decides): one
+transcript ``Session`` per haystack session **in date order** (the oracle file is not sorted;
+file order would make an old value look newer than its update), then a ``question`` session at
+``question_date`` whose gold evidence (not for abstention) is ``answer_session_ids`` and the
+``has_answer`` turns (``<session id>#<position>``, 1-based). Its answer check: with a ``judge``,
+``ReplyJudged`` (a bare model becomes ``LongMemEvalJudge(model)``); without, ``ReplyAnswers``
+(``ReplyAbstains`` for abstention), and ``JUDGE_ONLY_TYPES`` are refused unless ``unjudged`` is
+``"skip"`` or ``"match"``. The file is the user's: nothing here downloads anything.
 """
 
 from __future__ import annotations
@@ -63,9 +55,8 @@ def _text(item: Mapping[str, Any], key: str, label: Any) -> str:
         return value
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
-    raise ValueError(
-        f"LongMemEval item {label!r}: {key!r} must be a string or a number, got {value!r}"
-    )
+    raise ValueError(f"LongMemEval item {label!r}: {key!r} must be a string or a number, "
+                     f"got {value!r}")
 
 
 def _check_unjudged(unjudged: str) -> None:
@@ -88,13 +79,10 @@ def longmemeval_scenario(item: Mapping[str, Any], *, judge: Any = None,
     if not (isinstance(ids, list) and isinstance(dates, list) and isinstance(sessions, list)):
         raise ValueError(f"LongMemEval item {label!r}: haystack fields must be lists")
     if not len(ids) == len(dates) == len(sessions):
-        raise ValueError(
-            f"LongMemEval item {label!r}: {len(ids)} session ids, {len(dates)} dates and "
-            f"{len(sessions)} sessions"
-        )
-    question_id, question_type, question, answer = (
-        _text(item, key, label) for key in _REQUIRED[:4]
-    )
+        raise ValueError(f"LongMemEval item {label!r}: {len(ids)} session ids, "
+                         f"{len(dates)} dates and {len(sessions)} sessions")
+    question_id, question_type, question, answer = (_text(item, key, label)
+                                                    for key in _REQUIRED[:4])
     abstention = "_abs" in question_id
     built = []
     gold_turns: list[str] = []
@@ -103,10 +91,8 @@ def longmemeval_scenario(item: Mapping[str, Any], *, judge: Any = None,
             raise ValueError(f"LongMemEval item {label!r}: session {session_id!r} is not a list")
         for number, turn in enumerate(turns, 1):
             if not isinstance(turn, Mapping):
-                raise ValueError(
-                    f"LongMemEval item {label!r}, session {session_id!r}: turn {number} is "
-                    f"not an object with role and content, got {turn!r}"
-                )
+                raise ValueError(f"LongMemEval item {label!r}, session {session_id!r}: turn "
+                                 f"{number} is not an object with role and content, got {turn!r}")
             if turn.get("has_answer") is True:
                 gold_turns.append(f"{session_id}#{number}")
         try:
@@ -138,9 +124,8 @@ def longmemeval_scenario(item: Mapping[str, Any], *, judge: Any = None,
     answer_ids = [] if item.get("answer_session_ids") is None else item["answer_session_ids"]
     if not isinstance(answer_ids, list):
         # A bare string would be read as one gold session per character.
-        raise ValueError(
-            f"LongMemEval item {label!r}: answer_session_ids must be a list of session ids"
-        )
+        raise ValueError(f"LongMemEval item {label!r}: answer_session_ids must be a list "
+                         "of session ids")
     gold = [str(s) for s in answer_ids]
     try:
         asked = parse_date(str(item["question_date"]))
@@ -216,11 +201,8 @@ def load_longmemeval(
 
 
 def load_longmemeval_sample(**options: Any) -> list[Scenario]:
-    """The synthetic sample shipped with the package, as scenarios (options as for
-    ``load_longmemeval``). Runs offline; see ``evaluation.sample`` for how it is made.
-
-    Its temporal question's answer is a single date, written to be matched, so without a
-    judge it is scored by token match (``unjudged="match"``) unless told otherwise.
-    """
+    """The synthetic sample shipped with the package (``evaluation.sample``), as scenarios;
+    options as for ``load_longmemeval``. Its temporal answer is a single date, written to be
+    matched, so without a judge it is scored by token match (``unjudged="match"``) by default."""
     options.setdefault("unjudged", "match")
     return load_longmemeval(SAMPLE_PATH, **options)

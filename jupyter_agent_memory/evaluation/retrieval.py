@@ -64,9 +64,8 @@ class Evidence:
         for turn in self.turns:
             name, _, position = turn.rpartition("#")
             if not name or not position.isdigit() or int(position) < 1:
-                raise ValueError(
-                    f"Evidence turns are '<session>#<position>' (1-based), got {turn!r}"
-                )
+                raise ValueError(f"Evidence turns are '<session>#<position>' (1-based), "
+                                 f"got {turn!r}")
 
     def is_gold(self, entry_id: str, entry: Mapping[str, Any], origin: str) -> bool:
         """Whether the entry ``entry_id`` (written during session ``origin``) is gold."""

@@ -59,10 +59,8 @@ def parse_date(value: datetime | str) -> datetime:
     try:
         return parse_time(value)
     except ValueError:
-        raise ValueError(
-            f"Invalid session date {value!r}: expected ISO-8601 (2023-05-20T02:21) or "
-            "LongMemEval's 2023/05/20 (Sat) 02:21"
-        ) from None
+        raise ValueError(f"Invalid session date {value!r}: expected ISO-8601 "
+                         "(2023-05-20T02:21) or LongMemEval's 2023/05/20 (Sat) 02:21") from None
 
 
 def _transcript(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -72,9 +70,8 @@ def _transcript(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             raise TypeError(f"Transcript message {number} must be a dict with role and content")
         role, content = message.get("role"), message.get("content")
         if role not in ("user", "assistant"):
-            raise ValueError(
-                f"Transcript message {number} has role {role!r}, expected 'user' or 'assistant'"
-            )
+            raise ValueError(f"Transcript message {number} has role {role!r}, "
+                             "expected 'user' or 'assistant'")
         if not isinstance(content, str):
             raise TypeError(f"Transcript message {number} content must be a string")
         kept: dict[str, Any] = {"role": role, "content": content}
@@ -165,15 +162,13 @@ def _expectation_from_dict(data: Any, judges: Mapping[str, Any] | None = None) -
     if not isinstance(data, Mapping):
         raise ValueError(f"Each expectation must be an object, got {data!r}")
     if "custom" in data:
-        raise ValueError(
-            f"The expectation {data['custom']!r} is code, not data: give the scenarios again"
-        )
+        raise ValueError(f"The expectation {data['custom']!r} is code, not data: "
+                         "give the scenarios again")
     present = bool(_flag(data, "present", True))
     turn = data.get("turn", -1)
     if turn is not None and (isinstance(turn, bool) or not isinstance(turn, int)):
-        raise ValueError(
-            f"Expectation {dict(data)!r}: 'turn' must be a turn index (an integer) or null"
-        )
+        raise ValueError(f"Expectation {dict(data)!r}: 'turn' must be a turn index "
+                         "(an integer) or null")
     if "fact" in data:
         return FactContains(str(data["fact"]), present=present)
     if "prompt" in data:
