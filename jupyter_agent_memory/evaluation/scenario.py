@@ -258,14 +258,8 @@ class Scenario:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *,
                   judges: Mapping[str, Any] | None = None) -> Scenario:
-        """Build a scenario from plain data, e.g. parsed JSON or YAML::
-
-        {"name": "onboarding", "labels": {"kind": "demo"}, "start": "2026-01-05T09:00",
-         "sessions": [{"name": "intro", "turns": ["Hi, I'm Ada."], "date": "2026-01-05T09:00",
-                       "expect": [{"fact": "Ada"}, {"tool": "memory", "action": "update"}]},
-                      {"name": "chat", "transcript": [{"role": "user", "content": "Hello"}]},
-                      {"turns": ["Who am I?"], "evidence": {"sessions": ["intro"]},
-                       "expect": [{"reply": "Ada"}, {"abstains": true, "present": false}]}]}
+        """Build a scenario from plain data (parsed JSON or YAML): ``name``, ``labels``,
+        ``start`` and ``sessions``.
 
         Session keys: ``turns`` or ``transcript`` (required), ``name``, ``date``, ``query``,
         ``evidence`` (``entries``, ``texts``, ``sessions``, ``turns``), ``expect``. Expectation
