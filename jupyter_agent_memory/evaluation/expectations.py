@@ -363,8 +363,9 @@ def answer_tokens(text: str) -> list[str]:
 @dataclass(frozen=True)
 class ReplyAnswers(_ReplyCheck):
     """A reply gives ``answer``: its tokens (``answer_tokens``) appear in it as a run of whole
-    tokens. Unlike a substring it does not pass ``I don't know ... since 2023`` for ``3``, and
-    it passes ``three cats``. Ranges and rubrics need a judge (``ReplyJudged``)."""
+    tokens; the default answer check without a judge. Unlike a substring it does not pass ``I
+    don't know ... since 2023`` for ``3``, and it passes ``three cats``. Ranges and rubrics need
+    a judge (``ReplyJudged``)."""
 
     answer: str
     turn: int | None = -1
@@ -490,8 +491,7 @@ licence), reproduced byte for byte for comparable verdicts."""
 
 def longmemeval_templates() -> dict[str, str]:
     """LongMemEval's prompt templates by question type, plus ``abstention``."""
-    data = json.loads(LONGMEMEVAL_JUDGE_PATH.read_text(encoding="utf-8"))
-    return dict(data["templates"])
+    return dict(json.loads(LONGMEMEVAL_JUDGE_PATH.read_text(encoding="utf-8"))["templates"])
 
 
 class LongMemEvalJudge(ModelJudge):
