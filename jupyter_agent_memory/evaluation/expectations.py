@@ -118,9 +118,8 @@ class Expectation:
         raised while checking makes it an error naming the exception, never a verdict."""
         return self._outcome(state, self.holds, self.scorer)
 
-    def _outcome(
-        self, state: SessionState, holds: Callable[[SessionState], tuple[bool, str]], scorer: str
-    ) -> ExpectationOutcome:
+    def _outcome(self, state: SessionState, holds: Callable[[SessionState], tuple[bool, str]],
+                 scorer: str) -> ExpectationOutcome:
         try:
             found, detail = holds(state)
         except NoSuchTurn as exc:
@@ -449,9 +448,8 @@ class ModelJudge:
         self.abstention_prompt = abstention_prompt
         self.name = str(getattr(model, "name", type(model).__name__))
 
-    def prompt_for(
-        self, question: str, answer: str, reply: str, question_type: str | None, abstention: bool
-    ) -> str:
+    def prompt_for(self, question: str, answer: str, reply: str, question_type: str | None,
+                   abstention: bool) -> str:
         """The exact text sent to the judge model."""
         template = self.abstention_prompt if abstention else self.prompt
         return template.format(question=question, answer=answer, reply=reply)
@@ -508,9 +506,8 @@ class LongMemEvalJudge(ModelJudge):
         super().__init__(model)
         self.templates = longmemeval_templates()
 
-    def prompt_for(
-        self, question: str, answer: str, reply: str, question_type: str | None, abstention: bool
-    ) -> str:
+    def prompt_for(self, question: str, answer: str, reply: str, question_type: str | None,
+                   abstention: bool) -> str:
         """The benchmark's template for ``question_type`` (or abstention), filled."""
         key = "abstention" if abstention else question_type
         template = self.templates.get(key or "")

@@ -81,8 +81,7 @@ def longmemeval_scenario(item: Mapping[str, Any], *, judge: Any = None,
     if not len(ids) == len(dates) == len(sessions):
         raise ValueError(f"LongMemEval item {label!r}: {len(ids)} session ids, "
                          f"{len(dates)} dates and {len(sessions)} sessions")
-    question_id, question_type, question, answer = (_text(item, key, label)
-                                                    for key in _REQUIRED[:4])
+    question_id, question_type, question, answer = (_text(item, k, label) for k in _REQUIRED[:4])
     abstention = "_abs" in question_id
     built = []
     gold_turns: list[str] = []

@@ -106,19 +106,16 @@ class JournalPolicy:
             return _reply("OK.")
         tool = offered_name("memory", tools)
         question = user.rstrip().endswith("?")
-        if not called:
-            if question:
-                words = keywords(user)
-                if not words:
-                    return _reply(ABSTAIN_REPLY)
-                calls = [ToolCall(tool, {"action": "search", "query": word, "limit": self.limit})
-                         for word in words]
-                return ModelTurn(tool_calls=calls, finish_reason="tool_calls")
-            call = ToolCall(tool, {"action": "append", "text": user.strip(), "tags": ["chat"]})
-            return ModelTurn(tool_calls=[call], finish_reason="tool_calls")
+        if called:
+            return _reply(self._answer(user, results) if question else "Noted.")
         if not question:
-            return _reply("Noted.")
-        return _reply(self._answer(user, results))
+            calls = [ToolCall(tool, {"action": "append", "text": user.strip(), "tags": ["chat"]})]
+        elif words := keywords(user):
+            calls = [ToolCall(tool, {"action": "search", "query": word, "limit": self.limit})
+                     for word in words]
+        else:
+            return _reply(ABSTAIN_REPLY)
+        return ModelTurn(tool_calls=calls, finish_reason="tool_calls")
 
     @staticmethod
     def _answer(question: str, results: Sequence[Any]) -> str:

@@ -138,9 +138,8 @@ def session_recall(ranked_sessions: Sequence[Iterable[str]], gold: Iterable[str]
     return len(wanted & seen) / len(wanted)
 
 
-def turn_recall(
-    ranked_spans: Sequence[tuple[str, int, int] | None], gold: Iterable[str], k: int
-) -> float:
+def turn_recall(ranked_spans: Sequence[tuple[str, int, int] | None], gold: Iterable[str],
+                k: int) -> float:
     """Share of ``gold`` turns (``<session>#<position>``) covered by the first ``k`` entries;
     ``ranked_spans[i]`` is ``(session, first, last)``, the messages the step that wrote entry
     ``i`` first showed the model (``None`` for an entry from before the run)."""
