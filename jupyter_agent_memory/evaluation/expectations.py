@@ -428,13 +428,11 @@ ABSTENTION_JUDGE_PROMPT = (
 
 
 class ModelJudge:
-    """A judge backed by any model object (``complete(messages, tools) -> ModelTurn``).
-
-    It sends ``prompt`` (``abstention_prompt`` for a question that cannot be answered) as one
-    user message with no tools and reads ``yes``/``no`` from the start of the reply; anything
-    else is a ``JudgeError``. ``judge(question, answer, reply)`` gives ``(verdict,
-    explanation)``; ``judgement(...)`` the whole ``Judgement``, recording the model call.
-    """
+    """A judge backed by any model object (``complete(messages, tools) -> ModelTurn``): it sends
+    ``prompt`` (``abstention_prompt`` for a question that cannot be answered) as one user message
+    with no tools and reads ``yes``/``no`` from the start of the reply (else a ``JudgeError``).
+    ``judge(question, answer, reply)`` gives ``(verdict, explanation)``; ``judgement(...)`` the
+    whole ``Judgement``, recording the model call."""
 
     kind = "judge"
     rule = "the reply starts with yes or no (ignoring case and leading punctuation)"
@@ -542,14 +540,11 @@ def _verdict(value: Any) -> tuple[bool, str]:
 @dataclass(frozen=True)
 class ReplyJudged(Expectation):
     """A judge decides whether the reply answers ``question`` (default: the turn's user text)
-    with ``answer``.
-
-    ``judge``: a ``ModelJudge`` (``LongMemEvalJudge``), a model object (wrapped in a
-    ``ModelJudge``) or a function ``judge(question, answer, reply)`` giving a bool or ``(bool,
+    with ``answer``: a ``ModelJudge`` (e.g. ``LongMemEvalJudge``), a model object (wrapped in
+    one) or a function ``judge(question, answer, reply)`` giving a bool or ``(bool,
     explanation)``. ``question_type`` picks a typed judge's prompt; ``abstention`` asks whether
     the reply recognises an unanswerable question (``answer`` says why). A model judge's calls
-    go to ``SessionRecord.judge_calls``, its prompt and reply to ``ExpectationOutcome.judge``.
-    """
+    go to ``SessionRecord.judge_calls``, its prompt and reply to ``ExpectationOutcome.judge``."""
 
     answer: str
     judge: Any
