@@ -105,13 +105,12 @@ def build_sample(seed: int = 0) -> list[dict[str, Any]]:
                 gold.append(ids[-1])
                 evidence_dates.append(moment)
         question_moment = moment + timedelta(days=rng.randrange(3, 12), hours=2)
-        abstention = spec["question_id"].endswith("_abs")
         date0 = f"{evidence_dates[0]:%Y-%m-%d}" if evidence_dates else ""
         item = {key: spec[key] for key in ("question_id", "question_type", "question")}
         item.update(answer=spec["answer"].format(date0=date0), question_date=_date(question_moment),
                     haystack_session_ids=ids, haystack_dates=dates, haystack_sessions=sessions,
                     # LongMemEval lists no evidence for abstention questions.
-                    answer_session_ids=[] if abstention else gold)
+                    answer_session_ids=[] if spec["question_id"].endswith("_abs") else gold)
         items.append(item)
     return items
 
