@@ -1,41 +1,28 @@
 """Evaluate memory behaviour: replay multi-session scenarios and see what the agent learned.
 
-A scenario is a list of sessions; each session is a list of user turns (or a fixed transcript
-with a date) plus optional expectations and gold evidence. The runner starts every session from
-a prompt freshly built by the ``PromptBuilder`` (so only what was written to memory carries
-over), runs a tool loop with a model, and records per session the system prompt, every reply,
-tool call and result, the FACT.md diff, the new journal entries, the searches and what they
-returned, tokens, model calls, latency, errors and the expectation outcomes::
+Each session of a ``Scenario`` starts from a freshly built prompt (only what was written to
+memory carries over) and runs a tool loop with a model; the result records per session the
+prompt, replies, tool calls, FACT.md diff, new journal entries, searches, tokens, latency,
+errors and expectation outcomes::
 
     from jupyter_agent_memory.evaluation import (
         FactContains, ReplyContains, Rule, Scenario, ScriptedModel, Session, recall, remember,
         run_scenario)
 
     model = ScriptedModel([
-        Rule(r"my name is (\\w+)", calls=[remember("- The user's name is {1}.")],
-             reply="Nice to meet you, {1}!"),
-        Rule(r"what's my name", reply=recall(r"user's name is (\\w+)", "You are {1}.",
-                                             "I don't know yet.")),
+        Rule(r"my name is (\\w+)", calls=[remember("- The user's name is {1}.")], reply="Hi!"),
+        Rule(r"what's my name", reply=recall(r"user's name is (\\w+)", "You are {1}.", "?")),
     ])
-    scenario = Scenario([
-        Session(["Hi, my name is Ada."], expect=[FactContains("Ada")], date="2026-01-05"),
-        Session(["What's my name?"], expect=[ReplyContains("Ada")], date="2026-02-01"),
-    ])
-    result = run_scenario("./eval-agent", model, scenario)
-    result            # a table in a terminal, rich HTML in a notebook
-    result.plot()     # prompt size and fact count over sessions (matplotlib)
-    result.save("run.json")
+    scenario = Scenario([Session(["Hi, my name is Ada."], expect=[FactContains("Ada")]),
+                         Session(["What's my name?"], expect=[ReplyContains("Ada")])])
+    result = run_scenario("./eval-agent", model, scenario)  # then result.plot(), .save(path)
 
-A researcher's path: ``load_longmemeval(path)`` (or ``load_longmemeval_sample()``) gives
-benchmark items as scenarios; ``run_matrix(models, scenarios, seeds=...)`` runs each on a fresh
-agent folder and returns one tidy table (``to_dataframe()``) with answers, retrieval scores
-(``retrieval``: recall@k, NDCG, MRR, evidence-session recall, next to the tool's search and
-BM25), tokens and errors; ``leave_one_fact_out`` shows which FACT.md lines help or hurt.
-
-Models implement ``complete(messages, tools) -> ModelTurn`` (see ``models``):
-``ScriptedModel`` and the two ``policies`` are deterministic and offline;
-``OpenAIChatModel(base_url, api_key, model)`` talks to any OpenAI-compatible endpoint
-(``pip install "jupyter-agent-memory[eval]"``).
+For research: ``load_longmemeval(path)`` gives benchmark items as scenarios, ``run_matrix``
+runs models x scenarios x seeds into one table (answers, retrieval scores, tokens, errors),
+``leave_one_fact_out`` shows which FACT.md lines help or hurt. Models implement
+``complete(messages, tools) -> ModelTurn``: ``ScriptedModel`` and the ``policies`` are offline;
+``OpenAIChatModel`` talks to any OpenAI-compatible endpoint (``pip install
+"jupyter-agent-memory[eval]"``).
 """
 
 from __future__ import annotations
@@ -103,79 +90,17 @@ from .scenario import CLOSING_TURN, Scenario, Session, parse_date
 from .stats import Comparison, Interval, bootstrap_interval, paired_comparison
 
 __all__ = [
-    "ABSTAIN_PATTERNS",
-    "BASELINES",
-    "CLOSING_TURN",
-    "CachedModel",
-    "JUDGE_ONLY_TYPES",
-    "ChatModel",
-    "Check",
-    "Comparison",
-    "EvaluationResult",
-    "EvaluationRunner",
-    "Evidence",
-    "Expectation",
-    "ExpectationOutcome",
-    "FactAblation",
-    "FactContains",
-    "FactsPolicy",
-    "Interval",
-    "JournalContains",
-    "JournalPolicy",
-    "JudgeError",
-    "Judgement",
-    "LongMemEvalJudge",
-    "MatrixResult",
-    "MatrixRun",
-    "ModelCallRecord",
-    "ModelJudge",
-    "ModelResponseError",
-    "ModelTurn",
-    "OpenAIChatModel",
-    "Progress",
-    "PromptContains",
-    "ReplyAbstains",
-    "ReplyAnswers",
-    "ReplyContains",
-    "ReplyJudged",
-    "ReplyMatches",
-    "RetrievalScore",
-    "Rule",
-    "SAMPLE_PATH",
-    "Scenario",
-    "ScriptContext",
-    "ScriptedModel",
-    "SearchRecord",
-    "Session",
-    "SessionRecord",
-    "SessionState",
-    "SimulatedClock",
-    "ToolCall",
-    "ToolCallRecord",
-    "ToolCalled",
-    "TurnRecord",
-    "bm25_rank",
-    "bootstrap_interval",
-    "call_tool",
-    "count_facts",
-    "default_toolset",
-    "journal",
-    "leave_one_fact_out",
-    "load_longmemeval",
-    "load_longmemeval_sample",
-    "longmemeval_scenario",
-    "mrr",
-    "ndcg",
-    "paired_comparison",
-    "parse_date",
-    "recall",
-    "recall_all",
-    "recall_any",
-    "remember",
-    "rerun",
-    "run_matrix",
-    "run_scenario",
-    "run_scores",
-    "search",
-    "session_recall",
+    "ABSTAIN_PATTERNS", "BASELINES", "CLOSING_TURN", "CachedModel", "JUDGE_ONLY_TYPES",
+    "ChatModel", "Check", "Comparison", "EvaluationResult", "EvaluationRunner", "Evidence",
+    "Expectation", "ExpectationOutcome", "FactAblation", "FactContains", "FactsPolicy", "Interval",
+    "JournalContains", "JournalPolicy", "JudgeError", "Judgement", "LongMemEvalJudge",
+    "MatrixResult", "MatrixRun", "ModelCallRecord", "ModelJudge", "ModelResponseError",
+    "ModelTurn", "OpenAIChatModel", "Progress", "PromptContains", "ReplyAbstains", "ReplyAnswers",
+    "ReplyContains", "ReplyJudged", "ReplyMatches", "RetrievalScore", "Rule", "SAMPLE_PATH",
+    "Scenario", "ScriptContext", "ScriptedModel", "SearchRecord", "Session", "SessionRecord",
+    "SessionState", "SimulatedClock", "ToolCall", "ToolCallRecord", "ToolCalled", "TurnRecord",
+    "bm25_rank", "bootstrap_interval", "call_tool", "count_facts", "default_toolset", "journal",
+    "leave_one_fact_out", "load_longmemeval", "load_longmemeval_sample", "longmemeval_scenario",
+    "mrr", "ndcg", "paired_comparison", "parse_date", "recall", "recall_all", "recall_any",
+    "remember", "rerun", "run_matrix", "run_scenario", "run_scores", "search", "session_recall",
 ]

@@ -1,28 +1,10 @@
 """Expectations: what should be true once a session has ended.
 
-Each expectation looks at a ``SessionState`` (FACT.md, the new journal entries, the next prompt,
-and the whole session record: turns, replies, tool calls and their results) and says whether it
-holds. Every one takes ``present=False`` to assert the opposite; text matching ignores case.
-
-Memory files and prompt
-    ``FactContains``, ``JournalContains``, ``PromptContains``.
-What the agent said
-    ``ReplyAnswers`` (the answer's words and numbers, as whole tokens: the default answer
-    check), ``ReplyContains`` (a substring), ``ReplyMatches`` (a regular expression),
-    ``ReplyAbstains`` (the reply declines to answer), ``ReplyJudged`` (a judge decides: a
-    ``LongMemEvalJudge``, a ``ModelJudge``, any model object or a function, for free-form
-    answers). Reply checks look at the replies of the session's turns; ``turn=`` picks one
-    (``-1`` is the last, the default), ``turn=None`` accepts any. Each outcome names the rule
-    that scored it (``ExpectationOutcome.scorer``).
-What the agent did
-    ``ToolCalled`` (a call with a given tool name, action and arguments was made).
-Anything else
-    ``Check(function, description)`` calls ``function(state)``, which returns a bool or
-    ``(bool, detail)``; or subclass ``Expectation``.
-
-A check that cannot run (a judge whose endpoint is down, a judge reply with no verdict, a
-bug in a custom check) is an error of the run, never a verdict: its outcome carries
-``error``, the session counts it in ``errors`` and leaves it out of ``pass_rate``.
+Each looks at a ``SessionState`` and says whether it holds (``present=False`` asserts the
+opposite; text matching ignores case); reply checks take ``turn=`` (``-1``, the last, by default;
+``None``: any). A check that cannot run (a judge outage, a judge reply with no verdict, a bug in
+a custom check) is an error of the run, never a verdict: its outcome carries ``error``, and the
+session counts it in ``errors`` and leaves it out of ``pass_rate``.
 """
 
 from __future__ import annotations
@@ -40,25 +22,10 @@ if TYPE_CHECKING:
     from .records import SearchRecord, ToolCallRecord, TurnRecord
 
 __all__ = [
-    "ABSTAIN_PATTERNS",
-    "Check",
-    "Expectation",
-    "ExpectationOutcome",
-    "FactContains",
-    "JournalContains",
-    "JudgeError",
-    "Judgement",
-    "LONGMEMEVAL_JUDGE_PATH",
-    "LongMemEvalJudge",
-    "ModelJudge",
-    "PromptContains",
-    "ReplyAbstains",
-    "ReplyAnswers",
-    "ReplyContains",
-    "ReplyJudged",
-    "ReplyMatches",
-    "SessionState",
-    "ToolCalled",
+    "ABSTAIN_PATTERNS", "Check", "Expectation", "ExpectationOutcome", "FactContains",
+    "JournalContains", "JudgeError", "Judgement", "LONGMEMEVAL_JUDGE_PATH", "LongMemEvalJudge",
+    "ModelJudge", "PromptContains", "ReplyAbstains", "ReplyAnswers", "ReplyContains",
+    "ReplyJudged", "ReplyMatches", "SessionState", "ToolCalled",
 ]
 
 
@@ -77,8 +44,7 @@ class SessionState:
     searches: Sequence[SearchRecord] = ()
     """Every journal search the agent made in the session, with the entry ids it got back."""
     closing: TurnRecord | None = None
-    """The closing turn of a transcript session, when there was one (its reply is not one of
-    ``replies``; its tool calls are in ``tool_calls``)."""
+    """The closing turn of a transcript session, if any (not in ``replies``, in ``tool_calls``)."""
     judge_calls: list[ModelCallRecord] = field(default_factory=list, compare=False)
     """Where judges record the model calls they make while checking this session."""
 
@@ -107,8 +73,7 @@ class ExpectationOutcome:
     """The rule that decided: ``token-match``, ``substring``, ``regex``, ``abstain-patterns``,
     ``judge``, ``longmemeval-judge``... (``''`` for checks of memory files and tool calls)."""
     judge: dict[str, Any] | None = None
-    """For a judged reply: the judge's name, the model, the exact prompt, what it said and
-    the rule that read the verdict."""
+    """For a judged reply: the judge, its model, the exact prompt, what it said, the rule."""
 
 
 def _contains(haystack: str, needle: str) -> bool:
@@ -120,12 +85,8 @@ def _plural(count: int, one: str, many: str) -> str:
 
 
 class Expectation:
-    """Base class: something that should be true after a session.
-
-    Subclasses implement ``describe()`` and ``holds(state) -> (bool, detail)``; ``present=False``
-    inverts the check. Write your own by subclassing (or use ``Check``) and pass instances in
-    ``Session.expect``.
-    """
+    """Base class: something that should be true after a session. Subclasses implement
+    ``describe()`` and ``holds(state) -> (bool, detail)``; ``present=False`` inverts the check."""
 
     present: bool = True
     scorer: ClassVar[str] = ""
@@ -140,9 +101,8 @@ class Expectation:
         raise NotImplementedError
 
     def to_dict(self) -> dict[str, Any]:
-        """This expectation as plain data (``Scenario.from_dict``'s keys). One that cannot be
-        written as data (a custom check, a judge function) gives ``{"custom": ...}``, and
-        ``rerun`` then needs the scenarios given again."""
+        """This expectation as plain data (``Scenario.from_dict``'s keys); ``{"custom": ...}``
+        for one that is code (a custom check, a judge function)."""
         return {"custom": self.describe()}
 
     def _with_flags(self, data: dict[str, Any]) -> dict[str, Any]:
@@ -158,9 +118,8 @@ class Expectation:
         raised while checking makes it an error naming the exception, never a verdict."""
         return self._outcome(state, self.holds, self.scorer)
 
-    def _outcome(
-        self, state: SessionState, holds: Callable[[SessionState], tuple[bool, str]], scorer: str
-    ) -> ExpectationOutcome:
+    def _outcome(self, state: SessionState, holds: Callable[[SessionState], tuple[bool, str]],
+                 scorer: str) -> ExpectationOutcome:
         try:
             found, detail = holds(state)
         except NoSuchTurn as exc:
@@ -201,11 +160,8 @@ class FactContains(Expectation):
 
 @dataclass(frozen=True)
 class JournalContains(Expectation):
-    """A journal entry added during the session has ``text`` in its text and/or ``tag``.
-
-    ``text`` is a case-insensitive substring; ``tag`` is compared ignoring case, exactly (the
-    journal search rules). At least one of them must be given.
-    """
+    """A journal entry added during the session has ``text`` in its text (a substring) and/or
+    ``tag`` (exactly), ignoring case as the journal search does. One of them is required."""
 
     text: str | None = None
     tag: str | None = None
@@ -226,16 +182,11 @@ class JournalContains(Expectation):
         return f"{verb} {' and '.join(parts)}"
 
     def _matches(self, entry: Mapping[str, Any]) -> bool:
-        text = entry.get("text")
+        text, tags = entry.get("text"), entry.get("tags")
         if self.text is not None and not (isinstance(text, str) and _contains(text, self.text)):
             return False
-        if self.tag is None:
-            return True
-        tags = entry.get("tags")
-        wanted = self.tag.casefold()
-        return isinstance(tags, list) and any(
-            isinstance(tag, str) and tag.casefold() == wanted for tag in tags
-        )
+        return self.tag is None or (isinstance(tags, list) and any(
+            isinstance(tag, str) and tag.casefold() == self.tag.casefold() for tag in tags))
 
     def holds(self, state: SessionState) -> tuple[bool, str]:
         if any(self._matches(entry) for entry in state.new_entries):
@@ -255,8 +206,7 @@ class PromptContains(Expectation):
         return self._with_flags({"prompt": self.text})
 
     def describe(self) -> str:
-        verb = _verb(self.present, "contains", "does not contain")
-        return f"next prompt {verb} {self.text!r}"
+        return f"next prompt {_verb(self.present, 'contains', 'does not contain')} {self.text!r}"
 
     def holds(self, state: SessionState) -> tuple[bool, str]:
         if _contains(state.next_prompt, self.text):
@@ -264,26 +214,9 @@ class PromptContains(Expectation):
         return False, "not in the next prompt"
 
 
-# ------------------------------------------------------------------------------ replies
-
-
 class NoSuchTurn(Exception):
     """A reply check names a turn the session does not have: it fails whatever ``present``
     says, since "reply 9 does not contain X" is not true of a session with one reply."""
-
-
-def _picked_replies(state: SessionState, turn: int | None) -> list[str]:
-    """The replies a reply check looks at; raises ``NoSuchTurn`` when there are none."""
-    replies = state.replies
-    if turn is None:
-        if not replies:
-            raise NoSuchTurn("no such turn: the session has no replies")
-        return replies
-    try:
-        return [replies[turn]]
-    except IndexError:
-        count = _plural(len(replies), "reply", "replies")
-        raise NoSuchTurn(f"no such turn: the session has {count}") from None
 
 
 def _turn_label(turn: int | None) -> str:
@@ -305,18 +238,22 @@ class _ReplyCheck(Expectation):
         raise NotImplementedError
 
     def holds(self, state: SessionState) -> tuple[bool, str]:
-        replies = _picked_replies(state, self.turn)
-        if any(self._matches(reply) for reply in replies):
+        replies = state.replies
+        if self.turn is None and not replies:
+            raise NoSuchTurn("no such turn: the session has no replies")
+        try:
+            picked = replies if self.turn is None else [replies[self.turn]]
+        except IndexError:
+            count = _plural(len(replies), "reply", "replies")
+            raise NoSuchTurn(f"no such turn: the session has {count}") from None
+        if any(self._matches(reply) for reply in picked):
             return True, ""
-        return False, f"reply was {_quote(replies[-1])}"
+        return False, f"reply was {_quote(picked[-1])}"
 
 
 @dataclass(frozen=True)
 class ReplyContains(_ReplyCheck):
-    """A reply of the session contains ``text`` (ignoring case).
-
-    ``turn`` picks the turn (``-1``, the default, is the last; ``None`` means any turn).
-    """
+    """A reply contains ``text`` (ignoring case); ``turn``: ``-1`` the last, ``None`` any."""
 
     text: str
     turn: int | None = -1
@@ -336,8 +273,7 @@ class ReplyContains(_ReplyCheck):
 
 @dataclass(frozen=True)
 class ReplyMatches(_ReplyCheck):
-    """A reply of the session matches the regular expression ``pattern`` (searched, ignoring
-    case). ``turn`` as for ``ReplyContains``."""
+    """A reply matches the regular expression ``pattern`` (searched, ignoring case)."""
 
     pattern: str
     turn: int | None = -1
@@ -374,11 +310,8 @@ ABSTAIN_PATTERNS: tuple[str, ...] = (
 
 @dataclass(frozen=True)
 class ReplyAbstains(_ReplyCheck):
-    """The reply declines to answer (``I don't know``, ``you never told me``...).
-
-    For questions whose answer was never given (LongMemEval's abstention questions): a memory
-    that invents an answer fails. ``patterns`` replaces ``ABSTAIN_PATTERNS``.
-    """
+    """The reply declines to answer (``I don't know``, ``you never told me``...), for questions
+    whose answer was never given. ``patterns`` replaces ``ABSTAIN_PATTERNS``."""
 
     turn: int | None = -1
     patterns: tuple[str, ...] = ABSTAIN_PATTERNS
@@ -398,17 +331,11 @@ class ReplyAbstains(_ReplyCheck):
         return any(pattern.search(reply) for pattern in compiled)
 
 
-# ------------------------------------------------------------------------- token match
-
-_UNITS = (
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-    "fifteen sixteen seventeen eighteen nineteen twenty"
-)
+_UNITS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+          "fifteen sixteen seventeen eighteen nineteen twenty")
 _TENS = "thirty forty fifty sixty seventy eighty ninety"
 _NUMBER_WORDS = {word: str(value) for value, word in enumerate(_UNITS.split())}
-_NUMBER_WORDS.update(
-    {word: str(value) for value, word in zip(range(30, 100, 10), _TENS.split(), strict=True)}
-)
+_NUMBER_WORDS.update(zip(_TENS.split(), map(str, range(30, 100, 10)), strict=True))
 _NUMBER_WORDS.update({"hundred": "100", "thousand": "1000", "once": "1", "twice": "2"})
 _ARTICLES = frozenset(("a", "an", "the"))
 # A number (thousands commas, decimals, an ordinal suffix) or a run of letters.
@@ -416,12 +343,9 @@ _TOKEN = re.compile(r"(\d+(?:,\d{3})*(?:\.\d+)?)(?:st|nd|rd|th)?|[^\W\d_]+")
 
 
 def answer_tokens(text: str) -> list[str]:
-    """``text`` as the tokens ``ReplyAnswers`` compares: case-folded words and numbers.
-
-    Numbers are compared by value (``1,000`` is ``1000``, ``3.50`` is ``3.5``, ``03`` is
-    ``3``, ``21st`` is ``21``, ``three`` is ``3``); articles (a, an, the) are dropped. One
-    pass over ``text``.
-    """
+    """``text`` as the tokens ``ReplyAnswers`` compares, in one pass: case-folded words, and
+    numbers by value (``1,000``, ``3.50``, ``03``, ``21st``, ``three`` are 1000, 3.5, 3, 21, 3);
+    articles (a, an, the) are dropped."""
     tokens = []
     for found in _TOKEN.finditer(text.casefold()):
         number = found.group(1)
@@ -437,15 +361,10 @@ def answer_tokens(text: str) -> list[str]:
 
 @dataclass(frozen=True)
 class ReplyAnswers(_ReplyCheck):
-    """A reply gives ``answer``: its tokens appear in the reply, in order and next to each
-    other, as whole tokens (see ``answer_tokens``).
-
-    The default answer check of benchmark items without a judge. Unlike a substring it
-    does not pass ``I don't know ... since 2023`` for the answer ``3``, and it passes ``three
-    cats`` for ``3``. Answers that need reasoning to compare (ranges, rubrics, "7 days; 8
-    days is also acceptable") need a judge (``ReplyJudged``). ``turn`` as for
-    ``ReplyContains``.
-    """
+    """A reply gives ``answer``: its tokens (``answer_tokens``) appear in it as a run of whole
+    tokens; the default answer check without a judge. Unlike a substring it does not pass ``I
+    don't know ... since 2023`` for ``3``, and it passes ``three cats``. Ranges and rubrics need
+    a judge (``ReplyJudged``)."""
 
     answer: str
     turn: int | None = -1
@@ -456,9 +375,8 @@ class ReplyAnswers(_ReplyCheck):
         if not isinstance(self.answer, str):
             raise TypeError(f"ReplyAnswers: the answer must be a string, got {self.answer!r}")
         if not answer_tokens(self.answer):
-            raise ValueError(
-                f"ReplyAnswers: the answer {self.answer!r} has no word or number to match"
-            )
+            raise ValueError(f"ReplyAnswers: the answer {self.answer!r} has no word or number "
+                             "to match")
 
     def to_dict(self) -> dict[str, Any]:
         return self._with_flags({"answers": self.answer})
@@ -474,9 +392,6 @@ class ReplyAnswers(_ReplyCheck):
         return needle in " " + " ".join(answer_tokens(reply)) + " "
 
 
-# ------------------------------------------------------------------------------- judges
-
-
 class JudgeError(RuntimeError):
     """A judge could not give a verdict (no text, or text that is neither yes nor no)."""
 
@@ -488,8 +403,7 @@ class Judgement:
     passed: bool
     explanation: str
     record: dict[str, Any]
-    """``judge`` (its name), ``model``, ``prompt`` (the exact text sent), ``said`` (the
-    judge's reply) and ``rule`` (how the verdict was read from it)."""
+    """``judge``, ``model``, ``prompt`` (the exact text sent), ``said`` and ``rule``."""
 
 
 JUDGE_PROMPT = (
@@ -514,24 +428,17 @@ ABSTENTION_JUDGE_PROMPT = (
 
 
 class ModelJudge:
-    """A judge backed by any model object (``complete(messages, tools) -> ModelTurn``).
-
-    It sends ``prompt`` (default ``JUDGE_PROMPT``; ``abstention_prompt`` for a question that
-    cannot be answered) as one user message with no tools, and reads ``yes``/``no`` from
-    the start of the model's text. Anything else is a ``JudgeError``: an error of the run,
-    not a verdict. ``judge(question, answer, reply)`` returns ``(verdict, explanation)``;
-    ``judgement(...)`` returns the whole ``Judgement`` and records the model call.
-    """
+    """A judge backed by any model object (``complete(messages, tools) -> ModelTurn``): it sends
+    ``prompt`` (``abstention_prompt`` for a question that cannot be answered) as one user message
+    with no tools and reads ``yes``/``no`` from the start of the reply (else a ``JudgeError``).
+    ``judge(question, answer, reply)`` gives ``(verdict, explanation)``; ``judgement(...)`` the
+    whole ``Judgement``, recording the model call."""
 
     kind = "judge"
     rule = "the reply starts with yes or no (ignoring case and leading punctuation)"
 
-    def __init__(
-        self,
-        model: Any,
-        prompt: str = JUDGE_PROMPT,
-        abstention_prompt: str = ABSTENTION_JUDGE_PROMPT,
-    ) -> None:
+    def __init__(self, model: Any, prompt: str = JUDGE_PROMPT,
+                 abstention_prompt: str = ABSTENTION_JUDGE_PROMPT) -> None:
         if not callable(getattr(model, "complete", None)):
             raise TypeError(f"a judge model must have complete(messages, tools), got {model!r}")
         self.model = model
@@ -539,9 +446,8 @@ class ModelJudge:
         self.abstention_prompt = abstention_prompt
         self.name = str(getattr(model, "name", type(model).__name__))
 
-    def prompt_for(
-        self, question: str, answer: str, reply: str, question_type: str | None, abstention: bool
-    ) -> str:
+    def prompt_for(self, question: str, answer: str, reply: str, question_type: str | None,
+                   abstention: bool) -> str:
         """The exact text sent to the judge model."""
         template = self.abstention_prompt if abstention else self.prompt
         return template.format(question=question, answer=answer, reply=reply)
@@ -554,27 +460,19 @@ class ModelJudge:
         return found.group(1).lower() == "yes"
 
     def judgement(
-        self,
-        question: str,
-        answer: str,
-        reply: str,
-        *,
-        question_type: str | None = None,
-        abstention: bool = False,
-        calls: list[ModelCallRecord] | None = None,
+        self, question: str, answer: str, reply: str, *, question_type: str | None = None,
+        abstention: bool = False, calls: list[ModelCallRecord] | None = None,
     ) -> Judgement:
         """Ask the judge model; its call (failed or not) is appended to ``calls``."""
         content = self.prompt_for(question, answer, reply, question_type, abstention)
-        sink: list[ModelCallRecord] = [] if calls is None else calls
         messages = [{"role": "user", "content": content}]
-        turn = call_model(self.model, messages, [], sink, role="judge")
+        turn = call_model(self.model, messages, [], [] if calls is None else calls, role="judge")
         if turn.text is None:
             raise JudgeError("judge returned no text")
         said = turn.text.strip()
-        passed = self.verdict(said)
         record = {"judge": self.kind, "model": self.name, "prompt": content, "said": said,
                   "rule": self.rule}
-        return Judgement(passed, f"judge said {_quote(said)}", record)
+        return Judgement(self.verdict(said), f"judge said {_quote(said)}", record)
 
     def __call__(self, question: str, answer: str, reply: str) -> tuple[bool, str]:
         """``(verdict, explanation)`` for a question with an answer (see the class doc)."""
@@ -589,21 +487,15 @@ licence), reproduced byte for byte for comparable verdicts."""
 
 def longmemeval_templates() -> dict[str, str]:
     """LongMemEval's prompt templates by question type, plus ``abstention``."""
-    data = json.loads(LONGMEMEVAL_JUDGE_PATH.read_text(encoding="utf-8"))
-    return dict(data["templates"])
+    return dict(json.loads(LONGMEMEVAL_JUDGE_PATH.read_text(encoding="utf-8"))["templates"])
 
 
 class LongMemEvalJudge(ModelJudge):
-    """LongMemEval's own answer check, run by ``model``.
-
-    The prompt is the benchmark's template for the question type (the abstention template
-    for ``_abs`` questions), filled as the benchmark fills it, and the verdict is the
-    benchmark's rule: ``'yes' in reply.strip().lower()`` (so any reply holding "yes" counts,
-    and every other reply is a no: there is no "no verdict"). For numbers comparable with
-    LongMemEval's, give it the benchmark's judge model and request settings, e.g.
-    ``OpenAIChatModel(model="gpt-4o-2024-08-06", temperature=0, max_tokens=10)``.
-    A question type the benchmark has no template for is a ``JudgeError``.
-    """
+    """LongMemEval's own answer check, run by ``model``: the benchmark's template for the
+    question type (abstention's for ``_abs`` questions) filled as it fills it, and its verdict
+    rule ``'yes' in reply.strip().lower()`` (there is no "no verdict"); a type with no template
+    is a ``JudgeError``. For comparable numbers use the benchmark's judge and settings, e.g.
+    ``OpenAIChatModel(model="gpt-4o-2024-08-06", temperature=0, max_tokens=10)``."""
 
     kind = "longmemeval-judge"
     rule = "'yes' in the judge's reply, stripped and lower-cased (LongMemEval's evaluate_qa.py)"
@@ -612,18 +504,15 @@ class LongMemEvalJudge(ModelJudge):
         super().__init__(model)
         self.templates = longmemeval_templates()
 
-    def prompt_for(
-        self, question: str, answer: str, reply: str, question_type: str | None, abstention: bool
-    ) -> str:
+    def prompt_for(self, question: str, answer: str, reply: str, question_type: str | None,
+                   abstention: bool) -> str:
         """The benchmark's template for ``question_type`` (or abstention), filled."""
         key = "abstention" if abstention else question_type
         template = self.templates.get(key or "")
         if template is None:
             known = sorted(name for name in self.templates if name != "abstention")
-            raise JudgeError(
-                f"LongMemEval has no answer-check prompt for question type {question_type!r} "
-                f"(known: {', '.join(known)})"
-            )
+            raise JudgeError(f"LongMemEval has no answer-check prompt for question type "
+                             f"{question_type!r} (known: {', '.join(known)})")
         return template.format(question, answer, reply)
 
     def verdict(self, said: str) -> bool:
@@ -632,8 +521,7 @@ class LongMemEvalJudge(ModelJudge):
 
 
 def judge_spec(judge: Any) -> dict[str, Any]:
-    """A judge as plain data: its kind and its model's spec (``model_spec``); a function
-    judge is named only (``rerun(judges={name: function})`` supplies it again)."""
+    """A judge as plain data: its kind and its model's spec; a function judge by name only."""
     if isinstance(judge, LongMemEvalJudge):
         return {"kind": judge.kind, "model": model_spec(judge.model)}
     if isinstance(judge, ModelJudge):
@@ -651,16 +539,12 @@ def _verdict(value: Any) -> tuple[bool, str]:
 
 @dataclass(frozen=True)
 class ReplyJudged(Expectation):
-    """A judge decides whether the reply answers ``question`` with ``answer``.
-
-    ``judge`` is a ``ModelJudge`` (``LongMemEvalJudge`` for the benchmark's prompts), a model
-    object (wrapped in ``ModelJudge``), or any function ``judge(question, answer, reply)``
-    returning a bool or ``(bool, explanation)``. ``question`` defaults to the user text of
-    the judged turn. ``question_type`` picks a typed judge's prompt; ``abstention`` asks
-    whether the reply recognises an unanswerable question (``answer`` then explains why).
-    A model judge's calls are recorded with the session (``SessionRecord.judge_calls``), and
-    its prompt, model and reply with the outcome (``ExpectationOutcome.judge``).
-    """
+    """A judge decides whether the reply answers ``question`` (default: the turn's user text)
+    with ``answer``: a ``ModelJudge`` (e.g. ``LongMemEvalJudge``), a model object (wrapped in
+    one) or a function ``judge(question, answer, reply)`` giving a bool or ``(bool,
+    explanation)``. ``question_type`` picks a typed judge's prompt; ``abstention`` asks whether
+    the reply recognises an unanswerable question (``answer`` says why). A model judge's calls
+    go to ``SessionRecord.judge_calls``, its prompt and reply to ``ExpectationOutcome.judge``."""
 
     answer: str
     judge: Any
@@ -735,9 +619,6 @@ class ReplyJudged(Expectation):
         return outcome.passed == self.present, outcome.detail
 
 
-# --------------------------------------------------------------------------- tool calls
-
-
 def _call_arguments(call: ToolCallRecord) -> dict[str, Any] | None:
     """The call's arguments as a dict; None when the model sent text that is not a JSON object."""
     arguments = call.arguments
@@ -758,11 +639,9 @@ def _same(wanted: Any, value: Any) -> bool:
 
 @dataclass(frozen=True)
 class ToolCalled(Expectation):
-    """The agent made a tool call with this ``name`` (the name it used; any when ``None``),
-    ``action`` and ``arguments`` (each given key equal; strings compared ignoring case).
-
-    ``ok=True`` only counts calls that succeeded, ``ok=False`` only failed ones.
-    """
+    """The agent made a tool call with this ``name`` (any when ``None``), ``action`` and
+    ``arguments`` (each given key equal, strings ignoring case); ``ok=True`` counts only calls
+    that succeeded, ``ok=False`` only failed ones."""
 
     name: str | None = None
     action: str | None = None
@@ -811,11 +690,8 @@ class ToolCalled(Expectation):
 
 @dataclass(frozen=True)
 class Check(Expectation):
-    """A custom expectation: ``function(state)`` returns a bool or ``(bool, detail)``.
-
-    ``state`` is the whole ``SessionState`` (FACT.md, journal entries, next prompt, turns with
-    replies, tool calls and results, searches).
-    """
+    """A custom expectation: ``function(state)`` (the whole ``SessionState``) returns a bool or
+    ``(bool, detail)``."""
 
     function: Callable[[SessionState], Any]
     description: str

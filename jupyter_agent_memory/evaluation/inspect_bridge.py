@@ -1,21 +1,17 @@
 """A bridge to inspect_ai (the UK AI Security Institute's evaluation framework).
 
-``inspect_task(scenarios, model)`` turns a scenario set into an inspect ``Task``: one
-``Sample`` per scenario (the last session's question as input, its expected answer as target,
-the scenario's labels as metadata), a solver that runs **our** runner with **our** model or
-memory policy on a fresh agent folder per sample and epoch, and a scorer that is **ours**:
-the sample is correct when every verdict of the run passed, and a check that could not run (a
-judge outage) is an error of the sample, never a wrong answer. inspect adds what it is good
-at: its logs and viewer, epochs, and standard errors clustered by any metadata key
-(``cluster``, default ``question_type``)::
+``inspect_task(scenarios, model)`` makes an inspect ``Task``: one ``Sample`` per scenario, a
+solver running **our** runner and model on a fresh agent folder per sample and epoch, and
+**our** scorer (correct when every verdict passed; a check that could not run, e.g. a judge
+outage, is an error of the sample, never a wrong answer). inspect adds its logs and viewer,
+epochs, and standard errors clustered by a metadata key (``cluster``)::
 
     from inspect_ai import eval
     task = inspect_task(load_longmemeval_sample(), FactsPolicy(), root="inspect-runs")
     eval(task, model="mockllm/model")    # our model runs; inspect's model is not called
 
-The whole ``EvaluationResult`` of each sample is kept in the sample's store under
-``agent_memory_result`` (as ``to_dict()`` data). Needs ``pip install
-"jupyter-agent-memory[lab]"`` (inspect-ai); the rest of the package never imports it.
+Each sample's store keeps its whole ``EvaluationResult.to_dict()`` under ``STORE_KEY``. Needs
+``pip install "jupyter-agent-memory[lab]"``; the rest of the package never imports inspect.
 """
 
 from __future__ import annotations
@@ -36,8 +32,6 @@ __all__ = ["STORE_KEY", "inspect_task", "scenario_sample"]
 STORE_KEY = "agent_memory_result"
 """Where each sample's ``EvaluationResult.to_dict()`` is kept in its inspect store."""
 
-LAB_INSTALL_HINT = 'pip install "jupyter-agent-memory[lab]"'
-
 
 def _target(scenario: Scenario) -> str:
     for expectation in scenario.sessions[-1].expect:
@@ -54,31 +48,21 @@ def scenario_sample(scenario: Scenario) -> Any:
     from inspect_ai.dataset import Sample
 
     last = scenario.sessions[-1]
-    return Sample(
-        input=last.turns[-1] if last.turns else "",
-        target=_target(scenario),
-        id=scenario.name,
-        metadata={str(key): value for key, value in scenario.labels.items()},
-    )
+    return Sample(input=last.turns[-1] if last.turns else "", target=_target(scenario),
+                  id=scenario.name, metadata={str(k): v for k, v in scenario.labels.items()})
 
 
 def inspect_task(
-    scenarios: Sequence[Scenario],
-    model: Any,
-    *,
-    root: str | os.PathLike[str] | None = None,
-    cluster: str | None = "question_type",
-    name: str = "agent_memory",
-    **runner_options: Any,
+    scenarios: Sequence[Scenario], model: Any, *, root: str | os.PathLike[str] | None = None,
+    cluster: str | None = "question_type", name: str = "agent_memory", **runner_options: Any,
 ) -> Any:
-    """An inspect ``Task`` over ``scenarios`` run by ``model`` (see the module docstring).
-
-    ``model`` is a model object or a function ``epoch -> model`` (inspect's epochs play
-    seeds); agent folders go under ``root`` (default: a new temporary folder);
-    ``runner_options`` go to ``EvaluationRunner``. ``cluster`` names the metadata key the
-    standard error is clustered by (``None``: plain standard error).
+    """An inspect ``Task`` over ``scenarios`` run by ``model``, a model object or a function
+    ``epoch -> model`` (inspect's epochs play seeds). Agent folders go under ``root`` (default: a
+    new temporary folder); ``runner_options`` go to ``EvaluationRunner``; ``cluster`` is the
+    metadata key the standard error is clustered by (``None``: plain standard error).
     """
-    import_extra("inspect_ai", "inspect_task", "inspect-ai", LAB_INSTALL_HINT)
+    hint = 'pip install "jupyter-agent-memory[lab]"'
+    import_extra("inspect_ai", "inspect_task", "inspect-ai", hint)
     from inspect_ai import Task
     from inspect_ai.dataset import MemoryDataset
     from inspect_ai.model import ChatMessageAssistant, ModelOutput
@@ -139,9 +123,5 @@ def inspect_task(
 
         return score
 
-    return Task(
-        dataset=MemoryDataset([scenario_sample(s) for s in scenario_list], name=name),
-        solver=replay(),
-        scorer=expectations(),
-        name=name,
-    )
+    dataset = MemoryDataset([scenario_sample(s) for s in scenario_list], name=name)
+    return Task(dataset=dataset, solver=replay(), scorer=expectations(), name=name)

@@ -1,34 +1,14 @@
 """Load benchmark items in the LongMemEval JSON format as scenarios.
 
-A LongMemEval file is a JSON list of items with ``question_id``, ``question_type``,
-``question``, ``answer`` (a string or a number), ``question_date``, ``haystack_session_ids``,
-``haystack_dates``, ``haystack_sessions`` (each a list of ``{"role", "content"}`` turns,
-evidence turns marked ``has_answer``) and ``answer_session_ids``. A ``question_id`` holding
-``_abs`` is an abstention question (the answer was never given), as the benchmark's own
-scripts decide.
-
-Each item becomes one ``Scenario`` named after its ``question_id``:
-
-- one ``Session`` per haystack session, **in date order** (the benchmark's oracle file is not
-  sorted; replaying it in file order would make an old value look newer than its update),
-  a fixed transcript dated ``haystack_dates[i]`` and named ``haystack_session_ids[i]``; the
-  model handles every user turn and may write memory, the recorded assistant turns continue
-  the conversation, and ``has_answer`` marks stay on the transcript's messages;
-- a final ``question`` session at ``question_date`` with the question as its only turn and
-  gold evidence: ``Evidence(sessions=answer_session_ids, turns=...)``, the turns being the
-  ``has_answer`` messages (``<session id>#<position>``, 1-based), so retrieval is scored at
-  session and turn level (not for abstention questions);
-- one answer expectation, whose rule each outcome names (``ExpectationOutcome.scorer``):
-  with a ``judge``, ``ReplyJudged`` (a bare model becomes ``LongMemEvalJudge(model)``, the
-  benchmark's per-type prompts; abstention questions get its abstention prompt); without
-  one, ``ReplyAnswers`` (whole tokens, numbers by value) and, for abstention questions,
-  ``ReplyAbstains``. Temporal-reasoning and preference questions cannot be scored by
-  matching (their answers are ranges, alternatives or rubrics): without a judge they are
-  refused unless ``unjudged`` says what to do (``"skip"`` them, or ``"match"`` anyway).
-
-``labels`` carry ``question_id``, ``question_type`` and ``abstention``, so the question type is
-a column of every results table. The file is the user's: nothing here downloads anything.
-``load_longmemeval_sample()`` loads the small synthetic sample shipped with the package.
+Each item becomes a ``Scenario`` named after its ``question_id`` and labelled with it,
+``question_type`` and ``abstention`` (``_abs`` in the id, as the benchmark decides): one
+transcript ``Session`` per haystack session **in date order** (the oracle file is not sorted;
+file order would make an old value look newer than its update), then a ``question`` session at
+``question_date`` whose gold evidence (not for abstention) is ``answer_session_ids`` and the
+``has_answer`` turns (``<session id>#<position>``, 1-based). Its answer check: with a ``judge``,
+``ReplyJudged`` (a bare model becomes ``LongMemEvalJudge(model)``); without, ``ReplyAnswers``
+(``ReplyAbstains`` for abstention), and ``JUDGE_ONLY_TYPES`` are refused unless ``unjudged`` is
+``"skip"`` or ``"match"``. The file is the user's: nothing here downloads anything.
 """
 
 from __future__ import annotations
@@ -39,21 +19,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .expectations import (
-    Expectation,
-    LongMemEvalJudge,
-    ReplyAbstains,
-    ReplyAnswers,
-    ReplyJudged,
-)
+from .expectations import Expectation, LongMemEvalJudge, ReplyAbstains, ReplyAnswers, ReplyJudged
 from .retrieval import Evidence
 from .scenario import Scenario, Session, parse_date
 
 __all__ = [
-    "JUDGE_ONLY_TYPES",
-    "SAMPLE_PATH",
-    "load_longmemeval",
-    "load_longmemeval_sample",
+    "JUDGE_ONLY_TYPES", "SAMPLE_PATH", "load_longmemeval", "load_longmemeval_sample",
     "longmemeval_scenario",
 ]
 
@@ -84,9 +55,8 @@ def _text(item: Mapping[str, Any], key: str, label: Any) -> str:
         return value
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
-    raise ValueError(
-        f"LongMemEval item {label!r}: {key!r} must be a string or a number, got {value!r}"
-    )
+    raise ValueError(f"LongMemEval item {label!r}: {key!r} must be a string or a number, "
+                     f"got {value!r}")
 
 
 def _check_unjudged(unjudged: str) -> None:
@@ -94,14 +64,10 @@ def _check_unjudged(unjudged: str) -> None:
         raise ValueError(f"unjudged must be one of {list(UNJUDGED)}, got {unjudged!r}")
 
 
-def longmemeval_scenario(
-    item: Mapping[str, Any], *, judge: Any = None, unjudged: str = "refuse"
-) -> Scenario:
-    """One LongMemEval item as a scenario (see the module docstring).
-
-    Raises ``ValueError`` naming the item for anything malformed, and for an item of a
-    ``JUDGE_ONLY_TYPES`` type without a judge when ``unjudged`` is ``"refuse"``.
-    """
+def longmemeval_scenario(item: Mapping[str, Any], *, judge: Any = None,
+                         unjudged: str = "refuse") -> Scenario:
+    """One LongMemEval item as a scenario (see the module docstring); ``ValueError`` naming the
+    item if it is malformed, or judge-only and unjudged with ``unjudged="refuse"``."""
     if not isinstance(item, Mapping):
         raise ValueError(f"A LongMemEval item must be an object, got {type(item).__name__}")
     _check_unjudged(unjudged)
@@ -113,33 +79,24 @@ def longmemeval_scenario(
     if not (isinstance(ids, list) and isinstance(dates, list) and isinstance(sessions, list)):
         raise ValueError(f"LongMemEval item {label!r}: haystack fields must be lists")
     if not len(ids) == len(dates) == len(sessions):
-        raise ValueError(
-            f"LongMemEval item {label!r}: {len(ids)} session ids, {len(dates)} dates and "
-            f"{len(sessions)} sessions"
-        )
-    question_id, question_type, question, answer = (
-        _text(item, key, label) for key in _REQUIRED[:4]
-    )
+        raise ValueError(f"LongMemEval item {label!r}: {len(ids)} session ids, "
+                         f"{len(dates)} dates and {len(sessions)} sessions")
+    question_id, question_type, question, answer = (_text(item, k, label) for k in _REQUIRED[:4])
     abstention = "_abs" in question_id
     built = []
     gold_turns: list[str] = []
     for session_id, date, turns in zip(ids, dates, sessions, strict=True):
         if not isinstance(turns, list):
             raise ValueError(f"LongMemEval item {label!r}: session {session_id!r} is not a list")
-        transcript = []
         for number, turn in enumerate(turns, 1):
             if not isinstance(turn, Mapping):
-                raise ValueError(
-                    f"LongMemEval item {label!r}, session {session_id!r}: turn {number} is "
-                    f"not an object with role and content, got {turn!r}"
-                )
-            message = {"role": turn.get("role"), "content": turn.get("content")}
+                raise ValueError(f"LongMemEval item {label!r}, session {session_id!r}: turn "
+                                 f"{number} is not an object with role and content, got {turn!r}")
             if turn.get("has_answer") is True:
-                message["has_answer"] = True
                 gold_turns.append(f"{session_id}#{number}")
-            transcript.append(message)
         try:
-            built.append(Session(transcript=transcript, date=str(date), name=str(session_id)))
+            # The transcript keeps role, content and the has_answer marks.
+            built.append(Session(transcript=turns, date=str(date), name=str(session_id)))
         except (AttributeError, TypeError, ValueError) as exc:
             raise ValueError(f"LongMemEval item {label!r}, session {session_id!r}: {exc}") from None
     # Replay in date order; sessions of the same date keep their file order (a stable sort).
@@ -148,31 +105,26 @@ def longmemeval_scenario(
     if judge is not None:
         if callable(getattr(judge, "complete", None)):
             judge = LongMemEvalJudge(judge)
-        judged = ReplyJudged(
-            answer, judge, question=question, question_type=question_type, abstention=abstention
-        )
-        expect = [judged]
+        expect = [ReplyJudged(answer, judge, question=question, question_type=question_type,
+                              abstention=abstention)]
     elif abstention:
         expect = [ReplyAbstains()]
-    elif question_type in JUDGE_ONLY_TYPES and unjudged != "match":
-        if unjudged == "skip":
-            expect = []
-        else:
-            raise UnjudgedItem(
-                f"LongMemEval item {question_id!r} ({question_type}) needs a judge: its "
-                f"answer {answer!r} cannot be scored by matching. Pass judge= (a model, "
-                "scored with LongMemEval's prompts), unjudged='skip' to leave such items "
-                "out, or unjudged='match' to score them by token match anyway"
-            )
+    elif question_type in JUDGE_ONLY_TYPES and unjudged == "skip":
+        expect = []
+    elif question_type in JUDGE_ONLY_TYPES and unjudged == "refuse":
+        raise UnjudgedItem(
+            f"LongMemEval item {question_id!r} ({question_type}) needs a judge: its "
+            f"answer {answer!r} cannot be scored by matching. Pass judge= (a model, "
+            "scored with LongMemEval's prompts), unjudged='skip' to leave such items "
+            "out, or unjudged='match' to score them by token match anyway"
+        )
     else:
         expect = [ReplyAnswers(answer)]
-    answer_ids = item.get("answer_session_ids")
-    answer_ids = [] if answer_ids is None else answer_ids
+    answer_ids = [] if item.get("answer_session_ids") is None else item["answer_session_ids"]
     if not isinstance(answer_ids, list):
         # A bare string would be read as one gold session per character.
-        raise ValueError(
-            f"LongMemEval item {label!r}: answer_session_ids must be a list of session ids"
-        )
+        raise ValueError(f"LongMemEval item {label!r}: answer_session_ids must be a list "
+                         "of session ids")
     gold = [str(s) for s in answer_ids]
     try:
         asked = parse_date(str(item["question_date"]))
@@ -181,29 +133,22 @@ def longmemeval_scenario(
     evidence = None
     if (gold or gold_turns) and not abstention:
         evidence = Evidence(sessions=tuple(gold), turns=tuple(gold_turns))
-    built.append(
-        Session([question], expect=expect, name="question", date=asked, evidence=evidence,
-                query=question)
-    )
+    built.append(Session([question], expect=expect, name="question", date=asked,
+                         evidence=evidence, query=question))
     labels = {"question_id": question_id, "question_type": question_type, "abstention": abstention}
     return Scenario(built, name=question_id, labels=labels)
 
 
 def load_longmemeval(
-    source: str | os.PathLike[str] | Iterable[Mapping[str, Any]],
-    *,
-    limit: int | None = None,
-    question_types: Sequence[str] | None = None,
-    judge: Any = None,
-    unjudged: str = "refuse",
+    source: str | os.PathLike[str] | Iterable[Mapping[str, Any]], *, limit: int | None = None,
+    question_types: Sequence[str] | None = None, judge: Any = None, unjudged: str = "refuse",
 ) -> list[Scenario]:
     """Scenarios from a LongMemEval JSON file (a path) or already parsed items.
 
     ``question_types`` keeps only those types; ``limit`` the first that many items after
     filtering; ``judge`` (a model, scored with ``LongMemEvalJudge``; a ``ModelJudge``; or a
-    function, see ``ReplyJudged``) grades answers. Without one, items of
-    ``JUDGE_ONLY_TYPES`` are refused, all of them named in one error, unless
-    ``unjudged="skip"`` (left out) or ``"match"`` (token match anyway).
+    function) grades answers. Without one, ``JUDGE_ONLY_TYPES`` items are refused, all named in
+    one error, unless ``unjudged="skip"`` (left out) or ``"match"`` (token match anyway).
     """
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise ValueError(f"limit must be a whole number of items (0 or more), got {limit!r}")
@@ -214,30 +159,24 @@ def load_longmemeval(
         except json.JSONDecodeError as exc:
             raise ValueError(f"{path} is not valid JSON: {exc}") from None
         except UnicodeDecodeError as exc:
-            raise ValueError(
-                f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})"
-            ) from None
+            message = f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})"
+            raise ValueError(message) from None
         except RecursionError:
             raise ValueError(f"{path} is not valid JSON: nested too deeply") from None
     else:
         items = list(source)
     if not isinstance(items, list):
         raise ValueError("A LongMemEval file holds a JSON list of items")
-    if isinstance(question_types, str):  # one type, not one per character
-        question_types = [question_types]
-    wanted = set(question_types) if question_types is not None else None
+    if question_types is not None:
+        # One type given as a string is that type, not one per character.
+        wanted = {question_types} if isinstance(question_types, str) else set(question_types)
+        items = [i for i in items if not isinstance(i, Mapping) or i.get("question_type") in wanted]
     if limit == 0:
         return []
     _check_unjudged(unjudged)
     scenarios = []
     refused: list[str] = []
     for item in items:
-        if (
-            wanted is not None
-            and isinstance(item, Mapping)
-            and item.get("question_type") not in wanted
-        ):
-            continue
         try:
             scenario = longmemeval_scenario(item, judge=judge, unjudged=unjudged)
         except UnjudgedItem:
@@ -261,11 +200,8 @@ def load_longmemeval(
 
 
 def load_longmemeval_sample(**options: Any) -> list[Scenario]:
-    """The synthetic sample shipped with the package, as scenarios (options as for
-    ``load_longmemeval``). Runs offline; see ``evaluation.sample`` for how it is made.
-
-    Its temporal question's answer is a single date, written to be matched, so without a
-    judge it is scored by token match (``unjudged="match"``) unless told otherwise.
-    """
+    """The synthetic sample shipped with the package (``evaluation.sample``), as scenarios;
+    options as for ``load_longmemeval``. Its temporal answer is a single date, written to be
+    matched, so without a judge it is scored by token match (``unjudged="match"``) by default."""
     options.setdefault("unjudged", "match")
     return load_longmemeval(SAMPLE_PATH, **options)

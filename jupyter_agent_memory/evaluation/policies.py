@@ -1,22 +1,7 @@
-"""Two small memory policies written as deterministic, offline models.
-
-They are baselines to compare real models against, and they make the tutorials and tests
-reproducible. Both handle any conversation: a user turn ending in ``?`` is a question, any
-other turn a statement.
-
-``FactsPolicy`` ("keep facts")
-    Writes every first-person statement to FACT.md as a list item (dated when the session
-    announces the date), never uses the journal, and answers a question with the FACT.md line
-    sharing most keywords with it; on a tie it trusts the *oldest* line, so a fact that was
-    later updated keeps winning until it is removed. Says it does not know when no line
-    shares a keyword.
-``JournalPolicy`` ("log everything")
-    Appends every statement to the journal and answers a question by searching the journal
-    once per keyword (the tool's search is a substring match), replying with the date and
-    text of the entry matching most keywords, the newest on a tie.
-
-Neither ever sees what the assistant said, which is one of the things the LongMemEval sample
-tests; both answer the runner's closing turn (``CLOSING_TURN``) with ``OK.`` and write nothing.
+"""Two small memory policies written as deterministic, offline models: baselines for real
+models, and reproducible tutorials and tests. A user turn ending in ``?`` is a question, any
+other a statement. Neither sees what the assistant said; both answer the runner's closing turn
+(``CLOSING_TURN``) with ``OK.`` and write nothing.
 """
 
 from __future__ import annotations
@@ -31,12 +16,11 @@ from .models import CLOSING_TURN, ModelTurn, ToolCall, conversation, known_facts
 
 __all__ = ["FactsPolicy", "JournalPolicy", "keywords"]
 
-_STOPWORD_TEXT = """a about after again all am an and any are as at be been before being
-    but by can could
-    did do does doing for from had has have having he her here hers him his how i if in into
-    is it its just me more most my no nor not now of on once only or other our out over own
-    same she should so some such than that the their them then there these they this those to
-    too under until up very was we were what when where which while who whom why will with
+_STOPWORD_TEXT = """a about after again all am an and any are as at be been before being but by
+    can could did do does doing for from had has have having he her here hers him his how i if
+    in into is it its just me more most my no nor not now of on once only or other our out over
+    own same she should so some such than that the their them then there these they this those
+    to too under until up very was we were what when where which while who whom why will with
     would you your yours"""
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
@@ -63,7 +47,10 @@ def _reply(text: str) -> ModelTurn:
 
 
 class FactsPolicy:
-    """Keep first-person statements as facts; answer from FACT.md (see the module doc)."""
+    """Keeps facts: writes every first-person statement to FACT.md as a list item (dated when
+    the prompt gives the date) and answers with the line sharing most keywords with the
+    question, the *oldest* on a tie (so an updated fact keeps winning until it is removed);
+    says it does not know when no line shares one. Never uses the journal."""
 
     def __init__(self, name: str = "facts") -> None:
         self.name = name
@@ -73,7 +60,7 @@ class FactsPolicy:
         return {"kind": "facts-policy"}
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelTurn:
-        """Answer the last user turn (see the module docstring)."""
+        """Answer the last user turn (see the class doc)."""
         user, system, _results, called = conversation(messages)
         user = user or ""
         if user == CLOSING_TURN:
@@ -99,7 +86,9 @@ class FactsPolicy:
 
 
 class JournalPolicy:
-    """Log every statement; answer by keyword searches of the journal (see the module doc)."""
+    """Logs everything: appends every statement to the journal and answers by searching it
+    once per keyword (a substring match), with the date and text of the entry matching most
+    keywords, the newest on a tie."""
 
     def __init__(self, name: str = "journal", limit: int = 5) -> None:
         self.name = name
@@ -110,28 +99,23 @@ class JournalPolicy:
         return {"kind": "journal-policy", "limit": self.limit}
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelTurn:
-        """Answer the last user turn (see the module docstring)."""
+        """Answer the last user turn (see the class doc)."""
         user, _system, results, called = conversation(messages)
         user = user or ""
         if user == CLOSING_TURN:
             return _reply("OK.")
         tool = offered_name("memory", tools)
         question = user.rstrip().endswith("?")
-        if not called:
-            if question:
-                words = keywords(user)
-                if not words:
-                    return _reply(ABSTAIN_REPLY)
-                calls = [
-                    ToolCall(tool, {"action": "search", "query": word, "limit": self.limit})
-                    for word in words
-                ]
-                return ModelTurn(tool_calls=calls, finish_reason="tool_calls")
-            call = ToolCall(tool, {"action": "append", "text": user.strip(), "tags": ["chat"]})
-            return ModelTurn(tool_calls=[call], finish_reason="tool_calls")
+        if called:
+            return _reply(self._answer(user, results) if question else "Noted.")
         if not question:
-            return _reply("Noted.")
-        return _reply(self._answer(user, results))
+            calls = [ToolCall(tool, {"action": "append", "text": user.strip(), "tags": ["chat"]})]
+        elif words := keywords(user):
+            calls = [ToolCall(tool, {"action": "search", "query": word, "limit": self.limit})
+                     for word in words]
+        else:
+            return _reply(ABSTAIN_REPLY)
+        return ModelTurn(tool_calls=calls, finish_reason="tool_calls")
 
     @staticmethod
     def _answer(question: str, results: Sequence[Any]) -> str:
@@ -145,11 +129,9 @@ class JournalPolicy:
             for entry in entries if isinstance(entries, list) else []:
                 if isinstance(entry, dict) and isinstance(entry.get("text"), str):
                     found[json.dumps(entry, sort_keys=True)] = entry
-        best, best_key = None, None
-        for entry in found.values():
-            key = (_hits(words, entry["text"]), str(entry.get("ts", "")))
-            if best_key is None or key > best_key:  # more hits, then the newest
-                best, best_key = entry, key
+        # More hits, then the newest; on a full tie the first found.
+        best = max(found.values(), default=None,
+                   key=lambda entry: (_hits(words, entry["text"]), str(entry.get("ts", ""))))
         if best is None:
             return ABSTAIN_REPLY
         return f"On {str(best.get('ts', ''))[:10]}: {best['text']}"

@@ -1,43 +1,23 @@
 """Retrieval measured: gold evidence, ranking metrics, and baselines on the same journal.
 
-Entry ids
----------
-The runner names every journal entry by its position in the journal, oldest first: ``j1``,
-``j2``... (entries already there before the run included), and remembers which session wrote
-each one. A ranking is a list of such ids, best first.
+The runner names journal entries by position, oldest first (``j1``, ``j2``..., entries from
+before the run included) and remembers which session wrote each; a ranking is a list of ids,
+best first. An entry is gold (``Evidence``) when its id is listed, its text contains one of
+``texts`` (ignoring case), or it was written during (or is tagged with the name of) one of
+``sessions``. It is turn-level gold when it was written in the model step that first showed
+the model one of the ``turns`` (``<session>#<position>``, 1-based): a user message's own step,
+the step after an assistant message, the closing turn for the last one.
 
-Gold evidence
--------------
-``Evidence(entries=..., texts=..., sessions=..., turns=...)`` on a session says which entries
-answer it: an entry is gold when its id is listed, when its text contains one of ``texts``
-(ignoring case), or when it was written during (or is tagged with the name of) one of
-``sessions``. ``turns`` names evidence messages (``<session>#<position>``, 1-based in the
-session's transcript or turns): an entry is turn-level gold when it was written in the model
-step that first showed the model one of them (the step of a user message shows that message,
-the step after an assistant message shows it; a closing turn shows the last one).
+Metrics (the formulas of LongMemEval's ``evaluate_retrieval``), over ``top``, the first ``k``
+ids: ``recall_any@k`` / ``recall_all@k`` = 1 if any / every gold id is in ``top``;
+``ndcg@k`` = DCG(top) / DCG(ideal), DCG(r) = r1 + sum over i = 2..k of r_i / log2(i), the ideal
+ranking putting every gold id of the corpus first; ``mrr`` = 1 / rank of the first gold id (0
+when none); ``session_recall@k`` / ``turn_recall@k`` = the share of gold sessions / turns that
+an entry in ``top`` came from / was written right after.
 
-Metrics (the formulas of LongMemEval's ``evaluate_retrieval``)
----------------------------------------------------------------
-With ``top`` the first ``k`` ids of a ranking and ``gold`` the gold ids:
-
-- ``recall_any@k`` = 1 if any gold id is in ``top`` else 0;
-- ``recall_all@k`` = 1 if every gold id is in ``top`` else 0;
-- ``ndcg@k`` = DCG(top) / DCG(ideal), where DCG(r) = r1 + sum over i = 2..k of r_i / log2(i)
-  (LongMemEval's discount: ranks 1 and 2 both count fully) and the ideal ranking puts every
-  gold id of the corpus first;
-- ``mrr`` = 1 / rank of the first gold id (0 when none is returned);
-- ``session_recall@k`` = the share of gold sessions that at least one entry in ``top`` came from;
-- ``turn_recall@k`` = the share of gold turns that at least one entry in ``top`` was written
-  right after (see ``turns`` above).
-
-Baselines
----------
-For a session with evidence the runner also ranks the journal as it stood when the session
-started, with the session's question (``Session.query``, default: its last user turn):
-
-- ``tool``: the memory tool's own search (a case-insensitive substring of the entry text,
-  newest first), exactly what the agent would get by searching the whole question;
-- ``bm25``: Okapi BM25 over the entry texts (see ``bm25_rank``).
+Baselines rank the journal as it stood when the session started, with the session's question:
+``tool`` (the memory tool's own search: a case-insensitive substring, newest first) and
+``bm25`` (``bm25_rank``).
 """
 
 from __future__ import annotations
@@ -52,19 +32,9 @@ from typing import Any
 from .records import RetrievalScore
 
 __all__ = [
-    "Evidence",
-    "bm25_rank",
-    "dcg",
-    "mrr",
-    "ndcg",
-    "recall_all",
-    "recall_any",
-    "score_ranking",
-    "session_recall",
-    "tokenize",
-    "turn_recall",
+    "Evidence", "bm25_rank", "dcg", "mrr", "ndcg", "recall_all", "recall_any", "score_ranking",
+    "session_recall", "tokenize", "turn_recall",
 ]
-
 
 _EVIDENCE_KINDS = ("entries", "texts", "sessions", "turns")
 
@@ -85,9 +55,7 @@ class Evidence:
     def __post_init__(self) -> None:
         for name in _EVIDENCE_KINDS:
             value = getattr(self, name)
-            if isinstance(value, str):
-                value = (value,)
-            value = tuple(value)
+            value = (value,) if isinstance(value, str) else tuple(value)
             if not all(isinstance(item, str) for item in value):
                 raise TypeError(f"Evidence {name} must be strings")
             object.__setattr__(self, name, value)
@@ -96,9 +64,8 @@ class Evidence:
         for turn in self.turns:
             name, _, position = turn.rpartition("#")
             if not name or not position.isdigit() or int(position) < 1:
-                raise ValueError(
-                    f"Evidence turns are '<session>#<position>' (1-based), got {turn!r}"
-                )
+                raise ValueError(f"Evidence turns are '<session>#<position>' (1-based), "
+                                 f"got {turn!r}")
 
     def is_gold(self, entry_id: str, entry: Mapping[str, Any], origin: str) -> bool:
         """Whether the entry ``entry_id`` (written during session ``origin``) is gold."""
@@ -122,9 +89,6 @@ def _entry_sessions(entry: Mapping[str, Any], origin: str) -> set[str]:
     return found
 
 
-# ------------------------------------------------------------------------------- metrics
-
-
 def recall_any(ranking: Sequence[str], gold: Iterable[str], k: int) -> float:
     """1.0 if any gold id is among the first ``k`` of ``ranking``, else 0.0."""
     return float(not set(ranking[:k]).isdisjoint(gold))
@@ -143,9 +107,8 @@ def dcg(relevances: Sequence[float], k: int) -> float:
     return values[0] + sum(value / math.log2(rank) for rank, value in enumerate(values[1:], 2))
 
 
-def ndcg(
-    ranking: Sequence[str], gold: Iterable[str], k: int, corpus_gold: int | None = None
-) -> float:
+def ndcg(ranking: Sequence[str], gold: Iterable[str], k: int,
+         corpus_gold: int | None = None) -> float:
     """NDCG@k of ``ranking``; the ideal ranking has ``corpus_gold`` gold ids first (default:
     the number of gold ids). 0.0 when there is no gold id at all."""
     wanted = set(gold)
@@ -166,10 +129,8 @@ def mrr(ranking: Sequence[str], gold: Iterable[str]) -> float:
 
 
 def session_recall(ranked_sessions: Sequence[Iterable[str]], gold: Iterable[str], k: int) -> float:
-    """Share of ``gold`` sessions among the sessions of the first ``k`` ranked entries.
-
-    ``ranked_sessions[i]`` is the set of sessions entry ``i`` belongs to.
-    """
+    """Share of ``gold`` sessions among the sessions of the first ``k`` ranked entries
+    (``ranked_sessions[i]``: the sessions entry ``i`` belongs to)."""
     wanted = set(gold)
     if not wanted:
         return 0.0
@@ -177,14 +138,11 @@ def session_recall(ranked_sessions: Sequence[Iterable[str]], gold: Iterable[str]
     return len(wanted & seen) / len(wanted)
 
 
-def turn_recall(
-    ranked_spans: Sequence[tuple[str, int, int] | None], gold: Iterable[str], k: int
-) -> float:
-    """Share of ``gold`` turns (``<session>#<position>``) covered by the first ``k`` entries.
-
-    ``ranked_spans[i]`` is ``(session, first, last)``: the messages the step that wrote entry
-    ``i`` showed the model for the first time (``None`` for an entry from before the run).
-    """
+def turn_recall(ranked_spans: Sequence[tuple[str, int, int] | None], gold: Iterable[str],
+                k: int) -> float:
+    """Share of ``gold`` turns (``<session>#<position>``) covered by the first ``k`` entries;
+    ``ranked_spans[i]`` is ``(session, first, last)``, the messages the step that wrote entry
+    ``i`` first showed the model (``None`` for an entry from before the run)."""
     wanted = set(gold)
     if not wanted:
         return 0.0
@@ -200,20 +158,13 @@ def turn_recall(
 
 
 def score_ranking(
-    retriever: str,
-    ranking: Sequence[str],
-    evidence: Evidence,
-    journal: Mapping[str, tuple[Mapping[str, Any], str]],
-    k: int,
+    retriever: str, ranking: Sequence[str], evidence: Evidence,
+    journal: Mapping[str, tuple[Mapping[str, Any], str]], k: int,
     spans: Mapping[str, tuple[str, int, int]] | None = None,
 ) -> RetrievalScore:
-    """Score one ranking against ``evidence``.
-
-    ``journal`` maps every entry id to ``(entry, origin session name)``; gold entries are found
-    in it, so an entry that exists but was never returned still counts as missed. ``spans``
-    maps entry ids to the messages first shown by the step that wrote them (for
-    ``turn_recall``).
-    """
+    """Score one ranking against ``evidence``. ``journal`` maps every entry id to ``(entry,
+    origin session name)`` (so a gold entry never returned counts as missed); ``spans`` maps
+    ids to the messages first shown by the step that wrote them (``turn_recall``)."""
     gold = [eid for eid, (entry, origin) in journal.items() if evidence.is_gold(eid, entry, origin)]
     ranking = list(dict.fromkeys(ranking))  # a repeated entry counts once, at its best rank
     if gold:
@@ -227,27 +178,14 @@ def score_ranking(
         scores = dict.fromkeys(("recall_any", "recall_all", "ndcg", "mrr"))
     session_score = None
     if evidence.sessions:
-        ranked_sessions = [
-            _entry_sessions(journal[eid][0], journal[eid][1]) if eid in journal else set()
-            for eid in ranking
-        ]
-        session_score = session_recall(ranked_sessions, evidence.sessions, k)
+        sessions = [_entry_sessions(*journal[eid]) if eid in journal else set() for eid in ranking]
+        session_score = session_recall(sessions, evidence.sessions, k)
     turn_score = None
     if evidence.turns:
-        known = spans or {}
-        turn_score = turn_recall([known.get(eid) for eid in ranking], evidence.turns, k)
-    return RetrievalScore(
-        retriever=retriever,
-        k=k,
-        session_recall=session_score,
-        turn_recall=turn_score,
-        gold=len(gold),
-        returned=len(ranking),
-        **scores,
-    )
+        turn_score = turn_recall([(spans or {}).get(eid) for eid in ranking], evidence.turns, k)
+    return RetrievalScore(retriever=retriever, k=k, session_recall=session_score,
+                          turn_recall=turn_score, gold=len(gold), returned=len(ranking), **scores)
 
-
-# ---------------------------------------------------------------------------------- BM25
 
 _WORD = re.compile(r"\w+")
 
@@ -257,14 +195,8 @@ def tokenize(text: str) -> list[str]:
     return _WORD.findall(text.casefold())
 
 
-def bm25_rank(
-    query: str,
-    documents: Sequence[str],
-    *,
-    k1: float = 1.5,
-    b: float = 0.75,
-    limit: int | None = None,
-) -> list[int]:
+def bm25_rank(query: str, documents: Sequence[str], *, k1: float = 1.5, b: float = 0.75,
+              limit: int | None = None) -> list[int]:
     """Indexes of ``documents`` ranked by Okapi BM25 for ``query``, best first.
 
     score(D, Q) = sum over distinct query terms t of

@@ -1,20 +1,11 @@
 """Scenarios: sessions of user turns (or fixed transcripts), dates, evidence and expectations.
 
-A ``Scenario`` is a list of ``Session`` objects run in order against one agent folder. Each
-session is a conversation that starts from a fresh system prompt (so the only thing carried
-over from earlier sessions is what the agent wrote to its memory). A session has:
-
-- ``turns``: user messages; the model answers each (running its tool loop), or
-- ``transcript``: a fixed conversation (``{"role": "user" | "assistant", "content"}`` dicts, as
-  in benchmark haystacks): the model handles every user turn (it may write memory), but the
-  recorded assistant turn, not the model's reply, continues the conversation;
-- ``date``: when the session happens (a ``datetime``, an ISO-8601 text or LongMemEval's
-  ``2023/05/20 (Sat) 02:21``). With dates the run uses a simulated clock: journal entries,
-  FACT.md history and ``since``/``until`` searches all follow it;
-- ``expect``: expectations checked when it ends (see ``expectations``);
-- ``evidence`` and ``query``: gold evidence for retrieval scoring (see ``retrieval``).
-
-Scenarios can also be written as plain data (JSON, YAML) and loaded with ``Scenario.from_dict``.
+A ``Scenario`` is a list of ``Session`` objects run in order against one agent folder, each
+starting from a fresh system prompt (only what the agent wrote to memory carries over). With a
+``transcript`` (benchmark haystacks) the model handles every user turn, but the recorded
+assistant turn continues the conversation. Dated sessions run on a simulated clock, which
+journal entries, FACT.md history and ``since``/``until`` searches follow. Scenarios written as
+plain data (JSON, YAML) load with ``Scenario.from_dict``.
 """
 
 from __future__ import annotations
@@ -27,7 +18,6 @@ from typing import Any
 
 from .expectations import (
     Expectation,
-    ExpectationOutcome,
     FactContains,
     JournalContains,
     PromptContains,
@@ -42,18 +32,7 @@ from .expectations import (
 from .models import CLOSING_TURN
 from .retrieval import Evidence
 
-__all__ = [
-    "CLOSING_TURN",
-    "Expectation",
-    "ExpectationOutcome",
-    "FactContains",
-    "JournalContains",
-    "PromptContains",
-    "Scenario",
-    "Session",
-    "SessionState",
-    "parse_date",
-]
+__all__ = ["CLOSING_TURN", "Scenario", "Session", "SessionState", "parse_date", "session_names"]
 
 _LONGMEMEVAL_DATE = re.compile(
     r"^\s*(\d{4})/(\d{1,2})/(\d{1,2})(?:\s*\([A-Za-z]+\))?(?:\s+(\d{1,2}):(\d{2}))?\s*$"
@@ -71,10 +50,8 @@ def parse_date(value: datetime | str) -> datetime:
     if found:
         year, month, day, hour, minute = found.groups()
         try:
-            return datetime(
-                int(year), int(month), int(day), int(hour or 0), int(minute or 0),
-                tzinfo=timezone.utc,
-            )
+            numbers = (int(year), int(month), int(day), int(hour or 0), int(minute or 0))
+            return datetime(*numbers, tzinfo=timezone.utc)
         except ValueError as exc:
             raise ValueError(f"Invalid session date {value!r}: {exc}") from None
     from ..journal import parse_time
@@ -82,10 +59,8 @@ def parse_date(value: datetime | str) -> datetime:
     try:
         return parse_time(value)
     except ValueError:
-        raise ValueError(
-            f"Invalid session date {value!r}: expected ISO-8601 (2023-05-20T02:21) or "
-            "LongMemEval's 2023/05/20 (Sat) 02:21"
-        ) from None
+        raise ValueError(f"Invalid session date {value!r}: expected ISO-8601 "
+                         "(2023-05-20T02:21) or LongMemEval's 2023/05/20 (Sat) 02:21") from None
 
 
 def _transcript(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -95,9 +70,8 @@ def _transcript(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             raise TypeError(f"Transcript message {number} must be a dict with role and content")
         role, content = message.get("role"), message.get("content")
         if role not in ("user", "assistant"):
-            raise ValueError(
-                f"Transcript message {number} has role {role!r}, expected 'user' or 'assistant'"
-            )
+            raise ValueError(f"Transcript message {number} has role {role!r}, "
+                             "expected 'user' or 'assistant'")
         if not isinstance(content, str):
             raise TypeError(f"Transcript message {number} content must be a string")
         kept: dict[str, Any] = {"role": role, "content": content}
@@ -112,11 +86,10 @@ def _transcript(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 @dataclass
 class Session:
-    """One conversation: user turns (or a fixed transcript), and what should hold when it ends.
-
-    ``turns`` and ``transcript`` are exclusive; with a transcript, ``turns`` lists its user
-    messages. ``evidence`` (an ``Evidence``) marks the journal entries that answer this
-    session's question, which is ``query`` (default: the last user turn).
+    """One conversation: user ``turns`` or a fixed ``transcript`` (role/content dicts; its user
+    messages become ``turns``), its ``date`` (a ``datetime``, ISO-8601 or LongMemEval's
+    ``2023/05/20 (Sat) 02:21``), the expectations checked when it ends, and the ``evidence``
+    (``retrieval``) answering its question, ``query`` (default: the last user turn).
     """
 
     turns: list[str] = field(default_factory=list)
@@ -128,10 +101,8 @@ class Session:
     query: str | None = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.turns, str):
-            # A bare string would otherwise be iterated character by character.
-            self.turns = [self.turns]
-        self.turns = list(self.turns)
+        # A bare string is one turn, not one per character.
+        self.turns = [self.turns] if isinstance(self.turns, str) else list(self.turns)
         if self.transcript is not None:
             if self.turns:
                 raise ValueError("A session takes 'turns' or a 'transcript', not both")
@@ -191,15 +162,13 @@ def _expectation_from_dict(data: Any, judges: Mapping[str, Any] | None = None) -
     if not isinstance(data, Mapping):
         raise ValueError(f"Each expectation must be an object, got {data!r}")
     if "custom" in data:
-        raise ValueError(
-            f"The expectation {data['custom']!r} is code, not data: give the scenarios again"
-        )
+        raise ValueError(f"The expectation {data['custom']!r} is code, not data: "
+                         "give the scenarios again")
     present = bool(_flag(data, "present", True))
     turn = data.get("turn", -1)
     if turn is not None and (isinstance(turn, bool) or not isinstance(turn, int)):
-        raise ValueError(
-            f"Expectation {dict(data)!r}: 'turn' must be a turn index (an integer) or null"
-        )
+        raise ValueError(f"Expectation {dict(data)!r}: 'turn' must be a turn index "
+                         "(an integer) or null")
     if "fact" in data:
         return FactContains(str(data["fact"]), present=present)
     if "prompt" in data:
@@ -215,11 +184,8 @@ def _expectation_from_dict(data: Any, judges: Mapping[str, Any] | None = None) -
         if not isinstance(spec, Mapping):
             raise ValueError(f"Expectation {dict(data)!r}: 'judge' must be a judge's spec")
         return ReplyJudged(
-            str(data["judged"]),
-            judge_from_spec(dict(spec), judges),
-            question=_text(data, "question"),
-            turn=-1 if turn is None else turn,
-            present=present,
+            str(data["judged"]), judge_from_spec(dict(spec), judges),
+            question=_text(data, "question"), turn=-1 if turn is None else turn, present=present,
             question_type=_text(data, "question_type"),
             abstention=bool(_flag(data, "abstention", False)),
         )
@@ -231,13 +197,8 @@ def _expectation_from_dict(data: Any, judges: Mapping[str, Any] | None = None) -
         arguments = data.get("arguments") or {}
         if not isinstance(arguments, Mapping):
             raise ValueError(f"Expectation {dict(data)!r}: 'arguments' must be an object")
-        return ToolCalled(
-            name=_text(data, "tool"),
-            action=_text(data, "action"),
-            arguments=dict(arguments),
-            ok=_flag(data, "ok", None),
-            present=present,
-        )
+        return ToolCalled(name=_text(data, "tool"), action=_text(data, "action"),
+                          arguments=dict(arguments), ok=_flag(data, "ok", None), present=present)
     if "journal" in data or "tag" in data:
         return JournalContains(_text(data, "journal"), _text(data, "tag"), present)
     raise ValueError(
@@ -261,12 +222,9 @@ def _evidence_from_dict(data: Any) -> Evidence:
 
 @dataclass
 class Scenario:
-    """A named list of sessions, run in order against one agent folder.
-
-    ``labels`` are free-form columns carried into every results table (a benchmark's
-    question type, say); ``start`` is when the simulated clock starts for sessions that come
-    before the first dated one.
-    """
+    """A named list of sessions, run in order against one agent folder. ``labels`` are columns
+    carried into every results table; ``start`` starts the simulated clock for sessions that
+    come before the first dated one."""
 
     sessions: list[Session]
     name: str = "scenario"
@@ -298,27 +256,14 @@ class Scenario:
         return data
 
     @classmethod
-    def from_dict(
-        cls, data: Mapping[str, Any], *, judges: Mapping[str, Any] | None = None
-    ) -> Scenario:
-        """Build a scenario from plain data, e.g. parsed JSON or YAML::
-
-        {"name": "onboarding", "labels": {"kind": "demo"}, "start": "2026-01-05T09:00",
-         "sessions": [
-           {"name": "intro", "turns": ["Hi, I'm Ada."], "date": "2026-01-05T09:00",
-            "expect": [{"fact": "Ada"}, {"journal": "met", "tag": "intro"},
-                       {"prompt": "Ada"}, {"fact": "password", "present": false},
-                       {"reply": "Ada"}, {"reply_matches": "nice to meet"},
-                       {"tool": "memory", "action": "update"}]},
-           {"name": "chat", "transcript": [{"role": "user", "content": "I renewed my passport."},
-                                           {"role": "assistant", "content": "Great!"}]},
-           {"name": "question", "turns": ["When did I renew my passport?"],
-            "evidence": {"sessions": ["chat"]},
-            "expect": [{"reply": "passport"}, {"abstains": true, "present": false}]}]}
+    def from_dict(cls, data: Mapping[str, Any], *,
+                  judges: Mapping[str, Any] | None = None) -> Scenario:
+        """Build a scenario from plain data (parsed JSON or YAML): ``name``, ``labels``,
+        ``start`` and ``sessions``.
 
         Session keys: ``turns`` or ``transcript`` (required), ``name``, ``date``, ``query``,
-        ``evidence`` (``entries``, ``texts``, ``sessions``), ``expect``. Expectation keys:
-        ``fact``, ``journal`` and/or ``tag``, ``prompt``, ``reply``, ``reply_matches``,
+        ``evidence`` (``entries``, ``texts``, ``sessions``, ``turns``), ``expect``. Expectation
+        keys: ``fact``, ``journal`` and/or ``tag``, ``prompt``, ``reply``, ``reply_matches``,
         ``abstains``, ``answers`` (``ReplyAnswers``), ``judged`` (with ``judge``, a judge's
         spec as ``to_dict`` writes it, and ``question``, ``question_type``, ``abstention``),
         ``tool``/``action`` (with ``arguments``, ``ok``); each may add ``present: false``,
@@ -338,36 +283,27 @@ class Scenario:
             has_transcript = isinstance(item.get("transcript"), list)
             if not (has_turns or has_transcript):
                 raise ValueError(f"Session {index} needs a 'turns' or 'transcript' list")
-            expect = item.get("expect")
-            expect = [] if expect is None else expect
+            expect = [] if item.get("expect") is None else item["expect"]
             if not isinstance(expect, list):
                 raise ValueError(f"Session {index}: 'expect' must be a list of objects")
             evidence = item.get("evidence")
             try:
-                sessions.append(
-                    Session(
-                        # Turns as given: a null must not become the text "None".
-                        turns=list(item["turns"]) if has_turns else [],
-                        transcript=item["transcript"] if has_transcript else None,
-                        expect=[_expectation_from_dict(e, judges) for e in expect],
-                        name=str(item.get("name") or ""),
-                        date=item.get("date"),
-                        evidence=None if evidence is None else _evidence_from_dict(evidence),
-                        query=_text(item, "query"),
-                    )
-                )
+                sessions.append(Session(
+                    # Turns as given: a null must not become the text "None".
+                    turns=list(item["turns"]) if has_turns else [],
+                    transcript=item["transcript"] if has_transcript else None,
+                    expect=[_expectation_from_dict(e, judges) for e in expect],
+                    name=str(item.get("name") or ""), date=item.get("date"),
+                    evidence=None if evidence is None else _evidence_from_dict(evidence),
+                    query=_text(item, "query"),
+                ))
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"Session {index}: {exc}") from None
-        labels = data.get("labels")
-        labels = {} if labels is None else labels
+        labels = {} if data.get("labels") is None else data["labels"]
         if not isinstance(labels, Mapping):
             raise ValueError("A scenario's 'labels' must be an object")
-        return cls(
-            sessions=sessions,
-            name=str(data.get("name") or "scenario"),
-            labels=dict(labels),
-            start=data.get("start"),
-        )
+        name = str(data.get("name") or "scenario")
+        return cls(sessions, name, dict(labels), data.get("start"))
 
 
 def session_names(sessions: Sequence[Session]) -> list[str]:

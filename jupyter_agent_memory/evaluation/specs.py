@@ -14,24 +14,17 @@ __all__ = ["judge_from_spec", "model_from_spec"]
 
 
 def model_from_spec(spec: dict[str, Any], *, api_key: str | None = None) -> Any:
-    """The model ``model_spec`` described, or None when it cannot be rebuilt from data.
-
-    An ``OpenAIChatModel`` gets ``api_key`` (default: the client reads ``OPENAI_API_KEY``):
-    keys are never exported.
+    """The model ``model_spec`` described, or None when it cannot be rebuilt from data. An
+    ``OpenAIChatModel`` gets ``api_key`` (keys are never exported; default: ``OPENAI_API_KEY``).
     """
     if not spec.get("rebuild"):
         return None
     kind = spec.get("kind")
     if kind == "openai":
         return OpenAIChatModel(
-            spec["base_url"],
-            api_key,
-            spec["model"],
-            timeout=spec["timeout"],
-            max_retries=spec["max_retries"],
-            retry_wait=spec["retry_wait"],
-            tool_choice=spec["tool_choice"],
-            **spec.get("create_kwargs", {}),
+            spec["base_url"], api_key, spec["model"], timeout=spec["timeout"],
+            max_retries=spec["max_retries"], retry_wait=spec["retry_wait"],
+            tool_choice=spec["tool_choice"], **spec.get("create_kwargs", {}),
         )
     if kind == "facts-policy":
         return FactsPolicy(spec["name"])
@@ -55,10 +48,8 @@ def judge_from_spec(spec: dict[str, Any], judges: Mapping[str, Any] | None = Non
     if model is None:
         model = model_from_spec(model_data)
     if model is None:
-        raise ValueError(
-            f"the judge model {model_data.get('name')!r} cannot be rebuilt from the export: "
-            "give it again with judges={name: model}"
-        )
+        raise ValueError(f"the judge model {model_data.get('name')!r} cannot be rebuilt from "
+                         "the export: give it again with judges={name: model}")
     if kind == LongMemEvalJudge.kind:
         return LongMemEvalJudge(model)
     return ModelJudge(model, spec.get("prompt", JUDGE_PROMPT),
