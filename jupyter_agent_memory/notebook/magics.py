@@ -460,8 +460,7 @@ class AgentMemoryMagics(Magics):
         mem = self.memory_for(args.agent)
         with _engine_errors():
             workspace = require_workspace(args.workspace) if args.workspace else Path.cwd()
-        builder = self._builder(args.budget if args.budget is not None else self.budget_tokens)
-        with _engine_errors():
+            builder = self._builder(args.budget if args.budget is not None else self.budget_tokens)
             if args.facts:
                 text = builder.build_facts_section(mem)
                 view = PromptView(text or "", title="Agent Knowledge section")

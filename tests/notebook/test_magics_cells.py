@@ -717,6 +717,10 @@ def test_memprompt_budget_warning(shell: InteractiveShell, mem: AgentMemory) -> 
     assert "WARNING" not in cap.stdout
     ok, _ = line(shell, "memprompt --budget 100000")
     assert not ok.warnings and not ok.over_budget
+    for bad in ("0", "-5"):
+        refused = rf"^'budget_tokens' must be a positive integer, got {bad}$"
+        with pytest.raises(UsageError, match=refused):
+            line(shell, f"memprompt --budget {bad}")
 
 
 def test_memprompt_uses_template_configuration(shell: InteractiveShell) -> None:
