@@ -409,17 +409,17 @@ class HistoryView(list):
         return f"HistoryView({list.__repr__(self)})"
 
 
-#: Diff line styles by prefix, the first match wins.
+#: Diff line styles by prefix, the first match wins (the two header lines are bold).
 _DIFF_STYLES = (
-    (("+++", "---"), "font-weight:bold"),
     ("@@", f"color:#6f42c1;color:{_on_theme('var(--jp-info-color1,#0097a7)', 35)}"),
     ("+", "background:rgba(76,175,80,0.22)"),
     ("-", "background:rgba(244,67,54,0.22)"),
 )
 
 
-def _diff_line(line: str) -> str:
-    style = next((style for prefix, style in _DIFF_STYLES if line.startswith(prefix)), "")
+def _diff_line(line: str, header: bool = False) -> str:
+    style = "font-weight:bold" if header else next(
+        (style for prefix, style in _DIFF_STYLES if line.startswith(prefix)), "")
     # display:block keeps one line per span even without newlines inside <pre>.
     return f'<span style="display:block;{style}">{_esc(line) or " "}</span>'
 
@@ -463,13 +463,13 @@ class DiffView:
 
     @property
     def added(self) -> int:
-        """Number of added lines."""
-        return sum(1 for ln in self.lines if ln.startswith("+") and not ln.startswith("+++"))
+        """Number of added lines (an added line may itself start with ``++``)."""
+        return sum(1 for ln in self.lines[2:] if ln.startswith("+"))
 
     @property
     def removed(self) -> int:
-        """Number of removed lines."""
-        return sum(1 for ln in self.lines if ln.startswith("-") and not ln.startswith("---"))
+        """Number of removed lines (a removed line may itself start with ``--``)."""
+        return sum(1 for ln in self.lines[2:] if ln.startswith("-"))
 
     @property
     def text(self) -> str:
@@ -485,7 +485,8 @@ class DiffView:
     def _repr_html_(self) -> str:
         if not self.changed:
             return f"<p><em>{_esc(self.no_changes)}</em></p>"
-        out, left_out = _up_to(map(_diff_line, self.lines), self.limit)
+        styled = (_diff_line(line, n < 2) for n, line in enumerate(self.lines))
+        out, left_out = _up_to(styled, self.limit)
         return (
             f'<pre class="jp-AgentMemory-diff" {scroll_box(self.label)} '
             f'style="line-height:1.3;{TEXT_WRAP};{SCROLL_STYLE};padding:4px">'

@@ -101,6 +101,12 @@ def test_diff_view() -> None:
     assert "&lt;a&gt;" in page and "<a>" not in page
     same = DiffView("x\n", "x\n")
     assert not same.changed and str(same) == "No differences."
+    # Lines that themselves start with "++" or "--" are counted and coloured as changes.
+    dashes = DiffView("--- rule\nkeep\n", "++ plus\nkeep\n")
+    assert (dashes.added, dashes.removed) == (1, 1) and dashes.summary() == "+1 -1 lines"
+    spans = dashes._repr_html_().split("</span>")
+    assert "font-weight:bold" in spans[0] and "font-weight:bold" in spans[1]
+    assert "rgba(244,67,54" in spans[3] and "rgba(76,175,80" in spans[4]
     assert "No differences." in same._repr_html_()
 
 
