@@ -1,20 +1,13 @@
 """The protocol handlers of the ``agent-memory`` MCP server: module-level functions.
 
-Each handler is ``async (ctx, params) -> result`` as the SDK's low-level ``Server`` calls it;
-everything it needs is in ``ctx.lifespan_context``, a :class:`Run` (one entry of the server's
-lifespan: one per stdio process or in-process client, one for all Streamable HTTP sessions)
-that points at the :class:`ServerState` every run of the server shares. Only public SDK names
-are used: constructor handlers, ``Server.middleware``, ``add_request_handler``, the
-subscription bus and the per-request ``ServerSession``.
+Each handler is ``async (ctx, params) -> result``; ``ctx.lifespan_context`` is a :class:`Run`
+(one per stdio process or in-process client, one for all Streamable HTTP sessions) that points
+at the :class:`ServerState` every run shares. Only public SDK names are used.
 
-- A session start (``initialize``, or ``server/discover`` for a 2026-era client) is put on
-  record with the prompt it was given; the middleware puts that prompt's context into the
-  answer's ``instructions``, so every session sees the memory as it is when it starts.
-- Handshake-era connections get change notifications on their own channel: each one is
-  remembered by the run (the only connection of a stdio or in-process run, or a Streamable
-  HTTP session id) with the resources it subscribed to. 2026-era clients listen through
-  ``subscriptions/listen`` on the shared bus.
-- No list is paginated, so a list request with a cursor is answered ``-32602``.
+A session start (``initialize``, or ``server/discover`` in the 2026 era) is put on record and
+answered with the memory as it is then. Handshake-era connections are remembered by the run
+(with their subscriptions) and notified on their own channel; 2026-era clients listen through
+``subscriptions/listen``. No list is paginated: a cursor is answered ``-32602``.
 
 Imported only after ``require_mcp`` (it imports the SDK).
 """
@@ -48,12 +41,7 @@ from ..errors import INVALID_PARAMS, MemoryToolError
 from .service import PROMPT_NAME, SERVER_INFO, Changes, MemoryService
 from .stdio import PARKED_METHOD, ParkedRequests
 
-__all__ = [
-    "SESSION_STARTS",
-    "Run",
-    "ServerState",
-    "assemble",
-]
+__all__ = ["SESSION_STARTS", "Run", "ServerState", "assemble"]
 
 # Requests that start a session: the handshake, and discovery for 2026-era clients.
 SESSION_STARTS = ("initialize", "server/discover")
@@ -87,7 +75,7 @@ class ServerState:
     bus: InMemorySubscriptionBus = field(default_factory=InMemorySubscriptionBus)
     parked: ParkedRequests = field(default_factory=ParkedRequests)
     # The instructions a stdio handshake answered before the SDK was loaded (the session is
-    # already on record); the replayed ``initialize`` takes them instead of starting anew.
+    # on record already): the replayed ``initialize`` takes them instead of starting anew.
     answered_start: str | None = None
     runs: weakref.WeakSet[Run] = field(default_factory=weakref.WeakSet)
 
@@ -102,17 +90,14 @@ class Run:
     """One entry of the server's lifespan and the handshake-era connections it serves."""
 
     state: ServerState
-    # Keyed by Streamable HTTP session id; "" is the one connection of a stdio or
-    # in-process run.
+    # By Streamable HTTP session id; "" is the one connection of a stdio or in-process run.
     peers: dict[str, Peer] = field(default_factory=dict)
 
 
 Context = ServerRequestContext[Run, Any]
 
 
-def assemble(
-    service: MemoryService, poll_seconds: float
-) -> tuple[Server[Run], ServerState]:
+def assemble(service: MemoryService, poll_seconds: float) -> tuple[Server[Run], ServerState]:
     """The low-level server for ``service`` and the state its runs share."""
     state = ServerState(service, poll_seconds)
     server: Server[Run] = Server(
@@ -137,18 +122,18 @@ def assemble(
 
 
 async def off_loop(function: Callable[..., T], *args: Any) -> T:
-    """Run ``function`` in a worker thread: file I/O and the journal lock never block the
-    event loop."""
-    return await anyio.to_thread.run_sync(function, *args)
+    """Run ``function`` in a worker thread (file I/O and the journal lock never block the event
+    loop); an engine error becomes the protocol error of the same code."""
+    try:
+        return await anyio.to_thread.run_sync(function, *args)
+    except MemoryToolError as exc:
+        raise MCPError(code=exc.code, message=exc.message) from None
 
 
 def check_no_cursor(params: types.PaginatedRequestParams | None) -> None:
     """Refuse a cursor: none was ever handed out, so any cursor is invalid."""
     if params is not None and params.cursor is not None:
         raise MCPError(code=INVALID_PARAMS, message=NO_CURSOR)
-
-
-# -- sessions ---------------------------------------------------------------------------------
 
 
 def client_info(params: Any) -> dict[str, Any] | None:
@@ -161,10 +146,7 @@ def client_info(params: Any) -> dict[str, Any] | None:
         params.get("clientInfo"),
         meta.get(CLIENT_INFO_META_KEY) if isinstance(meta, Mapping) else None,
     )
-    for info in candidates:
-        if isinstance(info, Mapping):
-            return dict(info)
-    return None
+    return next((dict(info) for info in candidates if isinstance(info, Mapping)), None)
 
 
 def session_answer(result: Any, instructions: str) -> dict[str, Any]:
@@ -177,22 +159,19 @@ def session_answer(result: Any, instructions: str) -> dict[str, Any]:
     answer["instructions"] = instructions
     capabilities = answer.get("capabilities")
     if isinstance(capabilities, Mapping) and isinstance(capabilities.get("tools"), Mapping):
-        answer["capabilities"] = {
-            **capabilities,
-            "tools": {**capabilities["tools"], "listChanged": True},
-        }
+        tools = {**capabilities["tools"], "listChanged": True}
+        answer["capabilities"] = {**capabilities, "tools": tools}
     return answer
 
 
 async def track_sessions(ctx: Context, call_next: Any) -> Any:
-    """Middleware: record session starts, and remember handshake-era connections."""
+    """Middleware: record session starts (only those the SDK accepted), and remember
+    handshake-era connections (after ``initialize``, once the protocol version is known)."""
+    result = await call_next(ctx)
     run = ctx.lifespan_context
     if ctx.method not in SESSION_STARTS:
-        result = await call_next(ctx)
-        remember(run, ctx)  # after initialize, so the protocol version is negotiated
+        remember(run, ctx)
         return result
-    # Only a start the SDK accepted is put on record.
-    result = await call_next(ctx)
     state = run.state
     text, state.answered_start = state.answered_start, None
     if text is None:
@@ -200,22 +179,14 @@ async def track_sessions(ctx: Context, call_next: Any) -> Any:
     return session_answer(result, text)
 
 
-def peer_key(ctx: Context) -> str | None:
-    """Which handshake-era connection ``ctx`` came on; None for a 2026-era request, or for
-    the HTTP request that opens a session (it has no id yet)."""
+def remember(run: Run, ctx: Context) -> Peer | None:
+    """The handshake-era connection ``ctx`` came on, remembered so it hears about changes;
+    None for a 2026-era request, or the HTTP request that opens a session (no id yet)."""
     if ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
         return None
     headers = getattr(ctx.request, "headers", None)
-    if headers is None:
-        return ""
-    session_id = headers.get(MCP_SESSION_ID_HEADER)
-    return session_id if isinstance(session_id, str) else None
-
-
-def remember(run: Run, ctx: Context) -> Peer | None:
-    """The peer ``ctx`` came from, remembered so it hears about changes."""
-    key = peer_key(ctx)
-    if key is None:
+    key = "" if headers is None else headers.get(MCP_SESSION_ID_HEADER)
+    if not isinstance(key, str):
         return None
     peer = run.peers.get(key)
     if peer is None:
@@ -223,28 +194,6 @@ def remember(run: Run, ctx: Context) -> Peer | None:
     else:
         peer.session = ctx.session
     return peer
-
-
-# -- tools ------------------------------------------------------------------------------------
-
-
-def tool_object(spec: dict[str, Any]) -> types.Tool:
-    """A neutral tool spec of :meth:`MemoryService.tools` as the SDK's ``Tool``."""
-    notes = spec["annotations"]
-    return types.Tool(
-        name=spec["name"],
-        title=spec["title"],
-        description=spec["description"],
-        input_schema=spec["input_schema"],
-        output_schema=spec.get("output_schema"),
-        annotations=types.ToolAnnotations(
-            title=notes["title"],
-            read_only_hint=notes["readOnlyHint"],
-            destructive_hint=notes["destructiveHint"],
-            idempotent_hint=notes["idempotentHint"],
-            open_world_hint=notes["openWorldHint"],
-        ),
-    )
 
 
 def tool_result(answer: tuple[str, bool, Any]) -> types.CallToolResult:
@@ -260,19 +209,16 @@ def tool_result(answer: tuple[str, bool, Any]) -> types.CallToolResult:
 async def list_tools(
     ctx: Context, params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
-    """``tools/list``: the tools offered now."""
+    """``tools/list``: the tools offered now (the service's specs, in the SDK's types)."""
     check_no_cursor(params)
     specs = await off_loop(ctx.lifespan_context.state.service.tools)
-    return types.ListToolsResult(tools=[tool_object(spec) for spec in specs])
+    return types.ListToolsResult(tools=[types.Tool.model_validate(spec) for spec in specs])
 
 
 async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
     """``tools/call``: the engine's answer; every failure is an ``isError`` result."""
     service = ctx.lifespan_context.state.service
     return tool_result(await off_loop(service.call, params.name, params.arguments))
-
-
-# -- resources --------------------------------------------------------------------------------
 
 
 async def list_resources(
@@ -298,21 +244,14 @@ async def read_resource(
     ctx: Context, params: types.ReadResourceRequestParams
 ) -> types.ReadResourceResult:
     """``resources/read``: the file as it is now, with its metadata in ``_meta``."""
-    service = ctx.lifespan_context.state.service
-    try:
-        resource = await off_loop(service.read, str(params.uri))
-    except MemoryToolError as exc:
-        raise MCPError(code=exc.code, message=exc.message) from None
-    return types.ReadResourceResult(
-        contents=[
-            types.TextResourceContents(
-                uri=resource.uri,
-                mime_type=resource.mime_type,
-                text=resource.text,
-                _meta=resource.meta,  # the field's alias: the name the SDK's types declare
-            )
-        ]
+    resource = await off_loop(ctx.lifespan_context.state.service.read, str(params.uri))
+    content = types.TextResourceContents(
+        uri=resource.uri,
+        mime_type=resource.mime_type,
+        text=resource.text,
+        _meta=resource.meta,  # the field's alias: the name the SDK's types declare
     )
+    return types.ReadResourceResult(contents=[content])
 
 
 async def subscribe(ctx: Context, params: types.SubscribeRequestParams) -> types.EmptyResult:
@@ -323,9 +262,7 @@ async def subscribe(ctx: Context, params: types.SubscribeRequestParams) -> types
     return types.EmptyResult()
 
 
-async def unsubscribe(
-    ctx: Context, params: types.UnsubscribeRequestParams
-) -> types.EmptyResult:
+async def unsubscribe(ctx: Context, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
     """``resources/unsubscribe`` (handshake era)."""
     peer = remember(ctx.lifespan_context, ctx)
     if peer is not None:
@@ -333,40 +270,25 @@ async def unsubscribe(
     return types.EmptyResult()
 
 
-# -- the prompt -------------------------------------------------------------------------------
-
-
 async def list_prompts(
     ctx: Context, params: types.PaginatedRequestParams | None
 ) -> types.ListPromptsResult:
     """``prompts/list``: the one prompt, ``new-session``."""
     check_no_cursor(params)
-    return types.ListPromptsResult(
-        prompts=[
-            types.Prompt(name=PROMPT_NAME, title=PROMPT_TITLE, description=PROMPT_DESCRIPTION)
-        ]
-    )
+    prompt = types.Prompt(name=PROMPT_NAME, title=PROMPT_TITLE, description=PROMPT_DESCRIPTION)
+    return types.ListPromptsResult(prompts=[prompt])
 
 
 async def get_prompt(ctx: Context, params: types.GetPromptRequestParams) -> types.GetPromptResult:
     """``prompts/get``: a new session's system prompt (a preview: nothing is recorded)."""
     if params.name != PROMPT_NAME:
         raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {params.name}")
-    try:
-        prompt = await off_loop(ctx.lifespan_context.state.service.prompt)
-    except MemoryToolError as exc:
-        raise MCPError(code=exc.code, message=exc.message) from None
+    prompt = await off_loop(ctx.lifespan_context.state.service.prompt)
+    text = types.TextContent(type="text", text=prompt.text)
     return types.GetPromptResult(
         description="System prompt for a new session with this agent",
-        messages=[
-            types.PromptMessage(
-                role="user", content=types.TextContent(type="text", text=prompt.text)
-            )
-        ],
+        messages=[types.PromptMessage(role="user", content=text)],
     )
-
-
-# -- requests the stdio reader parked ---------------------------------------------------------
 
 
 class ParkedParams(types.RequestParams):
@@ -383,22 +305,21 @@ async def answer_parked(ctx: Context, params: ParkedParams) -> Any:
     request = state.parked.take(params.token) or {}
     sent = request.get("params")
     body: dict[str, Any] = sent if isinstance(sent, dict) else {}
-    if request.get("method") == "tools/call" and isinstance(body.get("name"), str):
-        arguments = body.get("arguments")
-        if arguments is None or isinstance(arguments, dict):
-            answer = await off_loop(state.service.call, body["name"], arguments)
-            result = tool_result(answer).model_dump(by_alias=True, mode="json", exclude_none=True)
-            # Shaped by hand (the SDK only shapes its own methods): a tools/call answer.
-            result.pop("resultType", None)
-            return result
+    arguments = body.get("arguments")
+    if (
+        request.get("method") == "tools/call"
+        and isinstance(body.get("name"), str)
+        and (arguments is None or isinstance(arguments, dict))
+    ):
+        answer = await off_loop(state.service.call, body["name"], arguments)
+        result = tool_result(answer).model_dump(by_alias=True, mode="json", exclude_none=True)
+        # Shaped by hand (the SDK only shapes its own methods): a tools/call answer.
+        result.pop("resultType", None)
+        return result
     raise MCPError(
         code=INVALID_PARAMS,
-        message="Invalid request: its text holds an unpaired surrogate, which is not "
-        "valid Unicode",
+        message="Invalid request: its text holds an unpaired surrogate, which is not valid Unicode",
     )
-
-
-# -- change notifications ---------------------------------------------------------------------
 
 
 async def notify(run: Run, changes: Changes) -> None:
@@ -420,13 +341,9 @@ async def notify(run: Run, changes: Changes) -> None:
 
 
 async def watch(run: Run, before: dict[str, Any], tools: list[str]) -> None:
-    """Poll the agent folder for changes to announce, for as long as the run lasts.
-
-    ``before`` and ``tools`` are the snapshot and tool names to compare with first. A timer,
-    not a busy loop: every ``poll_seconds`` one ``AgentMemory.file_stats()`` call (an lstat
-    per entry of the agent folder and memory/, nothing read), compared by the engine's stat
-    keys. Files are read only when a client asks for them.
-    """
+    """Poll the agent folder every ``poll_seconds`` for changes to announce (one
+    ``MemoryService.snapshot``: stat keys, nothing read), starting from ``before`` and
+    ``tools``, for as long as the run lasts."""
     service = run.state.service
     while True:
         await anyio.sleep(run.state.poll_seconds)
