@@ -7,7 +7,7 @@
   for a request's headers and body, open sockets; each refusal has a JSON-RPC error body;
 - one socket bound before serving, so port 0 works and the start-up line names the real port.
 
-Imported only by ``mcp_server.serve_http`` (it imports the MCP SDK and uvicorn).
+Imported only by ``mcp_server.serve_http`` (it imports uvicorn, and the MCP SDK when serving).
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from .limits import HttpLimits
 
@@ -173,26 +175,18 @@ class ConnectionGuard:
                 connection.arm()
 
 
-class GuardedProtocol(asyncio.Protocol):
-    """uvicorn's HTTP/1.1 protocol (one ``H11Protocol``, which gets every event) with the
-    :class:`ConnectionGuard`'s clock and socket cap."""
+class GuardedProtocol(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol with the :class:`ConnectionGuard`'s clock and socket cap."""
 
     guard: ConnectionGuard
-
-    def __init__(self, **kwargs: Any) -> None:
-        from uvicorn.protocols.http.h11_impl import H11Protocol
-
-        self.inner = H11Protocol(**kwargs)
-        self.transport: asyncio.Transport | None = None
-        self.peer: tuple[str, int] | None = None
-        self.busy = 0
-        self.heard = False  # bytes came since the clock was last armed
-        self.timer: asyncio.TimerHandle | None = None
+    peer: tuple[str, int] | None = None
+    busy = 0
+    heard = False  # bytes came since the clock was last armed
+    timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
-        self.inner.connection_made(transport)
-        self.transport = transport
+        super().connection_made(transport)
         peername = transport.get_extra_info("peername")
         if isinstance(peername, (tuple, list)) and len(peername) >= 2:
             self.peer = (str(peername[0]), int(peername[1]))
@@ -208,23 +202,13 @@ class GuardedProtocol(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if not self.busy:
             self.heard = True
-        self.inner.data_received(data)
-
-    def eof_received(self) -> bool | None:
-        self.inner.eof_received()
-        return None
+        super().data_received(data)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.disarm()
         if self.peer is not None and self.guard.connections.get(self.peer) is self:
             del self.guard.connections[self.peer]
-        self.inner.connection_lost(exc)
-
-    def pause_writing(self) -> None:
-        self.inner.pause_writing()
-
-    def resume_writing(self) -> None:
-        self.inner.resume_writing()
+        super().connection_lost(exc)
 
     def arm(self) -> None:
         """Start the clock for the next request's line and headers."""
@@ -242,11 +226,10 @@ class GuardedProtocol(asyncio.Protocol):
     def expire(self) -> None:
         """The clock ran out: close the connection (408 when a request had begun)."""
         self.timer = None
-        transport = self.transport
-        if self.busy or transport is None or transport.is_closing():
+        if self.busy or self.transport.is_closing():
             return
         if not self.heard:
-            transport.close()
+            self.transport.close()
             return
         message = (
             "Request not received in time: its line and headers must arrive within "
@@ -256,7 +239,6 @@ class GuardedProtocol(asyncio.Protocol):
 
     def refuse(self, status: int, reason: str, code: int, message: str) -> None:
         """Answer with a JSON-RPC error below ASGI, and close the connection."""
-        assert self.transport is not None
         body = jsonrpc_error(code, message)
         head = (
             f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"

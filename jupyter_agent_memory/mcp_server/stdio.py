@@ -1,23 +1,14 @@
 """stdio for the MCP server, with an answer for every request.
 
-The SDK's stdio reader parses each line with pydantic, which rejects JSON text holding an
-unpaired surrogate escape (``"\\udfff"``); the request is then dropped without a reply and the
-client waits until its own timeout. A model can produce such text, so this reader looks at
-the few lines that carry a surrogate escape: when Python's own JSON parser accepts one that
-holds an unpaired surrogate, the request is parked and replaced by a request for
-:data:`PARKED_METHOD` with the same id. The server answers that one (``mcp_server`` registers
-the handler): a ``tools/call`` goes to the engine, which refuses the text with its own
-``-32602`` message naming the field, and any other method gets a ``-32602`` error. Nothing
-with an unpaired surrogate is ever written.
+The SDK's stdio reader drops, without a reply, a request whose JSON holds an unpaired
+surrogate escape (``"\\udfff"``), which a model can produce. Such a request is parked here and
+replaced by a request for :data:`PARKED_METHOD` with the same id, which the handlers answer
+(a ``tools/call`` with the engine's ``-32602`` naming the field, anything else ``-32602``).
 
-It also answers a client's ``initialize`` before the SDK is loaded: importing ``mcp`` takes
-most of a stdio server's start-up (about 0.45 s of 0.5 s on a quiet 2-core machine, several
-times that under load), and hosts give ``initialize`` a deadline. :func:`early_reply` builds
-the answer the SDK would give (the same protocol-version choice, capabilities and server
-info; the session's instructions from :class:`~.service.MemoryService`), the request is then
-replayed to the SDK so its connection state is exact, and :class:`SkipReply` drops the
-SDK's own answer to that replay after comparing it with the one sent (a difference is logged
-as a warning, so an SDK upgrade that changes the handshake is noticed).
+``initialize`` is answered before the SDK has loaded (importing it takes most of the
+start-up, and hosts give ``initialize`` a deadline): :func:`early_reply` gives the answer the
+SDK would, the request is replayed to the SDK so its connection state is exact, and
+:class:`SkipReply` drops the SDK's own answer, logging a warning if it differs.
 """
 
 from __future__ import annotations
@@ -31,15 +22,8 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any, TextIO
 
 __all__ = [
-    "CAPABILITIES",
-    "HANDSHAKE_VERSIONS",
-    "PARKED_METHOD",
-    "ParkedRequests",
-    "SkipReply",
-    "early_reply",
-    "initialize_request",
-    "open_stdin",
-    "surrogate_safe_stdin",
+    "CAPABILITIES", "HANDSHAKE_VERSIONS", "PARKED_METHOD", "ParkedRequests", "SkipReply",
+    "early_reply", "initialize_request", "open_stdin", "surrogate_safe_stdin",
 ]
 
 log = logging.getLogger(__name__)
@@ -71,13 +55,8 @@ class ParkedRequests:
         except UnicodeEncodeError:
             token = next(self._tokens)
             self._requests[token] = message
-            stand_in = {
-                "jsonrpc": "2.0",
-                "id": message["id"],
-                "method": PARKED_METHOD,
-                "params": {"token": token},
-            }
-            return json.dumps(stand_in) + "\n"
+            stand_in = {"jsonrpc": "2.0", "id": message["id"], "method": PARKED_METHOD}
+            return json.dumps({**stand_in, "params": {"token": token}}) + "\n"
         return None  # only well-formed pairs: the SDK reads them fine
 
     def take(self, token: int) -> dict[str, Any] | None:
@@ -107,8 +86,6 @@ async def surrogate_safe_stdin(
     finally:
         await stream.aclose()
 
-
-# -- the early handshake ----------------------------------------------------------------------
 
 #: The protocol versions a client can ask for in ``initialize`` (the SDK's
 #: ``HANDSHAKE_PROTOCOL_VERSIONS``; the list is closed, 2026-era clients open no handshake).
@@ -156,9 +133,8 @@ def early_reply(
     server_info: Mapping[str, str],
     instructions: str,
 ) -> dict[str, Any]:
-    """The JSON-RPC answer to ``initialize``, as the SDK (with this server's handlers and
-    middleware) gives it: the requested protocol version when it is a handshake version,
-    else the latest one."""
+    """The answer the SDK (with this server's handlers) gives ``initialize``: the requested
+    protocol version when it is a handshake version, else the latest one."""
     requested = params.get("protocolVersion")
     version = requested if requested in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
     return {
@@ -174,11 +150,8 @@ def early_reply(
 
 
 class SkipReply:
-    """A write stream for the SDK that drops its answer to the replayed ``initialize``.
-
-    Forwards everything else to ``stream``. The dropped answer is compared with ``sent``
-    (what the client already has); a difference is logged as a warning.
-    """
+    """A write stream for the SDK that drops its answer to the replayed ``initialize`` (logged
+    when it differs from ``sent``, what the client has) and forwards the rest to ``stream``."""
 
     def __init__(self, stream: Any, sent: dict[str, Any]) -> None:
         self.stream = stream
