@@ -95,26 +95,21 @@ class Run:
 
 
 Context = ServerRequestContext[Run, Any]
+Page = types.PaginatedRequestParams | None
 
 
 def assemble(service: MemoryService, poll_seconds: float) -> tuple[Server[Run], ServerState]:
     """The low-level server for ``service`` and the state its runs share."""
     state = ServerState(service, poll_seconds)
     server: Server[Run] = Server(
-        SERVER_INFO["name"],
-        version=SERVER_INFO["version"],
-        title=SERVER_INFO["title"],
+        SERVER_INFO["name"], version=SERVER_INFO["version"], title=SERVER_INFO["title"],
         lifespan=functools.partial(lifespan, state),
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        on_list_resources=list_resources,
-        on_list_resource_templates=list_resource_templates,
+        on_list_tools=list_tools, on_call_tool=call_tool,
+        on_list_resources=list_resources, on_list_resource_templates=list_resource_templates,
         on_read_resource=read_resource,
-        on_subscribe_resource=subscribe,
-        on_unsubscribe_resource=unsubscribe,
+        on_subscribe_resource=subscribe, on_unsubscribe_resource=unsubscribe,
         on_subscriptions_listen=ListenHandler(state.bus),
-        on_list_prompts=list_prompts,
-        on_get_prompt=get_prompt,
+        on_list_prompts=list_prompts, on_get_prompt=get_prompt,
     )
     server.middleware.append(track_sessions)
     server.add_request_handler(PARKED_METHOD, ParkedParams, answer_parked)
@@ -130,7 +125,7 @@ async def off_loop(function: Callable[..., T], *args: Any) -> T:
         raise MCPError(code=exc.code, message=exc.message) from None
 
 
-def check_no_cursor(params: types.PaginatedRequestParams | None) -> None:
+def check_no_cursor(params: Page) -> None:
     """Refuse a cursor: none was ever handed out, so any cursor is invalid."""
     if params is not None and params.cursor is not None:
         raise MCPError(code=INVALID_PARAMS, message=NO_CURSOR)
@@ -199,16 +194,11 @@ def remember(run: Run, ctx: Context) -> Peer | None:
 def tool_result(answer: tuple[str, bool, Any]) -> types.CallToolResult:
     """``MemoryService.call``'s ``(text, is_error, structured)`` as a tool result."""
     text, is_error, structured = answer
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)],
-        structured_content=structured,
-        is_error=is_error,
-    )
+    content = types.TextContent(type="text", text=text)
+    return types.CallToolResult(content=[content], structured_content=structured, is_error=is_error)
 
 
-async def list_tools(
-    ctx: Context, params: types.PaginatedRequestParams | None
-) -> types.ListToolsResult:
+async def list_tools(ctx: Context, params: Page) -> types.ListToolsResult:
     """``tools/list``: the tools offered now (the service's specs, in the SDK's types)."""
     check_no_cursor(params)
     specs = await off_loop(ctx.lifespan_context.state.service.tools)
@@ -221,9 +211,7 @@ async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.
     return tool_result(await off_loop(service.call, params.name, params.arguments))
 
 
-async def list_resources(
-    ctx: Context, params: types.PaginatedRequestParams | None
-) -> types.ListResourcesResult:
+async def list_resources(ctx: Context, params: Page) -> types.ListResourcesResult:
     """``resources/list``: SOUL.md, USER.md, FACT.md, the journal and the prompt."""
     check_no_cursor(params)
     specs = ctx.lifespan_context.state.service.resources()
@@ -232,9 +220,7 @@ async def list_resources(
     )
 
 
-async def list_resource_templates(
-    ctx: Context, params: types.PaginatedRequestParams | None
-) -> types.ListResourceTemplatesResult:
+async def list_resource_templates(ctx: Context, params: Page) -> types.ListResourceTemplatesResult:
     """``resources/templates/list``: every resource has a fixed URI, so none."""
     check_no_cursor(params)
     return types.ListResourceTemplatesResult(resource_templates=[])
@@ -245,34 +231,32 @@ async def read_resource(
 ) -> types.ReadResourceResult:
     """``resources/read``: the file as it is now, with its metadata in ``_meta``."""
     resource = await off_loop(ctx.lifespan_context.state.service.read, str(params.uri))
+    # _meta: the field's alias, the name the SDK's types declare.
     content = types.TextResourceContents(
-        uri=resource.uri,
-        mime_type=resource.mime_type,
-        text=resource.text,
-        _meta=resource.meta,  # the field's alias: the name the SDK's types declare
+        uri=resource.uri, mime_type=resource.mime_type, text=resource.text, _meta=resource.meta
     )
     return types.ReadResourceResult(contents=[content])
 
 
+def subscriptions(ctx: Context) -> set[str]:
+    """The URIs the connection of ``ctx`` is subscribed to (handshake era; else a new set)."""
+    peer = remember(ctx.lifespan_context, ctx)
+    return peer.uris if peer is not None else set()
+
+
 async def subscribe(ctx: Context, params: types.SubscribeRequestParams) -> types.EmptyResult:
     """``resources/subscribe`` (handshake era): this connection hears about ``uri``."""
-    peer = remember(ctx.lifespan_context, ctx)
-    if peer is not None:
-        peer.uris.add(str(params.uri))
+    subscriptions(ctx).add(str(params.uri))
     return types.EmptyResult()
 
 
 async def unsubscribe(ctx: Context, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
     """``resources/unsubscribe`` (handshake era)."""
-    peer = remember(ctx.lifespan_context, ctx)
-    if peer is not None:
-        peer.uris.discard(str(params.uri))
+    subscriptions(ctx).discard(str(params.uri))
     return types.EmptyResult()
 
 
-async def list_prompts(
-    ctx: Context, params: types.PaginatedRequestParams | None
-) -> types.ListPromptsResult:
+async def list_prompts(ctx: Context, params: Page) -> types.ListPromptsResult:
     """``prompts/list``: the one prompt, ``new-session``."""
     check_no_cursor(params)
     prompt = types.Prompt(name=PROMPT_NAME, title=PROMPT_TITLE, description=PROMPT_DESCRIPTION)

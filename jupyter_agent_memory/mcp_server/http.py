@@ -30,7 +30,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from .limits import HttpLimits
 
 __all__ = [
-    "BearerTokenGuard", "ConnectionGuard", "RequestDeadline", "SessionLimits",
+    "BearerTokenGuard", "ConnectionGuard", "GuardedProtocol", "SessionLimits",
     "exposure_warning", "run_http", "security_settings",
 ]
 
@@ -103,10 +103,7 @@ def jsonrpc_error(code: int, message: str) -> bytes:
 
 
 async def respond(
-    send: Any,
-    status: int,
-    body: bytes,
-    content_type: str = "application/json",
+    send: Any, status: int, body: bytes, content_type: str = "application/json",
     headers: Sequence[tuple[bytes, bytes]] = (),
 ) -> None:
     """Send a whole ASGI response."""
@@ -143,36 +140,6 @@ class BearerTokenGuard:
                 await respond(send, 401, body, "text/plain; charset=utf-8", challenge)
                 return
         await self.app(scope, receive, send)
-
-
-class ConnectionGuard:
-    """The open connections of one server (by peer address, unique while open), and the clock
-    each one runs against: between requests, the next request's line and headers must come
-    within ``request_timeout``. :class:`RequestDeadline` says when requests start and end.
-    """
-
-    def __init__(self, limits: HttpLimits) -> None:
-        self.limits = limits
-        self.connections: dict[tuple[str, int], GuardedProtocol] = {}
-
-    def protocol_class(self) -> type[asyncio.Protocol]:
-        """A uvicorn ``http`` protocol class bound to this guard."""
-        return type("GuardedHTTPProtocol", (GuardedProtocol,), {"guard": self})
-
-    def request_started(self, peer: tuple[str, int] | None) -> None:
-        """A request's headers arrived on ``peer``: its clock stops."""
-        connection = self.connections.get(peer) if peer else None
-        if connection is not None:
-            connection.busy += 1
-            connection.disarm()
-
-    def request_finished(self, peer: tuple[str, int] | None) -> None:
-        """A request on ``peer`` was answered: the clock runs for the next one."""
-        connection = self.connections.get(peer) if peer else None
-        if connection is not None:
-            connection.busy = max(0, connection.busy - 1)
-            if not connection.busy:
-                connection.arm()
 
 
 class GuardedProtocol(H11Protocol):
@@ -248,33 +215,48 @@ class GuardedProtocol(H11Protocol):
         self.transport.close()
 
 
-class RequestDeadline:
-    """ASGI middleware: the body must follow the headers within ``request_timeout``.
+class ConnectionGuard:
+    """ASGI middleware with the socket cap and both request deadlines.
 
-    The whole body (at most :data:`MAX_BODY_BYTES`, 413 past that) is read before the app sees
-    the request, so a body that never completes is answered 408 and holds nothing of the app.
-    Tells the :class:`ConnectionGuard` when requests start and end.
+    Between requests, each connection's next request line and headers must come within
+    ``request_timeout`` (the clock of :class:`GuardedProtocol`, stopped while a request is
+    served); the whole body (at most :data:`MAX_BODY_BYTES`, 413 past that) must follow within
+    ``request_timeout`` (408), and is read before the app sees the request, so a body that
+    never completes holds nothing of the app.
     """
 
-    def __init__(self, app: Any, guard: ConnectionGuard) -> None:
+    def __init__(self, app: Any, limits: HttpLimits) -> None:
         self.app = app
-        self.guard = guard
+        self.limits = limits
+        # By peer address, which is unique while the connection is open.
+        self.connections: dict[tuple[str, int], GuardedProtocol] = {}
+
+    def protocol_class(self) -> type[asyncio.Protocol]:
+        """A uvicorn ``http`` protocol class bound to this guard."""
+        return type("GuardedHTTPProtocol", (GuardedProtocol,), {"guard": self})
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         peer = _peer(scope)
-        self.guard.request_started(peer)
+        connection = self.connections.get(peer) if peer else None
+        if connection is not None:
+            connection.busy += 1
+            connection.disarm()
         try:
             await self._serve(scope, receive, send)
         finally:
-            self.guard.request_finished(peer)
+            connection = self.connections.get(peer) if peer else None
+            if connection is not None:
+                connection.busy = max(0, connection.busy - 1)
+                if not connection.busy:
+                    connection.arm()
 
     async def _serve(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         import anyio
 
-        timeout = self.guard.limits.request_timeout
+        timeout = self.limits.request_timeout
         chunks: list[bytes] = []
         size = 0
         trailing: list[dict[str, Any]] = []
@@ -456,24 +438,13 @@ class SessionLimits:
 
 
 def run_http(
-    server: Any,
-    *,
-    host: str,
-    port: int,
-    token: str | None,
-    allowed_hosts: Sequence[str],
-    allowed_origins: Sequence[str],
-    announce: Callable[[str], None],
-    limits: HttpLimits | None = None,
-    on_session_end: Callable[[str], None] | None = None,
+    server: Any, *, host: str, port: int, token: str | None, allowed_hosts: Sequence[str],
+    allowed_origins: Sequence[str], announce: Callable[[str], None],
+    limits: HttpLimits | None = None, on_session_end: Callable[[str], None] | None = None,
 ) -> None:
     """Bind ``host:port``, call ``announce(url)``, serve ``server`` at ``/mcp`` until
-    SIGINT/SIGTERM.
-
-    Outermost first: the request deadline (and the connection's clock), the bearer token, the
-    session caps, then the SDK's app (Host/Origin checks, its own idle timeout and, as a
-    backstop, its own session cap).
-    """
+    SIGINT/SIGTERM: through the request deadline, the bearer token, the session caps, then the
+    SDK's app (Host/Origin checks, its own idle timeout and, as a backstop, session cap)."""
     import uvicorn
 
     limits = limits or HttpLimits()
@@ -498,17 +469,12 @@ def run_http(
     app = SessionLimits(app, limits, on_session_end)
     if token:
         app = BearerTokenGuard(app, token)
-    guard = ConnectionGuard(limits)
+    guard = ConnectionGuard(app, limits)
+    # The peer address is the client's identity for the session cap: never take it from
+    # X-Forwarded-For (proxy_headers), which any local process could set.
     config = uvicorn.Config(
-        RequestDeadline(app, guard),
-        log_level="warning",
-        lifespan="on",
-        access_log=False,
-        http=guard.protocol_class(),
-        # The peer address is the client's identity for the session cap: never take it
-        # from X-Forwarded-For, which any local process could set.
-        proxy_headers=False,
-        ws="none",
+        guard, log_level="warning", lifespan="on", access_log=False,
+        http=guard.protocol_class(), proxy_headers=False, ws="none",
     )
     announce(f"http://{_url_host(host)}:{sock.getsockname()[1]}{MCP_PATH}")
     warning = exposure_warning(host, token)

@@ -171,14 +171,9 @@ def _run_stdio(
 
 
 def serve_http(
-    memory: AgentMemory | MemoryService,
-    *,
-    host: str = "127.0.0.1",
-    port: int = 8765,
-    token: str | None = None,
-    allowed_hosts: tuple[str, ...] = (),
-    allowed_origins: tuple[str, ...] = (),
-    problem: str | None = None,
+    memory: AgentMemory | MemoryService, *, host: str = "127.0.0.1", port: int = 8765,
+    token: str | None = None, allowed_hosts: tuple[str, ...] = (),
+    allowed_origins: tuple[str, ...] = (), problem: str | None = None,
     limits: HttpLimits | None = None,
 ) -> None:
     """Serve the agent over Streamable HTTP at ``http://HOST:PORT/mcp`` until interrupted.
@@ -196,13 +191,7 @@ def serve_http(
 
     server, state = assemble(service, POLL_SECONDS)
     run_http(
-        server,
-        host=host,
-        port=port,
-        token=token,
-        allowed_hosts=allowed_hosts,
-        allowed_origins=allowed_origins,
-        limits=limits,
-        on_session_end=state.forget_session,
+        server, host=host, port=port, token=token, allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins, limits=limits, on_session_end=state.forget_session,
         announce=lambda url: _announce(service, f"streamable-http at {url}", problem),
     )
