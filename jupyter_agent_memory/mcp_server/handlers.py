@@ -183,11 +183,8 @@ def remember(run: Run, ctx: Context) -> Peer | None:
     key = "" if headers is None else headers.get(MCP_SESSION_ID_HEADER)
     if not isinstance(key, str):
         return None
-    peer = run.peers.get(key)
-    if peer is None:
-        peer = run.peers[key] = Peer(ctx.session)
-    else:
-        peer.session = ctx.session
+    peer = run.peers.setdefault(key, Peer(ctx.session))
+    peer.session = ctx.session
     return peer
 
 

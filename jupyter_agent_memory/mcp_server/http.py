@@ -7,7 +7,7 @@
   for a request's headers and body, open sockets; each refusal has a JSON-RPC error body;
 - one socket bound before serving, so port 0 works and the start-up line names the real port.
 
-Imported only by ``mcp_server.serve_http`` (it imports uvicorn, and the MCP SDK when serving).
+Imported only by ``mcp_server.serve_http`` (it imports the MCP SDK and uvicorn).
 """
 
 from __future__ import annotations
@@ -25,6 +25,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
+import uvicorn
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from .limits import HttpLimits
@@ -64,15 +68,13 @@ def _is_loopback(host: str) -> bool:
 
 def security_settings(
     host: str, allowed_hosts: Sequence[str] = (), allowed_origins: Sequence[str] = ()
-) -> Any:
+) -> TransportSecuritySettings:
     """The SDK's Host/Origin checks for a server bound to ``host``.
 
     Allowed: the loopback names when bound to a loopback address, the bound host, and what the
     user adds (``host:port`` or ``host:*``; origins ``scheme://host[:port]`` or
     ``scheme://host:*``). A request without ``Origin`` (no browser) passes the origin check.
     """
-    from mcp.server.transport_security import TransportSecuritySettings
-
     names = list(LOOPBACK_NAMES) if _is_loopback(host) else []
     bound = _url_host(host)
     if bound not in names:
@@ -254,8 +256,6 @@ class ConnectionGuard:
                     connection.arm()
 
     async def _serve(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        import anyio
-
         timeout = self.limits.request_timeout
         chunks: list[bytes] = []
         size = 0
@@ -279,8 +279,8 @@ class ConnectionGuard:
             text = f"Request body not received in time: it must arrive within {timeout:g} s"
             await respond(send, 408, jsonrpc_error(INVALID_REQUEST, text), headers=_CLOSE)
             return
-        replay = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
-        replay += trailing
+        body = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+        replay = [body, *trailing]
 
         async def replayed() -> Any:
             return replay.pop(0) if replay else await receive()
@@ -309,8 +309,6 @@ class SessionLimits:
     def __init__(
         self, app: Any, limits: HttpLimits, on_end: Callable[[str], None] | None = None
     ) -> None:
-        from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-
         self.app = app
         self.limits = limits
         self.on_end = on_end
@@ -373,8 +371,6 @@ class SessionLimits:
         return None
 
     async def _opening(self, client: str, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        import anyio
-
         refusal = self._refusal(client, anyio.current_time())
         if refusal is not None:
             status, body, wait = refusal
@@ -410,8 +406,6 @@ class SessionLimits:
     async def _in_session(
         self, session_id: str, scope: dict[str, Any], receive: Any, send: Any
     ) -> None:
-        import anyio
-
         session = self.sessions.get(session_id)
         if session is not None:
             session.in_flight += 1
@@ -445,8 +439,6 @@ def run_http(
     """Bind ``host:port``, call ``announce(url)``, serve ``server`` at ``/mcp`` until
     SIGINT/SIGTERM: through the request deadline, the bearer token, the session caps, then the
     SDK's app (Host/Origin checks, its own idle timeout and, as a backstop, session cap)."""
-    import uvicorn
-
     limits = limits or HttpLimits()
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)

@@ -1,17 +1,10 @@
 """MCP server: an agent folder as the memory of any Model Context Protocol client.
 
-Run it with ``jupyter-agent-memory mcp --agent TARGET`` (stdio), or with ``--transport
-streamable-http --port N`` (Streamable HTTP on 127.0.0.1). The server, ``agent-memory``,
-offers the session context as ``instructions``, the tools and resources of :mod:`.service`
-(with change notifications), and one prompt, ``new-session``. Tool arguments go to the engine
-unchanged; every failure is an ``isError`` result ``Error: MCP error <code>: <message>``.
-Only protocol goes to stdout; one start-up line and logs go to stderr. Every session start is
-put on record with the prompt it was given; previews (the prompt resource and the prompt) are
-not.
-
-The ``mcp`` package (``pip install "jupyter-agent-memory[mcp]"``) is imported only inside the
-functions below: it takes most of the start-up, so over stdio it loads in a thread while
-``initialize`` is answered (see :mod:`.stdio`).
+``jupyter-agent-memory mcp --agent TARGET`` serves it over stdio, ``--transport
+streamable-http --port N`` over Streamable HTTP on 127.0.0.1 (see :mod:`.service` for what it
+offers). Only protocol goes to stdout; one start-up line and logs go to stderr. The ``mcp``
+package (the ``[mcp]`` extra) is imported only inside the functions below: over stdio it loads
+in a thread while ``initialize`` is answered (see :mod:`.stdio`).
 """
 
 from __future__ import annotations
@@ -23,6 +16,7 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .service import SERVER_INFO, SERVER_NAME, MemoryService
+from .stdio import SkipReply, early_reply, initialize_request, open_stdin, surrogate_safe_stdin
 
 if TYPE_CHECKING:
     from mcp.server import Server
@@ -112,8 +106,6 @@ def serve_stdio(memory: AgentMemory | MemoryService, problem: str | None = None)
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from .stdio import early_reply, initialize_request, open_stdin
-
     service = _service(memory)
     require_mcp()
     with ThreadPoolExecutor(1, thread_name_prefix="agent-memory-sdk-loader") as pool:
@@ -131,18 +123,14 @@ def serve_stdio(memory: AgentMemory | MemoryService, problem: str | None = None)
                 log.warning("answering initialize early failed", exc_info=True)
             else:
                 sent = early_reply(request_id, params, SERVER_INFO, instructions)
-                _write_stdout(json.dumps(sent) + "\n")
+                data = (json.dumps(sent) + "\n").encode("utf-8")
+                while data:
+                    data = data[os.write(1, data) :]
     try:
         loading.result()
     except BaseException as exc:
         raise ImportError(MISSING_SDK) from exc
     _run_stdio(service, source, first, sent)
-
-
-def _write_stdout(text: str) -> None:
-    data = text.encode("utf-8")
-    while data:
-        data = data[os.write(1, data) :]
 
 
 def _run_stdio(
@@ -152,7 +140,6 @@ def _run_stdio(
     from mcp.server.stdio import stdio_server
 
     from .handlers import assemble
-    from .stdio import SkipReply, surrogate_safe_stdin
 
     server, state = assemble(service, POLL_SECONDS)
     if sent is not None:

@@ -318,19 +318,14 @@ class MemoryService:
             return ResourceText(uri, text, "application/json", {"count": len(entries)})
         if uri == PROMPT_URI:
             prompt = self.prompt()
+            sections = [
+                {"name": s.name, "source": str(s.source) if s.source else None, "tokens": s.tokens}
+                for s in prompt.sections
+            ]
             meta = {
-                "tokens": prompt.tokens,
-                "bootstrap": prompt.bootstrap,
-                "budget_tokens": prompt.budget_tokens,
-                "warnings": list(prompt.warnings),
-                "sections": [
-                    {
-                        "name": s.name,
-                        "source": str(s.source) if s.source else None,
-                        "tokens": s.tokens,
-                    }
-                    for s in prompt.sections
-                ],
+                "tokens": prompt.tokens, "bootstrap": prompt.bootstrap,
+                "budget_tokens": prompt.budget_tokens, "warnings": list(prompt.warnings),
+                "sections": sections,
             }
             return ResourceText(uri, prompt.text, "text/markdown", meta)
         raise MemoryToolError(f"Resource not found: {uri}", RESOURCE_NOT_FOUND)

@@ -116,37 +116,30 @@ def initialize_request(line: str) -> tuple[int | str, dict[str, Any]] | None:
     if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
         return None
     info, capabilities = params.get("clientInfo"), params.get("capabilities")
-    if not isinstance(params.get("protocolVersion"), str) or not isinstance(capabilities, dict):
-        return None
-    if not all(isinstance(value, dict) for value in capabilities.values()):
-        return None
-    if not isinstance(info, dict) or not {"name", "version"} <= set(info):
-        return None
-    if not all(key in _CLIENT_INFO_TEXT and isinstance(v, str) for key, v in info.items()):
-        return None
-    return request_id, params
+    plain = (
+        isinstance(params.get("protocolVersion"), str)
+        and isinstance(capabilities, dict)
+        and all(isinstance(value, dict) for value in capabilities.values())
+        and isinstance(info, dict)
+        and {"name", "version"} <= set(info)
+        and all(key in _CLIENT_INFO_TEXT and isinstance(v, str) for key, v in info.items())
+    )
+    return (request_id, params) if plain else None
 
 
 def early_reply(
-    request_id: int | str,
-    params: Mapping[str, Any],
-    server_info: Mapping[str, str],
+    request_id: int | str, params: Mapping[str, Any], server_info: Mapping[str, str],
     instructions: str,
 ) -> dict[str, Any]:
     """The answer the SDK (with this server's handlers) gives ``initialize``: the requested
     protocol version when it is a handshake version, else the latest one."""
     requested = params.get("protocolVersion")
     version = requested if requested in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
-    return {
-        "jsonrpc": "2.0",
-        "id": request_id,
-        "result": {
-            "capabilities": CAPABILITIES,
-            "protocolVersion": version,
-            "serverInfo": dict(server_info),
-            "instructions": instructions,
-        },
+    result = {
+        "capabilities": CAPABILITIES, "protocolVersion": version,
+        "serverInfo": dict(server_info), "instructions": instructions,
     }
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
 
 class SkipReply:
@@ -169,9 +162,7 @@ class SkipReply:
             if answer != sent:
                 log.warning(
                     "the MCP SDK answers initialize differently from the early answer the "
-                    "client got: %s, not %s",
-                    json.dumps(answer)[:2000],
-                    json.dumps(sent)[:2000],
+                    "client got: %s, not %s", json.dumps(answer)[:2000], json.dumps(sent)[:2000]
                 )
             return
         await self.stream.send(item)
