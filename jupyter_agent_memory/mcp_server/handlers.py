@@ -1,26 +1,19 @@
-"""The protocol handlers of the ``agent-memory`` MCP server: module-level functions.
+"""The protocol handlers of the ``agent-memory`` MCP server (imported after ``require_mcp``).
 
-Each handler is ``async (ctx, params) -> result``; ``ctx.lifespan_context`` is a :class:`Run`
-(one per stdio process or in-process client, one for all Streamable HTTP sessions) that points
-at the :class:`ServerState` every run shares. Only public SDK names are used.
-
-A session start (``initialize``, or ``server/discover`` in the 2026 era) is put on record and
-answered with the memory as it is then. Handshake-era connections are remembered by the run
-(with their subscriptions) and notified on their own channel; 2026-era clients listen through
+Each handler is ``async (ctx, params) -> result`` with a :class:`Run` (one per stdio process,
+in-process client, or HTTP server) as ``ctx.lifespan_context``; only public SDK names are used.
+Handshake-era connections are notified on their own channel, 2026-era clients through
 ``subscriptions/listen``. No list is paginated: a cursor is answered ``-32602``.
-
-Imported only after ``require_mcp`` (it imports the SDK).
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import logging
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
 import anyio
@@ -137,11 +130,9 @@ def client_info(params: Any) -> dict[str, Any] | None:
     if not isinstance(params, Mapping):
         return None
     meta = params.get("_meta")
-    candidates = (
-        params.get("clientInfo"),
-        meta.get(CLIENT_INFO_META_KEY) if isinstance(meta, Mapping) else None,
-    )
-    return next((dict(info) for info in candidates if isinstance(info, Mapping)), None)
+    in_meta = meta.get(CLIENT_INFO_META_KEY) if isinstance(meta, Mapping) else None
+    infos = (params.get("clientInfo"), in_meta)
+    return next((dict(info) for info in infos if isinstance(info, Mapping)), None)
 
 
 def session_answer(result: Any, instructions: str) -> dict[str, Any]:
@@ -212,9 +203,7 @@ async def list_resources(ctx: Context, params: Page) -> types.ListResourcesResul
     """``resources/list``: SOUL.md, USER.md, FACT.md, the journal and the prompt."""
     check_no_cursor(params)
     specs = ctx.lifespan_context.state.service.resources()
-    return types.ListResourcesResult(
-        resources=[types.Resource(**dataclasses.asdict(spec)) for spec in specs]
-    )
+    return types.ListResourcesResult(resources=[types.Resource(**asdict(s)) for s in specs])
 
 
 async def list_resource_templates(ctx: Context, params: Page) -> types.ListResourceTemplatesResult:

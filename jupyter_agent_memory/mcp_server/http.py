@@ -1,13 +1,8 @@
 """Streamable HTTP for the MCP server: the SDK's app, the guards around it, the uvicorn loop.
 
-- DNS-rebinding protection: the SDK checks ``Host`` (421) and ``Origin`` (403) against this
-  server's own address plus what the user allows;
-- an optional bearer token (constant-time comparison; 401 with ``WWW-Authenticate: Bearer``);
-- the :class:`HttpLimits`: sessions per client address and in total, idle sessions, deadlines
-  for a request's headers and body, open sockets; each refusal has a JSON-RPC error body;
-- one socket bound before serving, so port 0 works and the start-up line names the real port.
-
-Imported only by ``mcp_server.serve_http`` (it imports the MCP SDK and uvicorn).
+Host (421) and Origin (403) checks against DNS rebinding, an optional bearer token (401), and
+the :class:`HttpLimits` (each refusal with a JSON-RPC error body). Imported only by
+``serve_http`` (it imports the MCP SDK and uvicorn).
 """
 
 from __future__ import annotations
@@ -69,12 +64,9 @@ def _is_loopback(host: str) -> bool:
 def security_settings(
     host: str, allowed_hosts: Sequence[str] = (), allowed_origins: Sequence[str] = ()
 ) -> TransportSecuritySettings:
-    """The SDK's Host/Origin checks for a server bound to ``host``.
-
-    Allowed: the loopback names when bound to a loopback address, the bound host, and what the
-    user adds (``host:port`` or ``host:*``; origins ``scheme://host[:port]`` or
-    ``scheme://host:*``). A request without ``Origin`` (no browser) passes the origin check.
-    """
+    """The SDK's Host/Origin checks for a server bound to ``host``: the loopback names (when
+    it is one), ``host``, and what the user allows (``host:port``, ``host:*``; origins
+    ``scheme://host[:port]``, ``scheme://host:*``). A request without ``Origin`` passes."""
     names = list(LOOPBACK_NAMES) if _is_loopback(host) else []
     bound = _url_host(host)
     if bound not in names:
@@ -115,14 +107,16 @@ async def respond(
     await send({"type": "http.response.body", "body": body})
 
 
-def _peer(scope: Mapping[str, Any]) -> tuple[str, int] | None:
-    client = scope.get("client")
-    return (str(client[0]), int(client[1])) if client else None
+def _address(value: Any) -> tuple[str, int] | None:
+    """``(host, port)`` from a socket's peer name or an ASGI scope's ``client``."""
+    if isinstance(value, (tuple, list)) and len(value) >= 2:
+        return (str(value[0]), int(value[1]))
+    return None
 
 
 def _client(scope: Mapping[str, Any]) -> str:
     """The client's address: its identity for the session caps."""
-    peer = _peer(scope)
+    peer = _address(scope.get("client"))
     return peer[0] if peer else ""
 
 
@@ -148,7 +142,7 @@ class GuardedProtocol(H11Protocol):
     """uvicorn's HTTP/1.1 protocol with the :class:`ConnectionGuard`'s clock and socket cap."""
 
     guard: ConnectionGuard
-    peer: tuple[str, int] | None = None
+    peer: tuple[str, int] | None
     busy = 0
     heard = False  # bytes came since the clock was last armed
     timer: asyncio.TimerHandle | None = None
@@ -156,9 +150,7 @@ class GuardedProtocol(H11Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         super().connection_made(transport)
-        peername = transport.get_extra_info("peername")
-        if isinstance(peername, (tuple, list)) and len(peername) >= 2:
-            self.peer = (str(peername[0]), int(peername[1]))
+        self.peer = _address(transport.get_extra_info("peername"))
         cap = self.guard.limits.max_connections
         if len(self.guard.connections) >= cap:
             message = f"Too many open connections ({cap}); try again when some have closed"
@@ -218,14 +210,9 @@ class GuardedProtocol(H11Protocol):
 
 
 class ConnectionGuard:
-    """ASGI middleware with the socket cap and both request deadlines.
-
-    Between requests, each connection's next request line and headers must come within
-    ``request_timeout`` (the clock of :class:`GuardedProtocol`, stopped while a request is
-    served); the whole body (at most :data:`MAX_BODY_BYTES`, 413 past that) must follow within
-    ``request_timeout`` (408), and is read before the app sees the request, so a body that
-    never completes holds nothing of the app.
-    """
+    """ASGI middleware for the socket cap and the request deadlines: a request's line and
+    headers within ``request_timeout`` (the clock of :class:`GuardedProtocol`), then its whole
+    body (413 past :data:`MAX_BODY_BYTES`, 408 late), read before the app sees the request."""
 
     def __init__(self, app: Any, limits: HttpLimits) -> None:
         self.app = app
@@ -241,7 +228,7 @@ class ConnectionGuard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        peer = _peer(scope)
+        peer = _address(scope.get("client"))
         connection = self.connections.get(peer) if peer else None
         if connection is not None:
             connection.busy += 1
@@ -257,8 +244,7 @@ class ConnectionGuard:
 
     async def _serve(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         timeout = self.limits.request_timeout
-        chunks: list[bytes] = []
-        size = 0
+        body = bytearray()
         trailing: list[dict[str, Any]] = []
         with anyio.move_on_after(timeout) as deadline:
             while True:
@@ -266,21 +252,18 @@ class ConnectionGuard:
                 if message["type"] != "http.request":
                     trailing.append(message)
                     break
-                chunk = message.get("body", b"")
-                size += len(chunk)
-                if size > MAX_BODY_BYTES:
+                body += message.get("body", b"")
+                if len(body) > MAX_BODY_BYTES:
                     text = f"Request body too large: at most {MAX_BODY_BYTES} bytes"
                     await respond(send, 413, jsonrpc_error(INVALID_REQUEST, text))
                     return
-                chunks.append(chunk)
                 if not message.get("more_body", False):
                     break
         if deadline.cancelled_caught:
             text = f"Request body not received in time: it must arrive within {timeout:g} s"
             await respond(send, 408, jsonrpc_error(INVALID_REQUEST, text), headers=_CLOSE)
             return
-        body = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
-        replay = [body, *trailing]
+        replay = [{"type": "http.request", "body": bytes(body), "more_body": False}, *trailing]
 
         async def replayed() -> Any:
             return replay.pop(0) if replay else await receive()
@@ -296,15 +279,10 @@ class _Session:
 
 
 class SessionLimits:
-    """ASGI middleware: cap handshake-era sessions per client address and in total.
-
-    A request that would open a session (a POST without ``Mcp-Session-Id``, not of the 2026
-    era) is refused with 429 when its client holds ``max_sessions_per_client`` and with 503
-    when the server holds ``max_sessions`` (a JSON-RPC error and ``Retry-After``). A session
-    is counted from the SDK's success carrying its id until a DELETE, a 404 for its id, or
-    ``session_idle_timeout`` without a request in flight (the SDK's own rule); ``on_end``
-    hears each session id that ended.
-    """
+    """ASGI middleware: cap handshake-era sessions per client address (429) and in total
+    (503), with ``Retry-After``. A session counts from the SDK's answer carrying its id until a
+    DELETE, a 404 for its id, or ``session_idle_timeout`` without a request in flight (the
+    SDK's own rule); ``on_end`` hears each session id that ended."""
 
     def __init__(
         self, app: Any, limits: HttpLimits, on_end: Callable[[str], None] | None = None

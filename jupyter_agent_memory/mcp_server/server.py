@@ -59,13 +59,9 @@ def _service(memory_or_service: AgentMemory | MemoryService) -> MemoryService:
 def build_server(
     memory: AgentMemory | MemoryService, *, poll_seconds: float = POLL_SECONDS
 ) -> Server:
-    """Build the ``agent-memory`` MCP server for an agent without running it.
-
-    ``memory`` is an ``AgentMemory`` (default settings) or a :class:`MemoryService`. The result
-    is a low-level ``mcp.server.Server``: run it on any transport, or connect to it in-process
-    with ``mcp.Client(build_server(mem))``. While it runs, the agent folder is checked every
-    ``poll_seconds`` for changes to notify. Raises ``ImportError`` when ``mcp`` is missing.
-    """
+    """The low-level ``mcp.server.Server`` for an ``AgentMemory`` (default settings) or a
+    :class:`MemoryService`, for any transport or ``mcp.Client(build_server(mem))``; it checks
+    the folder for changes every ``poll_seconds``. ``ImportError`` when ``mcp`` is missing."""
     require_mcp()
     from .handlers import assemble
 
@@ -98,11 +94,10 @@ def _load_sdk() -> None:
 
 
 def serve_stdio(memory: AgentMemory | MemoryService, problem: str | None = None) -> None:
-    """Serve the agent over stdio until the client closes the connection.
+    """Serve the agent over stdio until the client closes the connection (blocks).
 
-    Blocks. ``problem``, when given, is the engine's refusal every call will report (named in
-    the start-up line). Raises ``ImportError`` naming the install command when ``mcp`` is
-    missing. A plain ``initialize`` is answered while the SDK loads (see :mod:`.stdio`).
+    ``problem`` is the engine's refusal every call will report, named in the start-up line.
+    Raises ``ImportError`` naming the install command when ``mcp`` is missing.
     """
     from concurrent.futures import ThreadPoolExecutor
 

@@ -12,19 +12,20 @@ import json
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..__about__ import __version__
 from ..engine import functions
+from ..engine.prompt import Prompt, PromptBuilder
 from ..engine.store import FACT, JOURNAL, MEMORY_DIR, SOUL, USER, normalize_limit
+from ..engine.templates import manifest_path_for, product_info
+from ..engine.tool import MEMORY_TOOL
 from ..errors import MemoryToolError
 from ..folder import file_key, match_name
 
 if TYPE_CHECKING:
-    from ..engine.functions import Toolset
-    from ..engine.prompt import Prompt, PromptBuilder
     from ..engine.store import AgentMemory
 
 __all__ = [
@@ -84,16 +85,13 @@ class ResourceText:
     uri: str
     text: str
     mime_type: str
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: dict[str, Any]
 
 
 def _annotations(title: str, read_only: bool) -> dict[str, Any]:
     return {
-        "title": title,
-        "readOnlyHint": read_only,
-        "destructiveHint": not read_only,
-        "idempotentHint": read_only,
-        "openWorldHint": False,
+        "title": title, "readOnlyHint": read_only, "destructiveHint": not read_only,
+        "idempotentHint": read_only, "openWorldHint": False,
     }
 
 
@@ -137,29 +135,24 @@ READ_TOOL = {
 HOST_TOOL_NAME = "mcp__agent-memory__memory"
 
 
-def host_tools(tool_name: str | None = None) -> Toolset:
+def host_tools(tool_name: str | None = None) -> functions.Toolset:
     """What a model behind an MCP host is offered (the instructions describe it): our ``memory``
     tool under the host's name for it, and the host's file tools for SOUL.md and USER.md."""
-    from ..engine.functions import Toolset
-
-    return Toolset(memory=tool_name or HOST_TOOL_NAME, file_edits=True)
+    return functions.Toolset(memory=tool_name or HOST_TOOL_NAME, file_edits=True)
 
 
 class MemoryService:
     """The agent-memory MCP server's content for one agent, independent of the protocol.
 
-    ``builder`` makes the session prompt (default: one describing :func:`host_tools`),
-    ``workspace`` holds the ``system.md`` the prompt starts with (default: the current
-    directory), ``read_tool`` adds the read tool. Methods do file I/O (run them off the event
-    loop) and are thread-safe.
+    ``builder`` makes the session prompt (default: for :func:`host_tools`), ``workspace`` holds
+    its ``system.md`` (default: the current directory), ``read_tool`` adds the read tool.
+    Methods do file I/O (run them off the event loop) and are thread-safe.
     """
 
     def __init__(
         self, memory: AgentMemory, builder: PromptBuilder | None = None, *,
         workspace: str | os.PathLike[str] | None = None, read_tool: bool = False,
     ) -> None:
-        from ..engine.prompt import PromptBuilder
-
         self.memory = memory
         self.builder = builder if builder is not None else PromptBuilder(tools=host_tools())
         self.workspace = Path(os.path.abspath(workspace if workspace is not None else os.getcwd()))
@@ -224,8 +217,6 @@ class MemoryService:
     def tools(self) -> list[dict[str, Any]]:
         """The offered tools as neutral specs with ``title``, ``annotations`` and, where the
         result is always a JSON object, ``output_schema``."""
-        from .. import MEMORY_TOOL
-
         specs = {
             functions.MEMORY_TOOL_NAME: MEMORY_TOOL,
             functions.PRODUCT_INFO_TOOL_NAME: functions.PRODUCT_INFO_TOOL,
@@ -237,11 +228,8 @@ class MemoryService:
         ]
 
     def call(self, name: str, arguments: Mapping[str, Any] | None) -> tuple[str, bool, Any]:
-        """Run one tool call: ``(text, is_error, structured)``; never raises.
-
-        ``text`` is the engine's result unchanged, or ``Error: MCP error <code>: <message>``;
-        ``structured`` is the text parsed when it is a JSON object, else None.
-        """
+        """Run one tool call, never raising: ``(text, is_error, structured)``, the engine's text
+        or ``Error: MCP error <code>: <message>``, and the text parsed if a JSON object."""
         args = dict(arguments) if arguments is not None else {}
         try:
             offered = self.tool_names()
@@ -250,8 +238,6 @@ class MemoryService:
             if name == functions.MEMORY_TOOL_NAME:
                 text = self.memory.call_tool(args)
             elif name == functions.PRODUCT_INFO_TOOL_NAME:
-                from ..engine.templates import product_info
-
                 text = product_info(self.memory, args)
             else:
                 snapshot = self.read_snapshot(args.get("limit"))
@@ -267,16 +253,11 @@ class MemoryService:
         """The read tool's result: FACT.md, its sha256 and the latest journal entries."""
         count = DEFAULT_LATEST if limit is None else normalize_limit(limit)
         facts, sha = self.memory.read_facts()
-        return {
-            "path": str(self.memory.file_path(FACT)),  # as named on disk (an existing fact.md)
-            "facts": facts,
-            "sha256": sha,
-            "entries": list(self.memory.search(limit=count)),
-        }
+        path = str(self.memory.file_path(FACT))  # as named on disk (an existing fact.md)
+        entries = list(self.memory.search(limit=count))
+        return {"path": path, "facts": facts, "sha256": sha, "entries": entries}
 
     def _has_manifest(self) -> bool:
-        from ..engine.templates import manifest_path_for
-
         try:
             return manifest_path_for(self.memory) is not None
         except MemoryToolError:

@@ -1,14 +1,10 @@
 """stdio for the MCP server, with an answer for every request.
 
-The SDK's stdio reader drops, without a reply, a request whose JSON holds an unpaired
-surrogate escape (``"\\udfff"``), which a model can produce. Such a request is parked here and
-replaced by a request for :data:`PARKED_METHOD` with the same id, which the handlers answer
-(a ``tools/call`` with the engine's ``-32602`` naming the field, anything else ``-32602``).
-
-``initialize`` is answered before the SDK has loaded (importing it takes most of the
-start-up, and hosts give ``initialize`` a deadline): :func:`early_reply` gives the answer the
-SDK would, the request is replayed to the SDK so its connection state is exact, and
-:class:`SkipReply` drops the SDK's own answer, logging a warning if it differs.
+The SDK's reader drops a request whose JSON holds an unpaired surrogate escape
+(``"\\udfff"``); such a request is parked and replaced by a :data:`PARKED_METHOD` request with
+the same id, which the handlers answer with ``-32602``. ``initialize`` is answered before the
+SDK has loaded (:func:`early_reply`), then replayed to it; :class:`SkipReply` drops the SDK's
+answer, logging a warning if it differs.
 """
 
 from __future__ import annotations
