@@ -154,18 +154,17 @@ async def track_sessions(ctx: Context, call_next: Any) -> Any:
     """Middleware: record session starts (only those the SDK accepted), and remember
     handshake-era connections (after ``initialize``, once the protocol version is known)."""
     result = await call_next(ctx)
-    run = ctx.lifespan_context
     if ctx.method not in SESSION_STARTS:
-        remember(run, ctx)
+        remember(ctx)
         return result
-    state = run.state
+    state = ctx.lifespan_context.state
     text, state.answered_start = state.answered_start, None
     if text is None:
         text = await off_loop(state.service.start_session, client_info(ctx.params))
     return session_answer(result, text)
 
 
-def remember(run: Run, ctx: Context) -> Peer | None:
+def remember(ctx: Context) -> Peer | None:
     """The handshake-era connection ``ctx`` came on, remembered so it hears about changes;
     None for a 2026-era request, or the HTTP request that opens a session (no id yet)."""
     if ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
@@ -174,7 +173,7 @@ def remember(run: Run, ctx: Context) -> Peer | None:
     key = "" if headers is None else headers.get(MCP_SESSION_ID_HEADER)
     if not isinstance(key, str):
         return None
-    peer = run.peers.setdefault(key, Peer(ctx.session))
+    peer = ctx.lifespan_context.peers.setdefault(key, Peer(ctx.session))
     peer.session = ctx.session
     return peer
 
@@ -226,7 +225,7 @@ async def read_resource(
 
 def subscriptions(ctx: Context) -> set[str]:
     """The URIs the connection of ``ctx`` is subscribed to (handshake era; else a new set)."""
-    peer = remember(ctx.lifespan_context, ctx)
+    peer = remember(ctx)
     return peer.uris if peer is not None else set()
 
 
@@ -268,9 +267,8 @@ class ParkedParams(types.RequestParams):
 
 
 async def answer_parked(ctx: Context, params: ParkedParams) -> Any:
-    """Answer a request whose text holds an unpaired surrogate (see :mod:`.stdio`), under the
-    id the client is waiting on: a tool call goes to the engine, which names the field it
-    refuses; anything else is ``-32602``."""
+    """Answer a request with an unpaired surrogate (see :mod:`.stdio`): a tool call goes to the
+    engine, which names the field it refuses; anything else is ``-32602``."""
     state = ctx.lifespan_context.state
     request = state.parked.take(params.token) or {}
     sent = request.get("params")
@@ -311,9 +309,8 @@ async def notify(run: Run, changes: Changes) -> None:
 
 
 async def watch(run: Run, before: dict[str, Any], tools: list[str]) -> None:
-    """Poll the agent folder every ``poll_seconds`` for changes to announce (one
-    ``MemoryService.snapshot``: stat keys, nothing read), starting from ``before`` and
-    ``tools``, for as long as the run lasts."""
+    """Poll the agent folder (``MemoryService.snapshot``: stat keys, nothing read) every
+    ``poll_seconds`` for changes since ``before`` and ``tools``, as long as the run lasts."""
     service = run.state.service
     while True:
         await anyio.sleep(run.state.poll_seconds)

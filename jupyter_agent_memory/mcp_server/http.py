@@ -53,10 +53,8 @@ def _url_host(host: str) -> str:
 
 
 def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
 
@@ -79,8 +77,7 @@ def security_settings(
 
 
 def exposure_warning(host: str, token: str | None) -> str | None:
-    """A warning for the start-up output when ``host`` is reachable from other machines
-    and no token is required; None otherwise."""
+    """The start-up warning when ``host`` is reachable from other machines without a token."""
     if _is_loopback(host) or token:
         return None
     return (
@@ -284,9 +281,7 @@ class SessionLimits:
     DELETE, a 404 for its id, or ``session_idle_timeout`` without a request in flight (the
     SDK's own rule); ``on_end`` hears each session id that ended."""
 
-    def __init__(
-        self, app: Any, limits: HttpLimits, on_end: Callable[[str], None] | None = None
-    ) -> None:
+    def __init__(self, app: Any, limits: HttpLimits, on_end: Callable[[str], None]) -> None:
         self.app = app
         self.limits = limits
         self.on_end = on_end
@@ -312,8 +307,7 @@ class SessionLimits:
 
     def _end(self, session_id: str) -> None:
         self.sessions.pop(session_id, None)
-        if self.on_end is not None:
-            self.on_end(session_id)
+        self.on_end(session_id)
 
     def _retry_after(self, now: float, client: str | None) -> int:
         """Seconds until the first idle session (of ``client``, or any) expires."""
@@ -412,14 +406,13 @@ class SessionLimits:
 def run_http(
     server: Any, *, host: str, port: int, token: str | None, allowed_hosts: Sequence[str],
     allowed_origins: Sequence[str], announce: Callable[[str], None],
-    limits: HttpLimits | None = None, on_session_end: Callable[[str], None] | None = None,
+    on_session_end: Callable[[str], None], limits: HttpLimits | None = None,
 ) -> None:
     """Bind ``host:port``, call ``announce(url)``, serve ``server`` at ``/mcp`` until
     SIGINT/SIGTERM: through the request deadline, the bearer token, the session caps, then the
     SDK's app (Host/Origin checks, its own idle timeout and, as a backstop, session cap)."""
     limits = limits or HttpLimits()
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
@@ -429,11 +422,9 @@ def run_http(
     sock.listen(128)
     sock.set_inheritable(True)
     app = server.streamable_http_app(
-        streamable_http_path=MCP_PATH,
-        host=host,
+        streamable_http_path=MCP_PATH, host=host,
         transport_security=security_settings(host, allowed_hosts, allowed_origins),
-        session_idle_timeout=limits.session_idle_timeout,
-        max_sessions=limits.max_sessions,
+        session_idle_timeout=limits.session_idle_timeout, max_sessions=limits.max_sessions,
         max_request_body_size=MAX_BODY_BYTES,
     )
     app = SessionLimits(app, limits, on_session_end)

@@ -17,8 +17,7 @@ class HttpLimits:
     for ``session_idle_timeout`` seconds is closed; a request's line and headers must arrive
     within ``request_timeout`` seconds of the connection opening or the previous response, and
     its body within ``request_timeout`` seconds more (408); ``max_connections`` open sockets
-    (503 past that).
-    """
+    (503 past that)."""
 
     max_sessions: int = 128
     max_sessions_per_client: int = 32

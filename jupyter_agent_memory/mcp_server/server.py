@@ -50,10 +50,8 @@ def require_mcp() -> None:
         raise ImportError(MISSING_SDK)
 
 
-def _service(memory_or_service: AgentMemory | MemoryService) -> MemoryService:
-    if isinstance(memory_or_service, MemoryService):
-        return memory_or_service
-    return MemoryService(memory_or_service)
+def _service(memory: AgentMemory | MemoryService) -> MemoryService:
+    return memory if isinstance(memory, MemoryService) else MemoryService(memory)
 
 
 def build_server(
@@ -97,8 +95,7 @@ def serve_stdio(memory: AgentMemory | MemoryService, problem: str | None = None)
     """Serve the agent over stdio until the client closes the connection (blocks).
 
     ``problem`` is the engine's refusal every call will report, named in the start-up line.
-    Raises ``ImportError`` naming the install command when ``mcp`` is missing.
-    """
+    Raises ``ImportError`` naming the install command when ``mcp`` is missing."""
     from concurrent.futures import ThreadPoolExecutor
 
     service = _service(memory)
@@ -160,11 +157,10 @@ def serve_http(
 ) -> None:
     """Serve the agent over Streamable HTTP at ``http://HOST:PORT/mcp`` until interrupted.
 
-    Binds ``host`` (port 0 picks a free one, named in the start-up line). Requests whose
-    ``Host`` or ``Origin`` is not this server's (or in ``allowed_hosts`` / ``allowed_origins``)
-    are refused; with ``token`` every request needs ``Authorization: Bearer <token>``.
-    ``limits`` caps sessions, idle time, slow requests and open sockets (:class:`HttpLimits`;
-    its defaults when None). All clients share one engine and its locks.
+    Port 0 picks a free port (named in the start-up line). A ``Host`` or ``Origin`` other than
+    this server's (or ``allowed_hosts`` / ``allowed_origins``) is refused; with ``token`` every
+    request needs ``Authorization: Bearer <token>``. ``limits`` (default ``HttpLimits()``) caps
+    sessions, idle time, slow requests and sockets. All clients share one engine and its locks.
     """
     service = _service(memory)
     require_mcp()

@@ -8,6 +8,7 @@ sha256), the latest journal entries and the system prompt; the tools are ``memor
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -146,8 +147,7 @@ class MemoryService:
 
     ``builder`` makes the session prompt (default: for :func:`host_tools`), ``workspace`` holds
     its ``system.md`` (default: the current directory), ``read_tool`` adds the read tool.
-    Methods do file I/O (run them off the event loop) and are thread-safe.
-    """
+    Methods do file I/O (run them off the event loop) and are thread-safe."""
 
     def __init__(
         self, memory: AgentMemory, builder: PromptBuilder | None = None, *,
@@ -206,9 +206,11 @@ class MemoryService:
 
     def tool_names(self) -> list[str]:
         """Names of the tools offered now: ``memory``, ``product_info``, the read tool."""
+        if not self._product_info_offered:
+            with contextlib.suppress(MemoryToolError):
+                self._product_info_offered = manifest_path_for(self.memory) is not None
         names = [functions.MEMORY_TOOL_NAME]
-        if self._product_info_offered or self._has_manifest():
-            self._product_info_offered = True
+        if self._product_info_offered:
             names.append(functions.PRODUCT_INFO_TOOL_NAME)
         if self.read_tool:
             names.append(READ_TOOL_NAME)
@@ -256,12 +258,6 @@ class MemoryService:
         path = str(self.memory.file_path(FACT))  # as named on disk (an existing fact.md)
         entries = list(self.memory.search(limit=count))
         return {"path": path, "facts": facts, "sha256": sha, "entries": entries}
-
-    def _has_manifest(self) -> bool:
-        try:
-            return manifest_path_for(self.memory) is not None
-        except MemoryToolError:
-            return False
 
     def resources(self) -> list[ResourceSpec]:
         """The resources the server lists (always the same five)."""
@@ -312,10 +308,9 @@ class MemoryService:
         raise MemoryToolError(f"Resource not found: {uri}", RESOURCE_NOT_FOUND)
 
     def snapshot(self) -> dict[str, Any]:
-        """The engine's stat keys (``file_key`` of one ``AgentMemory.file_stats()`` call, nothing
-        read) of everything the resources and the tool list depend on, plus the workspace's
-        ``system.md``. A refused folder gives its error text, so its recovery is noticed too.
-        """
+        """The stat keys (one ``AgentMemory.file_stats()``, nothing read) of all the resources
+        and the tool list depend on, and of the workspace's ``system.md``; a refused folder
+        gives its error text, so its recovery is noticed too."""
         try:
             stats = self.memory.file_stats()
         except MemoryToolError as exc:
