@@ -1,33 +1,19 @@
-"""The protocol handlers of the ``agent-memory`` MCP server: module-level functions.
+"""The protocol handlers of the ``agent-memory`` MCP server (imported after ``require_mcp``).
 
-Each handler is ``async (ctx, params) -> result`` as the SDK's low-level ``Server`` calls it;
-everything it needs is in ``ctx.lifespan_context``, a :class:`Run` (one entry of the server's
-lifespan: one per stdio process or in-process client, one for all Streamable HTTP sessions)
-that points at the :class:`ServerState` every run of the server shares. Only public SDK names
-are used: constructor handlers, ``Server.middleware``, ``add_request_handler``, the
-subscription bus and the per-request ``ServerSession``.
-
-- A session start (``initialize``, or ``server/discover`` for a 2026-era client) is put on
-  record with the prompt it was given; the middleware puts that prompt's context into the
-  answer's ``instructions``, so every session sees the memory as it is when it starts.
-- Handshake-era connections get change notifications on their own channel: each one is
-  remembered by the run (the only connection of a stdio or in-process run, or a Streamable
-  HTTP session id) with the resources it subscribed to. 2026-era clients listen through
-  ``subscriptions/listen`` on the shared bus.
-- No list is paginated, so a list request with a cursor is answered ``-32602``.
-
-Imported only after ``require_mcp`` (it imports the SDK).
+Each handler is ``async (ctx, params) -> result`` with a :class:`Run` (one per stdio process,
+in-process client, or HTTP server) as ``ctx.lifespan_context``; only public SDK names are used.
+Handshake-era connections are notified on their own channel, 2026-era clients through
+``subscriptions/listen``. No list is paginated: a cursor is answered ``-32602``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import logging
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
 import anyio
@@ -48,12 +34,7 @@ from ..errors import INVALID_PARAMS, MemoryToolError
 from .service import PROMPT_NAME, SERVER_INFO, Changes, MemoryService
 from .stdio import PARKED_METHOD, ParkedRequests
 
-__all__ = [
-    "SESSION_STARTS",
-    "Run",
-    "ServerState",
-    "assemble",
-]
+__all__ = ["SESSION_STARTS", "Run", "ServerState", "assemble"]
 
 # Requests that start a session: the handshake, and discovery for 2026-era clients.
 SESSION_STARTS = ("initialize", "server/discover")
@@ -87,7 +68,7 @@ class ServerState:
     bus: InMemorySubscriptionBus = field(default_factory=InMemorySubscriptionBus)
     parked: ParkedRequests = field(default_factory=ParkedRequests)
     # The instructions a stdio handshake answered before the SDK was loaded (the session is
-    # already on record); the replayed ``initialize`` takes them instead of starting anew.
+    # on record already): the replayed ``initialize`` takes them instead of starting anew.
     answered_start: str | None = None
     runs: weakref.WeakSet[Run] = field(default_factory=weakref.WeakSet)
 
@@ -102,34 +83,26 @@ class Run:
     """One entry of the server's lifespan and the handshake-era connections it serves."""
 
     state: ServerState
-    # Keyed by Streamable HTTP session id; "" is the one connection of a stdio or
-    # in-process run.
+    # By Streamable HTTP session id; "" is the one connection of a stdio or in-process run.
     peers: dict[str, Peer] = field(default_factory=dict)
 
 
 Context = ServerRequestContext[Run, Any]
+Page = types.PaginatedRequestParams | None
 
 
-def assemble(
-    service: MemoryService, poll_seconds: float
-) -> tuple[Server[Run], ServerState]:
+def assemble(service: MemoryService, poll_seconds: float) -> tuple[Server[Run], ServerState]:
     """The low-level server for ``service`` and the state its runs share."""
     state = ServerState(service, poll_seconds)
     server: Server[Run] = Server(
-        SERVER_INFO["name"],
-        version=SERVER_INFO["version"],
-        title=SERVER_INFO["title"],
+        SERVER_INFO["name"], version=SERVER_INFO["version"], title=SERVER_INFO["title"],
         lifespan=functools.partial(lifespan, state),
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        on_list_resources=list_resources,
-        on_list_resource_templates=list_resource_templates,
+        on_list_tools=list_tools, on_call_tool=call_tool,
+        on_list_resources=list_resources, on_list_resource_templates=list_resource_templates,
         on_read_resource=read_resource,
-        on_subscribe_resource=subscribe,
-        on_unsubscribe_resource=unsubscribe,
+        on_subscribe_resource=subscribe, on_unsubscribe_resource=unsubscribe,
         on_subscriptions_listen=ListenHandler(state.bus),
-        on_list_prompts=list_prompts,
-        on_get_prompt=get_prompt,
+        on_list_prompts=list_prompts, on_get_prompt=get_prompt,
     )
     server.middleware.append(track_sessions)
     server.add_request_handler(PARKED_METHOD, ParkedParams, answer_parked)
@@ -137,18 +110,18 @@ def assemble(
 
 
 async def off_loop(function: Callable[..., T], *args: Any) -> T:
-    """Run ``function`` in a worker thread: file I/O and the journal lock never block the
-    event loop."""
-    return await anyio.to_thread.run_sync(function, *args)
+    """Run ``function`` in a worker thread (file I/O and the journal lock never block the event
+    loop); an engine error becomes the protocol error of the same code."""
+    try:
+        return await anyio.to_thread.run_sync(function, *args)
+    except MemoryToolError as exc:
+        raise MCPError(code=exc.code, message=exc.message) from None
 
 
-def check_no_cursor(params: types.PaginatedRequestParams | None) -> None:
+def check_no_cursor(params: Page) -> None:
     """Refuse a cursor: none was ever handed out, so any cursor is invalid."""
     if params is not None and params.cursor is not None:
         raise MCPError(code=INVALID_PARAMS, message=NO_CURSOR)
-
-
-# -- sessions ---------------------------------------------------------------------------------
 
 
 def client_info(params: Any) -> dict[str, Any] | None:
@@ -157,14 +130,9 @@ def client_info(params: Any) -> dict[str, Any] | None:
     if not isinstance(params, Mapping):
         return None
     meta = params.get("_meta")
-    candidates = (
-        params.get("clientInfo"),
-        meta.get(CLIENT_INFO_META_KEY) if isinstance(meta, Mapping) else None,
-    )
-    for info in candidates:
-        if isinstance(info, Mapping):
-            return dict(info)
-    return None
+    in_meta = meta.get(CLIENT_INFO_META_KEY) if isinstance(meta, Mapping) else None
+    infos = (params.get("clientInfo"), in_meta)
+    return next((dict(info) for info in infos if isinstance(info, Mapping)), None)
 
 
 def session_answer(result: Any, instructions: str) -> dict[str, Any]:
@@ -177,93 +145,51 @@ def session_answer(result: Any, instructions: str) -> dict[str, Any]:
     answer["instructions"] = instructions
     capabilities = answer.get("capabilities")
     if isinstance(capabilities, Mapping) and isinstance(capabilities.get("tools"), Mapping):
-        answer["capabilities"] = {
-            **capabilities,
-            "tools": {**capabilities["tools"], "listChanged": True},
-        }
+        tools = {**capabilities["tools"], "listChanged": True}
+        answer["capabilities"] = {**capabilities, "tools": tools}
     return answer
 
 
 async def track_sessions(ctx: Context, call_next: Any) -> Any:
-    """Middleware: record session starts, and remember handshake-era connections."""
-    run = ctx.lifespan_context
-    if ctx.method not in SESSION_STARTS:
-        result = await call_next(ctx)
-        remember(run, ctx)  # after initialize, so the protocol version is negotiated
-        return result
-    # Only a start the SDK accepted is put on record.
+    """Middleware: record session starts (only those the SDK accepted), and remember
+    handshake-era connections (after ``initialize``, once the protocol version is known)."""
     result = await call_next(ctx)
-    state = run.state
+    if ctx.method not in SESSION_STARTS:
+        remember(ctx)
+        return result
+    state = ctx.lifespan_context.state
     text, state.answered_start = state.answered_start, None
     if text is None:
         text = await off_loop(state.service.start_session, client_info(ctx.params))
     return session_answer(result, text)
 
 
-def peer_key(ctx: Context) -> str | None:
-    """Which handshake-era connection ``ctx`` came on; None for a 2026-era request, or for
-    the HTTP request that opens a session (it has no id yet)."""
+def remember(ctx: Context) -> Peer | None:
+    """The handshake-era connection ``ctx`` came on, remembered so it hears about changes;
+    None for a 2026-era request, or the HTTP request that opens a session (no id yet)."""
     if ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
         return None
     headers = getattr(ctx.request, "headers", None)
-    if headers is None:
-        return ""
-    session_id = headers.get(MCP_SESSION_ID_HEADER)
-    return session_id if isinstance(session_id, str) else None
-
-
-def remember(run: Run, ctx: Context) -> Peer | None:
-    """The peer ``ctx`` came from, remembered so it hears about changes."""
-    key = peer_key(ctx)
-    if key is None:
+    key = "" if headers is None else headers.get(MCP_SESSION_ID_HEADER)
+    if not isinstance(key, str):
         return None
-    peer = run.peers.get(key)
-    if peer is None:
-        peer = run.peers[key] = Peer(ctx.session)
-    else:
-        peer.session = ctx.session
+    peer = ctx.lifespan_context.peers.setdefault(key, Peer(ctx.session))
+    peer.session = ctx.session
     return peer
-
-
-# -- tools ------------------------------------------------------------------------------------
-
-
-def tool_object(spec: dict[str, Any]) -> types.Tool:
-    """A neutral tool spec of :meth:`MemoryService.tools` as the SDK's ``Tool``."""
-    notes = spec["annotations"]
-    return types.Tool(
-        name=spec["name"],
-        title=spec["title"],
-        description=spec["description"],
-        input_schema=spec["input_schema"],
-        output_schema=spec.get("output_schema"),
-        annotations=types.ToolAnnotations(
-            title=notes["title"],
-            read_only_hint=notes["readOnlyHint"],
-            destructive_hint=notes["destructiveHint"],
-            idempotent_hint=notes["idempotentHint"],
-            open_world_hint=notes["openWorldHint"],
-        ),
-    )
 
 
 def tool_result(answer: tuple[str, bool, Any]) -> types.CallToolResult:
     """``MemoryService.call``'s ``(text, is_error, structured)`` as a tool result."""
     text, is_error, structured = answer
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)],
-        structured_content=structured,
-        is_error=is_error,
-    )
+    content = types.TextContent(type="text", text=text)
+    return types.CallToolResult(content=[content], structured_content=structured, is_error=is_error)
 
 
-async def list_tools(
-    ctx: Context, params: types.PaginatedRequestParams | None
-) -> types.ListToolsResult:
-    """``tools/list``: the tools offered now."""
+async def list_tools(ctx: Context, params: Page) -> types.ListToolsResult:
+    """``tools/list``: the tools offered now (the service's specs, in the SDK's types)."""
     check_no_cursor(params)
     specs = await off_loop(ctx.lifespan_context.state.service.tools)
-    return types.ListToolsResult(tools=[tool_object(spec) for spec in specs])
+    return types.ListToolsResult(tools=[types.Tool.model_validate(spec) for spec in specs])
 
 
 async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -272,23 +198,14 @@ async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.
     return tool_result(await off_loop(service.call, params.name, params.arguments))
 
 
-# -- resources --------------------------------------------------------------------------------
-
-
-async def list_resources(
-    ctx: Context, params: types.PaginatedRequestParams | None
-) -> types.ListResourcesResult:
+async def list_resources(ctx: Context, params: Page) -> types.ListResourcesResult:
     """``resources/list``: SOUL.md, USER.md, FACT.md, the journal and the prompt."""
     check_no_cursor(params)
     specs = ctx.lifespan_context.state.service.resources()
-    return types.ListResourcesResult(
-        resources=[types.Resource(**dataclasses.asdict(spec)) for spec in specs]
-    )
+    return types.ListResourcesResult(resources=[types.Resource(**asdict(s)) for s in specs])
 
 
-async def list_resource_templates(
-    ctx: Context, params: types.PaginatedRequestParams | None
-) -> types.ListResourceTemplatesResult:
+async def list_resource_templates(ctx: Context, params: Page) -> types.ListResourceTemplatesResult:
     """``resources/templates/list``: every resource has a fixed URI, so none."""
     check_no_cursor(params)
     return types.ListResourceTemplatesResult(resource_templates=[])
@@ -298,75 +215,49 @@ async def read_resource(
     ctx: Context, params: types.ReadResourceRequestParams
 ) -> types.ReadResourceResult:
     """``resources/read``: the file as it is now, with its metadata in ``_meta``."""
-    service = ctx.lifespan_context.state.service
-    try:
-        resource = await off_loop(service.read, str(params.uri))
-    except MemoryToolError as exc:
-        raise MCPError(code=exc.code, message=exc.message) from None
-    return types.ReadResourceResult(
-        contents=[
-            types.TextResourceContents(
-                uri=resource.uri,
-                mime_type=resource.mime_type,
-                text=resource.text,
-                _meta=resource.meta,  # the field's alias: the name the SDK's types declare
-            )
-        ]
+    resource = await off_loop(ctx.lifespan_context.state.service.read, str(params.uri))
+    # _meta: the field's alias, the name the SDK's types declare.
+    content = types.TextResourceContents(
+        uri=resource.uri, mime_type=resource.mime_type, text=resource.text, _meta=resource.meta
     )
+    return types.ReadResourceResult(contents=[content])
+
+
+def subscriptions(ctx: Context) -> set[str]:
+    """The URIs the connection of ``ctx`` is subscribed to (handshake era; else a new set)."""
+    peer = remember(ctx)
+    return peer.uris if peer is not None else set()
 
 
 async def subscribe(ctx: Context, params: types.SubscribeRequestParams) -> types.EmptyResult:
     """``resources/subscribe`` (handshake era): this connection hears about ``uri``."""
-    peer = remember(ctx.lifespan_context, ctx)
-    if peer is not None:
-        peer.uris.add(str(params.uri))
+    subscriptions(ctx).add(str(params.uri))
     return types.EmptyResult()
 
 
-async def unsubscribe(
-    ctx: Context, params: types.UnsubscribeRequestParams
-) -> types.EmptyResult:
+async def unsubscribe(ctx: Context, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
     """``resources/unsubscribe`` (handshake era)."""
-    peer = remember(ctx.lifespan_context, ctx)
-    if peer is not None:
-        peer.uris.discard(str(params.uri))
+    subscriptions(ctx).discard(str(params.uri))
     return types.EmptyResult()
 
 
-# -- the prompt -------------------------------------------------------------------------------
-
-
-async def list_prompts(
-    ctx: Context, params: types.PaginatedRequestParams | None
-) -> types.ListPromptsResult:
+async def list_prompts(ctx: Context, params: Page) -> types.ListPromptsResult:
     """``prompts/list``: the one prompt, ``new-session``."""
     check_no_cursor(params)
-    return types.ListPromptsResult(
-        prompts=[
-            types.Prompt(name=PROMPT_NAME, title=PROMPT_TITLE, description=PROMPT_DESCRIPTION)
-        ]
-    )
+    prompt = types.Prompt(name=PROMPT_NAME, title=PROMPT_TITLE, description=PROMPT_DESCRIPTION)
+    return types.ListPromptsResult(prompts=[prompt])
 
 
 async def get_prompt(ctx: Context, params: types.GetPromptRequestParams) -> types.GetPromptResult:
     """``prompts/get``: a new session's system prompt (a preview: nothing is recorded)."""
     if params.name != PROMPT_NAME:
         raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {params.name}")
-    try:
-        prompt = await off_loop(ctx.lifespan_context.state.service.prompt)
-    except MemoryToolError as exc:
-        raise MCPError(code=exc.code, message=exc.message) from None
+    prompt = await off_loop(ctx.lifespan_context.state.service.prompt)
+    text = types.TextContent(type="text", text=prompt.text)
     return types.GetPromptResult(
         description="System prompt for a new session with this agent",
-        messages=[
-            types.PromptMessage(
-                role="user", content=types.TextContent(type="text", text=prompt.text)
-            )
-        ],
+        messages=[types.PromptMessage(role="user", content=text)],
     )
-
-
-# -- requests the stdio reader parked ---------------------------------------------------------
 
 
 class ParkedParams(types.RequestParams):
@@ -376,29 +267,27 @@ class ParkedParams(types.RequestParams):
 
 
 async def answer_parked(ctx: Context, params: ParkedParams) -> Any:
-    """Answer a request whose text holds an unpaired surrogate (see :mod:`.stdio`), under the
-    id the client is waiting on: a tool call goes to the engine, which names the field it
-    refuses; anything else is ``-32602``."""
+    """Answer a request with an unpaired surrogate (see :mod:`.stdio`): a tool call goes to the
+    engine, which names the field it refuses; anything else is ``-32602``."""
     state = ctx.lifespan_context.state
     request = state.parked.take(params.token) or {}
     sent = request.get("params")
     body: dict[str, Any] = sent if isinstance(sent, dict) else {}
-    if request.get("method") == "tools/call" and isinstance(body.get("name"), str):
-        arguments = body.get("arguments")
-        if arguments is None or isinstance(arguments, dict):
-            answer = await off_loop(state.service.call, body["name"], arguments)
-            result = tool_result(answer).model_dump(by_alias=True, mode="json", exclude_none=True)
-            # Shaped by hand (the SDK only shapes its own methods): a tools/call answer.
-            result.pop("resultType", None)
-            return result
+    arguments = body.get("arguments")
+    if (
+        request.get("method") == "tools/call"
+        and isinstance(body.get("name"), str)
+        and (arguments is None or isinstance(arguments, dict))
+    ):
+        answer = await off_loop(state.service.call, body["name"], arguments)
+        result = tool_result(answer).model_dump(by_alias=True, mode="json", exclude_none=True)
+        # Shaped by hand (the SDK only shapes its own methods): a tools/call answer.
+        result.pop("resultType", None)
+        return result
     raise MCPError(
         code=INVALID_PARAMS,
-        message="Invalid request: its text holds an unpaired surrogate, which is not "
-        "valid Unicode",
+        message="Invalid request: its text holds an unpaired surrogate, which is not valid Unicode",
     )
-
-
-# -- change notifications ---------------------------------------------------------------------
 
 
 async def notify(run: Run, changes: Changes) -> None:
@@ -420,13 +309,8 @@ async def notify(run: Run, changes: Changes) -> None:
 
 
 async def watch(run: Run, before: dict[str, Any], tools: list[str]) -> None:
-    """Poll the agent folder for changes to announce, for as long as the run lasts.
-
-    ``before`` and ``tools`` are the snapshot and tool names to compare with first. A timer,
-    not a busy loop: every ``poll_seconds`` one ``AgentMemory.file_stats()`` call (an lstat
-    per entry of the agent folder and memory/, nothing read), compared by the engine's stat
-    keys. Files are read only when a client asks for them.
-    """
+    """Poll the agent folder (``MemoryService.snapshot``: stat keys, nothing read) every
+    ``poll_seconds`` for changes since ``before`` and ``tools``, as long as the run lasts."""
     service = run.state.service
     while True:
         await anyio.sleep(run.state.poll_seconds)

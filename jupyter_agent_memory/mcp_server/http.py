@@ -1,19 +1,8 @@
-"""Streamable HTTP for the MCP server: the app, its guards, and the uvicorn loop.
+"""Streamable HTTP for the MCP server: the SDK's app, the guards around it, the uvicorn loop.
 
-The SDK's ``streamable_http_app()`` serves the protocol; around it this module adds what a
-local memory server needs:
-
-- DNS-rebinding protection: the SDK checks ``Host`` and ``Origin`` against this server's own
-  address (plus what the user allows); a web page on another origin is refused with 403, a
-  foreign ``Host`` with 421.
-- an optional bearer token (constant-time comparison; 401 with ``WWW-Authenticate: Bearer``);
-- limits (:class:`HttpLimits`): sessions per client address and in total, a shorter idle
-  timeout than the SDK's 30 minutes, a deadline for a request's headers and for its body
-  (slow or silent sockets are closed, with or without a token), and a cap on open sockets;
-  every refusal is an HTTP status with a JSON-RPC error body;
-- one socket bound before serving, so port 0 works and the start-up line names the real port.
-
-Imported only by ``mcp_server.serve_http`` (it imports the MCP SDK and uvicorn).
+Host (421) and Origin (403) checks against DNS rebinding, an optional bearer token (401), and
+the :class:`HttpLimits` (each refusal with a JSON-RPC error body). Imported only by
+``serve_http`` (it imports the MCP SDK and uvicorn).
 """
 
 from __future__ import annotations
@@ -31,21 +20,28 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
+import uvicorn
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
 from .limits import HttpLimits
 
 __all__ = [
-    "BearerTokenGuard",
-    "ConnectionGuard",
-    "RequestDeadline",
-    "SessionLimits",
-    "build_http_app",
-    "exposure_warning",
-    "run_http",
-    "security_settings",
+    "BearerTokenGuard", "ConnectionGuard", "GuardedProtocol", "SessionLimits",
+    "exposure_warning", "run_http", "security_settings",
 ]
 
 MCP_PATH = "/mcp"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+#: The SDK's own cap on a request body (4 MiB), applied before the SDK sees the request.
+MAX_BODY_BYTES = 4 * 1024 * 1024
+SESSION_HEADER = b"mcp-session-id"
+PROTOCOL_HEADER = b"mcp-protocol-version"
+INVALID_REQUEST = -32600
+LIMIT_REACHED = -32603  # the code the SDK answers its own session cap with
+_CLOSE = ((b"connection", b"close"),)
 
 
 def _url_host(host: str) -> str:
@@ -57,26 +53,18 @@ def _url_host(host: str) -> str:
 
 
 def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
 
 
 def security_settings(
     host: str, allowed_hosts: Sequence[str] = (), allowed_origins: Sequence[str] = ()
-) -> Any:
-    """The SDK's Host/Origin checks for a server bound to ``host``.
-
-    Allowed: the loopback names when bound to a loopback address, the bound host itself,
-    and whatever the user adds (``host:port`` or ``host:*``; origins as
-    ``scheme://host[:port]`` or ``scheme://host:*``). A request without ``Origin`` (any
-    non-browser client) passes the origin check.
-    """
-    from mcp.server.transport_security import TransportSecuritySettings
-
+) -> TransportSecuritySettings:
+    """The SDK's Host/Origin checks for a server bound to ``host``: the loopback names (when
+    it is one), ``host``, and what the user allows (``host:port``, ``host:*``; origins
+    ``scheme://host[:port]``, ``scheme://host:*``). A request without ``Origin`` passes."""
     names = list(LOOPBACK_NAMES) if _is_loopback(host) else []
     bound = _url_host(host)
     if bound not in names:
@@ -89,8 +77,7 @@ def security_settings(
 
 
 def exposure_warning(host: str, token: str | None) -> str | None:
-    """A warning for the start-up output when ``host`` is reachable from other machines
-    and no token is required; None otherwise."""
+    """The start-up warning when ``host`` is reachable from other machines without a token."""
     if _is_loopback(host) or token:
         return None
     return (
@@ -98,6 +85,36 @@ def exposure_warning(host: str, token: str | None) -> str | None:
         "is set; anyone who can reach this port can read and change this agent's memory "
         "(set --token or $JUPYTER_AGENT_MEMORY_MCP_TOKEN)"
     )
+
+
+def jsonrpc_error(code: int, message: str) -> bytes:
+    """A JSON-RPC error object that answers no particular request (``id`` null)."""
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
+    return json.dumps(body).encode()
+
+
+async def respond(
+    send: Any, status: int, body: bytes, content_type: str = "application/json",
+    headers: Sequence[tuple[bytes, bytes]] = (),
+) -> None:
+    """Send a whole ASGI response."""
+    length = str(len(body)).encode()
+    head = [(b"content-type", content_type.encode()), (b"content-length", length), *headers]
+    await send({"type": "http.response.start", "status": status, "headers": head})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _address(value: Any) -> tuple[str, int] | None:
+    """``(host, port)`` from a socket's peer name or an ASGI scope's ``client``."""
+    if isinstance(value, (tuple, list)) and len(value) >= 2:
+        return (str(value[0]), int(value[1]))
+    return None
+
+
+def _client(scope: Mapping[str, Any]) -> str:
+    """The client's address: its identity for the session caps."""
+    peer = _address(scope.get("client"))
+    return peer[0] if peer else ""
 
 
 class BearerTokenGuard:
@@ -111,167 +128,45 @@ class BearerTokenGuard:
         if scope["type"] == "http":
             given = dict(scope.get("headers") or []).get(b"authorization", b"")
             if not hmac.compare_digest(given, self._expected):
-                await respond(
-                    send,
-                    401,
-                    b"Missing or wrong bearer token",
-                    "text/plain; charset=utf-8",
-                    ((b"www-authenticate", b'Bearer realm="agent-memory"'),),
-                )
+                challenge = ((b"www-authenticate", b'Bearer realm="agent-memory"'),)
+                body = b"Missing or wrong bearer token"
+                await respond(send, 401, body, "text/plain; charset=utf-8", challenge)
                 return
         await self.app(scope, receive, send)
 
 
-# -- limits -----------------------------------------------------------------------------------
-
-#: The SDK's own cap on a request body (4 MiB), applied before the SDK sees the request.
-MAX_BODY_BYTES = 4 * 1024 * 1024
-SESSION_HEADER = b"mcp-session-id"
-PROTOCOL_HEADER = b"mcp-protocol-version"
-INVALID_REQUEST = -32600
-LIMIT_REACHED = -32603  # the code the SDK answers its own session cap with
-
-
-def jsonrpc_error(code: int, message: str) -> bytes:
-    """A JSON-RPC error object that answers no particular request (``id`` null)."""
-    body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
-    return json.dumps(body).encode()
-
-
-def raw_response(status: int, reason: str, body: bytes) -> bytes:
-    """A complete HTTP/1.1 JSON response that closes the connection, for use below ASGI."""
-    head = (
-        f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
-        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
-    )
-    return head.encode("ascii") + body
-
-
-async def respond(
-    send: Any,
-    status: int,
-    body: bytes,
-    content_type: str = "application/json",
-    headers: Sequence[tuple[bytes, bytes]] = (),
-) -> None:
-    """Send a whole ASGI response."""
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", content_type.encode()),
-                (b"content-length", str(len(body)).encode()),
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
-
-
-def _peer(scope: Mapping[str, Any]) -> tuple[str, int] | None:
-    client = scope.get("client")
-    return (str(client[0]), int(client[1])) if client else None
-
-
-class ConnectionGuard:
-    """The open connections of one server, and the clock each one runs against.
-
-    A connection that is not serving a request must finish the next request's line and
-    headers within ``request_timeout``: slow or silent sockets are closed (408 when some
-    bytes came). The ASGI side (:class:`RequestDeadline`) says when a request starts and
-    ends; connections are matched by their peer address, which is unique while open.
-    """
-
-    def __init__(self, limits: HttpLimits) -> None:
-        self.limits = limits
-        self.connections: dict[tuple[str, int], GuardedProtocol] = {}
-
-    def protocol_class(self) -> type[asyncio.Protocol]:
-        """A uvicorn ``http`` protocol class bound to this guard."""
-        return type("GuardedHTTPProtocol", (GuardedProtocol,), {"guard": self})
-
-    def request_started(self, peer: tuple[str, int] | None) -> None:
-        """A request's headers arrived on ``peer``: its clock stops."""
-        connection = self.connections.get(peer) if peer else None
-        if connection is not None:
-            connection.busy += 1
-            connection.disarm()
-
-    def request_finished(self, peer: tuple[str, int] | None) -> None:
-        """A request on ``peer`` was answered: the clock runs for the next one."""
-        connection = self.connections.get(peer) if peer else None
-        if connection is not None:
-            connection.busy = max(0, connection.busy - 1)
-            if not connection.busy:
-                connection.arm()
-
-
-class GuardedProtocol(asyncio.Protocol):
-    """uvicorn's HTTP/1.1 protocol with the :class:`ConnectionGuard`'s clock and cap.
-
-    Wraps one ``H11Protocol`` and forwards every event to it; built by uvicorn with the
-    protocol's own keyword arguments.
-    """
+class GuardedProtocol(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol with the :class:`ConnectionGuard`'s clock and socket cap."""
 
     guard: ConnectionGuard
-
-    def __init__(self, **kwargs: Any) -> None:
-        from uvicorn.protocols.http.h11_impl import H11Protocol
-
-        self.inner = H11Protocol(**kwargs)
-        self.transport: asyncio.Transport | None = None
-        self.peer: tuple[str, int] | None = None
-        self.busy = 0
-        self.heard = False  # bytes came since the clock was last armed
-        self.timer: asyncio.TimerHandle | None = None
+    peer: tuple[str, int] | None
+    busy = 0
+    heard = False  # bytes came since the clock was last armed
+    timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
-        self.inner.connection_made(transport)
-        self.transport = transport
-        peername = transport.get_extra_info("peername")
-        if isinstance(peername, (tuple, list)) and len(peername) >= 2:
-            self.peer = (str(peername[0]), int(peername[1]))
-        connections = self.guard.connections
-        if len(connections) >= self.guard.limits.max_connections:
-            message = (
-                f"Too many open connections ({self.guard.limits.max_connections}); "
-                "try again when some have closed"
-            )
-            transport.write(
-                raw_response(
-                    503,
-                    "Service Unavailable",
-                    jsonrpc_error(LIMIT_REACHED, message),
-                )
-            )
-            transport.close()
+        super().connection_made(transport)
+        self.peer = _address(transport.get_extra_info("peername"))
+        cap = self.guard.limits.max_connections
+        if len(self.guard.connections) >= cap:
+            message = f"Too many open connections ({cap}); try again when some have closed"
+            self.refuse(503, "Service Unavailable", LIMIT_REACHED, message)
             return
         if self.peer is not None:
-            connections[self.peer] = self
+            self.guard.connections[self.peer] = self
         self.arm()
 
     def data_received(self, data: bytes) -> None:
         if not self.busy:
             self.heard = True
-        self.inner.data_received(data)
-
-    def eof_received(self) -> bool | None:
-        self.inner.eof_received()
-        return None
+        super().data_received(data)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.disarm()
         if self.peer is not None and self.guard.connections.get(self.peer) is self:
             del self.guard.connections[self.peer]
-        self.inner.connection_lost(exc)
-
-    def pause_writing(self) -> None:
-        self.inner.pause_writing()
-
-    def resume_writing(self) -> None:
-        self.inner.resume_writing()
+        super().connection_lost(exc)
 
     def arm(self) -> None:
         """Start the clock for the next request's line and headers."""
@@ -289,54 +184,64 @@ class GuardedProtocol(asyncio.Protocol):
     def expire(self) -> None:
         """The clock ran out: close the connection (408 when a request had begun)."""
         self.timer = None
-        transport = self.transport
-        if self.busy or transport is None or transport.is_closing():
+        if self.busy or self.transport.is_closing():
             return
-        if self.heard:
-            message = (
-                "Request not received in time: its line and headers must arrive within "
-                f"{self.guard.limits.request_timeout:g} s"
-            )
-            transport.write(
-                raw_response(
-                    408,
-                    "Request Timeout",
-                    jsonrpc_error(INVALID_REQUEST, message),
-                )
-            )
-        transport.close()
+        if not self.heard:
+            self.transport.close()
+            return
+        message = (
+            "Request not received in time: its line and headers must arrive within "
+            f"{self.guard.limits.request_timeout:g} s"
+        )
+        self.refuse(408, "Request Timeout", INVALID_REQUEST, message)
+
+    def refuse(self, status: int, reason: str, code: int, message: str) -> None:
+        """Answer with a JSON-RPC error below ASGI, and close the connection."""
+        body = jsonrpc_error(code, message)
+        head = (
+            f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+        )
+        self.transport.write(head.encode("ascii") + body)
+        self.transport.close()
 
 
-class RequestDeadline:
-    """ASGI middleware: the body must follow the headers within ``request_timeout``.
+class ConnectionGuard:
+    """ASGI middleware for the socket cap and the request deadlines: a request's line and
+    headers within ``request_timeout`` (the clock of :class:`GuardedProtocol`), then its whole
+    body (413 past :data:`MAX_BODY_BYTES`, 408 late), read before the app sees the request."""
 
-    The whole body (at most :data:`MAX_BODY_BYTES`) is read before the app sees the
-    request, so a body that never completes is answered 408 and holds nothing of the app;
-    a larger one is answered 413. Tells the :class:`ConnectionGuard` when requests start
-    and end.
-    """
-
-    def __init__(self, app: Any, guard: ConnectionGuard) -> None:
+    def __init__(self, app: Any, limits: HttpLimits) -> None:
         self.app = app
-        self.guard = guard
+        self.limits = limits
+        # By peer address, which is unique while the connection is open.
+        self.connections: dict[tuple[str, int], GuardedProtocol] = {}
+
+    def protocol_class(self) -> type[asyncio.Protocol]:
+        """A uvicorn ``http`` protocol class bound to this guard."""
+        return type("GuardedHTTPProtocol", (GuardedProtocol,), {"guard": self})
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        peer = _peer(scope)
-        self.guard.request_started(peer)
+        peer = _address(scope.get("client"))
+        connection = self.connections.get(peer) if peer else None
+        if connection is not None:
+            connection.busy += 1
+            connection.disarm()
         try:
             await self._serve(scope, receive, send)
         finally:
-            self.guard.request_finished(peer)
+            connection = self.connections.get(peer) if peer else None
+            if connection is not None:
+                connection.busy = max(0, connection.busy - 1)
+                if not connection.busy:
+                    connection.arm()
 
     async def _serve(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        import anyio
-
-        timeout = self.guard.limits.request_timeout
-        chunks: list[bytes] = []
-        size = 0
+        timeout = self.limits.request_timeout
+        body = bytearray()
         trailing: list[dict[str, Any]] = []
         with anyio.move_on_after(timeout) as deadline:
             while True:
@@ -344,29 +249,23 @@ class RequestDeadline:
                 if message["type"] != "http.request":
                     trailing.append(message)
                     break
-                chunk = message.get("body", b"")
-                size += len(chunk)
-                if size > MAX_BODY_BYTES:
+                body += message.get("body", b"")
+                if len(body) > MAX_BODY_BYTES:
                     text = f"Request body too large: at most {MAX_BODY_BYTES} bytes"
                     await respond(send, 413, jsonrpc_error(INVALID_REQUEST, text))
                     return
-                chunks.append(chunk)
                 if not message.get("more_body", False):
                     break
         if deadline.cancelled_caught:
             text = f"Request body not received in time: it must arrive within {timeout:g} s"
             await respond(send, 408, jsonrpc_error(INVALID_REQUEST, text), headers=_CLOSE)
             return
-        replay = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
-        replay += trailing
+        replay = [{"type": "http.request", "body": bytes(body), "more_body": False}, *trailing]
 
         async def replayed() -> Any:
             return replay.pop(0) if replay else await receive()
 
         await self.app(scope, replayed, send)
-
-
-_CLOSE = ((b"connection", b"close"),)
 
 
 @dataclass
@@ -377,27 +276,17 @@ class _Session:
 
 
 class SessionLimits:
-    """ASGI middleware: cap handshake-era sessions per client address and in total.
+    """ASGI middleware: cap handshake-era sessions per client address (429) and in total
+    (503), with ``Retry-After``. A session counts from the SDK's answer carrying its id until a
+    DELETE, a 404 for its id, or ``session_idle_timeout`` without a request in flight (the
+    SDK's own rule); ``on_end`` hears each session id that ended."""
 
-    A request that would open a session (a POST without ``Mcp-Session-Id``, not of the
-    2026 era) is refused with 429 when its client holds ``max_sessions_per_client`` and
-    with 503 when the server holds ``max_sessions``, both with a JSON-RPC error and
-    ``Retry-After``. Sessions are counted from the SDK's answers: opened by a success that
-    carries a session id, ended by a DELETE, a 404 for their id, or idleness (the SDK
-    closes a session idle for ``session_idle_timeout``; the count follows the same rule).
-    ``on_end`` hears each session id that ended.
-    """
-
-    def __init__(
-        self, app: Any, limits: HttpLimits, on_end: Callable[[str], None] | None = None
-    ) -> None:
+    def __init__(self, app: Any, limits: HttpLimits, on_end: Callable[[str], None]) -> None:
         self.app = app
         self.limits = limits
         self.on_end = on_end
         self.sessions: dict[str, _Session] = {}
         self.opening: dict[str, int] = {}  # requests that may open a session, by client
-        from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-
         # Later protocol versions open no session.
         self.handshake = {version.encode() for version in HANDSHAKE_PROTOCOL_VERSIONS}
 
@@ -407,28 +296,18 @@ class SessionLimits:
             return
         headers = dict(scope.get("headers") or [])
         session_id = headers.get(SESSION_HEADER)
+        version = headers.get(PROTOCOL_HEADER)
+        opens = scope.get("method") == "POST" and (version is None or version in self.handshake)
         if session_id is not None:
             await self._in_session(session_id.decode("latin-1"), scope, receive, send)
-            return
-        version = headers.get(PROTOCOL_HEADER)
-        if scope.get("method") != "POST" or (
-            version is not None and version not in self.handshake
-        ):
+        elif opens:
+            await self._opening(_client(scope), scope, receive, send)
+        else:
             await self.app(scope, receive, send)
-            return
-        peer = _peer(scope)
-        await self._opening(peer[0] if peer else "", scope, receive, send)
-
-    def _expire(self, now: float) -> None:
-        idle = self.limits.session_idle_timeout
-        for session_id, session in list(self.sessions.items()):
-            if not session.in_flight and now - session.last_seen >= idle:
-                self._end(session_id)
 
     def _end(self, session_id: str) -> None:
         self.sessions.pop(session_id, None)
-        if self.on_end is not None:
-            self.on_end(session_id)
+        self.on_end(session_id)
 
     def _retry_after(self, now: float, client: str | None) -> int:
         """Seconds until the first idle session (of ``client``, or any) expires."""
@@ -441,8 +320,10 @@ class SessionLimits:
         return max(1, math.ceil(min(waits, default=idle)))
 
     def _refusal(self, client: str, now: float) -> tuple[int, bytes, int] | None:
-        self._expire(now)
         limits = self.limits
+        for session_id, session in list(self.sessions.items()):
+            if not session.in_flight and now - session.last_seen >= limits.session_idle_timeout:
+                self._end(session_id)
         mine = sum(1 for s in self.sessions.values() if s.client == client)
         mine += self.opening.get(client, 0)
         total = len(self.sessions) + sum(self.opening.values())
@@ -462,8 +343,6 @@ class SessionLimits:
         return None
 
     async def _opening(self, client: str, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        import anyio
-
         refusal = self._refusal(client, anyio.current_time())
         if refusal is not None:
             status, body, wait = refusal
@@ -499,8 +378,6 @@ class SessionLimits:
     async def _in_session(
         self, session_id: str, scope: dict[str, Any], receive: Any, send: Any
     ) -> None:
-        import anyio
-
         session = self.sessions.get(session_id)
         if session is not None:
             session.in_flight += 1
@@ -523,60 +400,19 @@ class SessionLimits:
                 self._end(session_id)
             elif session is None and status is not None and status < 400:
                 # Counted as expired a moment before the SDK closed it: it is open after all.
-                peer = _peer(scope)
-                self.sessions[session_id] = _Session(peer[0] if peer else "", now)
-
-
-def build_http_app(
-    server: Any,
-    *,
-    host: str = "127.0.0.1",
-    token: str | None = None,
-    allowed_hosts: Sequence[str] = (),
-    allowed_origins: Sequence[str] = (),
-    limits: HttpLimits | None = None,
-    guard: ConnectionGuard | None = None,
-    on_session_end: Callable[[str], None] | None = None,
-) -> Any:
-    """The ASGI app serving ``server`` at ``/mcp`` with the guards and limits above.
-
-    Outermost first: the request deadline (with ``guard``, the connection's clock), the
-    bearer token, the session caps, then the SDK's app (Host/Origin checks, its own idle
-    timeout and, as a backstop, its own session cap).
-    """
-    limits = limits or HttpLimits()
-    app = server.streamable_http_app(
-        streamable_http_path=MCP_PATH,
-        host=host,
-        transport_security=security_settings(host, allowed_hosts, allowed_origins),
-        session_idle_timeout=limits.session_idle_timeout,
-        max_sessions=limits.max_sessions,
-        max_request_body_size=MAX_BODY_BYTES,
-    )
-    app = SessionLimits(app, limits, on_session_end)
-    if token:
-        app = BearerTokenGuard(app, token)
-    return RequestDeadline(app, guard or ConnectionGuard(limits))
+                self.sessions[session_id] = _Session(_client(scope), now)
 
 
 def run_http(
-    server: Any,
-    *,
-    host: str,
-    port: int,
-    token: str | None,
-    allowed_hosts: Sequence[str],
-    allowed_origins: Sequence[str],
-    announce: Callable[[str], None],
-    limits: HttpLimits | None = None,
-    on_session_end: Callable[[str], None] | None = None,
+    server: Any, *, host: str, port: int, token: str | None, allowed_hosts: Sequence[str],
+    allowed_origins: Sequence[str], announce: Callable[[str], None],
+    on_session_end: Callable[[str], None], limits: HttpLimits | None = None,
 ) -> None:
-    """Bind ``host:port``, call ``announce(url)``, serve until SIGINT/SIGTERM."""
-    import uvicorn
-
+    """Bind ``host:port``, call ``announce(url)``, serve ``server`` at ``/mcp`` until
+    SIGINT/SIGTERM: through the request deadline, the bearer token, the session caps, then the
+    SDK's app (Host/Origin checks, its own idle timeout and, as a backstop, session cap)."""
     limits = limits or HttpLimits()
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
@@ -585,30 +421,23 @@ def run_http(
         raise
     sock.listen(128)
     sock.set_inheritable(True)
-    bound_port = sock.getsockname()[1]
-    guard = ConnectionGuard(limits)
-    app = build_http_app(
-        server,
-        host=host,
-        token=token,
-        allowed_hosts=allowed_hosts,
-        allowed_origins=allowed_origins,
-        limits=limits,
-        guard=guard,
-        on_session_end=on_session_end,
+    app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH, host=host,
+        transport_security=security_settings(host, allowed_hosts, allowed_origins),
+        session_idle_timeout=limits.session_idle_timeout, max_sessions=limits.max_sessions,
+        max_request_body_size=MAX_BODY_BYTES,
     )
+    app = SessionLimits(app, limits, on_session_end)
+    if token:
+        app = BearerTokenGuard(app, token)
+    guard = ConnectionGuard(app, limits)
+    # The peer address is the client's identity for the session cap: never take it from
+    # X-Forwarded-For (proxy_headers), which any local process could set.
     config = uvicorn.Config(
-        app,
-        log_level="warning",
-        lifespan="on",
-        access_log=False,
-        http=guard.protocol_class(),
-        # The peer address is the client's identity for the session cap: never take it
-        # from X-Forwarded-For, which any local process could set.
-        proxy_headers=False,
-        ws="none",
+        guard, log_level="warning", lifespan="on", access_log=False,
+        http=guard.protocol_class(), proxy_headers=False, ws="none",
     )
-    announce(f"http://{_url_host(host)}:{bound_port}{MCP_PATH}")
+    announce(f"http://{_url_host(host)}:{sock.getsockname()[1]}{MCP_PATH}")
     warning = exposure_warning(host, token)
     if warning:
         print(warning, file=sys.stderr, flush=True)

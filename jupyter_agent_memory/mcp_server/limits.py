@@ -12,14 +12,12 @@ __all__ = ["HttpLimits"]
 class HttpLimits:
     """What one Streamable HTTP server holds for its clients at most.
 
-    ``max_sessions`` open sessions in all and ``max_sessions_per_client`` from one client
-    address (a request for one more is answered 503, or 429 for the client at its cap); a
-    session with no request in flight (no call being served, no open GET stream) for
-    ``session_idle_timeout`` seconds is closed; a request's line and headers must arrive
-    within ``request_timeout`` seconds of the connection opening (or of the previous
-    response), and its body within ``request_timeout`` seconds after the headers (408
-    otherwise); ``max_connections`` sockets may be open at once (503 past that).
-    """
+    ``max_sessions`` open sessions in all (503 past that) and ``max_sessions_per_client`` per
+    client address (429); a session with no request in flight (no call, no open GET stream)
+    for ``session_idle_timeout`` seconds is closed; a request's line and headers must arrive
+    within ``request_timeout`` seconds of the connection opening or the previous response, and
+    its body within ``request_timeout`` seconds more (408); ``max_connections`` open sockets
+    (503 past that)."""
 
     max_sessions: int = 128
     max_sessions_per_client: int = 32

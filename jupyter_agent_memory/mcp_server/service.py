@@ -1,52 +1,37 @@
-"""What the MCP server offers, as plain Python: tools, resources, the session prompt, changes.
+"""What the MCP server offers, in plain Python over the engine (no ``mcp`` import).
 
-:class:`MemoryService` is the protocol-free half of the MCP server (``mcp_server`` is the other
-half, the only one that imports ``mcp``). Everything here is a thin call into the engine:
-
-- the server ``instructions`` are the session context the prompt builder makes for the agent
-  (``PromptBuilder.build_session``: the bootstrap block when due, then ``## Memories`` with
-  SOUL.md, USER.md and FACT.md), so a host that shows server instructions gives the model
-  exactly what every other surface would;
-- resources expose SOUL.md, USER.md and FACT.md (with the sha256 of the bytes read), the latest
-  journal entries and the built system prompt;
-- tools are ``memory`` and, when the agent's template has a product manifest, ``product_info``
-  (Cherry Studio's list), plus an opt-in read-only tool; each with a title and annotations;
-- :meth:`MemoryService.changes` compares two :meth:`MemoryService.snapshot` results to tell
-  which resources and whether the tool list changed, using the engine's stat keys.
+The instructions are the prompt builder's session context, so a host that shows them gives the
+model what every other surface would; the resources are SOUL.md, USER.md, FACT.md (with its
+sha256), the latest journal entries and the system prompt; the tools are ``memory``,
+``product_info`` when the template has a product manifest, and an opt-in read tool.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..__about__ import __version__
 from ..engine import functions
+from ..engine.prompt import Prompt, PromptBuilder
 from ..engine.store import FACT, JOURNAL, MEMORY_DIR, SOUL, USER, normalize_limit
+from ..engine.templates import manifest_path_for, product_info
+from ..engine.tool import MEMORY_TOOL
 from ..errors import MemoryToolError
 from ..folder import file_key, match_name
 
 if TYPE_CHECKING:
-    from ..engine.functions import Toolset
-    from ..engine.prompt import Prompt, PromptBuilder
     from ..engine.store import AgentMemory
 
 __all__ = [
-    "JOURNAL_URI",
-    "PROMPT_NAME",
-    "PROMPT_URI",
-    "READ_TOOL_NAME",
-    "RESOURCE_NOT_FOUND",
-    "SERVER_INFO",
-    "SERVER_NAME",
-    "Changes",
-    "MemoryService",
-    "ResourceSpec",
+    "JOURNAL_URI", "PROMPT_NAME", "PROMPT_URI", "READ_TOOL_NAME", "RESOURCE_NOT_FOUND",
+    "SERVER_INFO", "SERVER_NAME", "Changes", "MemoryService", "ResourceSpec",
 ]
 
 log = logging.getLogger(__name__)
@@ -60,11 +45,11 @@ USER_URI = URI_BASE + USER
 FACT_URI = f"{URI_BASE}{MEMORY_DIR}/{FACT}"
 JOURNAL_URI = URI_BASE + "journal/latest"
 PROMPT_URI = URI_BASE + "prompt"
+_FILE_URIS = (SOUL_URI, USER_URI, FACT_URI, JOURNAL_URI)
 
 SERVER_NAME = "agent-memory"
-SERVER_TITLE = "Agent memory"
 #: The server's ``serverInfo``.
-SERVER_INFO = {"name": SERVER_NAME, "title": SERVER_TITLE, "version": __version__}
+SERVER_INFO = {"name": SERVER_NAME, "title": "Agent memory", "version": __version__}
 PROMPT_NAME = "new-session"
 READ_TOOL_NAME = "memory_read"
 DEFAULT_LATEST = 20
@@ -80,7 +65,7 @@ class ResourceSpec:
     name: str
     title: str
     description: str
-    mime_type: str
+    mime_type: str = "text/markdown"
 
 
 @dataclass(frozen=True)
@@ -101,31 +86,22 @@ class ResourceText:
     uri: str
     text: str
     mime_type: str
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: dict[str, Any]
 
 
-def _read_only(title: str) -> dict[str, Any]:
+def _annotations(title: str, read_only: bool) -> dict[str, Any]:
     return {
-        "title": title,
-        "readOnlyHint": True,
-        "destructiveHint": False,
-        "idempotentHint": True,
-        "openWorldHint": False,
+        "title": title, "readOnlyHint": read_only, "destructiveHint": not read_only,
+        "idempotentHint": read_only, "openWorldHint": False,
     }
 
 
+# memory's update replaces the whole of FACT.md (destructive) and append is not idempotent;
+# no tool reaches outside the agent folder.
 _ANNOTATIONS = {
-    # update replaces the whole of FACT.md, so the tool is destructive; append is not
-    # idempotent; nothing reaches outside the agent folder.
-    functions.MEMORY_TOOL_NAME: {
-        "title": "Agent memory",
-        "readOnlyHint": False,
-        "destructiveHint": True,
-        "idempotentHint": False,
-        "openWorldHint": False,
-    },
-    functions.PRODUCT_INFO_TOOL_NAME: _read_only("Product information"),
-    READ_TOOL_NAME: _read_only("Read agent memory"),
+    functions.MEMORY_TOOL_NAME: _annotations("Agent memory", read_only=False),
+    functions.PRODUCT_INFO_TOOL_NAME: _annotations("Product information", read_only=True),
+    READ_TOOL_NAME: _annotations("Read agent memory", read_only=True),
 }
 
 READ_TOOL = {
@@ -148,9 +124,7 @@ READ_TOOL = {
     "output_schema": {
         "type": "object",
         "properties": {
-            "path": {"type": "string"},
-            "facts": {"type": "string"},
-            "sha256": {"type": "string"},
+            "path": {"type": "string"}, "facts": {"type": "string"}, "sha256": {"type": "string"},
             "entries": {"type": "array", "items": {"type": "object"}},
         },
         "required": ["path", "facts", "sha256", "entries"],
@@ -162,35 +136,23 @@ READ_TOOL = {
 HOST_TOOL_NAME = "mcp__agent-memory__memory"
 
 
-def host_tools(tool_name: str | None = None) -> Toolset:
-    """What a model behind an MCP host is offered: our ``memory`` tool under the host's name
-    for it, and the host's own file tools, with which it edits SOUL.md and USER.md (as
-    Cherry Studio's agents do). The instructions are built from this toolset."""
-    from ..engine.functions import Toolset
-
-    return Toolset(memory=tool_name or HOST_TOOL_NAME, file_edits=True)
+def host_tools(tool_name: str | None = None) -> functions.Toolset:
+    """What a model behind an MCP host is offered (the instructions describe it): our ``memory``
+    tool under the host's name for it, and the host's file tools for SOUL.md and USER.md."""
+    return functions.Toolset(memory=tool_name or HOST_TOOL_NAME, file_edits=True)
 
 
 class MemoryService:
     """The agent-memory MCP server's content for one agent, independent of the protocol.
 
-    ``builder`` makes the session prompt (default: one describing :func:`host_tools`; its
-    ``tool_name`` is how the model sees the memory tool), ``workspace`` is the session
-    workspace whose ``system.md`` becomes the prompt's base (default: the current directory),
-    ``read_tool`` adds the read-only tool. Methods do file I/O and are meant to run off the
-    event loop; they are safe to call from several threads.
-    """
+    ``builder`` makes the session prompt (default: for :func:`host_tools`), ``workspace`` holds
+    its ``system.md`` (default: the current directory), ``read_tool`` adds the read tool.
+    Methods do file I/O (run them off the event loop) and are thread-safe."""
 
     def __init__(
-        self,
-        memory: AgentMemory,
-        builder: PromptBuilder | None = None,
-        *,
-        workspace: str | os.PathLike[str] | None = None,
-        read_tool: bool = False,
+        self, memory: AgentMemory, builder: PromptBuilder | None = None, *,
+        workspace: str | os.PathLike[str] | None = None, read_tool: bool = False,
     ) -> None:
-        from ..engine.prompt import PromptBuilder
-
         self.memory = memory
         self.builder = builder if builder is not None else PromptBuilder(tools=host_tools())
         self.workspace = Path(os.path.abspath(workspace if workspace is not None else os.getcwd()))
@@ -199,18 +161,13 @@ class MemoryService:
         # mid-session gives the tool's own "unavailable" answer instead of "Unknown tool".
         self._product_info_offered = False
 
-    # -- the session context -----------------------------------------------------------------
-
     def prompt(self) -> Prompt:
         """The system prompt of a new session (``PromptBuilder.build_session``)."""
         return self.builder.build_session(self.memory, self.workspace)
 
     def instructions(self) -> str:
-        """The server instructions: the session context of :meth:`prompt`.
-
-        When the engine refuses the agent folder (a symlink, say), the instructions say so in
-        the engine's words instead, so the model and the user learn why memory is missing.
-        """
+        """The server instructions: the session context of :meth:`prompt`, or the engine's
+        refusal of the agent folder, so the model and the user learn why memory is missing."""
         try:
             prompt = self.prompt()
         except MemoryToolError as exc:
@@ -218,13 +175,8 @@ class MemoryService:
         return self._context(prompt)
 
     def start_session(self, client: Mapping[str, Any] | None = None) -> str:
-        """The instructions of a session that starts now, with the session put on record.
-
-        ``PromptBuilder.start_session`` builds the prompt and appends its receipt to the
-        agent's sessions log (``client`` is the client's ``{"name", "version"}``), so what
-        the client was told can be looked up later. When the folder refuses the receipt the
-        session still gets its instructions, unrecorded.
-        """
+        """The instructions of a session that starts now, put on record in the sessions log
+        with ``client`` (its ``{"name", "version"}``); unrecorded when the folder refuses."""
         info = {k: client[k] for k in ("name", "version") if k in client} if client else None
         try:
             start = self.builder.start_session(self.memory, self.workspace, client=info)
@@ -234,12 +186,11 @@ class MemoryService:
         return self._context(start.prompt)
 
     def _context(self, prompt: Prompt) -> str:
-        # Budget warnings were issued by the builder (PromptWarning, on stderr).
         problem = self.problem()
         if problem is None:
             return prompt.context
-        # The builder leaves out what it may not read; say why, or the model would think
-        # it simply remembers nothing.
+        # The builder leaves out what it may not read: say why, or the model would think it
+        # simply remembers nothing.
         return (
             f"{prompt.context}\n\nThe memory folder cannot be used right now: {problem} "
             "Every memory tool call reports this until the folder is fixed."
@@ -253,13 +204,13 @@ class MemoryService:
             return exc.message
         return None
 
-    # -- tools -------------------------------------------------------------------------------
-
     def tool_names(self) -> list[str]:
         """Names of the tools offered now: ``memory``, ``product_info``, the read tool."""
+        if not self._product_info_offered:
+            with contextlib.suppress(MemoryToolError):
+                self._product_info_offered = manifest_path_for(self.memory) is not None
         names = [functions.MEMORY_TOOL_NAME]
-        if self._product_info_offered or self._has_manifest():
-            self._product_info_offered = True
+        if self._product_info_offered:
             names.append(functions.PRODUCT_INFO_TOOL_NAME)
         if self.read_tool:
             names.append(READ_TOOL_NAME)
@@ -268,43 +219,31 @@ class MemoryService:
     def tools(self) -> list[dict[str, Any]]:
         """The offered tools as neutral specs with ``title``, ``annotations`` and, where the
         result is always a JSON object, ``output_schema``."""
-        from .. import MEMORY_TOOL
-
         specs = {
             functions.MEMORY_TOOL_NAME: MEMORY_TOOL,
             functions.PRODUCT_INFO_TOOL_NAME: functions.PRODUCT_INFO_TOOL,
             READ_TOOL_NAME: READ_TOOL,
         }
-        tools = []
-        for name in self.tool_names():
-            spec = dict(specs[name])
-            annotations = dict(_ANNOTATIONS[name])
-            spec["title"] = annotations["title"]
-            spec["annotations"] = annotations
-            tools.append(spec)
-        return tools
+        return [
+            {**specs[name], "title": _ANNOTATIONS[name]["title"], "annotations": _ANNOTATIONS[name]}
+            for name in self.tool_names()
+        ]
 
     def call(self, name: str, arguments: Mapping[str, Any] | None) -> tuple[str, bool, Any]:
-        """Run one tool call: ``(text, is_error, structured)``; never raises.
-
-        ``text`` is the engine's result unchanged, or ``Error: MCP error <code>: <message>``.
-        ``structured`` is the result as a JSON object when the text is one (``product_info``,
-        the read tool), else None: it never changes a byte of the text.
-        """
+        """Run one tool call, never raising: ``(text, is_error, structured)``, the engine's text
+        or ``Error: MCP error <code>: <message>``, and the text parsed if a JSON object."""
         args = dict(arguments) if arguments is not None else {}
         try:
-            if name not in self.tool_names():
-                raise functions.unknown_tool_error(name, self.tool_names())
+            offered = self.tool_names()
+            if name not in offered:
+                raise functions.unknown_tool_error(name, offered)
             if name == functions.MEMORY_TOOL_NAME:
                 text = self.memory.call_tool(args)
             elif name == functions.PRODUCT_INFO_TOOL_NAME:
-                from ..engine.templates import product_info
-
                 text = product_info(self.memory, args)
             else:
-                text = json.dumps(
-                    self.read_snapshot(args.get("limit")), indent=2, ensure_ascii=False
-                )
+                snapshot = self.read_snapshot(args.get("limit"))
+                text = json.dumps(snapshot, indent=2, ensure_ascii=False)
         except MemoryToolError as exc:  # the engine's one error family, I/O failures included
             return functions.error_text(exc), True, None
         except Exception as exc:  # a bug, not an engine error: logged; the session goes on
@@ -316,76 +255,36 @@ class MemoryService:
         """The read tool's result: FACT.md, its sha256 and the latest journal entries."""
         count = DEFAULT_LATEST if limit is None else normalize_limit(limit)
         facts, sha = self.memory.read_facts()
-        return {
-            "path": str(self.memory.file_path(FACT)),  # as named on disk (an existing fact.md)
-            "facts": facts,
-            "sha256": sha,
-            "entries": list(self.memory.search(limit=count)),
-        }
-
-    def _has_manifest(self) -> bool:
-        from ..engine.templates import manifest_path_for
-
-        try:
-            return manifest_path_for(self.memory) is not None
-        except MemoryToolError:
-            return False
-
-    # -- resources ---------------------------------------------------------------------------
+        path = str(self.memory.file_path(FACT))  # as named on disk (an existing fact.md)
+        entries = list(self.memory.search(limit=count))
+        return {"path": path, "facts": facts, "sha256": sha, "entries": entries}
 
     def resources(self) -> list[ResourceSpec]:
         """The resources the server lists (always the same five)."""
         path = self.memory.path
         return [
-            ResourceSpec(
-                SOUL_URI,
-                SOUL,
-                "Agent persona (SOUL.md)",
-                f"Who the agent is: name, personality, tone. File: {path / SOUL}",
-                "text/markdown",
-            ),
-            ResourceSpec(
-                USER_URI,
-                USER,
-                "User profile (USER.md)",
-                f"Who the user is: name, preferences, timezone. File: {path / USER}",
-                "text/markdown",
-            ),
-            ResourceSpec(
-                FACT_URI,
-                FACT,
-                "Durable knowledge (FACT.md)",
-                "What will still matter in six months; its sha256 is in the contents' _meta. "
-                f"File: {path / MEMORY_DIR / FACT}",
-                "text/markdown",
-            ),
-            ResourceSpec(
-                JOURNAL_URI,
-                "journal",
-                "Latest journal entries",
-                f"The {DEFAULT_LATEST} newest entries of {path / MEMORY_DIR / JOURNAL}, newest "
-                "first, as a JSON array.",
-                "application/json",
-            ),
-            ResourceSpec(
-                PROMPT_URI,
-                "prompt",
-                "Session system prompt",
-                "The system prompt a new session starts with: the workspace's system.md (when "
-                "there is one) and the memory context.",
-                "text/markdown",
-            ),
+            ResourceSpec(SOUL_URI, SOUL, "Agent persona (SOUL.md)",
+                         f"Who the agent is: name, personality, tone. File: {path / SOUL}"),
+            ResourceSpec(USER_URI, USER, "User profile (USER.md)",
+                         f"Who the user is: name, preferences, timezone. File: {path / USER}"),
+            ResourceSpec(FACT_URI, FACT, "Durable knowledge (FACT.md)",
+                         "What will still matter in six months; its sha256 is in the contents' "
+                         f"_meta. File: {path / MEMORY_DIR / FACT}"),
+            ResourceSpec(JOURNAL_URI, "journal", "Latest journal entries",
+                         f"The {DEFAULT_LATEST} newest entries of {path / MEMORY_DIR / JOURNAL}, "
+                         "newest first, as a JSON array.", "application/json"),
+            ResourceSpec(PROMPT_URI, "prompt", "Session system prompt",
+                         "The system prompt a new session starts with: the workspace's system.md "
+                         "(when there is one) and the memory context."),
         ]
 
     def read(self, uri: str) -> ResourceText:
         """Read one resource now; raises ``MemoryToolError`` (``-32002`` for an unknown URI)."""
         mem = self.memory
-        if uri in (SOUL_URI, USER_URI, FACT_URI):
-            reader, canonical = {
-                SOUL_URI: (mem.read_soul, SOUL),
-                USER_URI: (mem.read_user, USER),
-                FACT_URI: (mem.read_facts, FACT),
-            }[uri]
+        files = {SOUL_URI: (mem.read_soul, SOUL), USER_URI: (mem.read_user, USER),
+                 FACT_URI: (mem.read_facts, FACT)}
+        if uri in files:
+            reader, canonical = files[uri]
             text, sha = reader()
             # The engine names the file as it is on disk (an existing fact.md keeps its case).
             meta: dict[str, Any] = {"path": str(mem.file_path(canonical)), "sha256": sha}
@@ -396,56 +295,40 @@ class MemoryService:
             return ResourceText(uri, text, "application/json", {"count": len(entries)})
         if uri == PROMPT_URI:
             prompt = self.prompt()
+            sections = [
+                {"name": s.name, "source": str(s.source) if s.source else None, "tokens": s.tokens}
+                for s in prompt.sections
+            ]
             meta = {
-                "tokens": prompt.tokens,
-                "bootstrap": prompt.bootstrap,
-                "budget_tokens": prompt.budget_tokens,
-                "warnings": list(prompt.warnings),
-                "sections": [
-                    {
-                        "name": s.name,
-                        "source": str(s.source) if s.source else None,
-                        "tokens": s.tokens,
-                    }
-                    for s in prompt.sections
-                ],
+                "tokens": prompt.tokens, "bootstrap": prompt.bootstrap,
+                "budget_tokens": prompt.budget_tokens, "warnings": list(prompt.warnings),
+                "sections": sections,
             }
             return ResourceText(uri, prompt.text, "text/markdown", meta)
         raise MemoryToolError(f"Resource not found: {uri}", RESOURCE_NOT_FOUND)
 
-    # -- change detection --------------------------------------------------------------------
-
     def snapshot(self) -> dict[str, Any]:
-        """The engine's stat keys of everything the resources and the tool list depend on.
-
-        One ``AgentMemory.file_stats()`` call (an ``lstat`` per entry of the agent folder and
-        of ``memory/``, nothing read), keyed with ``paths.file_key`` as the prompt cache does,
-        plus the workspace's ``system.md``. A refused folder gives its error text as the key,
-        so a folder that becomes readable again is noticed too.
-        """
+        """The stat keys (one ``AgentMemory.file_stats()``, nothing read) of all the resources
+        and the tool list depend on, and of the workspace's ``system.md``; a refused folder
+        gives its error text, so its recovery is noticed too."""
         try:
             stats = self.memory.file_stats()
         except MemoryToolError as exc:
             return {"error": exc.message}
         top = [name for name in stats if "/" not in name]
         memory_name = match_name(top, MEMORY_DIR)
-        inside = [
-            name.split("/", 1)[1]
-            for name in stats
-            if memory_name and name.startswith(memory_name + "/")
-        ]
+        prefix = f"{memory_name}/"
+        inside = [name[len(prefix) :] for name in stats if memory_name and name.startswith(prefix)]
 
         def key(names: list[str], canonical: str, prefix: str = "") -> Any:
             found = match_name(names, canonical)
             return file_key(stats[prefix + found]) if found is not None else None
 
-        facts = key(inside, FACT, f"{memory_name}/") if memory_name else None
-        journal = key(inside, JOURNAL, f"{memory_name}/") if memory_name else None
         return {
             SOUL_URI: key(top, SOUL),
             USER_URI: key(top, USER),
-            FACT_URI: facts,
-            JOURNAL_URI: journal,
+            FACT_URI: key(inside, FACT, prefix),
+            JOURNAL_URI: key(inside, JOURNAL, prefix),
             "template": key(top, _TEMPLATE_RECORD),
             "workspace": _workspace_key(self.workspace),
         }
@@ -456,12 +339,8 @@ class MemoryService:
         if "error" in before or "error" in after:
             if before == after:
                 return Changes()
-            return Changes(tuple(spec.uri for spec in self.resources()), tools=True)
-        changed = [
-            uri
-            for uri in (SOUL_URI, USER_URI, FACT_URI, JOURNAL_URI)
-            if before.get(uri) != after.get(uri)
-        ]
+            return Changes((*_FILE_URIS, PROMPT_URI), tools=True)
+        changed = [uri for uri in _FILE_URIS if before.get(uri) != after.get(uri)]
         prompt_inputs = (SOUL_URI, USER_URI, FACT_URI, "template", "workspace")
         if any(before.get(name) != after.get(name) for name in prompt_inputs):
             changed.append(PROMPT_URI)
@@ -469,9 +348,8 @@ class MemoryService:
 
 
 def _workspace_key(workspace: Path) -> Any:
-    """The workspace folder's key (it moves when system.md appears, goes or is renamed) and
-    the key of ``system.md`` itself (it moves when the file is edited). A case variant such
-    as ``System.md`` edited in place is only seen at the next rename in the folder."""
+    """The keys of the workspace folder (system.md created, removed or renamed) and of
+    ``system.md`` (edited); a case variant edited in place is seen at the next rename."""
     keys: list[tuple[int, int, int, int] | None] = []
     for path in (workspace, workspace / "system.md"):
         try:

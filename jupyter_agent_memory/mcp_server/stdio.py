@@ -1,23 +1,10 @@
 """stdio for the MCP server, with an answer for every request.
 
-The SDK's stdio reader parses each line with pydantic, which rejects JSON text holding an
-unpaired surrogate escape (``"\\udfff"``); the request is then dropped without a reply and the
-client waits until its own timeout. A model can produce such text, so this reader looks at
-the few lines that carry a surrogate escape: when Python's own JSON parser accepts one that
-holds an unpaired surrogate, the request is parked and replaced by a request for
-:data:`PARKED_METHOD` with the same id. The server answers that one (``mcp_server`` registers
-the handler): a ``tools/call`` goes to the engine, which refuses the text with its own
-``-32602`` message naming the field, and any other method gets a ``-32602`` error. Nothing
-with an unpaired surrogate is ever written.
-
-It also answers a client's ``initialize`` before the SDK is loaded: importing ``mcp`` takes
-most of a stdio server's start-up (about 0.45 s of 0.5 s on a quiet 2-core machine, several
-times that under load), and hosts give ``initialize`` a deadline. :func:`early_reply` builds
-the answer the SDK would give (the same protocol-version choice, capabilities and server
-info; the session's instructions from :class:`~.service.MemoryService`), the request is then
-replayed to the SDK so its connection state is exact, and :class:`SkipReply` drops the
-SDK's own answer to that replay after comparing it with the one sent (a difference is logged
-as a warning, so an SDK upgrade that changes the handshake is noticed).
+The SDK's reader drops a request whose JSON holds an unpaired surrogate escape
+(``"\\udfff"``); such a request is parked and replaced by a :data:`PARKED_METHOD` request with
+the same id, which the handlers answer with ``-32602``. ``initialize`` is answered before the
+SDK has loaded (:func:`early_reply`), then replayed to it; :class:`SkipReply` drops the SDK's
+answer, logging a warning if it differs.
 """
 
 from __future__ import annotations
@@ -31,15 +18,8 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any, TextIO
 
 __all__ = [
-    "CAPABILITIES",
-    "HANDSHAKE_VERSIONS",
-    "PARKED_METHOD",
-    "ParkedRequests",
-    "SkipReply",
-    "early_reply",
-    "initialize_request",
-    "open_stdin",
-    "surrogate_safe_stdin",
+    "CAPABILITIES", "HANDSHAKE_VERSIONS", "PARKED_METHOD", "ParkedRequests", "SkipReply",
+    "early_reply", "initialize_request", "open_stdin", "surrogate_safe_stdin",
 ]
 
 log = logging.getLogger(__name__)
@@ -71,13 +51,8 @@ class ParkedRequests:
         except UnicodeEncodeError:
             token = next(self._tokens)
             self._requests[token] = message
-            stand_in = {
-                "jsonrpc": "2.0",
-                "id": message["id"],
-                "method": PARKED_METHOD,
-                "params": {"token": token},
-            }
-            return json.dumps(stand_in) + "\n"
+            stand_in = {"jsonrpc": "2.0", "id": message["id"], "method": PARKED_METHOD}
+            return json.dumps({**stand_in, "params": {"token": token}}) + "\n"
         return None  # only well-formed pairs: the SDK reads them fine
 
     def take(self, token: int) -> dict[str, Any] | None:
@@ -108,8 +83,6 @@ async def surrogate_safe_stdin(
         await stream.aclose()
 
 
-# -- the early handshake ----------------------------------------------------------------------
-
 #: The protocol versions a client can ask for in ``initialize`` (the SDK's
 #: ``HANDSHAKE_PROTOCOL_VERSIONS``; the list is closed, 2026-era clients open no handshake).
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
@@ -139,46 +112,35 @@ def initialize_request(line: str) -> tuple[int | str, dict[str, Any]] | None:
     if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
         return None
     info, capabilities = params.get("clientInfo"), params.get("capabilities")
-    if not isinstance(params.get("protocolVersion"), str) or not isinstance(capabilities, dict):
-        return None
-    if not all(isinstance(value, dict) for value in capabilities.values()):
-        return None
-    if not isinstance(info, dict) or not {"name", "version"} <= set(info):
-        return None
-    if not all(key in _CLIENT_INFO_TEXT and isinstance(v, str) for key, v in info.items()):
-        return None
-    return request_id, params
+    plain = (
+        isinstance(params.get("protocolVersion"), str)
+        and isinstance(capabilities, dict)
+        and all(isinstance(value, dict) for value in capabilities.values())
+        and isinstance(info, dict)
+        and {"name", "version"} <= set(info)
+        and all(key in _CLIENT_INFO_TEXT and isinstance(v, str) for key, v in info.items())
+    )
+    return (request_id, params) if plain else None
 
 
 def early_reply(
-    request_id: int | str,
-    params: Mapping[str, Any],
-    server_info: Mapping[str, str],
+    request_id: int | str, params: Mapping[str, Any], server_info: Mapping[str, str],
     instructions: str,
 ) -> dict[str, Any]:
-    """The JSON-RPC answer to ``initialize``, as the SDK (with this server's handlers and
-    middleware) gives it: the requested protocol version when it is a handshake version,
-    else the latest one."""
+    """The answer the SDK (with this server's handlers) gives ``initialize``: the requested
+    protocol version when it is a handshake version, else the latest one."""
     requested = params.get("protocolVersion")
     version = requested if requested in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
-    return {
-        "jsonrpc": "2.0",
-        "id": request_id,
-        "result": {
-            "capabilities": CAPABILITIES,
-            "protocolVersion": version,
-            "serverInfo": dict(server_info),
-            "instructions": instructions,
-        },
+    result = {
+        "capabilities": CAPABILITIES, "protocolVersion": version,
+        "serverInfo": dict(server_info), "instructions": instructions,
     }
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
 
 class SkipReply:
-    """A write stream for the SDK that drops its answer to the replayed ``initialize``.
-
-    Forwards everything else to ``stream``. The dropped answer is compared with ``sent``
-    (what the client already has); a difference is logged as a warning.
-    """
+    """A write stream for the SDK that drops its answer to the replayed ``initialize`` (logged
+    when it differs from ``sent``, what the client has) and forwards the rest to ``stream``."""
 
     def __init__(self, stream: Any, sent: dict[str, Any]) -> None:
         self.stream = stream
@@ -196,9 +158,7 @@ class SkipReply:
             if answer != sent:
                 log.warning(
                     "the MCP SDK answers initialize differently from the early answer the "
-                    "client got: %s, not %s",
-                    json.dumps(answer)[:2000],
-                    json.dumps(sent)[:2000],
+                    "client got: %s, not %s", json.dumps(answer)[:2000], json.dumps(sent)[:2000]
                 )
             return
         await self.stream.send(item)
