@@ -15,7 +15,6 @@ Template files are opened so that a named pipe, a device or a link is refused at
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import json
 import os
@@ -108,31 +107,38 @@ class TemplateDefinition:
             return None
 
 
-# -- reading template files --------------------------------------------------------------------
+class NotRegularError(OSError):
+    """A file that exists but is not a regular file; ``what`` says what it is."""
+
+    def __init__(self, path: object, what: str) -> None:
+        super().__init__(f"{path} is {what}, not a regular file")
+        self.what = what
 
 
-class _NotReadable(OSError):
-    """A template file that exists but is not a regular file (a link, pipe, device, folder)."""
+def open_regular(path: str | os.PathLike[str], dir_fd: int | None = None) -> int:
+    """Open a regular file for reading (hard links allowed); anything else is refused at once.
+
+    ``O_NONBLOCK`` makes opening a FIFO return at once, ``O_NOFOLLOW`` refuses a link, and the
+    type is checked on the open descriptor before a single byte is read.
+    """
+    try:
+        fd = os.open(path, _READ_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK):
+            raise NotRegularError(path, "a symbolic link") from None
+        raise
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise NotRegularError(path, describe(st))
+    os.set_blocking(fd, True)
+    return fd
 
 
 def _read_regular(path: Path) -> bytes:
-    """The bytes of the regular file ``path``; anything else is refused without waiting.
-
-    ``O_NONBLOCK`` makes opening a FIFO return at once, ``O_NOFOLLOW`` refuses a link, and
-    the type is checked on the open descriptor before a single byte is read.
-    """
+    """The bytes of the regular file ``path`` (see :func:`open_regular`)."""
+    fd = open_regular(path)
     try:
-        fd = os.open(path, _READ_FLAGS)
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.EMLINK):
-            raise _NotReadable(f"{path} is a symbolic link, not a regular file") from None
-        raise
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise _NotReadable(f"{path} is {describe(st)}, not a regular file")
-        with contextlib.suppress(OSError, AttributeError):
-            os.set_blocking(fd, True)
         return read_all(fd)
     finally:
         os.close(fd)
@@ -140,11 +146,11 @@ def _read_regular(path: Path) -> bytes:
 
 def _read_template_bytes(path: Path) -> bytes:
     """:func:`_read_regular` for a template's own files: a file that is not a regular file
-    makes the template invalid (-32602); failing to read one is an I/O error (-32603), left
-    to the engine boundary, because the template may be fine and a retry may work."""
+    makes the template invalid (-32602); an I/O error (-32603) is left to the engine boundary,
+    because the template may be fine and a retry may work."""
     try:
         return _read_regular(path)
-    except _NotReadable as exc:
+    except NotRegularError as exc:
         raise TemplateError(f"Invalid template: {exc}") from None
 
 
