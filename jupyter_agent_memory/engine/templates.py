@@ -1,16 +1,11 @@
 """Agent templates: provisioning a data folder, and product knowledge from a manifest.
 
 A template is a folder holding ``agent.json``, ``SOUL.md``, ``USER.md``, ``memory/`` (any
-files, at any depth) and optionally ``product-manifest.json``. Built-in templates ship inside
-the package (``builtin_templates/``); any folder of that shape works too.
-
-:func:`provision` never overwrites what a user or agent wrote: SOUL.md and USER.md are copied
-only when missing or empty (or when SOUL.md is byte-identical to an older stock version the
-template lists), files under ``memory/`` only when missing. Product knowledge is never copied
-into FACT.md: :func:`product_info` reads the template's manifest fresh on every call.
-
-Template files are opened so that a named pipe, a device or a link is refused at once: a
-``.template.json`` naming a hostile folder can never hang a prompt build.
+files, at any depth) and optionally ``product-manifest.json``; built-in ones ship in
+``builtin_templates/``. :func:`provision` never overwrites what a user or agent wrote, and
+product knowledge is never copied into FACT.md: :func:`product_info` reads the manifest fresh
+on every call. Template files are opened so that a named pipe, a device or a link is refused
+at once: a ``.template.json`` naming a hostile folder can never hang a prompt build.
 """
 
 from __future__ import annotations
@@ -37,21 +32,19 @@ from ..errors import (
 from ..folder import Folder, describe, match_name, read_all, retry_eintr
 from .access import Locked, locked
 from .jstext import js_json, js_ordered, js_string, js_trim
-from .store import MEMORY_DIR, SOUL, USER, AgentMemory, sweep_leftovers
+from .manifest import SCHEMA_VERSION, package_manifest
+from .store import MEMORY_DIR, SOUL, TEMPLATE_RECORD, USER, AgentMemory, sweep_leftovers
 
 BUILTIN_DIR = Path(__file__).parent / "builtin_templates"
 AGENT_JSON = "agent.json"
 MANIFEST = "product-manifest.json"
 #: The language a localised name or instruction falls back to.
 DEFAULT_LOCALE = "en-US"
-#: The only product manifest format there is: ``{"schemaVersion": 1, "package": {...}, ...}``.
-MANIFEST_SCHEMA_VERSION = 1
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _SOURCE_ARGUMENTS = ("source", "section")
 
-#: The ``product_info`` tool, in the same neutral shape as ``MEMORY_TOOL``:
-#: ``name``, ``description`` and a JSON schema under ``input_schema``. It is offered only for an
+#: The ``product_info`` tool, in the same neutral shape as ``MEMORY_TOOL``; offered only for an
 #: agent provisioned from a template that ships a product manifest.
 PRODUCT_INFO_TOOL: dict[str, Any] = {
     "name": "product_info",
@@ -96,10 +89,7 @@ class TemplateDefinition:
 
     @property
     def manifest_path(self) -> Path | None:
-        """The template's ``product-manifest.json``, or None when it has none.
-
-        Only a regular file counts (a link or a pipe would be refused when read anyway).
-        """
+        """The template's ``product-manifest.json`` when it is a regular file, else None."""
         path = self.folder / MANIFEST
         try:
             return path if stat.S_ISREG(os.lstat(path).st_mode) else None
@@ -169,9 +159,7 @@ def load_template(
 ) -> TemplateDefinition:
     """Find and validate a template (a built-in name or a folder); writes nothing.
 
-    ``locale`` (default ``en-US``) picks localised names and instructions: the exact key,
-    else the first key starting with its language (``zh-TW`` finds ``zh-CN``), else
-    ``en-US``, else the first value.
+    ``locale`` picks localised names and instructions (see :func:`pick_localized`).
     """
     text = os.fspath(template)
     builtin = (
@@ -238,20 +226,17 @@ _CONFIGURATION_RULES = {
 def validate_configuration(configuration: Any, source: object) -> dict[str, Any]:
     """A template's ``configuration``, checked: every key the engine reads has the right type.
 
-    Refuses the whole configuration at load, naming every bad key, so a wrong value (for
-    example ``"budget_tokens": "4000"``) never reaches a session build. ``null`` leaves a
-    key unset. Raises :class:`TemplateError`.
+    Refuses the whole configuration at load, naming every bad key, so a wrong value never
+    reaches a session build. ``null`` leaves a key unset. Raises :class:`TemplateError`.
     """
     if not isinstance(configuration, dict):
         raise TemplateError(f"Invalid template {source}: 'configuration' must be an object")
     checked = dict(configuration)
     problems = []
     for key, (wanted, check) in _CONFIGURATION_RULES.items():
-        if key not in checked:
-            continue
-        value = checked[key]
+        value = checked.get(key)
         if value is None:
-            del checked[key]
+            checked.pop(key, None)
             continue
         normalised = check(value)
         if normalised is None:
@@ -278,12 +263,8 @@ def pick_localized(values: dict[str, str], locale: str | None = None) -> str:
     if wanted in values:
         return values[wanted]
     prefix = wanted.split("-")[0]
-    for key in values:
-        if key.startswith(prefix):
-            return values[key]
-    if DEFAULT_LOCALE in values:
-        return values[DEFAULT_LOCALE]
-    return next(iter(values.values()))
+    fallback = values.get(DEFAULT_LOCALE, next(iter(values.values())))
+    return next((value for key, value in values.items() if key.startswith(prefix)), fallback)
 
 
 def _localized(spec: dict[str, Any], key: str, path: Path, required: bool) -> dict[str, str]:
@@ -317,10 +298,10 @@ def provision(
     """Fill an agent folder from a template without overwriting anything a user wrote.
 
     ``agent`` is an :class:`AgentMemory` or a folder path. The template is validated and
-    read before anything is written; a link or a non-regular file at any destination
-    (dangling links included) stops the whole provisioning before the first write. Every
-    file under the template's ``memory/`` is copied when missing, at any depth. Records the
-    template in ``<agent>/.template.json``.
+    read before anything is written; a link or a non-regular file at any destination stops
+    the whole provisioning before the first write. SOUL.md and USER.md are copied only when
+    missing or empty (or SOUL.md is a stock version the template lists), files under
+    ``memory/`` only when missing. Records the template in ``<agent>/.template.json``.
     """
     definition = load_template(template, locale)
     persona = {name: _read_template_file(definition.folder, name) for name in (SOUL, USER)}
@@ -427,17 +408,12 @@ def _refuse_links(
 ) -> None:
     """Fail before any write when a destination is a link or not a regular file."""
     with Folder.open(memory.path) as agent:
-        checks = [(agent, name) for name in persona]
+        for name in persona:
+            _check_destination(agent, (name,))
         with agent.subfolder(agent.lookup(MEMORY_DIR) or MEMORY_DIR, create=True) as mem:
-            for folder, canonical in checks:
-                existing = folder.lookup(canonical)
-                if existing is not None:
-                    folder.require_replaceable(existing)
             for parts in memory_files:
                 _check_destination(mem, parts)
-            record = agent.lookup(".template.json")
-            if record is not None:
-                agent.require_replaceable(record)
+        _check_destination(agent, (TEMPLATE_RECORD,))
 
 
 def _check_destination(folder: Folder, parts: tuple[str, ...]) -> None:
@@ -455,18 +431,15 @@ def _check_destination(folder: Folder, parts: tuple[str, ...]) -> None:
 def _copy_missing_memory_files(
     memory: AgentMemory, memory_files: dict[tuple[str, ...], bytes], written: list[str]
 ) -> None:
-    """Create each template file under ``memory/`` that has no case variant yet, any depth,
-    naming each one written in ``written``.
-
-    One lock for the whole copy; folders are opened by descriptor one level at a time, so a
-    folder swapped for a link on the way is refused, never followed.
-    """
+    """Create each template file under ``memory/`` that has no case variant yet, naming each
+    one written in ``written``. Folders are opened by descriptor one level at a time, under one
+    lock, so a folder swapped for a link on the way is refused, never followed."""
     if not memory_files:
         return
     with locked(memory) as txn:
         for parts, data in memory_files.items():
             if _write_if_missing(txn, txn.memory, parts, data):
-                written.append("/".join((MEMORY_DIR,) + parts))
+                written.append("/".join((MEMORY_DIR, *parts)))
 
 
 def _write_if_missing(txn: Locked, folder: Folder, parts: tuple[str, ...], data: bytes) -> bool:
@@ -502,10 +475,9 @@ def _unavailable() -> MemoryToolError:
 def read_manifest(definition: TemplateDefinition | None) -> dict[str, Any]:
     """Load and check a template's manifest now (never cached, so it cannot go stale).
 
-    Errors carry Cherry Studio's texts and never a path: ``Product manifest is unavailable``
-    (no template, no manifest, not a regular file, unreadable), ``Product manifest contains
-    invalid JSON``, ``Product manifest schema is invalid`` (not an object with
-    ``schemaVersion`` 1 and a non-blank ``package.version``); all -32603.
+    Errors (all -32603) carry Cherry Studio's texts and never a path: the manifest is
+    unavailable, contains invalid JSON, or its schema is invalid (not an object with
+    ``schemaVersion`` 1 and a non-blank ``package.version``).
     """
     if definition is None:
         raise _unavailable()
@@ -519,8 +491,6 @@ def read_manifest(definition: TemplateDefinition | None) -> dict[str, Any]:
         raise MemoryToolError("Product manifest contains invalid JSON", INTERNAL_ERROR) from None
     if definition.builtin and isinstance(manifest, dict) and manifest.get("generated") is True:
         # Built-in manifests describe this very package, so they are computed from it.
-        from .manifest import package_manifest
-
         manifest = package_manifest()
     if not _valid_manifest(manifest):
         raise MemoryToolError("Product manifest schema is invalid", INTERNAL_ERROR)
@@ -534,28 +504,21 @@ def _no_constant(name: str) -> Any:
 def _valid_manifest(manifest: Any) -> bool:
     if not isinstance(manifest, dict):
         return False
-    schema = manifest.get("schemaVersion")
-    if isinstance(schema, bool) or not isinstance(schema, (int, float)):
-        return False
-    package = manifest.get("package")
-    return (
-        schema == MANIFEST_SCHEMA_VERSION
-        and isinstance(package, dict)
-        and isinstance(package.get("version"), str)
-        and bool(js_trim(package["version"]))
-    )
+    schema, package = manifest.get("schemaVersion"), manifest.get("package")
+    version = package.get("version") if isinstance(package, dict) else None
+    # Of JSON values only numbers and true equal 1.
+    valid_schema = schema == SCHEMA_VERSION and not isinstance(schema, bool)
+    return valid_schema and isinstance(version, str) and bool(js_trim(version))
 
 
 @engine_boundary
 def product_info(memory: AgentMemory, args: dict[str, Any]) -> str:
     """The ``product_info`` tool: the agent's product manifest as compact JSON text.
 
-    As Cherry Studio's tool: no ``section`` gives ``{runtimeVersion, manifestVersion,
-    sections}`` (the manifest's top-level keys but ``schemaVersion``); a section gives
-    ``{runtimeVersion, manifestVersion, section, data}``; ``"all"`` gives ``{runtimeVersion,
-    manifestVersion, section: "all", manifest}``. ``manifestVersion`` is the manifest's
-    ``package.version``; ``section: ""`` means no section. Arguments other than ``source``
-    (required, ``"manifest"``) and ``section`` are refused.
+    As Cherry Studio's tool: ``{runtimeVersion, manifestVersion}`` (the manifest's
+    ``package.version``) with ``sections`` (its top-level keys but ``schemaVersion``) when no
+    ``section`` is given (or ``""``), with ``section`` and ``data`` for one section, or with
+    ``section: "all"`` and ``manifest``. ``source`` must be ``"manifest"``.
     """
     from ..__about__ import __version__
 
