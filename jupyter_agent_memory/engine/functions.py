@@ -37,21 +37,9 @@ if TYPE_CHECKING:
     from .store import AgentMemory
 
 __all__ = [
-    "MEMORY_TOOL_NAME",
-    "PRODUCT_INFO_TOOL",
-    "PRODUCT_INFO_TOOL_NAME",
-    "PROFILE_TOOL_NAME",
-    "Toolset",
-    "anthropic_tools",
-    "available_tools",
-    "call",
-    "dispatch",
-    "error_text",
-    "openai_tools",
-    "run_tool",
-    "to_anthropic",
-    "to_openai",
-    "unknown_tool_error",
+    "MEMORY_TOOL_NAME", "PRODUCT_INFO_TOOL", "PRODUCT_INFO_TOOL_NAME", "PROFILE_TOOL_NAME",
+    "Toolset", "anthropic_tools", "available_tools", "call", "dispatch", "error_text",
+    "openai_tools", "run_tool", "to_anthropic", "to_openai", "unknown_tool_error",
 ]
 
 log = logging.getLogger(__name__)

@@ -48,14 +48,8 @@ if TYPE_CHECKING:
     from .sessions import SessionStart
 
 __all__ = [
-    "BOOTSTRAP_TAG",
-    "DEFAULT_TOOL_NAME",
-    "SOUL_STUB_CHARS",
-    "Prompt",
-    "PromptWarning",
-    "PromptBuilder",
-    "Section",
-    "approx_tokens",
+    "BOOTSTRAP_TAG", "DEFAULT_TOOL_NAME", "SOUL_STUB_CHARS", "Prompt", "PromptWarning",
+    "PromptBuilder", "Section", "approx_tokens",
 ]
 
 #: The ``memory`` tool's name in the default toolset (function calling); MCP hosts prefix it.
@@ -165,11 +159,9 @@ class FileState(enum.Enum):
 
 @dataclass(frozen=True)
 class _Loaded:
-    """A file as read for a build: its path, state, stat key and trimmed text (None: omitted).
-
-    ``held``: the cache watches it; ``listing``: the key of the folder listing it was found
-    in, when that matters to the prompt; ``error``: why an existing file could not be read.
-    """
+    """A file as read for a build: path, state, stat key and trimmed text (None: omitted);
+    ``held``: the cache watches it; ``listing``: the key of the folder listing it was found in,
+    when that matters; ``error``: why an existing file could not be read or was refused."""
 
     path: Path
     state: FileState
@@ -189,28 +181,21 @@ class _Loaded:
 class PromptBuilder:
     """Builds the system prompt of a session from an agent folder.
 
-    ``tools`` is the :class:`~.functions.Toolset` the session's model is offered; the prompt
-    describes exactly those tools, by the names the model sees (default: function calling,
-    ``memory`` alone). ``tool_name`` is a shorthand for ``Toolset(memory=tool_name)``.
-    ``budget_tokens`` makes every build warn when the memory part is larger; nothing is
-    ever cut. ``path_aliases`` maps folders to the text shown for them in the prompt (an
-    evaluation run shows ``/run`` for its temporary folder); the files read are the real ones.
+    ``tools`` is the :class:`~.functions.Toolset` the session's model is offered, which the
+    prompt describes (default: ``memory`` alone); ``tool_name`` is short for
+    ``Toolset(memory=tool_name)``. ``budget_tokens`` makes every build warn when the memory part
+    is larger. ``path_aliases`` maps folders to the text shown for them in the prompt.
 
     A builder caches what it read (``cache_entries`` entries at most) and may be shared by
-    threads. Between builds it holds the files of its recent prompts open; ``hold_files=False``
-    checks them by path instead (for NFS, where a held file that is replaced lingers as a
-    ``.nfs*`` file). Left at None, it follows ``$JUPYTER_AGENT_MEMORY_HOLD_FILES``.
+    threads. It holds the files of its recent prompts open; ``hold_files=False`` (for NFS)
+    checks them by path instead; None follows ``$JUPYTER_AGENT_MEMORY_HOLD_FILES``.
     """
 
     def __init__(
-        self,
-        tool_name: str | None = None,
-        budget_tokens: int | None = None,
-        *,
+        self, tool_name: str | None = None, budget_tokens: int | None = None, *,
         tools: Toolset | None = None,
         path_aliases: Mapping[str | os.PathLike[str], str] | None = None,
-        hold_files: bool | None = None,
-        cache_entries: int = DEFAULT_MAX_ENTRIES,
+        hold_files: bool | None = None, cache_entries: int = DEFAULT_MAX_ENTRIES,
     ):
         if tools is None:
             tools = Toolset(memory=DEFAULT_TOOL_NAME if tool_name is None else tool_name)
@@ -242,24 +227,17 @@ class PromptBuilder:
 
     @engine_boundary
     def build(
-        self,
-        agent: AgentMemory | str | os.PathLike[str],
-        workspace: str | os.PathLike[str] | None = None,
-        config: Mapping[str, Any] | None = None,
-        has_user_instructions: bool = False,
-        *,
-        warn: bool = True,
+        self, agent: AgentMemory | str | os.PathLike[str],
+        workspace: str | os.PathLike[str] | None = None, config: Mapping[str, Any] | None = None,
+        has_user_instructions: bool = False, *, warn: bool = True,
     ) -> Prompt:
         """Build the prompt for ``agent`` (an :class:`AgentMemory` or a folder path).
 
         ``workspace`` is the session's working directory (default: the current one); its
-        ``system.md``, when present, becomes :attr:`Prompt.base`. ``config`` may hold
-        ``bootstrap_completed`` (bool) and ``budget_tokens`` (a positive integer, else
-        -32602), which outranks the builder's. A completion the agent recorded (a
-        ``bootstrap`` append) outranks ``bootstrap_completed``.
-
-        A build over budget raises :class:`PromptWarning` (every time, cached or not);
-        ``warn=False`` leaves that to callers that show :attr:`Prompt.warnings` themselves.
+        ``system.md`` becomes :attr:`Prompt.base`. ``config`` may hold ``bootstrap_completed``
+        (bool; a completion the agent recorded outranks it) and ``budget_tokens`` (a positive
+        integer, else -32602; it outranks the builder's). A build over budget raises
+        :class:`PromptWarning` every time, unless ``warn=False``.
         """
         config = config or {}
         completed = config.get("bootstrap_completed")
@@ -299,11 +277,7 @@ class PromptBuilder:
         return prompt
 
     def _build(
-        self,
-        folder: Path,
-        space: Path,
-        completed: bool | None,
-        has_user_instructions: bool,
+        self, folder: Path, space: Path, completed: bool | None, instructions: bool,
         budget: int | None,
     ) -> tuple[Prompt, Plan]:
         """Build through the content caches; also returns every path the build depends on."""
@@ -311,29 +285,23 @@ class PromptBuilder:
         system = self._load_system(space)
         key = (
             folder, space, soul.key, user.key, facts.key, state.key,
-            system.key if system else None, completed, bool(has_user_instructions), budget,
+            system.key if system else None, completed, bool(instructions), budget,
             self.tools, self.path_aliases,
         )
         prompt = self._cache.get(Kind.PROMPT, key)
         if prompt is None:
-            bootstrap = _bootstrap.needs_bootstrap(
-                soul.raw,
-                {"bootstrap_completed": completed},
-                has_user_instructions,
-                recorded=_bootstrap.recorded_completion(state.raw),  # "" unless read
-            )
+            recorded = _bootstrap.recorded_completion(state.raw)  # raw is "" unless read
+            config = {"bootstrap_completed": completed}
+            bootstrap = _bootstrap.needs_bootstrap(soul.raw, config, instructions, recorded)
             prompt = self._assemble(
-                folder, space, soul, user, facts, system, bootstrap, has_user_instructions, budget
+                folder, space, soul, user, facts, system, bootstrap, instructions, budget
             )
             self._cache.put(Kind.PROMPT, key, prompt, chars=len(prompt.text))
         return prompt, _dependencies(folder, space, soul, user, facts, state, system)
 
     @engine_boundary
     def build_session(
-        self,
-        agent: AgentMemory,
-        workspace: str | os.PathLike[str] | None = None,
-        *,
+        self, agent: AgentMemory, workspace: str | os.PathLike[str] | None = None, *,
         warn: bool = True,
     ) -> Prompt:
         """Build ``agent``'s prompt as a session would, with its template's settings.
@@ -347,13 +315,8 @@ class PromptBuilder:
         config = definition.configuration if definition else None
         if config and self.budget_tokens is not None and "budget_tokens" in config:
             config = {**config, "budget_tokens": self.budget_tokens}
-        return self.build(
-            agent,
-            workspace=workspace,
-            config=config,
-            has_user_instructions=bool(definition and definition.instructions),
-            warn=warn,
-        )
+        instructions = bool(definition and definition.instructions)
+        return self.build(agent, workspace, config, instructions, warn=warn)
 
     def _session_template(self, agent: AgentMemory) -> Any:
         """The agent's template, re-read only when its record or its ``agent.json`` changed."""
@@ -381,12 +344,8 @@ class PromptBuilder:
 
     @engine_boundary
     def start_session(
-        self,
-        agent: AgentMemory,
-        workspace: str | os.PathLike[str] | None = None,
-        *,
-        client: Mapping[str, Any] | None = None,
-        session_id: str | None = None,
+        self, agent: AgentMemory, workspace: str | os.PathLike[str] | None = None, *,
+        client: Mapping[str, Any] | None = None, session_id: str | None = None,
     ) -> SessionStart:
         """Build the prompt a new session really starts with, and put it on record.
 

@@ -291,8 +291,7 @@ def _localized(spec: dict[str, Any], key: str, path: Path, required: bool) -> di
 
 @engine_boundary
 def provision(
-    template: str | os.PathLike[str],
-    agent: AgentMemory | str | os.PathLike[str],
+    template: str | os.PathLike[str], agent: AgentMemory | str | os.PathLike[str],
     locale: str | None = None,
 ) -> TemplateDefinition:
     """Fill an agent folder from a template without overwriting anything a user wrote.
