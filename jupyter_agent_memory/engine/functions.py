@@ -1,22 +1,12 @@
 """The tools a surface offers a model, and the one way their calls reach the engine.
 
-A :class:`Toolset` names what one surface offers: the ``memory`` tool (always), ``profile``
-(SOUL.md and USER.md, opt-in), ``product_info`` (when the agent's template ships a product
-manifest), and whether the model can also edit files with tools of its host. The prompt
-builder describes exactly that set (``PromptBuilder(tools=toolset)``), and the same object
-gives the specs to send and routes the calls back, so the prompt never names a tool the
-model does not have::
-
-    tools = Toolset(profile="profile")          # function calling, with the SOUL/USER tool
-    system = PromptBuilder(tools=tools).build(mem).text
-    response = client.chat.completions.create(model=..., messages=..., tools=tools.openai(mem))
-    for call in response.choices[0].message.tool_calls or []:
-        text = tools.dispatch(mem, call.function.name, call.function.arguments)
-
-``dispatch`` never raises for a bad call: every failure comes back as
-``Error: MCP error <code>: <message>``, what the MCP server returns for the same call. The
-module-level helpers use the default ``Toolset()``. Standard library only: the MCP server and
-the evaluation harness import this module for the shared error formatting.
+A :class:`Toolset` names what one surface offers: ``memory`` (always), ``profile`` (opt-in),
+``product_info`` (when the agent's template ships a product manifest), and whether the model
+can edit files with its host's tools. The prompt builder describes exactly that set, and the
+same object gives the specs and routes the calls back (README.md shows a tool loop), so the
+prompt never names a tool the model does not have. ``dispatch`` never raises: any failure
+comes back as ``Error: MCP error <code>: <message>``, what the MCP server returns for the
+same call. The module-level helpers use the default ``Toolset()``.
 """
 
 from __future__ import annotations
@@ -50,11 +40,8 @@ PRODUCT_INFO_TOOL_NAME = PRODUCT_INFO_TOOL["name"]
 
 
 def error_text(error: BaseException) -> str:
-    """``Error: MCP error <code>: <message>``, as every tool surface reports an error to a model.
-
-    Any exception but a ``MemoryToolError`` is an internal error (-32603) carrying its message
-    (or its class name when the message is empty).
-    """
+    """``Error: MCP error <code>: <message>``, as every tool surface reports an error to a model
+    (any exception but a ``MemoryToolError`` is an internal error, -32603)."""
     if isinstance(error, MemoryToolError):
         code, message = error.code, error.message
     else:
@@ -63,12 +50,9 @@ def error_text(error: BaseException) -> str:
 
 
 def to_openai(tool: dict[str, Any], *, strict: bool = False) -> dict[str, Any]:
-    """Reshape a neutral tool spec (``name``, ``description``, ``input_schema``) for OpenAI.
-
-    Returns ``{"type": "function", "function": {"name", "description", "parameters"}}``, the
-    Chat Completions shape; with ``strict``, under OpenAI's strict rules (see
-    :func:`strict_schema`) and with ``"strict": true``. The schema is copied.
-    """
+    """Reshape a neutral tool spec (``name``, ``description``, ``input_schema``) for OpenAI's
+    Chat Completions (``{"type": "function", "function": {...}}``, the schema copied); with
+    ``strict``, under OpenAI's strict rules (:func:`strict_schema`) and ``"strict": true``."""
     schema = tool["input_schema"]
     function: dict[str, Any] = {
         "name": tool["name"],
@@ -141,15 +125,10 @@ def _has_product_info(memory: AgentMemory) -> bool:
 class Toolset:
     """The tools one surface offers a model, under the names the model sees.
 
-    - ``memory``: the ``memory`` tool's name (an MCP host such as Claude Code shows it as
-      ``mcp__agent-memory__memory``).
-    - ``profile``: the ``profile`` tool's name, offered where the model has no file tools
-      (None: not offered).
-    - ``file_edits``: the model can edit SOUL.md and USER.md itself, with its host's tools.
-    - ``strict``: the specs follow OpenAI's strict rules and ``null`` arguments mean absent.
-
-    ``product_info`` is offered whenever the agent came from a template with a product
-    manifest (checked on every call).
+    ``memory`` and ``profile`` (None: not offered; offer it where the model has no file tools)
+    are the tools' names; ``file_edits``: the model can edit SOUL.md and USER.md with its
+    host's tools; ``strict``: OpenAI's strict specs, ``null`` arguments meaning absent.
+    ``product_info`` is offered whenever the agent's template has a product manifest.
     """
 
     memory: str = MEMORY_TOOL_NAME
@@ -211,8 +190,7 @@ class Toolset:
 
     def run(self, memory: AgentMemory, name: str, arguments: Any) -> tuple[str, bool]:
         """Run one call and return ``(text, is_error)``; never raises: any failure becomes
-        ``error_text(error)``. The one place where a tool call becomes the text a model sees.
-        """
+        ``error_text(error)``."""
         try:
             return self.call(memory, name, _parse_arguments(arguments)), False
         except MemoryToolError as exc:  # the engine's one error family, I/O failures included
@@ -223,9 +201,7 @@ class Toolset:
 
     def dispatch(self, memory: AgentMemory, name: str, arguments: Any) -> str:
         """Run a model's tool call and return the text to send back to it; never raises.
-
-        ``arguments`` is a dict or a JSON string; ``None`` or an empty string mean none.
-        """
+        ``arguments`` is a dict or a JSON string; ``None`` or an empty string mean none."""
         return self.run(memory, name, arguments)[0]
 
 
@@ -261,11 +237,9 @@ def _parse_arguments(arguments: Any) -> dict[str, Any]:
         except json.JSONDecodeError as exc:
             # json's "Invalid control character at" names the place only in str(exc).
             reason = exc.msg.removesuffix(" at")
-            hint = (
-                "; a raw newline or tab inside a string must be escaped (\\n, \\t)"
-                if "control character" in reason
-                else ""
-            )
+            hint = ""
+            if "control character" in reason:
+                hint = "; a raw newline or tab inside a string must be escaped (\\n, \\t)"
             raise MemoryToolError(
                 f"Tool arguments are not valid JSON: {reason} at line {exc.lineno} "
                 f"column {exc.colno}{hint}",

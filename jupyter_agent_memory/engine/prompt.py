@@ -72,11 +72,8 @@ def approx_tokens(text: str) -> int:
 
 @dataclass(frozen=True)
 class Section:
-    """One part of a built prompt, for display, budgets and session receipts.
-
-    ``text`` is the section as it stands in the prompt (sections are joined by a blank line).
-    For a section loaded from a file, ``content`` is that file's text as read for this build.
-    """
+    """One part of a built prompt: ``text`` as it stands in the prompt (sections are joined by
+    a blank line) and, for a section loaded from a file, ``content``, the file's text as read."""
 
     name: str
     source: Path | None
@@ -105,11 +102,8 @@ class Section:
 
 @dataclass(frozen=True)
 class Prompt:
-    """A built system prompt.
-
-    ``base`` is the workspace's ``system.md`` (None: the client keeps its own base prompt),
-    ``context`` the memory part, ``text`` both joined by a blank line.
-    """
+    """A built system prompt: ``base`` is the workspace's ``system.md`` (None: the client keeps
+    its own), ``context`` the memory part, ``text`` both joined by a blank line."""
 
     base: str | None
     context: str
@@ -347,12 +341,9 @@ class PromptBuilder:
         self, agent: AgentMemory, workspace: str | os.PathLike[str] | None = None, *,
         client: Mapping[str, Any] | None = None, session_id: str | None = None,
     ) -> SessionStart:
-        """Build the prompt a new session really starts with, and put it on record.
-
-        Like :meth:`build_session`, plus one receipt in the agent's sessions log naming every
-        section's source file and version (see :mod:`.sessions`). ``client`` is ``{"name",
-        "version"}`` when known. Previews call :meth:`build_session` and are not recorded.
-        """
+        """Build the prompt a new session really starts with (as :meth:`build_session`), and put
+        it on record in the agent's sessions log (see :mod:`.sessions`). ``client`` is
+        ``{"name", "version"}`` when known."""
         from .sessions import SessionStart, StalePromptError, record
 
         # A file changing between the build and the record makes the record refuse the stale
@@ -388,10 +379,8 @@ class PromptBuilder:
     def needs_bootstrap(
         soul: str, config: Mapping[str, Any] | None = None, has_user_instructions: bool = False
     ) -> bool:
-        """Whether the bootstrap block is needed (see :func:`.bootstrap.needs_bootstrap`).
-
-        A build also honours the completion an agent recorded with a ``bootstrap`` append.
-        """
+        """Whether the bootstrap block is needed (see :func:`.bootstrap.needs_bootstrap`); a build
+        also honours the completion an agent recorded with a ``bootstrap`` append."""
         return _bootstrap.needs_bootstrap(soul, config, has_user_instructions)
 
     def clear_cache(self) -> None:
@@ -617,10 +606,8 @@ class PromptBuilder:
         )
 
     def _persona_steps(self, folder: Path, soul_part: str, user_part: str) -> str:
-        """Step 4's ways of committing SOUL.md and USER.md, for this toolset.
-
-        ``soul_part`` says what goes into SOUL.md, ``user_part`` what goes into USER.md.
-        """
+        """Step 4's ways of committing SOUL.md (``soul_part`` says what goes there) and USER.md
+        (``user_part``), for this toolset."""
         soul, user = self._shown(folder / SOUL), self._shown(folder / USER)
         profile = self.tools.profile
         if self.tools.file_edits:
@@ -775,12 +762,9 @@ def _dependencies(
     folder: Path, space: Path, soul: _Loaded, user: _Loaded, facts: _Loaded, state: _Loaded,
     system: _Loaded | None,
 ) -> Plan:
-    """Everything whose change could change the prompt (see :mod:`.prompt_cache`).
-
-    The agent folder and the workspace are checked by path (entries added, removed, renamed;
-    the folders replaced); ``memory/`` and every file read are held. A link or a missing file
-    is never held: the folder around it covers it.
-    """
+    """Everything whose change could change the prompt (see :mod:`.prompt_cache`): the agent
+    folder and the workspace by path, ``memory/`` and every file read held (a link or a missing
+    file never is: the folder around it covers it)."""
     memory = facts.path.parent
     handles = [memory] if memory.parent == folder and _is_real_dir(memory) else []
     handles += [part.path for part in (soul, user, facts, system, state) if part and part.held]

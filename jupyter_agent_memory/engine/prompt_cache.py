@@ -1,17 +1,12 @@
 """The prompt builder's cache: one bounded store, and change detection for cached prompts.
 
-:class:`PromptCache` keeps everything one builder remembers in one least-recently-used table
-with three bounds (entries, characters of text, open descriptors) under one lock, so one
-builder can serve many threads.
-
-A :class:`Plan` names what one build depended on: ``paths`` (the agent folder and the
-workspace) are checked with ``lstat`` by path, which notices a folder renamed, replaced or
-swapped for a link, and entries added, removed or renamed in it; ``handles`` (files and
-``memory/``) are held open and checked with ``fstat``, about half the cost: an edit changes
-the key, a replacement or deletion drops the link count to zero. With ``hold=False`` (for
-NFS, where a held file that another client deletes lingers as ``.nfs*``) handles are checked
-by path too. Keys are taken *before* a build reads anything, so a change during a build shows
-up on the next one.
+:class:`PromptCache` is one least-recently-used table, bounded in entries, characters and
+open descriptors, under one lock. A :class:`Plan` names what one build depended on:
+``paths`` (the agent folder, the workspace) are checked with ``lstat`` by path, noticing a
+folder replaced or swapped for a link and entries added, removed or renamed; ``handles``
+(files, ``memory/``) are held open and checked with ``fstat``, half the cost (a replaced or
+deleted file's link count drops to zero), or by path with ``hold=False`` (for NFS). Keys are
+taken *before* a build reads anything, so a change during a build shows up on the next one.
 """
 
 from __future__ import annotations
@@ -42,10 +37,8 @@ class Plan(NamedTuple):
 
 
 class Watch:
-    """The keys of a :class:`Plan` taken at one moment, and the prompt built after them.
-
-    Used by one thread until put into a :class:`PromptCache`, then only under its lock.
-    """
+    """The keys of a :class:`Plan` taken at one moment, and the prompt built after them; used
+    by one thread until put into a :class:`PromptCache`, then only under its lock."""
 
     def __init__(self, plan: Plan, hold: bool = True) -> None:
         self.plan = plan
@@ -132,12 +125,9 @@ class _Entry:
 
 
 class PromptCache:
-    """Everything one prompt builder caches, least recently used first out; thread-safe.
-
-    The bounds (entries, characters of text, descriptors held by watches) hold at every
-    moment; an entry larger than a bound on its own is not kept. An evicted or replaced
-    :class:`Watch` is closed.
-    """
+    """Everything one prompt builder caches, least recently used first out; thread-safe. The
+    bounds hold at every moment (an entry larger than one alone is not kept); an evicted or
+    replaced :class:`Watch` is closed."""
 
     def __init__(
         self,
@@ -170,10 +160,8 @@ class PromptCache:
             return entry.value
 
     def put(self, kind: Kind, key: Any, value: Any, chars: int = 0) -> None:
-        """Cache ``value`` (``chars`` characters of text) under ``(kind, key)``.
-
-        A watch replaced by this one is closed, and so is every watch evicted to make room.
-        """
+        """Cache ``value`` (``chars`` characters of text) under ``(kind, key)``; a watch replaced
+        by it or evicted to make room is closed."""
         descriptors = value.descriptors if isinstance(value, Watch) else 0
         with self._lock:
             self._drop((kind, key), keep=value)
@@ -191,20 +179,15 @@ class PromptCache:
             self._drop((kind, key))
 
     def current_prompt(self, key: Any) -> tuple[Any, Plan | None]:
-        """The prompt of the watch under ``key`` if nothing it watches changed, and its plan.
-
-        ``(prompt, plan)`` when the watch says unchanged, ``(None, plan)`` when something
-        changed (the next build starts from that plan), ``(None, None)`` for no watch.
-        """
+        """``(prompt, plan)`` of the watch under ``key``; the prompt is None when something it
+        watches changed (the next build starts from that plan); ``(None, None)``: no watch."""
         with self._lock:
             entry = self._entries.get((Kind.WATCH, key))
             if entry is None:
                 return None, None
             self._entries.move_to_end((Kind.WATCH, key))
             watch: Watch = entry.value
-            if watch.unchanged():
-                return watch.prompt, watch.plan
-            return None, watch.plan
+            return (watch.prompt if watch.unchanged() else None), watch.plan
 
     def clear(self) -> None:
         """Forget everything and close every watch."""

@@ -106,11 +106,9 @@ class NotRegularError(OSError):
 
 
 def open_regular(path: str | os.PathLike[str], dir_fd: int | None = None) -> int:
-    """Open a regular file for reading (hard links allowed); anything else is refused at once.
-
-    ``O_NONBLOCK`` makes opening a FIFO return at once, ``O_NOFOLLOW`` refuses a link, and the
-    type is checked on the open descriptor before a single byte is read.
-    """
+    """Open a regular file for reading (hard links allowed); anything else is refused at once:
+    ``O_NONBLOCK`` opens a FIFO without waiting, ``O_NOFOLLOW`` refuses a link, and the type is
+    checked on the descriptor before a byte is read."""
     try:
         fd = os.open(path, _READ_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
@@ -157,10 +155,8 @@ def list_templates() -> list[str]:
 def load_template(
     template: str | os.PathLike[str], locale: str | None = None
 ) -> TemplateDefinition:
-    """Find and validate a template (a built-in name or a folder); writes nothing.
-
-    ``locale`` picks localised names and instructions (see :func:`pick_localized`).
-    """
+    """Find and validate a template (a built-in name or a folder); writes nothing. ``locale``
+    picks localised names and instructions (see :func:`pick_localized`)."""
     text = os.fspath(template)
     builtin = (
         isinstance(template, str)
@@ -224,11 +220,8 @@ _CONFIGURATION_RULES = {
 
 
 def validate_configuration(configuration: Any, source: object) -> dict[str, Any]:
-    """A template's ``configuration``, checked: every key the engine reads has the right type.
-
-    Refuses the whole configuration at load, naming every bad key, so a wrong value never
-    reaches a session build. ``null`` leaves a key unset. Raises :class:`TemplateError`.
-    """
+    """A template's ``configuration``, checked at load: a key the engine reads with the wrong
+    type raises :class:`TemplateError` naming every bad key; ``null`` leaves a key unset."""
     if not isinstance(configuration, dict):
         raise TemplateError(f"Invalid template {source}: 'configuration' must be an object")
     checked = dict(configuration)
@@ -474,9 +467,8 @@ def _unavailable() -> MemoryToolError:
 def read_manifest(definition: TemplateDefinition | None) -> dict[str, Any]:
     """Load and check a template's manifest now (never cached, so it cannot go stale).
 
-    Errors (all -32603) carry Cherry Studio's texts and never a path: the manifest is
-    unavailable, contains invalid JSON, or its schema is invalid (not an object with
-    ``schemaVersion`` 1 and a non-blank ``package.version``).
+    Errors (-32603) carry Cherry Studio's texts, never a path: unavailable, invalid JSON, or
+    invalid schema (not ``schemaVersion`` 1 with a non-blank ``package.version``).
     """
     if definition is None:
         raise _unavailable()

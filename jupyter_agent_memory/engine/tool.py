@@ -162,11 +162,8 @@ PROFILE_FILES = {"soul": "SOUL.md", "user": "USER.md"}
 
 
 def call_profile_tool(memory: AgentMemory, args: dict[str, Any]) -> str:
-    """Run one ``profile`` tool call; returns ``<FILE> updated (sha256 <hex>).``
-
-    The same rules as a ``memory`` update; ``expected_sha256`` makes the write
-    compare-and-swap (a mismatch raises :class:`~jupyter_agent_memory.errors.MemoryConflictError`).
-    """
+    """Run one ``profile`` tool call; returns ``<FILE> updated (sha256 <hex>).`` The same rules
+    as a ``memory`` update; ``expected_sha256`` makes the write compare-and-swap."""
     if not isinstance(args, dict):
         raise MemoryToolError("Tool arguments must be a JSON object", INVALID_PARAMS)
     which = args.get("file")
