@@ -92,12 +92,8 @@ class Section:
     def to_dict(self) -> dict[str, Any]:
         """``{"name", "source", "chars", "tokens"}``, the source as a string (None: builder
         text): how every surface that sends sizes as JSON describes a section."""
-        return {
-            "name": self.name,
-            "source": None if self.source is None else str(self.source),
-            "chars": self.chars,
-            "tokens": self.tokens,
-        }
+        source = None if self.source is None else str(self.source)
+        return {"name": self.name, "source": source, "chars": self.chars, "tokens": self.tokens}
 
 
 @dataclass(frozen=True)
@@ -605,10 +601,11 @@ class PromptBuilder:
             "What you remember so far follows; files that are missing or empty are left out."
         )
 
-    def _persona_steps(self, folder: Path, soul_part: str, user_part: str) -> str:
-        """Step 4's ways of committing SOUL.md (``soul_part`` says what goes there) and USER.md
-        (``user_part``), for this toolset."""
+    def _persona_steps(self, folder: Path, soul_part: str) -> str:
+        """Step 4's ways of committing SOUL.md (``soul_part`` says what goes there) and USER.md,
+        for this toolset."""
         soul, user = self._shown(folder / SOUL), self._shown(folder / USER)
+        user_part = "everything you learned about the user"
         profile = self.tools.profile
         if self.tools.file_edits:
             return (
@@ -659,11 +656,9 @@ class PromptBuilder:
             "Chinese.\n"
             f"{only_persona}"
         )
-        user_part = "everything you learned about the user"
         if has_user_instructions:
-            steps = self._persona_steps(
-                folder, "your name, personality, tone and communication style", user_part
-            )
+            soul_part = "your name, personality, tone and communication style"
+            steps = self._persona_steps(folder, soul_part)
             return (
                 f"{opening}\n\n"
                 "Your instructions already define your role, goals, capability scope and "
@@ -688,11 +683,8 @@ class PromptBuilder:
                 "- Make SOUL.md and USER.md detailed and thoughtful, without repeating the role "
                 "your instructions define."
             )
-        steps = self._persona_steps(
-            folder,
-            "your role definition, name, personality, tone, principles and boundaries",
-            user_part,
-        )
+        soul_part = "your role definition, name, personality, tone, principles and boundaries"
+        steps = self._persona_steps(folder, soul_part)
         return (
             f"{opening} No instructions define your role, so SOUL.md will be your role "
             "definition.\n\n"
@@ -783,10 +775,8 @@ def _check_aliases(
 ) -> tuple[tuple[str, str], ...]:
     """``path_aliases`` as ``((folder, shown), ...)``, longest folder first; -32602 when a
     folder is not absolute or a shown text is not one line."""
-    if not aliases:
-        return ()
     pairs = []
-    for folder, shown in aliases.items():
+    for folder, shown in (aliases or {}).items():
         real = os.fspath(folder)
         if not os.path.isabs(real) or not isinstance(shown, str) or not shown.strip() or any(
             c in shown for c in "\n\r`"

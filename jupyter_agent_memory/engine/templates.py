@@ -142,8 +142,6 @@ def _read_template_bytes(path: Path) -> bytes:
         raise TemplateError(f"Invalid template: {exc}") from None
 
 
-# -- loading and validating --------------------------------------------------------------------
-
 
 @engine_boundary
 def list_templates() -> list[str]:
@@ -278,8 +276,6 @@ def _localized(spec: dict[str, Any], key: str, path: Path, required: bool) -> di
         "or a map of locale to non-empty string"
     )
 
-
-# -- provisioning ------------------------------------------------------------------------------
 
 
 @engine_boundary
@@ -455,8 +451,6 @@ def _write_if_missing(txn: Locked, folder: Folder, parts: tuple[str, ...], data:
     with folder.subfolder(name or parts[0], create=name is None) as sub:
         return _write_if_missing(txn, sub, parts[1:], data)
 
-
-# -- product_info ------------------------------------------------------------------------------
 
 
 def _unavailable() -> MemoryToolError:
