@@ -142,7 +142,6 @@ def _read_template_bytes(path: Path) -> bytes:
         raise TemplateError(f"Invalid template: {exc}") from None
 
 
-
 @engine_boundary
 def list_templates() -> list[str]:
     """Names of the built-in templates."""
@@ -275,7 +274,6 @@ def _localized(spec: dict[str, Any], key: str, path: Path, required: bool) -> di
         f"Invalid template {path}: '{key}' {need}must be a non-empty string "
         "or a map of locale to non-empty string"
     )
-
 
 
 @engine_boundary
@@ -450,7 +448,6 @@ def _write_if_missing(txn: Locked, folder: Folder, parts: tuple[str, ...], data:
         return True
     with folder.subfolder(name or parts[0], create=name is None) as sub:
         return _write_if_missing(txn, sub, parts[1:], data)
-
 
 
 def _unavailable() -> MemoryToolError:
