@@ -1,16 +1,10 @@
 """The recall side of the learning loop: SOUL, USER and FACT back into the system prompt.
 
-:class:`PromptBuilder` reads an agent folder (it never writes) and assembles the context a
-model gets at the start of a session: an optional bootstrap block for a brand-new agent, then
-the ``## Memories`` section that explains the memory files and carries their contents.
-
-Folders are walked as the store walks them (opened once, without following a link; files
-opened relative to them), so a folder or file swapped for a link, or a hard link, is refused.
-Memory content sits inside ``<soul>``, ``<user>`` and ``<facts>`` blocks that it cannot close
-and in which it cannot produce the builder's own headings (see :mod:`.blocks`).
-
-Builds are cached in one bounded, thread-safe :class:`~.prompt_cache.PromptCache` per builder:
-an unchanged build costs a few ``stat`` calls, and a rewritten file is never missed.
+:class:`PromptBuilder` reads an agent folder (never writing) as the store walks it, refusing a
+file or folder swapped for a link, and assembles an optional bootstrap block, then the
+``## Memories`` section with the files inside ``<soul>``, ``<user>`` and ``<facts>`` blocks
+they cannot close (see :mod:`.blocks`). Builds are cached (:mod:`.prompt_cache`): an unchanged
+build costs a few ``stat`` calls, and a rewritten file is never missed.
 """
 
 from __future__ import annotations
@@ -41,8 +35,8 @@ from .functions import MEMORY_TOOL_NAME, Toolset
 from .jstext import js_trim
 from .paths import resolve_target
 from .prompt_cache import DEFAULT_MAX_ENTRIES, CacheInfo, Kind, Plan, PromptCache, Watch
-from .store import FACT, JOURNAL, MEMORY_DIR, SOUL, USER, AgentMemory
-from .templates import NotRegularError, open_regular
+from .store import FACT, JOURNAL, MEMORY_DIR, SOUL, TEMPLATE_RECORD, USER, AgentMemory
+from .templates import AGENT_JSON, NotRegularError, open_regular
 
 if TYPE_CHECKING:
     from .sessions import SessionStart
@@ -315,8 +309,7 @@ class PromptBuilder:
             record_path, record_key, spec_path, spec_key, definition = cached
             if _lstat_key(record_path) == record_key and _lstat_key(spec_path) == spec_key:
                 return definition
-        from .store import TEMPLATE_RECORD
-        from .templates import AGENT_JSON, template_for
+        from .templates import template_for  # looked up now: tests replace it
 
         record_path = os.path.join(agent.path, TEMPLATE_RECORD)
         record_key = _lstat_key(record_path)
@@ -325,11 +318,8 @@ class PromptBuilder:
             self._cache.pop(Kind.TEMPLATE, agent.path)
             return None
         spec_path = os.path.join(definition.folder, AGENT_JSON)
-        self._cache.put(
-            Kind.TEMPLATE,
-            agent.path,
-            (record_path, record_key, spec_path, _lstat_key(spec_path), definition),
-        )
+        entry = (record_path, record_key, spec_path, _lstat_key(spec_path), definition)
+        self._cache.put(Kind.TEMPLATE, agent.path, entry)
         return definition
 
     @engine_boundary
@@ -407,9 +397,8 @@ class PromptBuilder:
         cached = self._cache.get(Kind.LISTING, folder.path)
         if cached is not None and cached[0] == key:
             return cached
-        names = folder.names()
-        listing = (key, names)
-        self._cache.put(Kind.LISTING, folder.path, listing, chars=sum(map(len, names)))
+        listing = (key, folder.names())
+        self._cache.put(Kind.LISTING, folder.path, listing, chars=sum(map(len, listing[1])))
         return listing
 
     def _load(
