@@ -117,10 +117,6 @@ def check_tool_name(value: object, role: str = "memory") -> str:
     return value
 
 
-def _has_product_info(memory: AgentMemory) -> bool:
-    return manifest_path_for(memory) is not None
-
-
 @dataclass(frozen=True)
 class Toolset:
     """The tools one surface offers a model, under the names the model sees.
@@ -156,7 +152,7 @@ class Toolset:
         tools = [{**MEMORY_TOOL, "name": self.memory}]
         if self.profile is not None:
             tools.append({**PROFILE_TOOL, "name": self.profile})
-        if memory is not None and _has_product_info(memory):
+        if memory is not None and manifest_path_for(memory) is not None:
             tools.append(PRODUCT_INFO_TOOL)
         return tools
 
@@ -184,7 +180,7 @@ class Toolset:
             return memory.call_tool(arguments)
         if name == self.profile:
             return call_profile_tool(memory, arguments)
-        if name == PRODUCT_INFO_TOOL_NAME and _has_product_info(memory):
+        if name == PRODUCT_INFO_TOOL_NAME and manifest_path_for(memory) is not None:
             return product_info(memory, arguments)
         raise unknown_tool_error(name, self.names(memory))
 

@@ -34,7 +34,7 @@ from .bootstrap import BOOTSTRAP_TAG, SOUL_STUB_CHARS, STATE_FILE
 from .functions import MEMORY_TOOL_NAME, Toolset
 from .jstext import js_trim
 from .paths import resolve_target
-from .prompt_cache import DEFAULT_MAX_ENTRIES, CacheInfo, Kind, Plan, PromptCache, Watch
+from .prompt_cache import DEFAULT_MAX_ENTRIES, CacheInfo, Kind, Plan, PromptCache, Watch, path_key
 from .store import FACT, JOURNAL, MEMORY_DIR, SOUL, TEMPLATE_RECORD, USER, AgentMemory
 from .templates import AGENT_JSON, NotRegularError, open_regular
 
@@ -307,18 +307,18 @@ class PromptBuilder:
         cached = self._cache.get(Kind.TEMPLATE, agent.path)
         if cached is not None:
             record_path, record_key, spec_path, spec_key, definition = cached
-            if _lstat_key(record_path) == record_key and _lstat_key(spec_path) == spec_key:
+            if path_key(record_path) == record_key and path_key(spec_path) == spec_key:
                 return definition
         from .templates import template_for  # looked up now: tests replace it
 
         record_path = os.path.join(agent.path, TEMPLATE_RECORD)
-        record_key = _lstat_key(record_path)
+        record_key = path_key(record_path)
         definition = None if record_key is None else template_for(agent)
         if definition is None:  # never provisioned, or gone or invalid: look again next time
             self._cache.pop(Kind.TEMPLATE, agent.path)
             return None
         spec_path = os.path.join(definition.folder, AGENT_JSON)
-        entry = (record_path, record_key, spec_path, _lstat_key(spec_path), definition)
+        entry = (record_path, record_key, spec_path, path_key(spec_path), definition)
         self._cache.put(Kind.TEMPLATE, agent.path, entry)
         return definition
 
@@ -718,13 +718,6 @@ def _open_file(folder: Folder, name: str, shared_ok: bool) -> int:
         raise UnsafePathError(
             f"Refusing to read {folder.display(name)}: it is {exc.what}, not a regular file"
         ) from None
-
-
-def _lstat_key(path: str) -> tuple[int, int, int, int] | None:
-    try:
-        return file_key(os.lstat(path))
-    except OSError:
-        return None
 
 
 def _agent_folder(agent: AgentMemory | str | os.PathLike[str]) -> Path:

@@ -54,9 +54,9 @@ class Watch:
 
     def arm(self) -> bool:
         """Take every key now (opening the handles when holding); False when one is missing."""
-        keys = [_path_key_or_none(path) for path in self.plan.paths]
+        keys = [path_key(path) for path in self.plan.paths]
         if not self.hold:
-            keys += [_path_key_or_none(path) for path in self.plan.handles]
+            keys += [path_key(path) for path in self.plan.handles]
         else:
             for path in self.plan.handles:
                 try:
@@ -238,7 +238,8 @@ def _path_key(st: os.stat_result) -> tuple[int, int, int]:
     return (st.st_ctime_ns, st.st_size, st.st_ino)
 
 
-def _path_key_or_none(path: str) -> tuple[int, int, int] | None:
+def path_key(path: str) -> tuple[int, int, int] | None:
+    """The change key of ``path`` itself (a link is not followed), or None when it is missing."""
     try:
         return _path_key(os.lstat(path))
     except OSError:
