@@ -17,30 +17,26 @@ from .arguments import DEFAULT_LIMIT, coerce_time, normalize_limit
 if TYPE_CHECKING:
     from .store import AgentMemory
 
-ACTIONS = ("update", "append", "search")
-
-MEMORY_TOOL_DESCRIPTION = (
-    "Long-term memory that survives across sessions.\n"
-    "- update: rewrite memory/FACT.md as a whole with `content` (durable knowledge: stable "
-    "facts about the user, the project and how to work together). Send the complete new "
-    "file, keeping what is still true.\n"
-    "- append: add a timestamped entry to memory/JOURNAL.jsonl with `text` and optional "
-    "`tags` (one-off events, decisions, session notes).\n"
-    "- search: find journal entries, newest first, by `query` (case-insensitive substring), "
-    "`tag`, `limit` (default 20) and an optional `since`/`until` time window (ISO-8601).\n"
-    "Before writing to FACT.md, ask: will this still matter in 6 months? "
-    "If not, use append instead."
-)
-
 MEMORY_TOOL: dict[str, Any] = {
     "name": "memory",
-    "description": MEMORY_TOOL_DESCRIPTION,
+    "description": (
+        "Long-term memory that survives across sessions.\n"
+        "- update: rewrite memory/FACT.md as a whole with `content` (durable knowledge: stable "
+        "facts about the user, the project and how to work together). Send the complete new "
+        "file, keeping what is still true.\n"
+        "- append: add a timestamped entry to memory/JOURNAL.jsonl with `text` and optional "
+        "`tags` (one-off events, decisions, session notes).\n"
+        "- search: find journal entries, newest first, by `query` (case-insensitive substring), "
+        "`tag`, `limit` (default 20) and an optional `since`/`until` time window (ISO-8601).\n"
+        "Before writing to FACT.md, ask: will this still matter in 6 months? "
+        "If not, use append instead."
+    ),
     "input_schema": {
         "type": "object",
         "properties": {
             "action": {
                 "type": "string",
-                "enum": list(ACTIONS),
+                "enum": ["update", "append", "search"],
                 "description": "update FACT.md, append to the journal, or search the journal.",
             },
             "content": {
