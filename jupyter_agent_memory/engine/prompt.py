@@ -253,8 +253,8 @@ class PromptBuilder:
                 # arms this plan before it trusts anything.
                 armed.close()
                 armed = Watch(needed, hold=self.hold_files)
-            # Replaces (and closes) the watch this build started from. A newer one another
-            # thread installed meanwhile is replaced by an older one, which fails its next check.
+            # Replaces (and closes) the watch this build started from; if that one is newer (from
+            # another thread), this one took its keys first, so it fails its next check.
             self._cache.put(Kind.WATCH, watch_key, armed)
         for message in prompt.warnings if warn else ():
             warnings.warn(message, PromptWarning, stacklevel=2)

@@ -115,11 +115,14 @@ def open_regular(path: str | os.PathLike[str], dir_fd: int | None = None) -> int
         if exc.errno in (errno.ELOOP, errno.EMLINK):
             raise NotRegularError(path, "a symbolic link") from None
         raise
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularError(path, describe(st))
+        os.set_blocking(fd, True)
+    except BaseException:
         os.close(fd)
-        raise NotRegularError(path, describe(st))
-    os.set_blocking(fd, True)
+        raise
     return fd
 
 
