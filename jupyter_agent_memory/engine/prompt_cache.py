@@ -130,9 +130,7 @@ class PromptCache:
     replaced :class:`Watch` is closed."""
 
     def __init__(
-        self,
-        max_entries: int = DEFAULT_MAX_ENTRIES,
-        max_chars: int = DEFAULT_MAX_CHARS,
+        self, max_entries: int = DEFAULT_MAX_ENTRIES, max_chars: int = DEFAULT_MAX_CHARS,
         max_descriptors: int = DEFAULT_MAX_DESCRIPTORS,
     ) -> None:
         for name, value in (
@@ -146,8 +144,7 @@ class PromptCache:
         self.max_chars = max_chars
         self.max_descriptors = max_descriptors
         self._entries: OrderedDict[tuple[Kind, Any], _Entry] = OrderedDict()
-        self._chars = 0
-        self._descriptors = 0
+        self._chars = self._descriptors = 0
         self._lock = threading.Lock()
 
     def get(self, kind: Kind, key: Any) -> Any:

@@ -323,13 +323,12 @@ def _stopped(definition: TemplateDefinition, written: list[str], exc: OSError) -
     """The I/O error that stopped a provisioning, saying exactly what it had written."""
     if not written:
         return exc  # nothing was written: the error as it is
-    done = ", ".join(written)
     return MemoryIOError(
         OSError(
             exc.errno,
             f"Provisioning from the template {definition.template_id!r} stopped after it "
-            f"wrote {done}: {exc.strerror or exc}. Nothing else was changed; provisioning "
-            "again finishes the job (it never overwrites what is there)",
+            f"wrote {', '.join(written)}: {exc.strerror or exc}. Nothing else was changed; "
+            "provisioning again finishes the job (it never overwrites what is there)",
             exc.filename,
         )
     )
