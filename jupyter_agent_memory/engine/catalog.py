@@ -1,11 +1,8 @@
 """What the package offers its users, as declared data: magics, commands and REST routes.
 
-The product manifest (:mod:`.manifest`) and the REST server (``server.ROUTES``) read these
-tables, so nothing has to parse a surface's source or import IPython, argparse parsers or
-tornado to list them. Each table is checked against the real thing by a test: the magics
-against ``AgentMemoryMagics`` loaded in an IPython shell, the commands against the CLI's
-argument parser, the routes against the handlers the server registers. A magic, command or
-route added without its line here fails those tests.
+The product manifest (:mod:`.manifest`) and the REST server read these tables, so nothing has
+to import IPython, argparse parsers or tornado to list them. Tests check each table against
+the real magics, argument parser and server handlers.
 """
 
 from __future__ import annotations
@@ -16,8 +13,7 @@ __all__ = ["API_PREFIX", "COMMANDS", "MAGICS", "PROG", "ROUTES", "Command", "Mag
 
 
 class Magic(NamedTuple):
-    """An IPython magic: its name (without ``%``), kind and the first paragraph of its
-    docstring, on one line."""
+    """An IPython magic: name (without ``%``), kind, its docstring's first paragraph."""
 
     name: str
     kind: Literal["line", "cell", "line/cell"]
@@ -49,24 +45,15 @@ class Route(NamedTuple):
 MAGICS: tuple[Magic, ...] = (
     Magic("agent_memory", "line", "Select or create the active agent, or show the memory panel."),
     Magic("fact", "line", "Show FACT.md, the agent's durable knowledge, rendered from Markdown."),
-    Magic(
-        "forget",
-        "line",
-        "Remove a text (or every match of a pattern, or every stored credential) from the "
-        "agent's memory everywhere, and verify that no copy is left.",
-    ),
-    Magic(
-        "fact_update",
-        "cell",
-        "Replace FACT.md with the cell body, exactly as the memory tool's update does.",
-    ),
+    Magic("forget", "line",
+          "Remove a text (or every match of a pattern, or every stored credential) from the "
+          "agent's memory everywhere, and verify that no copy is left."),
+    Magic("fact_update", "cell",
+          "Replace FACT.md with the cell body, exactly as the memory tool's update does."),
     Magic("journal", "line", "List, add and search journal entries (the append-only event log)."),
-    Magic(
-        "memprompt",
-        "line",
-        "Show the exact system prompt the agent gets, with section sizes and budget warnings; "
-        "or look back at the prompts recorded sessions really started with.",
-    ),
+    Magic("memprompt", "line",
+          "Show the exact system prompt the agent gets, with section sizes and budget warnings; "
+          "or look back at the prompts recorded sessions really started with."),
 )
 
 #: The command line's program name.
@@ -83,10 +70,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("agents", "list the agents under the root"),
     Command("demo", "show the learning loop on the guide template, in its own 'demo' agent"),
     Command("sessions", "list recorded session starts; show, diff or trace their exact prompts"),
-    Command(
-        "forget",
-        "remove a text from facts, journal, history, session prompts and caches; verify",
-    ),
+    Command("forget",
+            "remove a text from facts, journal, history, session prompts and caches; verify"),
     Command("lint", "report credentials already stored, with the forget command that removes them"),
 )
 
@@ -95,75 +80,35 @@ API_PREFIX = "/agent-memory/api"
 
 #: Every route of the REST API, in registration order.
 ROUTES: list[Route] = [
-    Route(
-        ("GET", "POST"),
-        f"{API_PREFIX}/agents",
-        "List agents and templates; create an agent, optionally provisioned from a template.",
-    ),
-    Route(
-        ("GET", "PUT"),
-        f"{API_PREFIX}/agents/{{id}}/facts",
-        "Read FACT.md with its sha256; replace it with compare-and-swap (409 on conflict).",
-    ),
-    Route(
-        ("GET", "POST"),
-        f"{API_PREFIX}/agents/{{id}}/journal",
-        "Search the journal (query, tag, limit, since, until), newest first; append an entry.",
-    ),
-    Route(
-        ("GET",),
-        f"{API_PREFIX}/agents/{{id}}/prompt",
-        "Build the system prompt the agent would get, with per-section sizes.",
-    ),
-    Route(
-        ("GET",),
-        f"{API_PREFIX}/agents/{{id}}/history",
-        "List previous FACT.md versions, newest first.",
-    ),
-    Route(
-        ("GET",),
-        f"{API_PREFIX}/agents/{{id}}/history/{{sha}}",
-        "Read one previous FACT.md version by sha256 or unique prefix.",
-    ),
-    Route(
-        ("GET",),
-        f"{API_PREFIX}/agents/{{id}}/sessions",
-        "List the receipts of recorded session starts, newest first.",
-    ),
-    Route(
-        ("GET",),
-        f"{API_PREFIX}/agents/{{id}}/sessions/{{sid}}",
-        "Read one recorded session: its receipt and the exact prompt it started with.",
-    ),
-    Route(
-        ("GET",),
-        f"{API_PREFIX}/agents/{{id}}/sessions/{{sid}}/diff/{{other}}",
-        "Unified diff from one recorded session's prompt to another's.",
-    ),
-    Route(
-        ("GET",),
-        f"{API_PREFIX}/agents/{{id}}/sessions/{{sid}}/why",
-        "Trace each line of a recorded prompt holding ?text= to its file, version and line.",
-    ),
-    Route(
-        ("POST",),
-        f"{API_PREFIX}/agents/{{id}}/forget",
-        "Forget a text, pattern or every credential everywhere, verify, return the receipt.",
-    ),
-    Route(
-        ("GET", "PUT"),
-        f"{API_PREFIX}/agents/{{id}}/soul",
-        "Read SOUL.md with its sha256; replace it with compare-and-swap (409 on conflict).",
-    ),
-    Route(
-        ("GET", "PUT"),
-        f"{API_PREFIX}/agents/{{id}}/user",
-        "Read USER.md with its sha256; replace it with compare-and-swap (409 on conflict).",
-    ),
-    Route(
-        ("POST",),
-        f"{API_PREFIX}/handover",
-        "Ask a running kernel where its notebook's agent is; a folder outside both roots "
-        "becomes reachable by a handle.",
-    ),
+    Route(methods, API_PREFIX + path, summary)
+    for methods, path, summary in (
+        (("GET", "POST"), "/agents",
+         "List agents and templates; create an agent, optionally provisioned from a template."),
+        (("GET", "PUT"), "/agents/{id}/facts",
+         "Read FACT.md with its sha256; replace it with compare-and-swap (409 on conflict)."),
+        (("GET", "POST"), "/agents/{id}/journal",
+         "Search the journal (query, tag, limit, since, until), newest first; append an entry."),
+        (("GET",), "/agents/{id}/prompt",
+         "Build the system prompt the agent would get, with per-section sizes."),
+        (("GET",), "/agents/{id}/history", "List previous FACT.md versions, newest first."),
+        (("GET",), "/agents/{id}/history/{sha}",
+         "Read one previous FACT.md version by sha256 or unique prefix."),
+        (("GET",), "/agents/{id}/sessions",
+         "List the receipts of recorded session starts, newest first."),
+        (("GET",), "/agents/{id}/sessions/{sid}",
+         "Read one recorded session: its receipt and the exact prompt it started with."),
+        (("GET",), "/agents/{id}/sessions/{sid}/diff/{other}",
+         "Unified diff from one recorded session's prompt to another's."),
+        (("GET",), "/agents/{id}/sessions/{sid}/why",
+         "Trace each line of a recorded prompt holding ?text= to its file, version and line."),
+        (("POST",), "/agents/{id}/forget",
+         "Forget a text, pattern or every credential everywhere, verify, return the receipt."),
+        (("GET", "PUT"), "/agents/{id}/soul",
+         "Read SOUL.md with its sha256; replace it with compare-and-swap (409 on conflict)."),
+        (("GET", "PUT"), "/agents/{id}/user",
+         "Read USER.md with its sha256; replace it with compare-and-swap (409 on conflict)."),
+        (("POST",), "/handover",
+         "Ask a running kernel where its notebook's agent is; a folder outside both roots "
+         "becomes reachable by a handle."),
+    )
 ]

@@ -1,31 +1,12 @@
 """The tools a surface offers a model, and the one way their calls reach the engine.
 
-A :class:`Toolset` names what one surface offers: the ``memory`` tool (always), ``profile``
-(SOUL.md and USER.md, opt-in), ``product_info`` (when the agent's template ships a product
-manifest), and whether the model can also edit files with tools of its host. The prompt
-builder describes exactly that set (``PromptBuilder(tools=toolset)``), and the same object
-gives the specs to send and routes the calls back, so the prompt never names a tool the
-model does not have::
-
-    from jupyter_agent_memory import AgentMemory, PromptBuilder, Toolset
-
-    mem = AgentMemory.open("./demo-agent")
-    tools = Toolset(profile="profile")          # function calling, with the SOUL/USER tool
-    system = PromptBuilder(tools=tools).build(mem).text
-    response = client.chat.completions.create(model=..., messages=..., tools=tools.openai(mem))
-    for call in response.choices[0].message.tool_calls or []:
-        text = tools.dispatch(mem, call.function.name, call.function.arguments)
-        messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
-
-``dispatch`` never raises for a bad call: an unknown tool (the text lists the offered names),
-arguments that are not JSON or not a JSON object, and every engine error come back as text of
-the form ``Error: MCP error <code>: <message>`` -- what the MCP server returns for the same
-call -- so a tool loop can hand it to the model and carry on. The module-level
-``openai_tools``, ``anthropic_tools`` and ``dispatch`` use the default ``Toolset()``, which is
-what ``PromptBuilder()`` describes.
-
-This module is light on purpose (standard library only): the MCP server and the evaluation
-harness import it for the shared error formatting.
+A :class:`Toolset` names what one surface offers: ``memory`` (always), ``profile`` (opt-in),
+``product_info`` (when the agent's template ships a product manifest), and whether the model
+can edit files with its host's tools. The prompt builder describes exactly that set, and the
+same object gives the specs and routes the calls back (README.md shows a tool loop), so the
+prompt never names a tool the model does not have. ``dispatch`` never raises: any failure
+comes back as ``Error: MCP error <code>: <message>``, what the MCP server returns for the
+same call. The module-level helpers use the default ``Toolset()``.
 """
 
 from __future__ import annotations
@@ -39,28 +20,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, MemoryToolError
-from .templates import PRODUCT_INFO_TOOL
-from .tool import MEMORY_TOOL, PROFILE_TOOL
+from .templates import PRODUCT_INFO_TOOL, manifest_path_for, product_info
+from .tool import MEMORY_TOOL, PROFILE_TOOL, call_profile_tool
 
 if TYPE_CHECKING:
     from .store import AgentMemory
 
 __all__ = [
-    "MEMORY_TOOL_NAME",
-    "PRODUCT_INFO_TOOL",
-    "PRODUCT_INFO_TOOL_NAME",
-    "PROFILE_TOOL_NAME",
-    "Toolset",
-    "anthropic_tools",
-    "available_tools",
-    "call",
-    "dispatch",
-    "error_text",
-    "openai_tools",
-    "run_tool",
-    "to_anthropic",
-    "to_openai",
-    "unknown_tool_error",
+    "MEMORY_TOOL_NAME", "PRODUCT_INFO_TOOL", "PRODUCT_INFO_TOOL_NAME", "PROFILE_TOOL_NAME",
+    "Toolset", "anthropic_tools", "available_tools", "call", "dispatch", "error_text",
+    "openai_tools", "run_tool", "to_anthropic", "to_openai", "unknown_tool_error",
 ]
 
 log = logging.getLogger(__name__)
@@ -71,13 +40,8 @@ PRODUCT_INFO_TOOL_NAME = PRODUCT_INFO_TOOL["name"]
 
 
 def error_text(error: BaseException) -> str:
-    """Format an error the way every tool surface reports it to a model.
-
-    A ``MemoryToolError`` keeps its own code and message; any other exception is an internal
-    error (``-32603``) carrying its message (or its class name when the message is empty).
-    The result is ``Error: MCP error <code>: <message>``, the text the MCP server puts in an
-    ``isError`` result, so a model sees the same words whichever way it reached the engine.
-    """
+    """``Error: MCP error <code>: <message>``, as every tool surface reports an error to a model
+    (any exception but a ``MemoryToolError`` is an internal error, -32603)."""
     if isinstance(error, MemoryToolError):
         code, message = error.code, error.message
     else:
@@ -86,19 +50,14 @@ def error_text(error: BaseException) -> str:
 
 
 def to_openai(tool: dict[str, Any], *, strict: bool = False) -> dict[str, Any]:
-    """Reshape a neutral tool spec (``name``, ``description``, ``input_schema``) for OpenAI.
-
-    Returns ``{"type": "function", "function": {"name", "description", "parameters"}}``, the
-    shape the Chat Completions API (and every OpenAI-compatible server) takes in ``tools``.
-    With ``strict``, the schema follows OpenAI's strict rules (see :func:`strict_schema`) and
-    ``"strict": true`` is set. The schema is copied so callers may modify the result freely.
-    """
+    """Reshape a neutral tool spec (``name``, ``description``, ``input_schema``) for OpenAI's
+    Chat Completions (``{"type": "function", "function": {...}}``, the schema copied); with
+    ``strict``, under OpenAI's strict rules (:func:`strict_schema`) and ``"strict": true``."""
+    schema = tool["input_schema"]
     function: dict[str, Any] = {
         "name": tool["name"],
         "description": tool["description"],
-        "parameters": strict_schema(tool["input_schema"]) if strict else copy.deepcopy(
-            tool["input_schema"]
-        ),
+        "parameters": strict_schema(schema) if strict else copy.deepcopy(schema),
     }
     if strict:
         function["strict"] = True
@@ -106,26 +65,13 @@ def to_openai(tool: dict[str, Any], *, strict: bool = False) -> dict[str, Any]:
 
 
 def to_responses(tool: dict[str, Any], *, strict: bool = False) -> dict[str, Any]:
-    """Reshape a neutral tool spec for OpenAI's Responses API (a flat function tool).
-
-    Returns ``{"type": "function", "name", "description", "parameters", "strict"}``.
-    """
-    return {
-        "type": "function",
-        "name": tool["name"],
-        "description": tool["description"],
-        "parameters": strict_schema(tool["input_schema"]) if strict else copy.deepcopy(
-            tool["input_schema"]
-        ),
-        "strict": strict,
-    }
+    """Reshape a neutral tool spec for OpenAI's Responses API (a flat function tool):
+    ``{"type": "function", "name", "description", "parameters", "strict"}``."""
+    return {"type": "function", **to_openai(tool, strict=strict)["function"], "strict": strict}
 
 
 def to_anthropic(tool: dict[str, Any]) -> dict[str, Any]:
-    """Reshape a neutral tool spec for Anthropic's Messages API.
-
-    Returns ``{"name", "description", "input_schema"}`` with the schema deep-copied.
-    """
+    """Reshape a neutral tool spec for Anthropic's Messages API (the schema deep-copied)."""
     return {
         "name": tool["name"],
         "description": tool["description"],
@@ -135,11 +81,8 @@ def to_anthropic(tool: dict[str, Any]) -> dict[str, Any]:
 
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """``schema`` under OpenAI's strict rules: every property required, optional ones
-    nullable, ``additionalProperties: false``, no keywords strict mode does not take.
-
-    A model using the strict spec sends ``null`` for what it leaves out; the toolset's
-    dispatcher treats a ``null`` argument as absent, so the engine sees the same call.
-    """
+    nullable, ``additionalProperties: false``, no keywords strict mode does not take (a
+    strict toolset treats a ``null`` argument as absent, so the engine sees the same call)."""
     required = set(schema.get("required", ()))
     properties = {}
     for name, spec in schema["properties"].items():
@@ -157,9 +100,8 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-#: A tool name as function-calling APIs and MCP clients spell them (``memory``,
-#: ``mcp__agent-memory__memory``, ``agent-memory.memory``): it is placed in the prompt builder's
-#: own text, outside every guarded block, so it must be one name and nothing more.
+#: A tool name as APIs and MCP clients spell them (``mcp__agent-memory__memory``): it is placed
+#: in the prompt builder's own text, outside every guarded block, so it is one name and no more.
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/-]{0,127}")
 
 
@@ -175,26 +117,14 @@ def check_tool_name(value: object, role: str = "memory") -> str:
     return value
 
 
-def _has_product_info(memory: AgentMemory) -> bool:
-    from .templates import manifest_path_for
-
-    return manifest_path_for(memory) is not None
-
-
 @dataclass(frozen=True)
 class Toolset:
     """The tools one surface offers a model, under the names the model sees.
 
-    - ``memory``: the ``memory`` tool's name (``memory`` for function calling; an MCP host
-      such as Claude Code shows it as ``mcp__agent-memory__memory``).
-    - ``profile``: the ``profile`` tool's name when the surface offers it (None: not offered).
-      Offer it where the model has no file tools, so it can write SOUL.md and USER.md.
-    - ``file_edits``: the model can edit SOUL.md and USER.md itself, with its host's file
-      tools (an MCP host with file access, Cherry Studio's agents).
-    - ``strict``: the specs follow OpenAI's strict rules and ``null`` arguments mean absent.
-
-    ``product_info`` is offered, under its own name, whenever the agent came from a template
-    with a product manifest (checked on every call, so provisioning later is seen).
+    ``memory`` and ``profile`` (None: not offered; offer it where the model has no file tools)
+    are the tools' names; ``file_edits``: the model can edit SOUL.md and USER.md with its
+    host's tools; ``strict``: OpenAI's strict specs, ``null`` arguments meaning absent.
+    ``product_info`` is offered whenever the agent's template has a product manifest.
     """
 
     memory: str = MEMORY_TOOL_NAME
@@ -222,7 +152,7 @@ class Toolset:
         tools = [{**MEMORY_TOOL, "name": self.memory}]
         if self.profile is not None:
             tools.append({**PROFILE_TOOL, "name": self.profile})
-        if memory is not None and _has_product_info(memory):
+        if memory is not None and manifest_path_for(memory) is not None:
             tools.append(PRODUCT_INFO_TOOL)
         return tools
 
@@ -249,22 +179,14 @@ class Toolset:
         if name == self.memory:
             return memory.call_tool(arguments)
         if name == self.profile:
-            from .tool import call_profile_tool
-
             return call_profile_tool(memory, arguments)
-        if name == PRODUCT_INFO_TOOL_NAME and _has_product_info(memory):
-            from .templates import product_info
-
+        if name == PRODUCT_INFO_TOOL_NAME and manifest_path_for(memory) is not None:
             return product_info(memory, arguments)
         raise unknown_tool_error(name, self.names(memory))
 
     def run(self, memory: AgentMemory, name: str, arguments: Any) -> tuple[str, bool]:
-        """Run one call and return ``(text, is_error)``; never raises.
-
-        The one place where a tool call becomes the text a model sees: the engine's result
-        as is, or ``error_text(error)`` for any failure (unknown tool, arguments that are not
-        a JSON object or a JSON text of one, engine errors, unexpected exceptions).
-        """
+        """Run one call and return ``(text, is_error)``; never raises: any failure becomes
+        ``error_text(error)``."""
         try:
             return self.call(memory, name, _parse_arguments(arguments)), False
         except MemoryToolError as exc:  # the engine's one error family, I/O failures included
@@ -274,11 +196,8 @@ class Toolset:
             return error_text(exc), True
 
     def dispatch(self, memory: AgentMemory, name: str, arguments: Any) -> str:
-        """Run a model's tool call and return the text to send back to it. Never raises.
-
-        ``arguments`` is a dict or the JSON string most APIs deliver; ``None`` or an empty
-        string mean no arguments.
-        """
+        """Run a model's tool call and return the text to send back to it; never raises.
+        ``arguments`` is a dict or a JSON string; ``None`` or an empty string mean none."""
         return self.run(memory, name, arguments)[0]
 
 
@@ -303,8 +222,7 @@ def anthropic_tools(memory: AgentMemory | None = None) -> list[dict[str, Any]]:
 
 def _parse_arguments(arguments: Any) -> dict[str, Any]:
     """Turn a model's arguments into a dict, or raise ``MemoryToolError`` (-32602) saying why."""
-    if arguments is None:
-        # Some APIs send no arguments at all for a call without parameters.
+    if arguments is None:  # some APIs send none for a call without parameters
         return {}
     if isinstance(arguments, (str, bytes, bytearray)):
         text = arguments.decode("utf-8", "replace") if not isinstance(arguments, str) else arguments
@@ -315,11 +233,9 @@ def _parse_arguments(arguments: Any) -> dict[str, Any]:
         except json.JSONDecodeError as exc:
             # json's "Invalid control character at" names the place only in str(exc).
             reason = exc.msg.removesuffix(" at")
-            hint = (
-                "; a raw newline or tab inside a string must be escaped (\\n, \\t)"
-                if "control character" in reason
-                else ""
-            )
+            hint = ""
+            if "control character" in reason:
+                hint = "; a raw newline or tab inside a string must be escaped (\\n, \\t)"
             raise MemoryToolError(
                 f"Tool arguments are not valid JSON: {reason} at line {exc.lineno} "
                 f"column {exc.colno}{hint}",
@@ -364,8 +280,5 @@ def run_tool(memory: AgentMemory, name: str, arguments: Any) -> tuple[str, bool]
 
 
 def dispatch(memory: AgentMemory, name: str, arguments: dict[str, Any] | str | None) -> str:
-    """Run a model's call of the default toolset and return the text for the model.
-
-    Never raises: see :meth:`Toolset.dispatch`.
-    """
+    """Run a model's call of the default toolset and return the text for it; never raises."""
     return FUNCTION_CALLING.dispatch(memory, name, arguments)

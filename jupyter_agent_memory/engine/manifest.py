@@ -1,9 +1,8 @@
 """The product manifest of the built-in ``guide`` template, computed from this package.
 
 It is generated on every call from the installed version and the declared tables of
-:mod:`.manifest_catalog` (magics, CLI commands, REST routes), which tests check against the real
-magics, argument parser and server handlers, so it cannot drift from what the user actually
-has. Nothing here imports IPython, argparse parsers, tornado or mcp.
+:mod:`.catalog` (magics, CLI commands, REST routes), which tests check against the real
+magics, argument parser and server handlers, so it cannot drift from what the user has.
 """
 
 from __future__ import annotations
@@ -12,8 +11,7 @@ from typing import Any
 
 from .catalog import COMMANDS, MAGICS, PROG, ROUTES
 
-#: The product manifest format (``schemaVersion`` 1, versioned by ``package.version``, as
-#: Cherry Studio's), which ``product_info`` requires of every manifest.
+#: The product manifest format (as Cherry Studio's), which ``product_info`` requires.
 SCHEMA_VERSION = 1
 
 
@@ -21,16 +19,21 @@ def package_manifest() -> dict[str, Any]:
     """The installed jupyter-agent-memory as a product manifest.
 
     ``{"schemaVersion": 1, "package": {"name", "version", ...}, "files", "tools", "magics",
-    "cli", "rest"}``: ``package.version`` is the installed version, so ``product_info``'s
-    ``manifestVersion`` can be compared with its ``runtimeVersion``.
+    "cli", "rest"}``; ``package.version`` is the installed version.
     """
+    from importlib.metadata import PackageNotFoundError, version
+
     from ..__about__ import __version__
 
+    try:
+        installed = version("jupyter-agent-memory") or __version__
+    except PackageNotFoundError:
+        installed = __version__
     return {
         "schemaVersion": SCHEMA_VERSION,
         "package": {
             "name": "jupyter-agent-memory",
-            "version": _installed_version() or __version__,
+            "version": installed,
             "import": "jupyter_agent_memory",
             "extras": {
                 "mcp": 'MCP server (pip install "jupyter-agent-memory[mcp]")',
@@ -49,39 +52,13 @@ def package_manifest() -> dict[str, Any]:
             "memory": "actions update, append, search",
             "product_info": "this manifest, read fresh on every call",
         },
-        "magics": magics(),
-        "cli": cli_commands(),
-        "rest": rest_routes(),
+        "magics": [
+            {"name": magic.spelled, "kind": magic.kind, "summary": magic.summary}
+            for magic in sorted(MAGICS, key=lambda m: m.name)
+        ],
+        "cli": [{"command": f"{PROG} {cmd.name}", "summary": cmd.summary} for cmd in COMMANDS],
+        "rest": [
+            {"methods": "/".join(route.methods), "path": route.path, "summary": route.summary}
+            for route in ROUTES
+        ],
     }
-
-
-def _installed_version() -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("jupyter-agent-memory")
-    except PackageNotFoundError:
-        return None
-
-
-def magics() -> list[dict[str, str]]:
-    """Every magic of the package: name as typed, kind and the docstring's first paragraph."""
-    return [
-        {"name": magic.spelled, "kind": magic.kind, "summary": magic.summary}
-        for magic in sorted(MAGICS, key=lambda m: m.name)
-    ]
-
-
-def cli_commands() -> list[dict[str, str]]:
-    """Sub-commands of ``jupyter-agent-memory`` with their help text, in ``--help`` order."""
-    return [
-        {"command": f"{PROG} {command.name}", "summary": command.summary} for command in COMMANDS
-    ]
-
-
-def rest_routes() -> list[dict[str, str]]:
-    """The REST API routes served by the jupyter_server extension, in registration order."""
-    return [
-        {"methods": "/".join(route.methods), "path": route.path, "summary": route.summary}
-        for route in ROUTES
-    ]

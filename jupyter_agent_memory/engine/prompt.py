@@ -1,28 +1,15 @@
 """The recall side of the learning loop: SOUL, USER and FACT back into the system prompt.
 
-:class:`PromptBuilder` reads an agent folder (it never writes) and assembles the context a
-model gets at the start of a session: an optional bootstrap block for a brand-new agent, then
-the ``## Memories`` section that explains the memory files and carries their contents.
-
-Folders are walked the way the store walks them: the agent folder is opened once, without
-following a link, and ``memory/`` and every file are opened relative to it, so a folder or
-file swapped for a link (or a hard link) while a build runs is refused, never followed.
-
-Memory content sits inside ``<soul>``, ``<user>`` and ``<facts>`` blocks that it cannot close
-and in which it cannot produce the builder's own headings (see :mod:`.blocks`); content that
-does neither is placed byte for byte.
-
-Builds are cached: file contents are keyed by ``(mtime_ns, ctime_ns, size, inode)`` and the
-assembled prompt by the keys of everything it used, so an unchanged build costs a few
-``stat`` calls and a rewritten file is never missed, even when its size stays the same. All of
-it lives in one bounded, thread-safe :class:`~.prompt_cache.PromptCache` per
-builder.
+:class:`PromptBuilder` reads an agent folder (never writing) as the store walks it, refusing a
+file or folder swapped for a link, and assembles an optional bootstrap block, then the
+``## Memories`` section with the files inside ``<soul>``, ``<user>`` and ``<facts>`` blocks
+they cannot close (see :mod:`.blocks`). Builds are cached (:mod:`.prompt_cache`): an unchanged
+build costs a few ``stat`` calls, and a rewritten file is never missed.
 """
 
 from __future__ import annotations
 
 import enum
-import errno
 import hashlib
 import os
 import stat
@@ -47,35 +34,29 @@ from .bootstrap import BOOTSTRAP_TAG, SOUL_STUB_CHARS, STATE_FILE
 from .functions import MEMORY_TOOL_NAME, Toolset
 from .jstext import js_trim
 from .paths import resolve_target
-from .prompt_cache import DEFAULT_MAX_ENTRIES, CacheInfo, Kind, Plan, PromptCache, Watch
-from .store import FACT, JOURNAL, MEMORY_DIR, SOUL, USER, AgentMemory
+from .prompt_cache import DEFAULT_MAX_ENTRIES, CacheInfo, Kind, Plan, PromptCache, Watch, path_key
+from .store import FACT, JOURNAL, MEMORY_DIR, SOUL, TEMPLATE_RECORD, USER, AgentMemory
+from .templates import AGENT_JSON, NotRegularError, open_regular
 
 if TYPE_CHECKING:
     from .sessions import SessionStart
 
 __all__ = [
-    "BOOTSTRAP_TAG",
-    "DEFAULT_TOOL_NAME",
-    "SOUL_STUB_CHARS",
-    "Prompt",
-    "PromptWarning",
-    "PromptBuilder",
-    "Section",
-    "approx_tokens",
+    "BOOTSTRAP_TAG", "DEFAULT_TOOL_NAME", "SOUL_STUB_CHARS", "Prompt", "PromptWarning",
+    "PromptBuilder", "Section", "approx_tokens",
 ]
 
-#: The ``memory`` tool's name in the default toolset (function calling): what ``PromptBuilder()``
-#: names and what ``openai_tools()`` offers. MCP hosts show it under their own prefix.
+#: The ``memory`` tool's name in the default toolset (function calling); MCP hosts prefix it.
 DEFAULT_TOOL_NAME = MEMORY_TOOL_NAME
 #: The workspace file whose text becomes :attr:`Prompt.base`.
 SYSTEM_FILE = "system.md"
 # How many times a session start builds its prompt again when a source changed under it.
 _START_ATTEMPTS = 5
 
+
 class PromptWarning(UserWarning):
-    """A prompt was built, but not as it should be: the memory is over the token budget, or
-    a memory file exists and could not be read (it is left out). The text is in
-    :attr:`Prompt.warnings` too; nothing is ever cut."""
+    """A prompt was built, but over the token budget or without a memory file that exists and
+    could not be read. The text is in :attr:`Prompt.warnings` too; nothing is ever cut."""
 
 
 def approx_tokens(text: str) -> int:
@@ -85,12 +66,8 @@ def approx_tokens(text: str) -> int:
 
 @dataclass(frozen=True)
 class Section:
-    """One part of a built prompt, for display, budgets and session receipts.
-
-    ``text`` is the section exactly as it stands in the prompt (sections are joined by a
-    blank line, in order). For a section loaded from a file, ``content`` is that file's text
-    as read for this build and ``sha256`` the hash of its UTF-8 bytes: the file's version.
-    """
+    """One part of a built prompt: ``text`` as it stands in the prompt (sections are joined by
+    a blank line) and, for a section loaded from a file, ``content``, the file's text as read."""
 
     name: str
     source: Path | None
@@ -107,23 +84,16 @@ class Section:
         return hashlib.sha256(self.content.encode("utf-8", "surrogatepass")).hexdigest()
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"name", "source", "chars", "tokens"}`` with the source as a string (None: builder
+        """``{"name", "source", "chars", "tokens"}``, the source as a string (None: builder
         text): how every surface that sends sizes as JSON describes a section."""
-        return {
-            "name": self.name,
-            "source": None if self.source is None else str(self.source),
-            "chars": self.chars,
-            "tokens": self.tokens,
-        }
+        source = None if self.source is None else str(self.source)
+        return {"name": self.name, "source": source, "chars": self.chars, "tokens": self.tokens}
 
 
 @dataclass(frozen=True)
 class Prompt:
-    """A built system prompt.
-
-    ``base`` is the workspace's ``system.md`` (None: the client keeps its own base prompt),
-    ``context`` the memory part, ``text`` both joined by a blank line.
-    """
+    """A built system prompt: ``base`` is the workspace's ``system.md`` (None: the client keeps
+    its own), ``context`` the memory part, ``text`` both joined by a blank line."""
 
     base: str | None
     context: str
@@ -173,12 +143,9 @@ class FileState(enum.Enum):
 
 @dataclass(frozen=True)
 class _Loaded:
-    """A file as read for a build: its path, state, stat key and trimmed text (None: omitted).
-
-    ``held`` marks a file the cache watches (through an open handle, when holding);
-    ``listing`` is the key of the folder listing it was found in, when that matters to the
-    prompt; ``error`` is why an existing file could not be read.
-    """
+    """A file as read for a build: path, state, stat key and trimmed text (None: omitted);
+    ``held``: the cache watches it; ``listing``: the key of the folder listing it was found in,
+    when that matters; ``error``: why an existing file could not be read or was refused."""
 
     path: Path
     state: FileState
@@ -194,42 +161,25 @@ class _Loaded:
         """Everything about this file that the prompt depends on, for the prompt cache."""
         return (self.state, self.stat_key, self.listing)
 
-    @property
-    def regular(self) -> bool:
-        """True when the file was read."""
-        return self.state is FileState.READ
-
 
 class PromptBuilder:
     """Builds the system prompt of a session from an agent folder.
 
-    ``tools`` is the :class:`~.functions.Toolset` the session's model is offered; the prompt
-    describes exactly those tools, by the names the model sees (default: function calling,
-    ``memory`` alone). ``tool_name`` is a shorthand for ``Toolset(memory=tool_name)``.
-    ``budget_tokens`` makes every build warn when the memory part is larger; nothing is
-    ever cut. ``path_aliases`` maps folders to the text shown for them in the prompt (an
-    evaluation run shows ``/run`` instead of its temporary folder, so the same experiment
-    gives the same prompt on every machine); the files read are the real ones.
+    ``tools`` is the :class:`~.functions.Toolset` the session's model is offered, which the
+    prompt describes (default: ``memory`` alone); ``tool_name`` is short for
+    ``Toolset(memory=tool_name)``. ``budget_tokens`` makes every build warn when the memory part
+    is larger. ``path_aliases`` maps folders to the text shown for them in the prompt.
 
-    A builder caches what it read in one bounded
-    :class:`~jupyter_agent_memory.engine.prompt_cache.PromptCache` (``cache_entries``
-    entries at most) and may be shared by threads. Between builds it holds the memory files
-    of its recent prompts open, which makes an unchanged build cheaper; ``hold_files=False``
-    checks them by path instead and keeps no descriptor open between builds (for homes on
-    NFS, where a held file that is replaced lingers as a ``.nfs*`` file). Left at None, it
-    follows ``$JUPYTER_AGENT_MEMORY_HOLD_FILES`` (``0`` turns holding off), so a surface
-    that makes its own builder can be switched without code.
+    A builder caches what it read (``cache_entries`` entries at most) and may be shared by
+    threads. It holds the files of its recent prompts open; ``hold_files=False`` (for NFS)
+    checks them by path instead; None follows ``$JUPYTER_AGENT_MEMORY_HOLD_FILES``.
     """
 
     def __init__(
-        self,
-        tool_name: str | None = None,
-        budget_tokens: int | None = None,
-        *,
+        self, tool_name: str | None = None, budget_tokens: int | None = None, *,
         tools: Toolset | None = None,
         path_aliases: Mapping[str | os.PathLike[str], str] | None = None,
-        hold_files: bool | None = None,
-        cache_entries: int = DEFAULT_MAX_ENTRIES,
+        hold_files: bool | None = None, cache_entries: int = DEFAULT_MAX_ENTRIES,
     ):
         if tools is None:
             tools = Toolset(memory=DEFAULT_TOOL_NAME if tool_name is None else tool_name)
@@ -242,7 +192,9 @@ class PromptBuilder:
         self.tools = tools
         self.path_aliases = _check_aliases(path_aliases)
         self.budget_tokens = _check_budget(budget_tokens)
-        self.hold_files = _hold_files_default() if hold_files is None else bool(hold_files)
+        if hold_files is None:
+            hold_files = environment.switch(environment.HOLD_FILES, default=True)
+        self.hold_files = bool(hold_files)
         if isinstance(cache_entries, bool) or not isinstance(cache_entries, int) or (
             cache_entries < 1
         ):
@@ -257,47 +209,31 @@ class PromptBuilder:
         """The ``memory`` tool's name as the prompt gives it (``tools.memory``)."""
         return self.tools.memory
 
-    # -- public API ------------------------------------------------------------------------
-
     @engine_boundary
     def build(
-        self,
-        agent: AgentMemory | str | os.PathLike[str],
-        workspace: str | os.PathLike[str] | None = None,
-        config: Mapping[str, Any] | None = None,
-        has_user_instructions: bool = False,
-        *,
-        warn: bool = True,
+        self, agent: AgentMemory | str | os.PathLike[str],
+        workspace: str | os.PathLike[str] | None = None, config: Mapping[str, Any] | None = None,
+        has_user_instructions: bool = False, *, warn: bool = True,
     ) -> Prompt:
         """Build the prompt for ``agent`` (an :class:`AgentMemory` or a folder path).
 
         ``workspace`` is the session's working directory (default: the current one); its
-        ``system.md``, when present, becomes :attr:`Prompt.base`. ``config`` may hold
-        ``bootstrap_completed`` (bool) and ``budget_tokens`` (a positive integer; anything
-        else is refused with -32602); a ``budget_tokens`` passed here is this call's own and
-        outranks the builder's. A completion the agent recorded (a ``bootstrap`` append)
-        outranks ``bootstrap_completed``.
-
-        A build over budget raises :class:`PromptWarning` (every time, cached or not);
-        ``warn=False`` leaves that to the caller, for surfaces that show
-        :attr:`Prompt.warnings` themselves and must not print it a second time.
+        ``system.md`` becomes :attr:`Prompt.base`. ``config`` may hold ``bootstrap_completed``
+        (bool; a completion the agent recorded outranks it) and ``budget_tokens`` (a positive
+        integer, else -32602; it outranks the builder's). A build over budget raises
+        :class:`PromptWarning` every time, unless ``warn=False``.
         """
-        if config:
-            completed = config.get("bootstrap_completed")
-            if not isinstance(completed, bool):
-                completed = None
-            budget = (
-                _check_budget(config["budget_tokens"])
-                if config.get("budget_tokens") is not None
-                else self.budget_tokens
-            )
-        else:
-            completed, budget = None, self.budget_tokens
-        folder = agent.path if isinstance(agent, AgentMemory) else _agent_folder(agent)
+        config = config or {}
+        completed = config.get("bootstrap_completed")
+        if not isinstance(completed, bool):
+            completed = None
+        budget = self.budget_tokens
+        if config.get("budget_tokens") is not None:
+            budget = _check_budget(config["budget_tokens"])
+        folder = _agent_folder(agent)
         space = self._workspace(workspace)
         watch_key = (str(folder), space, completed, bool(has_user_instructions), budget)
-        # Fast path: one stat call per file and folder the last build depended on; when none
-        # changed, the previous prompt is still exact.
+        # Fast path: one stat call per file and folder the last build depended on.
         prompt, plan = self._cache.current_prompt(watch_key)
         if prompt is None:
             plan = plan or _expected_plan(folder, space)
@@ -317,147 +253,98 @@ class PromptBuilder:
                 # arms this plan before it trusts anything.
                 armed.close()
                 armed = Watch(needed, hold=self.hold_files)
-            # Replaces (and closes) the watch this build started from. Another thread may
-            # have installed a newer one meanwhile: the keys of this one were taken before it
-            # read anything, so if it is older it simply fails its next check.
+            # Replaces (and closes) the watch this build started from; if that one is newer (from
+            # another thread), this one took its keys first, so it fails its next check.
             self._cache.put(Kind.WATCH, watch_key, armed)
         for message in prompt.warnings if warn else ():
             warnings.warn(message, PromptWarning, stacklevel=2)
         return prompt
 
     def _build(
-        self,
-        folder: Path,
-        space: Path,
-        completed: bool | None,
-        has_user_instructions: bool,
+        self, folder: Path, space: Path, completed: bool | None, instructions: bool,
         budget: int | None,
     ) -> tuple[Prompt, Plan]:
         """Build through the content caches; also returns every path the build depends on."""
         soul, user, facts, state = self._load_agent_files(folder)
         system = self._load_system(space)
         key = (
-            folder,
-            space,
-            soul.key,
-            user.key,
-            facts.key,
-            state.key,
-            system.key if system else None,
-            completed,
-            bool(has_user_instructions),
-            budget,
-            self.tools,
-            self.path_aliases,
+            folder, space, soul.key, user.key, facts.key, state.key,
+            system.key if system else None, completed, bool(instructions), budget,
+            self.tools, self.path_aliases,
         )
         prompt = self._cache.get(Kind.PROMPT, key)
         if prompt is None:
-            bootstrap = _bootstrap.needs_bootstrap(
-                soul.raw,
-                {"bootstrap_completed": completed},
-                has_user_instructions,
-                recorded=_bootstrap.recorded_completion(state.raw) if state.regular else None,
-            )
+            recorded = _bootstrap.recorded_completion(state.raw)  # raw is "" unless read
+            config = {"bootstrap_completed": completed}
+            bootstrap = _bootstrap.needs_bootstrap(soul.raw, config, instructions, recorded)
             prompt = self._assemble(
-                folder, space, soul, user, facts, system, bootstrap, has_user_instructions, budget
+                folder, space, soul, user, facts, system, bootstrap, instructions, budget
             )
             self._cache.put(Kind.PROMPT, key, prompt, chars=len(prompt.text))
         return prompt, _dependencies(folder, space, soul, user, facts, state, system)
 
     @engine_boundary
     def build_session(
-        self,
-        agent: AgentMemory,
-        workspace: str | os.PathLike[str] | None = None,
-        *,
+        self, agent: AgentMemory, workspace: str | os.PathLike[str] | None = None, *,
         warn: bool = True,
     ) -> Prompt:
         """Build ``agent``'s prompt as a session would, with its template's settings.
 
-        The template the agent was provisioned from supplies ``config`` (its
-        ``configuration``) and whether role instructions exist; an agent without a template
-        (or whose template is gone or invalid) gets the defaults. Every surface (CLI, magics,
-        panel, REST, MCP) builds prompts this way.
-
-        A budget given to this builder (``budget_tokens=``) wins over the template's
-        ``budget_tokens``: the template's is a default for agents nobody configured, and a
-        budget someone asked for must not be silently replaced. Without one, the template's
-        applies. :attr:`Prompt.budget_tokens` is always the budget that was used. ``warn`` is
-        :meth:`build`'s.
+        The agent's template (when it still exists and is valid) supplies ``config`` and
+        whether role instructions exist. Every surface builds prompts this way. A budget given
+        to this builder wins over the template's, which is only a default for agents nobody
+        configured. ``warn`` is :meth:`build`'s.
         """
         definition = self._session_template(agent)
         config = definition.configuration if definition else None
         if config and self.budget_tokens is not None and "budget_tokens" in config:
             config = {**config, "budget_tokens": self.budget_tokens}
-        return self.build(
-            agent,
-            workspace=workspace,
-            config=config,
-            has_user_instructions=bool(definition and definition.instructions),
-            warn=warn,
-        )
+        instructions = bool(definition and definition.instructions)
+        return self.build(agent, workspace, config, instructions, warn=warn)
 
     def _session_template(self, agent: AgentMemory) -> Any:
-        """The agent's template, re-read only when its record or its ``agent.json`` changed.
-
-        An unchanged session build then costs two ``lstat`` calls more than :meth:`build`
-        instead of reading and validating two JSON files.
-        """
+        """The agent's template, re-read only when its record or its ``agent.json`` changed."""
         cached = self._cache.get(Kind.TEMPLATE, agent.path)
         if cached is not None:
             record_path, record_key, spec_path, spec_key, definition = cached
-            if _lstat_key(record_path) == record_key and _lstat_key(spec_path) == spec_key:
+            if path_key(record_path) == record_key and path_key(spec_path) == spec_key:
                 return definition
-        from .store import TEMPLATE_RECORD
-        from .templates import AGENT_JSON, template_for
+        from .templates import template_for  # looked up now: tests replace it
 
         record_path = os.path.join(agent.path, TEMPLATE_RECORD)
-        record_key = _lstat_key(record_path)
-        if record_key is None:
+        record_key = path_key(record_path)
+        definition = None if record_key is None else template_for(agent)
+        if definition is None:  # never provisioned, or gone or invalid: look again next time
             self._cache.pop(Kind.TEMPLATE, agent.path)
-            return None  # never provisioned: no template
-        definition = template_for(agent)
-        if definition is None:
-            self._cache.pop(Kind.TEMPLATE, agent.path)  # gone or invalid: look again next time
             return None
         spec_path = os.path.join(definition.folder, AGENT_JSON)
-        self._cache.put(
-            Kind.TEMPLATE,
-            agent.path,
-            (record_path, record_key, spec_path, _lstat_key(spec_path), definition),
-        )
+        entry = (record_path, record_key, spec_path, path_key(spec_path), definition)
+        self._cache.put(Kind.TEMPLATE, agent.path, entry)
         return definition
 
     @engine_boundary
     def start_session(
-        self,
-        agent: AgentMemory,
-        workspace: str | os.PathLike[str] | None = None,
-        *,
-        client: Mapping[str, Any] | None = None,
-        session_id: str | None = None,
+        self, agent: AgentMemory, workspace: str | os.PathLike[str] | None = None, *,
+        client: Mapping[str, Any] | None = None, session_id: str | None = None,
     ) -> SessionStart:
-        """Build the prompt a new session really starts with, and put it on record.
-
-        Like :meth:`build_session`, plus one receipt in the agent's sessions log naming every
-        section's source file and version, with the prompt text stored once (see
-        :mod:`~jupyter_agent_memory.engine.sessions`). ``client`` is ``{"name", "version"}`` when
-        known. Previews call :meth:`build_session`: only real session starts are recorded.
-        """
+        """Build the prompt a new session really starts with (as :meth:`build_session`), and put
+        it on record in the agent's sessions log (see :mod:`.sessions`). ``client`` is
+        ``{"name", "version"}`` when known."""
         from .sessions import SessionStart, StalePromptError, record
 
-        # A file changing between the build and the record (a forget, an update) makes the
-        # record refuse the stale prompt; the build is then repeated on the files as they are.
-        for attempt in range(_START_ATTEMPTS):
+        # A file changing between the build and the record makes the record refuse the stale
+        # prompt; the build is then repeated on the files as they are.
+        attempts = _START_ATTEMPTS
+        while True:
             prompt = self.build_session(agent, workspace)
             try:
                 receipt = record(agent, prompt, session_id=session_id, client=dict(client or {}))
             except StalePromptError:
-                if attempt == _START_ATTEMPTS - 1:
+                attempts -= 1
+                if not attempts:
                     raise
                 continue
             return SessionStart(prompt, receipt)
-        raise AssertionError("unreachable")  # pragma: no cover
 
     @engine_boundary
     def build_facts_section(self, agent: AgentMemory | str | os.PathLike[str]) -> str | None:
@@ -478,13 +365,8 @@ class PromptBuilder:
     def needs_bootstrap(
         soul: str, config: Mapping[str, Any] | None = None, has_user_instructions: bool = False
     ) -> bool:
-        """Whether the bootstrap block is needed.
-
-        ``config["bootstrap_completed"]`` true: no; false: yes; else instructions: no; else
-        SOUL.md with more than 50 characters of real text (Cherry Studio's arithmetic,
-        :func:`~jupyter_agent_memory.engine.bootstrap.soul_is_configured`): no; else yes. A build
-        also honours the completion an agent recorded with a ``bootstrap`` append.
-        """
+        """Whether the bootstrap block is needed (see :func:`.bootstrap.needs_bootstrap`); a build
+        also honours the completion an agent recorded with a ``bootstrap`` append."""
         return _bootstrap.needs_bootstrap(soul, config, has_user_instructions)
 
     def clear_cache(self) -> None:
@@ -492,8 +374,7 @@ class PromptBuilder:
         self._cache.clear()
 
     def cache_info(self) -> CacheInfo:
-        """What this builder's cache holds now (entries, characters, descriptors) and its
-        bounds."""
+        """What this builder's cache holds now (entries, characters, descriptors), and bounds."""
         return self._cache.info()
 
     def _workspace(self, workspace: str | os.PathLike[str] | None) -> str:
@@ -503,15 +384,12 @@ class PromptBuilder:
         space = self._cache.get(Kind.WORKSPACE, workspace)
         if space is None:
             given = os.path.expanduser(os.fspath(workspace))
-            # Links above the workspace are resolved once, as for the agent folder: the
-            # folder itself is then opened without following anything.
+            # Links above the workspace are resolved once; the folder is then opened without
+            # following anything. A relative spelling depends on the cwd: not memoised.
             space = os.path.realpath(given)
             if os.path.isabs(given):
-                # Only absolute spellings are memoised: a relative one depends on the cwd.
                 self._cache.put(Kind.WORKSPACE, workspace, space)
         return space
-
-    # -- loading ---------------------------------------------------------------------------
 
     def _names(self, folder: Folder) -> tuple[tuple[Any, ...], list[str]]:
         """Entry names of an open folder, cached on the folder's own key (fstat)."""
@@ -519,9 +397,8 @@ class PromptBuilder:
         cached = self._cache.get(Kind.LISTING, folder.path)
         if cached is not None and cached[0] == key:
             return cached
-        names = folder.names()
-        listing = (key, names)
-        self._cache.put(Kind.LISTING, folder.path, listing, chars=sum(map(len, names)))
+        listing = (key, folder.names())
+        self._cache.put(Kind.LISTING, folder.path, listing, chars=sum(map(len, listing[1])))
         return listing
 
     def _load(
@@ -529,9 +406,8 @@ class PromptBuilder:
     ) -> _Loaded:
         """One file of an open folder, read through the descriptor (links never followed).
 
-        A file with other hard links is refused like a symlink (it may be data from outside
-        the folder), except with ``shared_ok``: the workspace's ``system.md`` belongs to the
-        user, and a hard-linked one is read too (as Cherry Studio reads it).
+        A file with other hard links is refused like a symlink, except with ``shared_ok``: the
+        workspace's ``system.md`` belongs to the user and is read anyway (as Cherry Studio does).
         """
         name = match_name(names, canonical)
         if name is None:
@@ -545,7 +421,10 @@ class PromptBuilder:
             return _Loaded(path, FileState.MISSING)
         key = file_key(st)
         if not stat.S_ISREG(st.st_mode):
-            return _Loaded(path, FileState.NOT_REGULAR, st.st_mode)
+            refused = UnsafePathError(
+                f"Refusing to read {path}: it is {describe(st)}, not a regular file"
+            )
+            return _Loaded(path, FileState.NOT_REGULAR, st.st_mode, error=refused)
         if st.st_nlink > 1 and not shared_ok:
             # A second name for data that may live anywhere: refused like a link, but held
             # so that the link going away is noticed.
@@ -553,10 +432,7 @@ class PromptBuilder:
         cached = self._cache.get(Kind.FILE, path)
         if cached is None or cached[0] != key:
             try:
-                if shared_ok:
-                    fd = _open_shared(folder, name)
-                else:
-                    fd = folder.open_file(name, os.O_RDONLY)
+                fd = _open_file(folder, name, shared_ok)
                 try:
                     key = file_key(os.fstat(fd))
                     with os.fdopen(fd, "rb", closefd=False) as stream:
@@ -591,14 +467,13 @@ class PromptBuilder:
             user = self._load(agent, names, USER)
             state = self._load(agent, names, STATE_FILE)
             memory_name = match_name(names, MEMORY_DIR)
-            if memory_name is not None:
-                try:
-                    mem = agent.subfolder(memory_name)
-                except (OSError, UnsafePathError):
-                    mem = None  # a link or a file where memory/ belongs: no facts
-                if mem is not None:
-                    with mem:
-                        facts = self._load(mem, self._names(mem)[1], FACT)
+            try:
+                mem = None if memory_name is None else agent.subfolder(memory_name)
+            except (OSError, UnsafePathError):
+                mem = None  # a link or a file where memory/ belongs: no facts
+            if mem is not None:
+                with mem:
+                    facts = self._load(mem, self._names(mem)[1], FACT)
         # The folder key belongs in the cache key too: a file appearing changes a listing.
         return replace(soul, listing=listing_key), user, facts, state
 
@@ -621,51 +496,25 @@ class PromptBuilder:
                 f"Failed to read required agent prompt file: {loaded.path} ({reason})",
                 INTERNAL_ERROR,
             ) from cause
-        if not loaded.regular:
-            if isinstance(loaded.error, UnsafePathError):
-                raise loaded.error
-            try:
-                kind = describe(os.lstat(loaded.path))
-            except OSError:
-                kind = "gone"
-            raise UnsafePathError(
-                f"Refusing to read {loaded.path}: it is {kind}, not a regular file"
-            )
+        if loaded.error is not None:  # a link, pipe or device where system.md belongs
+            raise loaded.error
         # An empty system.md still replaces the client's base prompt, with ''.
         return replace(loaded, listing=listing_key, text=loaded.text or "")
 
-    # -- assembling ------------------------------------------------------------------------
-
     def _assemble(
-        self,
-        folder: Path,
-        workspace: Path,
-        soul: _Loaded,
-        user: _Loaded,
-        facts: _Loaded,
-        system: _Loaded | None,
-        bootstrap: bool,
-        has_user_instructions: bool,
-        budget: int | None,
+        self, folder: Path, workspace: Path, soul: _Loaded, user: _Loaded, facts: _Loaded,
+        system: _Loaded | None, bootstrap: bool, has_user_instructions: bool, budget: int | None,
     ) -> Prompt:
-        sections: list[Section] = []
-        parts: list[str] = []
-        if system is not None:
-            sections.append(_section("system", system.path, system.text or "", system.raw))
+        memory: list[Section] = []
         if bootstrap:
             block = self._bootstrap_block(folder, has_user_instructions)
-            parts.append(block)
-            sections.append(_section("bootstrap", None, block))
-        intro = self._memories_intro(folder, workspace)
-        memory_parts = [intro]
-        sections.append(_section("memories", None, intro))
+            memory.append(_section("bootstrap", None, block))
+        memory.append(_section("memories", None, self._memories_intro(folder, workspace)))
         for name, loaded in (("soul", soul), ("user", user), ("facts", facts)):
             if loaded.text:
                 block = f"<{name}>\n{guard_block_text(loaded.text)}\n</{name}>"
-                memory_parts.append(block)
-                sections.append(_section(name, loaded.path, block, loaded.raw))
-        parts.append("\n\n".join(memory_parts))
-        context = "\n\n".join(parts)
+                memory.append(_section(name, loaded.path, block, loaded.raw))
+        context = "\n\n".join(section.text for section in memory)
         # A memory file that exists but could not be read is left out, and said so: a session
         # recorded without its FACT.md must not look like one that had none.
         notes: tuple[str, ...] = tuple(
@@ -676,15 +525,11 @@ class PromptBuilder:
             if loaded.state is FileState.UNREADABLE
         )
         if budget is not None and approx_tokens(context) > budget:
-            notes += (_over_budget(approx_tokens(context), budget, sections),)
-        return Prompt(
-            base=system.text if system is not None else None,
-            context=context,
-            sections=tuple(sections),
-            bootstrap=bootstrap,
-            budget_tokens=budget,
-            warnings=notes,
-        )
+            notes += (_over_budget(approx_tokens(context), budget, memory),)
+        if system is None:
+            return Prompt(None, context, tuple(memory), bootstrap, budget, notes)
+        head = _section("system", system.path, system.text or "", system.raw)
+        return Prompt(system.text, context, (head, *memory), bootstrap, budget, notes)
 
     def _shown(self, path: Path) -> str:
         """How ``path`` is written in the prompt: through ``path_aliases`` when one covers it."""
@@ -745,12 +590,11 @@ class PromptBuilder:
             "What you remember so far follows; files that are missing or empty are left out."
         )
 
-    def _persona_steps(self, folder: Path, soul_part: str, user_part: str) -> str:
-        """Step 4's ways of committing SOUL.md and USER.md, for this toolset.
-
-        ``soul_part`` says what goes into SOUL.md, ``user_part`` what goes into USER.md.
-        """
+    def _persona_steps(self, folder: Path, soul_part: str) -> str:
+        """Step 4's ways of committing SOUL.md (``soul_part`` says what goes there) and USER.md,
+        for this toolset."""
         soul, user = self._shown(folder / SOUL), self._shown(folder / USER)
+        user_part = "everything you learned about the user"
         profile = self.tools.profile
         if self.tools.file_edits:
             return (
@@ -801,11 +645,9 @@ class PromptBuilder:
             "Chinese.\n"
             f"{only_persona}"
         )
-        user_part = "everything you learned about the user"
         if has_user_instructions:
-            steps = self._persona_steps(
-                folder, "your name, personality, tone and communication style", user_part
-            )
+            soul_part = "your name, personality, tone and communication style"
+            steps = self._persona_steps(folder, soul_part)
             return (
                 f"{opening}\n\n"
                 "Your instructions already define your role, goals, capability scope and "
@@ -830,11 +672,8 @@ class PromptBuilder:
                 "- Make SOUL.md and USER.md detailed and thoughtful, without repeating the role "
                 "your instructions define."
             )
-        steps = self._persona_steps(
-            folder,
-            "your role definition, name, personality, tone, principles and boundaries",
-            user_part,
-        )
+        soul_part = "your role definition, name, personality, tone, principles and boundaries"
+        steps = self._persona_steps(folder, soul_part)
         return (
             f"{opening} No instructions define your role, so SOUL.md will be your role "
             "definition.\n\n"
@@ -856,11 +695,6 @@ class PromptBuilder:
         )
 
 
-def _hold_files_default() -> bool:
-    """Whether builders hold files open, from ``$JUPYTER_AGENT_MEMORY_HOLD_FILES`` (default on)."""
-    return bool(environment.switch(environment.HOLD_FILES, default=True))
-
-
 def _check_budget(value: Any) -> int | None:
     """A token budget: None, or a positive integer (``4000.0`` is 4000); else -32602."""
     if value is None:
@@ -874,75 +708,37 @@ def _check_budget(value: Any) -> int | None:
     return value
 
 
-def _open_shared(folder: Folder, name: str) -> int:
-    """Open a regular file of ``folder`` for reading: no link followed, a FIFO refused at once,
-    hard links allowed."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+def _open_file(folder: Folder, name: str, shared_ok: bool) -> int:
+    """Open a file of ``folder`` for reading; with ``shared_ok``, a hard-linked one too."""
+    if not shared_ok:
+        return folder.open_file(name, os.O_RDONLY)
     try:
-        fd = os.open(name, flags, dir_fd=folder.fd)
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.EMLINK):
-            raise UnsafePathError(
-                f"Refusing to read {folder.display(name)}: it is a symbolic link, "
-                "not a regular file"
-            ) from None
-        raise
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
+        return open_regular(name, folder.fd)
+    except NotRegularError as exc:
         raise UnsafePathError(
-            f"Refusing to read {folder.display(name)}: it is {describe(st)}, not a regular file"
-        )
-    os.set_blocking(fd, True)
-    return fd
-
-
-def _lstat_key(path: str) -> tuple[int, int, int, int] | None:
-    try:
-        return file_key(os.lstat(path))
-    except OSError:
-        return None
+            f"Refusing to read {folder.display(name)}: it is {exc.what}, not a regular file"
+        ) from None
 
 
 def _agent_folder(agent: AgentMemory | str | os.PathLike[str]) -> Path:
-    if isinstance(agent, AgentMemory):
-        return agent.path
-    # A folder path, resolved by the engine's one resolver (with its guards).
-    return resolve_target(Path(agent))[0]
+    return agent.path if isinstance(agent, AgentMemory) else resolve_target(Path(agent))[0]
 
 
 def _expected_plan(folder: str | os.PathLike[str], space: str) -> Plan:
     """What a build usually depends on: the three files by exact name, no system.md."""
     agent = os.fspath(folder)
     memory = os.path.join(agent, MEMORY_DIR)
-    return Plan(
-        paths=(agent, space),
-        handles=(
-            memory,
-            os.path.join(agent, SOUL),
-            os.path.join(agent, USER),
-            os.path.join(memory, FACT),
-        ),
-    )
+    soul, user = os.path.join(agent, SOUL), os.path.join(agent, USER)
+    return Plan(paths=(agent, space), handles=(memory, soul, user, os.path.join(memory, FACT)))
 
 
 def _dependencies(
-    folder: Path,
-    space: Path,
-    soul: _Loaded,
-    user: _Loaded,
-    facts: _Loaded,
-    state: _Loaded,
+    folder: Path, space: Path, soul: _Loaded, user: _Loaded, facts: _Loaded, state: _Loaded,
     system: _Loaded | None,
 ) -> Plan:
-    """Everything whose change could change the prompt (see :mod:`.watch`).
-
-    The agent folder and the workspace are checked by path: they see entries (a new
-    ``system.md``, a case variant of a missing file, ``memory/`` replaced, the state file
-    written) and the folders themselves being replaced. ``memory/`` and every file that was
-    read are held open: edits, replacements and deletions all change their keys. A link or a
-    missing file is never held; the folder around it covers it.
-    """
+    """Everything whose change could change the prompt (see :mod:`.prompt_cache`): the agent
+    folder and the workspace by path, ``memory/`` and every file read held (a link or a missing
+    file never is: the folder around it covers it)."""
     memory = facts.path.parent
     handles = [memory] if memory.parent == folder and _is_real_dir(memory) else []
     handles += [part.path for part in (soul, user, facts, system, state) if part and part.held]
@@ -961,10 +757,8 @@ def _check_aliases(
 ) -> tuple[tuple[str, str], ...]:
     """``path_aliases`` as ``((folder, shown), ...)``, longest folder first; -32602 when a
     folder is not absolute or a shown text is not one line."""
-    if not aliases:
-        return ()
     pairs = []
-    for folder, shown in aliases.items():
+    for folder, shown in (aliases or {}).items():
         real = os.fspath(folder)
         if not os.path.isabs(real) or not isinstance(shown, str) or not shown.strip() or any(
             c in shown for c in "\n\r`"
@@ -978,13 +772,9 @@ def _check_aliases(
     return tuple(sorted(pairs, key=lambda pair: -len(pair[0])))
 
 
-def _over_budget(used: int, budget: int, sections: list[Section]) -> str:
-    """The budget warning: the sizes, and which part is the largest and what shrinks it.
-
-    The builder's own text can be most of a small agent's memory; telling people to trim
-    their files would then send them after the wrong part.
-    """
-    memory = [s for s in sections if s.name != "system"]
+def _over_budget(used: int, budget: int, memory: list[Section]) -> str:
+    """The budget warning: the sizes, the largest part and what shrinks it (the builder's own
+    text can be most of a small agent's memory: trimming files would not help then)."""
     sizes = ", ".join(f"{s.name} {s.tokens}" for s in memory)
     largest = max(memory, key=lambda s: s.tokens)
     if largest.source is not None:
@@ -1008,14 +798,5 @@ def _over_budget(used: int, budget: int, sections: list[Section]) -> str:
     )
 
 
-def _section(
-    name: str, source: Path | None, text: str, content: str | None = None
-) -> Section:
-    return Section(
-        name=name,
-        source=source,
-        chars=len(text),
-        tokens=approx_tokens(text),
-        text=text,
-        content=content,
-    )
+def _section(name: str, source: Path | None, text: str, content: str | None = None) -> Section:
+    return Section(name, source, len(text), approx_tokens(text), text, content)

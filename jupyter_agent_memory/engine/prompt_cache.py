@@ -1,30 +1,16 @@
 """The prompt builder's cache: one bounded store, and change detection for cached prompts.
 
-:class:`PromptCache` keeps everything one builder remembers (file texts, folder listings,
-assembled prompts, resolved workspaces, template definitions and the :class:`Watch` of each
-build) in a single least-recently-used table with three bounds: entries, characters of text,
-and open descriptors. One lock guards it, so one builder can serve many threads (the REST
-server's workers, the MCP HTTP server's clients).
-
-A :class:`Plan` names what one build depended on, in two kinds:
-
-* ``paths`` are checked with ``lstat`` by path (the agent folder and the workspace). A path
-  lookup notices a folder that was renamed, replaced or swapped for a link, and a folder's key
-  changes whenever an entry in it is added, removed or renamed.
-* ``handles`` are files and folders held open and checked with ``fstat``, which skips the path
-  lookup and costs about half as much. Editing a file changes its key; replacing or deleting it
-  drops its link count to zero; a held folder's key changes with its entries. A watch that
-  does not hold descriptors (``hold=False``: on NFS, a held file that another client deletes
-  lingers as a ``.nfs*`` file) checks handles by path instead, where a replaced file shows
-  up as a new inode and a deleted one as missing.
-
-Keys are taken *before* a build reads anything, so a change that lands during a build shows up
-as a difference on the next one and is never hidden behind a stale prompt.
+:class:`PromptCache` is one least-recently-used table, bounded in entries, characters and
+open descriptors, under one lock. A :class:`Plan` names what one build depended on:
+``paths`` (the agent folder, the workspace) are checked with ``lstat`` by path, noticing a
+folder replaced or swapped for a link and entries added, removed or renamed; ``handles``
+(files, ``memory/``) are held open and checked with ``fstat``, half the cost (a replaced or
+deleted file's link count drops to zero), or by path with ``hold=False`` (for NFS). Keys are
+taken *before* a build reads anything, so a change during a build shows up on the next one.
 """
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import os
 import threading
@@ -32,11 +18,12 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from ..folder import close_fd
+
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
-#: Defaults of :class:`PromptCache`. An agent built in one workspace takes about a dozen
-#: entries and up to seven descriptors; 64 descriptors is what 16 cached prompts of the usual
-#: four held files need.
+#: Defaults of :class:`PromptCache`: an agent in one workspace takes about a dozen entries;
+#: 64 descriptors hold 16 prompts of the usual four held files.
 DEFAULT_MAX_ENTRIES = 512
 DEFAULT_MAX_CHARS = 32 * 1024 * 1024
 DEFAULT_MAX_DESCRIPTORS = 64
@@ -50,12 +37,8 @@ class Plan(NamedTuple):
 
 
 class Watch:
-    """The keys of a :class:`Plan` taken at one moment, and the prompt built after them.
-
-    A watch is used by one thread until it is put into a :class:`PromptCache`; from then on
-    only under the cache's lock, so a descriptor is never checked while another thread closes
-    it.
-    """
+    """The keys of a :class:`Plan` taken at one moment, and the prompt built after them; used
+    by one thread until put into a :class:`PromptCache`, then only under its lock."""
 
     def __init__(self, plan: Plan, hold: bool = True) -> None:
         self.plan = plan
@@ -71,23 +54,20 @@ class Watch:
 
     def arm(self) -> bool:
         """Take every key now (opening the handles when holding); False when one is missing."""
-        keys = [_path_key_or_none(path) for path in self.plan.paths]
-        complete = None not in keys  # a missing folder is not worth watching
-        for path in self.plan.handles:
-            if not self.hold:
-                key = _path_key_or_none(path)
-                complete = complete and key is not None
-                keys.append(key)
-                continue
-            try:
-                fd = os.open(path, _OPEN_FLAGS)
-            except OSError:
-                complete = False
-                continue
-            self._fds.append(fd)
-            keys.append(_handle_key(os.fstat(fd)))
+        keys = [path_key(path) for path in self.plan.paths]
+        if not self.hold:
+            keys += [path_key(path) for path in self.plan.handles]
+        else:
+            for path in self.plan.handles:
+                try:
+                    fd = os.open(path, _OPEN_FLAGS)
+                except OSError:
+                    keys.append(None)
+                    continue
+                self._fds.append(fd)
+                keys.append(_handle_key(os.fstat(fd)))
         self._keys = tuple(keys)
-        return complete
+        return None not in keys  # a missing file or folder is not worth watching
 
     def unchanged(self) -> bool:
         """True when armed and no key changed (the hot path of a cached build)."""
@@ -108,8 +88,7 @@ class Watch:
         """Release the handles; the watch then never reports unchanged."""
         fds, self._fds, self._keys = self._fds, [], None
         for fd in fds:
-            with contextlib.suppress(OSError):
-                os.close(fd)
+            close_fd(fd)
 
     def __del__(self) -> None:
         self.close()
@@ -146,18 +125,12 @@ class _Entry:
 
 
 class PromptCache:
-    """Everything one prompt builder caches, least recently used first out; thread-safe.
-
-    Three bounds hold at every moment: at most ``max_entries`` entries, ``max_chars``
-    characters of cached text and ``max_descriptors`` descriptors held by watches. An entry
-    larger than a bound on its own is not kept. An evicted or replaced :class:`Watch` is
-    closed.
-    """
+    """Everything one prompt builder caches, least recently used first out; thread-safe. The
+    bounds hold at every moment (an entry larger than one alone is not kept); an evicted or
+    replaced :class:`Watch` is closed."""
 
     def __init__(
-        self,
-        max_entries: int = DEFAULT_MAX_ENTRIES,
-        max_chars: int = DEFAULT_MAX_CHARS,
+        self, max_entries: int = DEFAULT_MAX_ENTRIES, max_chars: int = DEFAULT_MAX_CHARS,
         max_descriptors: int = DEFAULT_MAX_DESCRIPTORS,
     ) -> None:
         for name, value in (
@@ -171,8 +144,7 @@ class PromptCache:
         self.max_chars = max_chars
         self.max_descriptors = max_descriptors
         self._entries: OrderedDict[tuple[Kind, Any], _Entry] = OrderedDict()
-        self._chars = 0
-        self._descriptors = 0
+        self._chars = self._descriptors = 0
         self._lock = threading.Lock()
 
     def get(self, kind: Kind, key: Any) -> Any:
@@ -185,10 +157,8 @@ class PromptCache:
             return entry.value
 
     def put(self, kind: Kind, key: Any, value: Any, chars: int = 0) -> None:
-        """Cache ``value`` (``chars`` characters of text) under ``(kind, key)``.
-
-        A watch replaced by this one is closed, and so is every watch evicted to make room.
-        """
+        """Cache ``value`` (``chars`` characters of text) under ``(kind, key)``; a watch replaced
+        by it or evicted to make room is closed."""
         descriptors = value.descriptors if isinstance(value, Watch) else 0
         with self._lock:
             self._drop((kind, key), keep=value)
@@ -206,20 +176,15 @@ class PromptCache:
             self._drop((kind, key))
 
     def current_prompt(self, key: Any) -> tuple[Any, Plan | None]:
-        """The prompt of the watch under ``key`` if nothing it watches changed, and its plan.
-
-        ``(prompt, plan)`` when the watch says unchanged, ``(None, plan)`` when something
-        changed (the next build starts from that plan), ``(None, None)`` for no watch.
-        """
+        """``(prompt, plan)`` of the watch under ``key``; the prompt is None when something it
+        watches changed (the next build starts from that plan); ``(None, None)``: no watch."""
         with self._lock:
             entry = self._entries.get((Kind.WATCH, key))
             if entry is None:
                 return None, None
             self._entries.move_to_end((Kind.WATCH, key))
             watch: Watch = entry.value
-            if watch.unchanged():
-                return watch.prompt, watch.plan
-            return None, watch.plan
+            return (watch.prompt if watch.unchanged() else None), watch.plan
 
     def clear(self) -> None:
         """Forget everything and close every watch."""
@@ -232,18 +197,8 @@ class PromptCache:
     def info(self) -> CacheInfo:
         """What the cache holds now, against its bounds."""
         with self._lock:
-            return CacheInfo(
-                entries=len(self._entries),
-                chars=self._chars,
-                descriptors=self._descriptors,
-                max_entries=self.max_entries,
-                max_chars=self.max_chars,
-                max_descriptors=self.max_descriptors,
-            )
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._entries)
+            held = (len(self._entries), self._chars, self._descriptors)
+            return CacheInfo(*held, self.max_entries, self.max_chars, self.max_descriptors)
 
     # Both helpers run with the lock held.
 
@@ -262,10 +217,8 @@ class PromptCache:
         if self._descriptors > self.max_descriptors:
             # Only entries that hold descriptors help here: leave the others cached.
             holders = [k for k, e in self._entries.items() if e.descriptors]
-            for full_key in holders:
-                self._drop(full_key)
-                if self._descriptors <= self.max_descriptors:
-                    break
+            while self._descriptors > self.max_descriptors:
+                self._drop(holders.pop(0))
 
 
 def _close(value: Any) -> None:
@@ -273,17 +226,17 @@ def _close(value: Any) -> None:
         value.close()
 
 
-# Keys hold only what can move: ctime changes with every write, chmod, rename and link-count
-# change (and cannot be set back the way mtime can), size catches two writes within one clock
-# tick, inode catches a replaced file or folder, and the link count of a held file drops to
-# zero when the file is replaced or deleted.
+# Keys hold only what can move: ctime (every write, chmod, rename and link-count change; it
+# cannot be set back as mtime can), size (two writes in one clock tick), inode (a replaced
+# file or folder), and a held file's link count (zero once it is replaced or deleted).
 
 
 def _path_key(st: os.stat_result) -> tuple[int, int, int]:
     return (st.st_ctime_ns, st.st_size, st.st_ino)
 
 
-def _path_key_or_none(path: str) -> tuple[int, int, int] | None:
+def path_key(path: str) -> tuple[int, int, int] | None:
+    """The change key of ``path`` itself (a link is not followed), or None when it is missing."""
     try:
         return _path_key(os.lstat(path))
     except OSError:

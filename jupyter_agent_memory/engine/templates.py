@@ -1,21 +1,15 @@
 """Agent templates: provisioning a data folder, and product knowledge from a manifest.
 
 A template is a folder holding ``agent.json``, ``SOUL.md``, ``USER.md``, ``memory/`` (any
-files, at any depth) and optionally ``product-manifest.json``. Built-in templates ship inside
-the package (``builtin_templates/``); any folder of that shape works too.
-
-:func:`provision` never overwrites what a user or agent wrote: SOUL.md and USER.md are copied
-only when missing or empty (or when SOUL.md is byte-identical to an older stock version the
-template lists), files under ``memory/`` only when missing. Product knowledge is never copied
-into FACT.md: :func:`product_info` reads the template's manifest fresh on every call.
-
-Template files are opened so that a named pipe, a device or a link is refused at once: a
-``.template.json`` naming a hostile folder can never hang a prompt build.
+files, at any depth) and optionally ``product-manifest.json``; built-in ones ship in
+``builtin_templates/``. :func:`provision` never overwrites what a user or agent wrote, and
+product knowledge is never copied into FACT.md: :func:`product_info` reads the manifest fresh
+on every call. Template files are opened so that a named pipe, a device or a link is refused
+at once: a ``.template.json`` naming a hostile folder can never hang a prompt build.
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import json
 import os
@@ -38,21 +32,19 @@ from ..errors import (
 from ..folder import Folder, describe, match_name, read_all, retry_eintr
 from .access import Locked, locked
 from .jstext import js_json, js_ordered, js_string, js_trim
-from .store import MEMORY_DIR, SOUL, USER, AgentMemory, sweep_leftovers
+from .manifest import SCHEMA_VERSION, package_manifest
+from .store import MEMORY_DIR, SOUL, TEMPLATE_RECORD, USER, AgentMemory, sweep_leftovers
 
 BUILTIN_DIR = Path(__file__).parent / "builtin_templates"
 AGENT_JSON = "agent.json"
 MANIFEST = "product-manifest.json"
 #: The language a localised name or instruction falls back to.
 DEFAULT_LOCALE = "en-US"
-#: The only product manifest format there is: ``{"schemaVersion": 1, "package": {...}, ...}``.
-MANIFEST_SCHEMA_VERSION = 1
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _SOURCE_ARGUMENTS = ("source", "section")
 
-#: The ``product_info`` tool, in the same neutral shape as ``MEMORY_TOOL``:
-#: ``name``, ``description`` and a JSON schema under ``input_schema``. It is offered only for an
+#: The ``product_info`` tool, in the same neutral shape as ``MEMORY_TOOL``; offered only for an
 #: agent provisioned from a template that ships a product manifest.
 PRODUCT_INFO_TOOL: dict[str, Any] = {
     "name": "product_info",
@@ -97,10 +89,7 @@ class TemplateDefinition:
 
     @property
     def manifest_path(self) -> Path | None:
-        """The template's ``product-manifest.json``, or None when it has none.
-
-        Only a regular file counts (a link or a pipe would be refused when read anyway).
-        """
+        """The template's ``product-manifest.json`` when it is a regular file, else None."""
         path = self.folder / MANIFEST
         try:
             return path if stat.S_ISREG(os.lstat(path).st_mode) else None
@@ -108,31 +97,39 @@ class TemplateDefinition:
             return None
 
 
-# -- reading template files --------------------------------------------------------------------
+class NotRegularError(OSError):
+    """A file that exists but is not a regular file; ``what`` says what it is."""
+
+    def __init__(self, path: object, what: str) -> None:
+        super().__init__(f"{path} is {what}, not a regular file")
+        self.what = what
 
 
-class _NotReadable(OSError):
-    """A template file that exists but is not a regular file (a link, pipe, device, folder)."""
-
-
-def _read_regular(path: Path) -> bytes:
-    """The bytes of the regular file ``path``; anything else is refused without waiting.
-
-    ``O_NONBLOCK`` makes opening a FIFO return at once, ``O_NOFOLLOW`` refuses a link, and
-    the type is checked on the open descriptor before a single byte is read.
-    """
+def open_regular(path: str | os.PathLike[str], dir_fd: int | None = None) -> int:
+    """Open a regular file for reading (hard links allowed); anything else is refused at once:
+    ``O_NONBLOCK`` opens a FIFO without waiting, ``O_NOFOLLOW`` refuses a link, and the type is
+    checked on the descriptor before a byte is read."""
     try:
-        fd = os.open(path, _READ_FLAGS)
+        fd = os.open(path, _READ_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.EMLINK):
-            raise _NotReadable(f"{path} is a symbolic link, not a regular file") from None
+            raise NotRegularError(path, "a symbolic link") from None
         raise
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise _NotReadable(f"{path} is {describe(st)}, not a regular file")
-        with contextlib.suppress(OSError, AttributeError):
-            os.set_blocking(fd, True)
+            raise NotRegularError(path, describe(st))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read_regular(path: Path) -> bytes:
+    """The bytes of the regular file ``path`` (see :func:`open_regular`)."""
+    fd = open_regular(path)
+    try:
         return read_all(fd)
     finally:
         os.close(fd)
@@ -140,15 +137,12 @@ def _read_regular(path: Path) -> bytes:
 
 def _read_template_bytes(path: Path) -> bytes:
     """:func:`_read_regular` for a template's own files: a file that is not a regular file
-    makes the template invalid (-32602); failing to read one is an I/O error (-32603), left
-    to the engine boundary, because the template may be fine and a retry may work."""
+    makes the template invalid (-32602); an I/O error (-32603) is left to the engine boundary,
+    because the template may be fine and a retry may work."""
     try:
         return _read_regular(path)
-    except _NotReadable as exc:
+    except NotRegularError as exc:
         raise TemplateError(f"Invalid template: {exc}") from None
-
-
-# -- loading and validating --------------------------------------------------------------------
 
 
 @engine_boundary
@@ -161,12 +155,8 @@ def list_templates() -> list[str]:
 def load_template(
     template: str | os.PathLike[str], locale: str | None = None
 ) -> TemplateDefinition:
-    """Find and validate a template (a built-in name or a folder); writes nothing.
-
-    ``locale`` (default ``en-US``) picks localised names and instructions: the exact key,
-    else the first key starting with its language (``zh-TW`` finds ``zh-CN``), else
-    ``en-US``, else the first value.
-    """
+    """Find and validate a template (a built-in name or a folder); writes nothing. ``locale``
+    picks localised names and instructions (see :func:`pick_localized`)."""
     text = os.fspath(template)
     builtin = (
         isinstance(template, str)
@@ -230,22 +220,16 @@ _CONFIGURATION_RULES = {
 
 
 def validate_configuration(configuration: Any, source: object) -> dict[str, Any]:
-    """A template's ``configuration``, checked: every key the engine reads has the right type.
-
-    Refuses the whole configuration at load, naming every bad key, so a wrong value (for
-    example ``"budget_tokens": "4000"``) never reaches a session build. ``null`` leaves a
-    key unset. Raises :class:`TemplateError`.
-    """
+    """A template's ``configuration``, checked at load: a key the engine reads with the wrong
+    type raises :class:`TemplateError` naming every bad key; ``null`` leaves a key unset."""
     if not isinstance(configuration, dict):
         raise TemplateError(f"Invalid template {source}: 'configuration' must be an object")
     checked = dict(configuration)
     problems = []
     for key, (wanted, check) in _CONFIGURATION_RULES.items():
-        if key not in checked:
-            continue
-        value = checked[key]
+        value = checked.get(key)
         if value is None:
-            del checked[key]
+            checked.pop(key, None)
             continue
         normalised = check(value)
         if normalised is None:
@@ -272,12 +256,8 @@ def pick_localized(values: dict[str, str], locale: str | None = None) -> str:
     if wanted in values:
         return values[wanted]
     prefix = wanted.split("-")[0]
-    for key in values:
-        if key.startswith(prefix):
-            return values[key]
-    if DEFAULT_LOCALE in values:
-        return values[DEFAULT_LOCALE]
-    return next(iter(values.values()))
+    fallback = values.get(DEFAULT_LOCALE, next(iter(values.values())))
+    return next((value for key, value in values.items() if key.startswith(prefix)), fallback)
 
 
 def _localized(spec: dict[str, Any], key: str, path: Path, required: bool) -> dict[str, str]:
@@ -299,22 +279,18 @@ def _localized(spec: dict[str, Any], key: str, path: Path, required: bool) -> di
     )
 
 
-# -- provisioning ------------------------------------------------------------------------------
-
-
 @engine_boundary
 def provision(
-    template: str | os.PathLike[str],
-    agent: AgentMemory | str | os.PathLike[str],
+    template: str | os.PathLike[str], agent: AgentMemory | str | os.PathLike[str],
     locale: str | None = None,
 ) -> TemplateDefinition:
     """Fill an agent folder from a template without overwriting anything a user wrote.
 
     ``agent`` is an :class:`AgentMemory` or a folder path. The template is validated and
-    read before anything is written; a link or a non-regular file at any destination
-    (dangling links included) stops the whole provisioning before the first write. Every
-    file under the template's ``memory/`` is copied when missing, at any depth. Records the
-    template in ``<agent>/.template.json``.
+    read before anything is written; a link or a non-regular file at any destination stops
+    the whole provisioning before the first write. SOUL.md and USER.md are copied only when
+    missing or empty (or SOUL.md is a stock version the template lists), files under
+    ``memory/`` only when missing. Records the template in ``<agent>/.template.json``.
     """
     definition = load_template(template, locale)
     persona = {name: _read_template_file(definition.folder, name) for name in (SOUL, USER)}
@@ -347,13 +323,12 @@ def _stopped(definition: TemplateDefinition, written: list[str], exc: OSError) -
     """The I/O error that stopped a provisioning, saying exactly what it had written."""
     if not written:
         return exc  # nothing was written: the error as it is
-    done = ", ".join(written)
     return MemoryIOError(
         OSError(
             exc.errno,
             f"Provisioning from the template {definition.template_id!r} stopped after it "
-            f"wrote {done}: {exc.strerror or exc}. Nothing else was changed; provisioning "
-            "again finishes the job (it never overwrites what is there)",
+            f"wrote {', '.join(written)}: {exc.strerror or exc}. Nothing else was changed; "
+            "provisioning again finishes the job (it never overwrites what is there)",
             exc.filename,
         )
     )
@@ -421,17 +396,12 @@ def _refuse_links(
 ) -> None:
     """Fail before any write when a destination is a link or not a regular file."""
     with Folder.open(memory.path) as agent:
-        checks = [(agent, name) for name in persona]
+        for name in persona:
+            _check_destination(agent, (name,))
         with agent.subfolder(agent.lookup(MEMORY_DIR) or MEMORY_DIR, create=True) as mem:
-            for folder, canonical in checks:
-                existing = folder.lookup(canonical)
-                if existing is not None:
-                    folder.require_replaceable(existing)
             for parts in memory_files:
                 _check_destination(mem, parts)
-            record = agent.lookup(".template.json")
-            if record is not None:
-                agent.require_replaceable(record)
+        _check_destination(agent, (TEMPLATE_RECORD,))
 
 
 def _check_destination(folder: Folder, parts: tuple[str, ...]) -> None:
@@ -449,18 +419,15 @@ def _check_destination(folder: Folder, parts: tuple[str, ...]) -> None:
 def _copy_missing_memory_files(
     memory: AgentMemory, memory_files: dict[tuple[str, ...], bytes], written: list[str]
 ) -> None:
-    """Create each template file under ``memory/`` that has no case variant yet, any depth,
-    naming each one written in ``written``.
-
-    One lock for the whole copy; folders are opened by descriptor one level at a time, so a
-    folder swapped for a link on the way is refused, never followed.
-    """
+    """Create each template file under ``memory/`` that has no case variant yet, naming each
+    one written in ``written``. Folders are opened by descriptor one level at a time, under one
+    lock, so a folder swapped for a link on the way is refused, never followed."""
     if not memory_files:
         return
     with locked(memory) as txn:
         for parts, data in memory_files.items():
             if _write_if_missing(txn, txn.memory, parts, data):
-                written.append("/".join((MEMORY_DIR,) + parts))
+                written.append("/".join((MEMORY_DIR, *parts)))
 
 
 def _write_if_missing(txn: Locked, folder: Folder, parts: tuple[str, ...], data: bytes) -> bool:
@@ -485,9 +452,6 @@ def _write_if_missing(txn: Locked, folder: Folder, parts: tuple[str, ...], data:
         return _write_if_missing(txn, sub, parts[1:], data)
 
 
-# -- product_info ------------------------------------------------------------------------------
-
-
 def _unavailable() -> MemoryToolError:
     return MemoryToolError("Product manifest is unavailable", INTERNAL_ERROR)
 
@@ -496,10 +460,8 @@ def _unavailable() -> MemoryToolError:
 def read_manifest(definition: TemplateDefinition | None) -> dict[str, Any]:
     """Load and check a template's manifest now (never cached, so it cannot go stale).
 
-    Errors carry Cherry Studio's texts and never a path: ``Product manifest is unavailable``
-    (no template, no manifest, not a regular file, unreadable), ``Product manifest contains
-    invalid JSON``, ``Product manifest schema is invalid`` (not an object with
-    ``schemaVersion`` 1 and a non-blank ``package.version``); all -32603.
+    Errors (-32603) carry Cherry Studio's texts, never a path: unavailable, invalid JSON, or
+    invalid schema (not ``schemaVersion`` 1 with a non-blank ``package.version``).
     """
     if definition is None:
         raise _unavailable()
@@ -513,8 +475,6 @@ def read_manifest(definition: TemplateDefinition | None) -> dict[str, Any]:
         raise MemoryToolError("Product manifest contains invalid JSON", INTERNAL_ERROR) from None
     if definition.builtin and isinstance(manifest, dict) and manifest.get("generated") is True:
         # Built-in manifests describe this very package, so they are computed from it.
-        from .manifest import package_manifest
-
         manifest = package_manifest()
     if not _valid_manifest(manifest):
         raise MemoryToolError("Product manifest schema is invalid", INTERNAL_ERROR)
@@ -528,28 +488,21 @@ def _no_constant(name: str) -> Any:
 def _valid_manifest(manifest: Any) -> bool:
     if not isinstance(manifest, dict):
         return False
-    schema = manifest.get("schemaVersion")
-    if isinstance(schema, bool) or not isinstance(schema, (int, float)):
-        return False
-    package = manifest.get("package")
-    return (
-        schema == MANIFEST_SCHEMA_VERSION
-        and isinstance(package, dict)
-        and isinstance(package.get("version"), str)
-        and bool(js_trim(package["version"]))
-    )
+    schema, package = manifest.get("schemaVersion"), manifest.get("package")
+    version = package.get("version") if isinstance(package, dict) else None
+    # Of JSON values only numbers and true equal 1.
+    valid_schema = schema == SCHEMA_VERSION and not isinstance(schema, bool)
+    return valid_schema and isinstance(version, str) and bool(js_trim(version))
 
 
 @engine_boundary
 def product_info(memory: AgentMemory, args: dict[str, Any]) -> str:
     """The ``product_info`` tool: the agent's product manifest as compact JSON text.
 
-    As Cherry Studio's tool: no ``section`` gives ``{runtimeVersion, manifestVersion,
-    sections}`` (the manifest's top-level keys but ``schemaVersion``); a section gives
-    ``{runtimeVersion, manifestVersion, section, data}``; ``"all"`` gives ``{runtimeVersion,
-    manifestVersion, section: "all", manifest}``. ``manifestVersion`` is the manifest's
-    ``package.version``; ``section: ""`` means no section. Arguments other than ``source``
-    (required, ``"manifest"``) and ``section`` are refused.
+    As Cherry Studio's tool: ``{runtimeVersion, manifestVersion}`` (the manifest's
+    ``package.version``) with ``sections`` (its top-level keys but ``schemaVersion``) when no
+    ``section`` is given (or ``""``), with ``section`` and ``data`` for one section, or with
+    ``section: "all"`` and ``manifest``. ``source`` must be ``"manifest"``.
     """
     from ..__about__ import __version__
 

@@ -1,13 +1,9 @@
 """The model's tools: ``memory`` (FACT.md and the journal) and the opt-in ``profile`` tool.
 
-This module owns each tool's schema, its argument rules and its result texts. Every surface
-(Python, magics, REST, MCP, function calling) goes through :func:`call_tool` and
-:func:`call_profile_tool`, so a model sees the same texts and errors wherever it runs.
-
-``profile`` rewrites SOUL.md or USER.md as a whole. It exists for surfaces whose model has no
-file tools of its own (a function-calling loop, the evaluation runner): without it such a model
-could never write the persona and user files that bootstrap asks for. It is offered only when a
-surface opts in, and the prompt then describes it (see :mod:`.functions`).
+Each tool's schema, argument rules and result texts live here; every surface goes through
+:func:`call_tool` and :func:`call_profile_tool`, so a model sees the same texts and errors
+wherever it runs. ``profile`` rewrites SOUL.md or USER.md as a whole, for surfaces whose model
+has no file tools of its own (see :mod:`.functions`).
 """
 
 from __future__ import annotations
@@ -21,30 +17,26 @@ from .arguments import DEFAULT_LIMIT, coerce_time, normalize_limit
 if TYPE_CHECKING:
     from .store import AgentMemory
 
-ACTIONS = ("update", "append", "search")
-
-MEMORY_TOOL_DESCRIPTION = (
-    "Long-term memory that survives across sessions.\n"
-    "- update: rewrite memory/FACT.md as a whole with `content` (durable knowledge: stable "
-    "facts about the user, the project and how to work together). Send the complete new "
-    "file, keeping what is still true.\n"
-    "- append: add a timestamped entry to memory/JOURNAL.jsonl with `text` and optional "
-    "`tags` (one-off events, decisions, session notes).\n"
-    "- search: find journal entries, newest first, by `query` (case-insensitive substring), "
-    "`tag`, `limit` (default 20) and an optional `since`/`until` time window (ISO-8601).\n"
-    "Before writing to FACT.md, ask: will this still matter in 6 months? "
-    "If not, use append instead."
-)
-
 MEMORY_TOOL: dict[str, Any] = {
     "name": "memory",
-    "description": MEMORY_TOOL_DESCRIPTION,
+    "description": (
+        "Long-term memory that survives across sessions.\n"
+        "- update: rewrite memory/FACT.md as a whole with `content` (durable knowledge: stable "
+        "facts about the user, the project and how to work together). Send the complete new "
+        "file, keeping what is still true.\n"
+        "- append: add a timestamped entry to memory/JOURNAL.jsonl with `text` and optional "
+        "`tags` (one-off events, decisions, session notes).\n"
+        "- search: find journal entries, newest first, by `query` (case-insensitive substring), "
+        "`tag`, `limit` (default 20) and an optional `since`/`until` time window (ISO-8601).\n"
+        "Before writing to FACT.md, ask: will this still matter in 6 months? "
+        "If not, use append instead."
+    ),
     "input_schema": {
         "type": "object",
         "properties": {
             "action": {
                 "type": "string",
-                "enum": list(ACTIONS),
+                "enum": ["update", "append", "search"],
                 "description": "update FACT.md, append to the journal, or search the journal.",
             },
             "content": {
@@ -88,9 +80,8 @@ NO_MATCHES = "No matching journal entries found."
 def call_tool(memory: AgentMemory, args: dict[str, Any]) -> str:
     """Run one ``memory`` tool call against ``memory``; returns the result text.
 
-    Raises :class:`~jupyter_agent_memory.errors.MemoryToolError` (code -32602 for bad
-    arguments, -32603 for unsafe paths, conflicts and I/O problems). Arguments are checked
-    before any file is touched.
+    Raises :class:`~jupyter_agent_memory.errors.MemoryToolError` (-32602 for bad arguments,
+    checked before any file is touched; -32603 for unsafe paths, conflicts and I/O problems).
     """
     if not isinstance(args, dict):
         raise MemoryToolError("Tool arguments must be a JSON object", INVALID_PARAMS)
@@ -167,21 +158,14 @@ PROFILE_FILES = {"soul": "SOUL.md", "user": "USER.md"}
 
 
 def call_profile_tool(memory: AgentMemory, args: dict[str, Any]) -> str:
-    """Run one ``profile`` tool call; returns ``<FILE> updated (sha256 <hex>).``
-
-    The same rules as a ``memory`` update: arguments are checked before any file is touched,
-    only ``""`` is refused as content, the size limit and the credential guard apply, and
-    ``expected_sha256`` makes the write compare-and-swap (a mismatch raises
-    :class:`~jupyter_agent_memory.errors.MemoryConflictError` and writes nothing).
-    """
+    """Run one ``profile`` tool call; returns ``<FILE> updated (sha256 <hex>).`` The same rules
+    as a ``memory`` update; ``expected_sha256`` makes the write compare-and-swap."""
     if not isinstance(args, dict):
         raise MemoryToolError("Tool arguments must be a JSON object", INVALID_PARAMS)
     which = args.get("file")
     if which not in PROFILE_FILES:
         shown = which if isinstance(which, str) else json.dumps(which, default=str)
-        raise MemoryToolError(
-            f'Unknown file "{shown}", expected soul/user', INVALID_PARAMS
-        )
+        raise MemoryToolError(f'Unknown file "{shown}", expected soul/user', INVALID_PARAMS)
     content = args.get("content")
     if not isinstance(content, str) or not content:
         raise MemoryToolError("'content' is required for the profile tool", INVALID_PARAMS)
