@@ -28,31 +28,22 @@ __all__ = ["BASELINES", "EvaluationRunner", "SimulatedClock", "run_scenario"]
 
 CLIENT_NAME = "jupyter-agent-memory evaluation"
 """The client name in the receipt of every session the runner starts (``AgentMemory.sessions``)."""
-
 BASELINES = ("tool", "bm25")
 """The retrieval baselines scored next to the agent's own searches (see ``retrieval``)."""
-
 AGENT_ALIAS = "/agent"
-"""How the prompt of an evaluation run names the agent folder (see ``path_aliases``)."""
 WORKSPACE_ALIAS = "/workspace"
-"""How the prompt of an evaluation run names the session workspace."""
 
 
 def default_toolset(tool_name: str = MEMORY_TOOL_NAME) -> Toolset:
-    """The runner's default tools: ``memory`` and ``profile`` (so a bootstrap can complete as
-    the prompt describes), named alike: ``mcp__agent-memory__memory`` goes with
-    ``mcp__agent-memory__profile``."""
+    """The runner's default tools, ``memory`` and ``profile``, named alike (a
+    ``mcp__agent-memory__memory`` goes with ``mcp__agent-memory__profile``)."""
     prefix = tool_name[: -len(MEMORY_TOOL_NAME)] if tool_name.endswith(MEMORY_TOOL_NAME) else ""
     return Toolset(memory=tool_name, profile=prefix + PROFILE_TOOL_NAME)
 
 
 class SimulatedClock:
-    """A clock for ``AgentMemory(clock=...)`` that only moves when told, plus ``step`` per read.
-
-    Each reading returns the current time and then moves it ``step`` forward (default one
-    second), so journal entries written in one session keep distinct, ordered times. ``set``
-    jumps to a session's date.
-    """
+    """A clock for ``AgentMemory(clock=...)`` that only moves when told (``set``), plus ``step``
+    per reading, so entries written in one session keep distinct, ordered times."""
 
     def __init__(self, start: datetime, step: timedelta = timedelta(seconds=1)) -> None:
         self.current = start if start.tzinfo else start.replace(tzinfo=timezone.utc)
@@ -94,8 +85,7 @@ class _Journal:
         self.ids: list[str] = []
         self.entries: dict[str, tuple[dict[str, Any], str]] = {}
         self.spans: dict[str, tuple[str, int, int]] = {}
-        self.step: tuple[str, int, int] | None = None
-        """The step running now: its session and the messages it shows first."""
+        self.step: tuple[str, int, int] | None = None  # session, first and last message shown
         self.sync("")
 
     def sync(self, origin: str) -> list[str]:
@@ -129,53 +119,21 @@ class _Journal:
 class EvaluationRunner:
     """Replay scenarios against one agent folder with one model.
 
-    Every session starts from a prompt freshly built by ``PromptBuilder(tools=tools)`` from the
-    agent folder (plus ``system.md`` in ``workspace``), so the only memory carried between
-    sessions is what the model wrote through the tools. Each user turn runs a tool loop: the
-    model's tool calls go through ``tools.run`` (the same code path as ``dispatch``), results
-    go back to the model, until it replies with text or ``max_tool_rounds`` rounds have
-    passed. An assistant message with tool calls is sent back with ``"content": ""`` when
-    the model said nothing next to them (local servers refuse ``null``).
-
-    Tools: ``tools`` is the ``Toolset`` offered, and the prompt describes exactly it; the
-    default offers ``memory`` and ``profile`` (SOUL.md and USER.md), so a bootstrap can
-    complete as the prompt asks. ``tool_name`` is a shorthand that renames both
-    (``mcp__agent-memory__memory`` mimics an MCP client's names);
-    ``tools=Toolset()`` offers ``memory`` alone.
-
-    ``base_prompt`` stands in for the client's own base prompt when the workspace has no
-    ``system.md``. ``config`` and ``has_user_instructions`` go to ``PromptBuilder.build``
-    (``config={"bootstrap_completed": True}`` skips bootstrap mode); without them the prompt is
-    built as every surface builds it (``PromptBuilder.build_session``: the configuration and
-    instructions of the template the agent was provisioned from).
-
-    Paths: the prompt shows the agent folder as ``/agent`` and the workspace as
-    ``/workspace`` (``path_aliases``; ``{}`` shows the real folders), so one experiment gives
-    byte-identical prompts, and token counts, on every machine and in every run folder.
-
-    Transcripts: the model handles each user turn of a fixed transcript; when the transcript
-    ends with the assistant, a closing turn (``closing_turn``, default ``CLOSING_TURN``;
-    ``None`` for none) shows the model that last reply, so what the assistant said last can
-    be remembered too. It is recorded as ``SessionRecord.closing``.
-
-    Time: a scenario with dates (or a ``start``) runs on a ``SimulatedClock`` given to the
-    agent (``AgentMemory.clock``), moving ``clock_step`` per reading; with ``announce_date``
-    the system prompt of a dated run ends with the current date, as a chat client would say.
-
-    Retrieval: sessions with ``evidence`` get ``retrieval_k`` scores for the agent's searches
-    and for ``baselines`` (a subset of ``BASELINES``) on the journal as it stood at the start.
-
-    Sessions on record: every session start appends a receipt to the agent's sessions log
-    (client ``CLIENT_NAME`` and the package version) holding the exact system message the model
-    got; ``SessionRecord.session_id`` names it, so ``AgentMemory.session_prompt``,
-    ``diff_sessions`` and ``why`` replay a run session by session. The prompt built after a
-    session (``next_prompt``) is a preview and is not recorded.
-
-    Errors: an exception in a turn (a network error, a timeout, a malformed response) is
-    recorded in the turn with its traceback; ``on_error="continue"`` goes on with the next
-    turn, ``"stop"`` ends the run there, keeping every record so far. Every model call is
-    recorded, failed or not, with its time, error and retries (``TurnRecord.model_calls``),
-    and every message a turn added to the conversation (``TurnRecord.messages``).
+    Every session starts from a prompt freshly built from the agent folder (plus ``system.md``
+    in ``workspace``), so only what the model wrote through the tools carries over. Each user
+    turn runs a tool loop through ``tools.run`` until the model replies with text or
+    ``max_tool_rounds`` have passed. ``tools`` (default ``memory`` and ``profile``) is what the
+    prompt describes; ``tool_name`` renames both. ``base_prompt`` stands in when the workspace
+    has no ``system.md``; ``config``/``has_user_instructions`` go to ``PromptBuilder.build``,
+    else the prompt is built as every surface builds it (``build_session``). The prompt shows
+    the folders as ``path_aliases`` (default ``/agent`` and ``/workspace``), so prompts are
+    byte-identical on every machine. A transcript ending with the assistant gets a
+    ``closing_turn`` (``None``: none). A dated scenario runs on a ``SimulatedClock`` moving
+    ``clock_step`` per reading; ``announce_date`` ends its prompts with the date. Sessions with
+    ``evidence`` get ``retrieval_k`` scores for the agent's searches and ``baselines``. Every
+    session start leaves a receipt (client ``CLIENT_NAME``) in the agent's sessions log
+    (``SessionRecord.session_id``). An error in a turn is recorded with its traceback;
+    ``on_error="stop"`` ends the run there. Every model call is recorded, failed or not.
     """
 
     def __init__(
@@ -229,8 +187,7 @@ class EvaluationRunner:
         self.tools = tools
         self.tool_name = tools.memory
         self.closing_turn = closing_turn
-        # Fixed now, so every session of the run reads the same system.md and shows the
-        # same alias for it.
+        # Fixed now, so every session reads the same system.md and shows the same alias.
         self.workspace = Path(os.path.realpath(workspace if workspace is not None else os.getcwd()))
         self.config = dict(config) if config is not None else None
         self.has_user_instructions = has_user_instructions
@@ -302,19 +259,12 @@ class EvaluationRunner:
         return base, date
 
     def _start_session(self, given: Prompt) -> dict[str, Any]:
-        """Put the session start on record in the agent's sessions log; its receipt.
-
-        ``given`` is the prompt as the model gets it (see :func:`_as_given`), so the recorded
-        text is the model's system message byte for byte and every line of it can be traced
-        (``AgentMemory.why``). The builder records its own prompts through
-        ``PromptBuilder.start_session``; the runner builds with its own settings and adds
-        text around the prompt, so it records what it built with the same ``record``.
-        """
+        """Record the session start in the agent's sessions log; its receipt. ``given`` is the
+        prompt as the model gets it (``_as_given``), so the receipt is its system message."""
         from .. import __version__
         from ..engine.sessions import record
 
-        # The receipt's time is a clock reading; a simulated clock must not move for it, or
-        # every later entry of the scenario would get a different time than without records.
+        # A simulated clock must not move for the receipt, or every later time would shift.
         moment = self._clock.peek() if self._clock is not None else None
         try:
             return record(
@@ -329,14 +279,8 @@ class EvaluationRunner:
 
         return format_timestamp(self._clock.peek() if self._clock else datetime.now(timezone.utc))
 
-    def _run_turn(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        user: str,
-        origin: str,
-        fixed_reply: str | None = None,
-    ) -> TurnRecord:
+    def _run_turn(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], user: str,
+                  origin: str, fixed_reply: str | None = None) -> TurnRecord:
         start = len(messages)
         messages.append({"role": "user", "content": user})
         record = TurnRecord(user=user, reply="", assistant=fixed_reply, at=self._now_text())
@@ -357,13 +301,8 @@ class EvaluationRunner:
         self._journal.sync(origin)
         return record
 
-    def _tool_loop(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        record: TurnRecord,
-        origin: str,
-    ) -> None:
+    def _tool_loop(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                   record: TurnRecord, origin: str) -> None:
         for _ in range(self.max_tool_rounds):
             turn = call_model(self.model, messages, tools, record.model_calls)
             if not turn.tool_calls:
@@ -371,16 +310,11 @@ class EvaluationRunner:
                 messages.append({"role": "assistant", "content": record.reply})
                 return
             record.tool_rounds += 1
-            calls = []
             for number, call in enumerate(turn.tool_calls, 1):
                 call.id = call.id or f"call_{len(messages)}_{number}"
-                calls.append(
-                    {
-                        "id": call.id,
-                        "type": "function",
-                        "function": {"name": call.name, "arguments": call.arguments_json()},
-                    }
-                )
+            calls = [{"id": call.id, "type": "function",
+                      "function": {"name": call.name, "arguments": call.arguments_json()}}
+                     for call in turn.tool_calls]
             # A string, never null: llama-cpp-python and others refuse a null content.
             messages.append({"role": "assistant", "content": turn.text or "", "tool_calls": calls})
             for call in turn.tool_calls:
@@ -389,9 +323,7 @@ class EvaluationRunner:
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
         record.note = f"stopped after {self.max_tool_rounds} tool rounds without a reply"
 
-    def _conversation(
-        self, session: Session
-    ) -> list[tuple[str | None, str | None, int, int]]:
+    def _conversation(self, session: Session) -> list[tuple[str | None, str | None, int, int]]:
         """``(user, fixed reply, position of the user message, position of the reply's last
         message)``, positions 1-based in the transcript (or the turns); a transcript's
         leading assistant text has no user (position 0)."""
@@ -491,14 +423,10 @@ class EvaluationRunner:
             # Turns and searches register entries as they appear: all since the start count.
             record.new_entry_ids = self._journal.ids[known:]
             record.new_entries = [self._journal.entries[i][0] for i in record.new_entry_ids]
-            record.facts_diff = "".join(
-                difflib.unified_diff(
-                    record.facts_before.splitlines(keepends=True),
-                    record.facts_after.splitlines(keepends=True),
-                    "FACT.md (before)",
-                    "FACT.md (after)",
-                )
-            )
+            record.facts_diff = "".join(difflib.unified_diff(
+                record.facts_before.splitlines(keepends=True),
+                record.facts_after.splitlines(keepends=True), "FACT.md (before)", "FACT.md (after)",
+            ))
             next_prompt = self.build_prompt()
             record.next_prompt = _as_given(next_prompt, *self._around(next_prompt, False)).text
             record.searches = [*self._searches, *baselines]
@@ -529,20 +457,15 @@ class EvaluationRunner:
     def run(
         self, scenario: Scenario, *, on_error: str | None = None, progress: Any = None
     ) -> EvaluationResult:
-        """Run every session of ``scenario`` in order and return what happened.
-
-        The agent folder is used as it is (run on a fresh folder for a clean experiment) and
-        keeps everything the model wrote. ``on_error`` overrides the runner's choice for this
-        run; ``progress`` is ``True`` for a one-line display, or a function
-        ``progress(done, total, text)``.
-        """
+        """Run every session of ``scenario`` in order on the agent folder as it is; what
+        happened. ``on_error`` overrides the runner's for this run; ``progress`` is ``True``
+        for a one-line display, or a function ``progress(done, total, text)``."""
         if not isinstance(scenario, Scenario):
             raise TypeError(
                 f"run takes a Scenario (Scenario.from_dict builds one from plain data), "
                 f"got {type(scenario).__name__}"
             )
         if not scenario.sessions:
-            # Nothing would run, and every table and plot of the result would be empty.
             raise ValueError(f"Scenario {scenario.name!r} has no sessions to run")
         on_error = self.on_error if on_error is None else on_error
         _check_on_error(on_error)
@@ -600,11 +523,8 @@ def _check_on_error(on_error: str) -> None:
 
 
 def _as_given(prompt: Prompt, base: str | None, date: str | None) -> Prompt:
-    """``prompt`` with a stand-in base prompt before it and a date line after it.
-
-    Both become sections of builder text (no source file), joined by a blank line as the
-    builder joins its own, so the receipt's sections still add up to the text.
-    """
+    """``prompt`` with a stand-in base prompt before it and a date line after it, both as
+    sections of builder text, so the receipt's sections still add up to the text."""
     if base is None and date is None:
         return prompt
     from dataclasses import replace
@@ -621,12 +541,8 @@ def _as_given(prompt: Prompt, base: str | None, date: str | None) -> Prompt:
     if date is not None:
         context += f"\n\n{date}"
         sections.append(builder_text("date", date))
-    return replace(
-        prompt,
-        base=prompt.base if base is None else base,
-        context=context,
-        sections=tuple(sections),
-    )
+    base = prompt.base if base is None else base
+    return replace(prompt, base=base, context=context, sections=tuple(sections))
 
 
 def _approx_tokens(system: str, prompt: Prompt) -> int:
@@ -637,13 +553,7 @@ def _approx_tokens(system: str, prompt: Prompt) -> int:
     return approx_tokens(system)
 
 
-def run_scenario(
-    memory: AgentMemory | str | os.PathLike[str],
-    model: ChatModel,
-    scenario: Scenario,
-    *,
-    progress: Any = None,
-    **options: Any,
-) -> EvaluationResult:
+def run_scenario(memory: AgentMemory | str | os.PathLike[str], model: ChatModel,
+                 scenario: Scenario, *, progress: Any = None, **options: Any) -> EvaluationResult:
     """Shortcut for ``EvaluationRunner(memory, model, **options).run(scenario)``."""
     return EvaluationRunner(memory, model, **options).run(scenario, progress=progress)
