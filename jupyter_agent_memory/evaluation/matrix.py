@@ -9,31 +9,15 @@
     matrix.compare("facts", "journal") # paired difference, its interval and a paired test
     matrix.plot("pass_rate")           # mean per model, with question-level intervals
 
-A model entry is a model object (used for every seed) or a function ``factory(seed)`` that
-returns one, which is how seeded models are made (``lambda seed:
-OpenAIChatModel(..., seed=seed)``). Memory policies are models (how they use the tool) or
-templates (what the agent starts from): ``templates={"plain": None, "guide": "guide"}``
-provisions each run's fresh folder first and adds a ``template`` column.
-
-Runs that resume: each cell runs in its own folder under ``root`` (``NNNN-<label>/agent``)
-and writes ``result.json`` there when it finishes; ``root/matrix.json`` lists the cells.
-Calling ``run_matrix`` again with the same arguments and ``root`` keeps every finished cell,
-runs the missing ones and retries the ones that ended with an error (``retry_failed``); a
-``root`` holding another experiment is refused.
-
-Parallel cells: ``executor`` is any ``concurrent.futures.Executor`` (threads, processes) or a
-Dask ``distributed.Client(...).get_executor()``; the cells are independent, so nothing else is
-needed. With processes or a cluster, models and scenarios must pickle (Dask uses cloudpickle,
-so lambdas and scripted rules do) and ``root`` must be a folder every worker can write.
-
-Caching: ``cache=folder`` wraps each model in a ``CachedModel`` keyed by the cell's model name
-and seed, so a re-run (re-scoring, another policy added) does not pay for the same
-completions twice.
-
-Provenance: ``MatrixResult.provenance`` records the package and Python versions, every
-model's spec, the seeds, templates, runner options and the scenarios themselves (judges
-included), and says what a re-run would need given again; ``rerun(matrix)`` reproduces every
-number but latency.
+A model entry is a model object or a function ``factory(seed)``; ``templates={"plain": None,
+"guide": "guide"}`` provisions each fresh folder first and adds a ``template`` column. Each cell
+runs in its own folder under ``root`` and saves ``result.json`` there; calling ``run_matrix``
+again with the same arguments and ``root`` keeps finished cells, runs the missing ones and
+retries failed ones (``retry_failed``). ``executor`` is any ``concurrent.futures.Executor`` (or
+Dask's ``client.get_executor()``; models and scenarios must then pickle, and ``root`` be shared).
+``cache=folder`` wraps each model in a ``CachedModel`` keyed by model name and seed.
+``MatrixResult.provenance`` records versions, model specs, seeds, templates, runner options and
+scenarios; ``rerun(matrix)`` reproduces every number but latency.
 """
 
 from __future__ import annotations
@@ -63,13 +47,13 @@ __all__ = ["MatrixResult", "MatrixRun", "rerun", "run_matrix"]
 FORMAT = "jupyter-agent-memory/evaluation-matrix"
 MANIFEST = "matrix.json"
 RESULT = "result.json"
-LATENCY_METRICS = ("latency_s", "judge_latency_s")
-"""The metrics a re-run cannot reproduce."""
+LATENCY_METRICS = ("latency_s", "judge_latency_s")  # the metrics a re-run cannot reproduce
 
 
 @dataclass
 class MatrixRun:
-    """One cell of the matrix: which model, template, scenario and seed, and its result."""
+    """One cell of the matrix: which model, template, scenario and seed, and its result;
+    ``model_spec`` of the model that ran, ``resumed`` when an earlier result was kept."""
 
     model: str
     scenario: str
@@ -77,9 +61,7 @@ class MatrixRun:
     result: EvaluationResult
     template: str | None = None
     model_spec: dict[str, Any] = field(default_factory=dict)
-    """The spec of the model object that ran (``model_spec``)."""
     resumed: bool = False
-    """True when a resumed matrix kept this cell's earlier result instead of running it."""
 
 
 def _slug(text: str) -> str:
@@ -186,33 +168,20 @@ class _Cell:
     cache: str | None
 
     def key(self) -> dict[str, Any]:
-        return {
-            "folder": Path(self.folder).name,
-            "model": self.model_name,
-            "template": self.template_name,
-            "scenario": self.scenario.name,
-            "seed": self.seed,
-        }
+        return {"folder": Path(self.folder).name, "model": self.model_name,
+                "template": self.template_name, "scenario": self.scenario.name, "seed": self.seed}
 
 
 def _matrix_run(keys: Mapping[str, Any], data: Mapping[str, Any], resumed: bool) -> MatrixRun:
     """The run of a cell's ``keys`` (model, template, scenario, seed) from its saved ``data``."""
-    return MatrixRun(
-        keys["model"],
-        keys["scenario"],
-        keys["seed"],
-        EvaluationResult.from_dict(data["result"]),
-        keys.get("template"),
-        model_spec=dict(data.get("model_spec") or {}),
-        resumed=resumed,
-    )
+    return MatrixRun(keys["model"], keys["scenario"], keys["seed"],
+                     EvaluationResult.from_dict(data["result"]), keys.get("template"),
+                     dict(data.get("model_spec") or {}), resumed)
 
 
 def run_cell(cell: _Cell) -> dict[str, Any]:
-    """Run one cell on a fresh agent folder; its result as data, also saved in its folder.
-
-    Module-level, so an executor in another process (or on a Dask worker) can run it.
-    """
+    """Run one cell on a fresh agent folder; its result as data, also saved in its folder
+    (module-level, so an executor in another process can run it)."""
     from .. import AgentMemory, provision
     from .runner import EvaluationRunner
 
@@ -285,12 +254,8 @@ def run_matrix(
     **runner_options: Any,
 ) -> MatrixResult:
     """Run every model on every scenario for every seed (and template), each on a fresh agent
-    folder under ``root`` (default: a new temporary folder, kept for inspection).
-
-    ``runner_options`` go to ``EvaluationRunner`` (``config``, ``workspace``, ``on_error``,
-    ``retrieval_k``...). ``progress=True`` shows one line updated per run. ``executor``,
-    ``cache`` and resuming (``retry_failed``) are described in the module docstring.
-    """
+    folder under ``root`` (default: a new temporary folder); see the module docstring.
+    ``runner_options`` go to ``EvaluationRunner``; ``progress=True`` shows one line."""
     from ..engine.templates import load_template
 
     named = _named(models)
@@ -336,37 +301,28 @@ def run_matrix(
         if (saved := _finished(cell, retry_failed)) is not None:
             done[cell.number] = (saved, True)
     todo = [cell for cell in cells if cell.number not in done]
-    if display is not None and done:
+    if done:
         display.update(len(done), f"{len(done)} kept from an earlier run")
     if executor is None:
         for cell in todo:
-            if display is not None:
-                display.update(len(done), label(cell))
+            display.update(len(done), label(cell))
             done[cell.number] = (run_cell(cell), False)
     else:
         futures = [(cell, executor.submit(run_cell, cell)) for cell in todo]
         for cell, future in futures:
             done[cell.number] = (future.result(), False)
-            if display is not None:
-                display.update(len(done), label(cell))
-    if display is not None:
-        display.update(len(cells), "done")
-        display.close()
+            display.update(len(done), label(cell))
+    display.update(len(cells), "done")
+    display.close()
     runs = [_matrix_run(cell.key(), *done[cell.number]) for cell in cells]
     provenance = _provenance(named, scenario_list, seed_list, template_items, runner_options,
                              cache is not None, runs)
     return MatrixResult(runs, has_templates=bool(templates), root=str(base), provenance=provenance)
 
 
-def _provenance(
-    named: Mapping[str, Any],
-    scenarios: Sequence[Scenario],
-    seeds: Sequence[int],
-    templates: Sequence[tuple[str | None, Any]],
-    options: Mapping[str, Any],
-    cached: bool,
-    runs: Sequence[MatrixRun],
-) -> dict[str, Any]:
+def _provenance(named: Mapping[str, Any], scenarios: Sequence[Scenario], seeds: Sequence[int],
+                templates: Sequence[tuple[str | None, Any]], options: Mapping[str, Any],
+                cached: bool, runs: Sequence[MatrixRun]) -> dict[str, Any]:
     """What the experiment was, as data, and what a re-run would need given again."""
     from .. import __version__
 
@@ -419,12 +375,10 @@ def rerun(
 ) -> MatrixResult:
     """Run the experiment an export describes again (a ``MatrixResult`` or a saved file).
 
-    Models are rebuilt from their specs (API keys are never exported: ``api_key``, or the
-    client's ``OPENAI_API_KEY``); ``models`` gives by name the ones that cannot be (scripted
-    models, your own classes), ``scenarios`` replaces scenarios whose expectations are code,
-    ``judges`` names judge models or functions. ``options`` (``root``, ``executor``,
-    ``cache``, ``progress``...) go to ``run_matrix``. With deterministic models every number
-    but latency comes out the same (``MatrixResult.reproduces``).
+    Models are rebuilt from their specs (API keys are never exported: ``api_key``);
+    ``models`` gives by name those that cannot be, ``scenarios`` replaces scenarios whose
+    expectations are code, ``judges`` names judge models or functions; ``options`` go to
+    ``run_matrix``.
     """
     from .specs import model_from_spec
 
@@ -481,9 +435,7 @@ class MatrixResult(Exported):
     root: str = ""
     """The folder holding each run's agent folder."""
     provenance: dict[str, Any] = field(default_factory=dict)
-    """Package and Python versions, models, seeds, templates, runner options, scenarios, and
-    ``rerun``: whether the export is enough to run the experiment again, and what else it
-    would need (see ``rerun``)."""
+    """What the experiment was, and under ``rerun`` what else a re-run would need."""
     _rows: list[dict[str, Any]] | None = field(default=None, repr=False, compare=False)
 
     def rows(self) -> list[dict[str, Any]]:
@@ -509,11 +461,8 @@ class MatrixResult(Exported):
         """The columns that identify a run's policy: ``model`` (and ``template``)."""
         return ["model", "template"] if self.has_templates else ["model"]
 
-    def summary(
-        self,
-        metrics: Sequence[str] = ("pass_rate", "input_tokens", "output_tokens"),
-        by: Any = None,
-    ) -> Any:
+    def summary(self, metrics: Sequence[str] = ("pass_rate", "input_tokens", "output_tokens"),
+                by: Any = None) -> Any:
         """Mean of each metric per group (default: model, and template), NaN values left out;
         a wide DataFrame with one column per metric."""
         frame = self.to_dataframe()
@@ -522,14 +471,11 @@ class MatrixResult(Exported):
         table = chosen.pivot_table(index=keys, columns="metric", values="value", aggfunc="mean")
         return table.reindex(columns=[m for m in metrics if m in table.columns])
 
-    # -- question-level statistics -----------------------------------------------------------
-
     def question_values(
         self, metric: str = "pass_rate", by: str | None = None
     ) -> dict[tuple[Any, ...], dict[str, float]]:
-        """Per policy group (``groups()`` and ``by``): each question's value, averaged over
-        its seeds. A run's value is its ``pass_rate`` over every verdict of the run, or for
-        another metric its mean over the sessions that have one (NaN: none has)."""
+        """Per policy group (``groups()`` and ``by``): each question's ``run_value``, averaged
+        over its seeds."""
 
         def key(run: MatrixRun) -> tuple[Any, ...]:
             keys: list[Any] = [run.model] + ([run.template] if self.has_templates else [])
@@ -553,15 +499,8 @@ class MatrixResult(Exported):
             for group, questions in values.items()
         }
 
-    def intervals(
-        self,
-        metric: str = "pass_rate",
-        *,
-        by: str | None = None,
-        confidence: float = 0.95,
-        resamples: int = 10_000,
-        seed: int = 0,
-    ) -> Any:
+    def intervals(self, metric: str = "pass_rate", *, by: str | None = None,
+                  confidence: float = 0.95, resamples: int = 10_000, seed: int = 0) -> Any:
         """Mean of ``metric`` per policy (and ``by``, e.g. ``question_type``) with a
         bootstrap interval that resamples questions (see ``stats``); a DataFrame with
         ``mean``, ``low``, ``high``, ``questions``."""
@@ -578,17 +517,8 @@ class MatrixResult(Exported):
                          "low": found.low, "high": found.high, "questions": found.questions})
         return pandas.DataFrame(rows, columns=[*columns, "mean", "low", "high", "questions"])
 
-    def compare(
-        self,
-        a: str,
-        b: str,
-        metric: str = "pass_rate",
-        *,
-        by: str | None = None,
-        confidence: float = 0.95,
-        resamples: int = 10_000,
-        seed: int = 0,
-    ) -> Any:
+    def compare(self, a: str, b: str, metric: str = "pass_rate", *, by: str | None = None,
+                confidence: float = 0.95, resamples: int = 10_000, seed: int = 0) -> Any:
         """Model ``a`` against model ``b`` on the questions both answered: per ``by`` value
         (and overall, ``by`` column ``"all"``), the means, their difference with a paired
         bootstrap interval, the sign-flip permutation p-value, and wins/losses/ties. With
@@ -622,22 +552,12 @@ class MatrixResult(Exported):
             rows.append({(by or "scope"): label, "a": str(a), "b": str(b), **numbers})
         return pandas.DataFrame(rows)
 
-    def plot(
-        self,
-        metric: str = "pass_rate",
-        *,
-        by: str = "model",
-        hue: str | None = None,
-        ax: Any = None,
-        title: str | None = None,
-        confidence: float = 0.95,
-        resamples: int = 2_000,
-        seed: int = 0,
-    ) -> Any:
-        """Bars of the mean of ``metric`` per ``by`` (e.g. ``model``), one bar per ``hue``
-        value side by side (e.g. ``question_type`` or ``scenario``). Error bars are
-        question-level bootstrap intervals (each question averaged over its seeds first, see
-        ``intervals``), never a spread over seeds. Returns the figure; draws into ``ax``."""
+    def plot(self, metric: str = "pass_rate", *, by: str = "model", hue: str | None = None,
+             ax: Any = None, title: str | None = None, confidence: float = 0.95,
+             resamples: int = 2_000, seed: int = 0) -> Any:
+        """Bars of the mean of ``metric`` per ``by``, one bar per ``hue`` value side by side,
+        with question-level bootstrap intervals (see ``intervals``) as error bars, never a
+        spread over seeds. Returns the figure; draws into ``ax``."""
         from .stats import bootstrap_interval
 
         plt = import_extra("matplotlib.pyplot", "plot()")
@@ -672,8 +592,7 @@ class MatrixResult(Exported):
         axes.set_xticklabels(groups)
         axes.set_xlabel(by)
         axes.set_ylabel(f"mean {metric}")
-        if hue:
-            # Beside the bars, so it never hides one.
+        if hue:  # beside the bars, so it never hides one
             axes.legend(title=hue, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
         axes.set_title(title if title is not None else f"{metric} by {by}")
         return figure
@@ -696,16 +615,11 @@ class MatrixResult(Exported):
             same(x, y) for x, y in zip(mine, theirs, strict=True)
         )
 
-    # -- JSON ------------------------------------------------------------------------------
-
     def to_json(self) -> str:
         """Every run as JSON text (``from_json`` loads it back equal)."""
         data = {
-            "format": FORMAT,
-            "version": 1,
-            "has_templates": self.has_templates,
-            "root": self.root,
-            "provenance": self.provenance,
+            "format": FORMAT, "version": 1, "has_templates": self.has_templates,
+            "root": self.root, "provenance": self.provenance,
             "runs": [
                 {"model": run.model, "template": run.template, "scenario": run.scenario,
                  "seed": run.seed, "model_spec": run.model_spec, "resumed": run.resumed,
@@ -722,12 +636,8 @@ class MatrixResult(Exported):
         runs = cls.parsed(data, lambda: [
             _matrix_run(item, item, bool(item.get("resumed"))) for item in data["runs"]
         ])
-        return cls(
-            runs,
-            has_templates=bool(data.get("has_templates")),
-            root=data.get("root", ""),
-            provenance=dict(data.get("provenance") or {}),
-        )
+        return cls(runs, bool(data.get("has_templates")), data.get("root", ""),
+                   dict(data.get("provenance") or {}))
 
     def __str__(self) -> str:
         models = list(dict.fromkeys(run.model for run in self.runs))

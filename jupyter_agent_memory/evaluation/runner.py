@@ -483,16 +483,14 @@ class EvaluationRunner:
         try:
             self._journal = _Journal(self.memory)
             for index, session in enumerate(scenario.sessions, 1):
-                if display is not None:
-                    display.update(index - 1, names[index - 1])
+                display.update(index - 1, names[index - 1])
                 record, failed = self._run_session(index, names[index - 1], session, scenario.dated)
                 records.append(record)
                 if failed and on_error == "stop":
                     stopped = True
                     break
-            if display is not None:
-                display.update(len(records), "stopped on an error" if stopped else "done")
-                display.close()
+            display.update(len(records), "stopped on an error" if stopped else "done")
+            display.close()
             journal = [
                 {"id": entry_id, "session": origin, "entry": entry}
                 for entry_id, (entry, origin) in self._journal.entries.items()
