@@ -15,10 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import AgentMemory
 from .matrix import instantiate
 from .models import import_extra
 from .records import fact_lines
 from .results import EvaluationResult, Report
+from .runner import EvaluationRunner
 from .scenario import Scenario
 
 __all__ = ["FactAblation", "leave_one_fact_out", "run_scores"]
@@ -87,9 +89,6 @@ def leave_one_fact_out(agent: Any, model: Any, scenario: Scenario, *,
     folder) in turn. ``model`` is a model or a factory (called with 0 for every replay); copies
     go under ``workdir`` (default: a new temporary folder); ``runner_options`` go to
     ``EvaluationRunner``."""
-    from .. import AgentMemory
-    from .runner import EvaluationRunner
-
     source = Path(agent.path if isinstance(agent, AgentMemory) else agent)
     text = AgentMemory.open(source, create=False).facts
     lines = fact_lines(text)

@@ -37,10 +37,16 @@ from numbers import Integral
 from pathlib import Path
 from typing import Any
 
+from .. import AgentMemory, __version__, provision
+from ..engine.functions import Toolset
+from ..engine.templates import load_template
 from .models import CachedModel, import_extra, model_spec
 from .progress import make_progress
 from .results import EvaluationResult, Exported, load_json, new_axes
+from .runner import EvaluationRunner
 from .scenario import Scenario
+from .specs import model_from_spec
+from .stats import bootstrap_interval, paired_comparison
 
 __all__ = ["MatrixResult", "MatrixRun", "rerun", "run_matrix"]
 
@@ -122,8 +128,6 @@ def instantiate(model: Any, seed: int) -> Any:
 
 def _plain(value: Any) -> Any:
     """A runner option as JSON data; ``TypeError`` for one that has no plain form."""
-    from ..engine.functions import Toolset
-
     if isinstance(value, Toolset):
         return {"toolset": asdict(value)}
     if isinstance(value, timedelta):
@@ -140,8 +144,6 @@ def _plain(value: Any) -> Any:
 
 
 def _options_from_plain(options: Mapping[str, Any]) -> dict[str, Any]:
-    from ..engine.functions import Toolset
-
     rebuilt: dict[str, Any] = {}
     for key, value in options.items():
         if isinstance(value, Mapping) and set(value) == {"toolset"}:
@@ -182,9 +184,6 @@ def _matrix_run(keys: Mapping[str, Any], data: Mapping[str, Any], resumed: bool)
 def run_cell(cell: _Cell) -> dict[str, Any]:
     """Run one cell on a fresh agent folder; its result as data, also saved in its folder
     (module-level, so an executor in another process can run it)."""
-    from .. import AgentMemory, provision
-    from .runner import EvaluationRunner
-
     folder = Path(cell.folder)
     if folder.exists():
         shutil.rmtree(folder)  # an unfinished or failed attempt of this very cell
@@ -256,8 +255,6 @@ def run_matrix(
     """Run every model on every scenario for every seed (and template), each on a fresh agent
     folder under ``root`` (default: a new temporary folder); see the module docstring.
     ``runner_options`` go to ``EvaluationRunner``; ``progress=True`` shows one line."""
-    from ..engine.templates import load_template
-
     named = _named(models)
     scenario_list = _scenarios(scenarios)
     # int(1.7) or the characters of "012" would silently be other seeds than meant.
@@ -324,8 +321,6 @@ def _provenance(named: Mapping[str, Any], scenarios: Sequence[Scenario], seeds: 
                 templates: Sequence[tuple[str | None, Any]], options: Mapping[str, Any],
                 cached: bool, runs: Sequence[MatrixRun]) -> dict[str, Any]:
     """What the experiment was, as data, and what a re-run would need given again."""
-    from .. import __version__
-
     needs: list[str] = []
     plain_options: dict[str, Any] = {}
     for key, value in options.items():
@@ -380,8 +375,6 @@ def rerun(
     expectations are code, ``judges`` names judge models or functions; ``options`` go to
     ``run_matrix``.
     """
-    from .specs import model_from_spec
-
     if not isinstance(matrix, MatrixResult):
         matrix = MatrixResult.load(matrix)
     recorded = matrix.provenance
@@ -504,8 +497,6 @@ class MatrixResult(Exported):
         """Mean of ``metric`` per policy (and ``by``, e.g. ``question_type``) with a
         bootstrap interval that resamples questions (see ``stats``); a DataFrame with
         ``mean``, ``low``, ``high``, ``questions``."""
-        from .stats import bootstrap_interval
-
         pandas = import_extra("pandas", "intervals()")
         columns = self.groups() + ([by] if by else [])
         rows = []
@@ -523,8 +514,6 @@ class MatrixResult(Exported):
         (and overall, ``by`` column ``"all"``), the means, their difference with a paired
         bootstrap interval, the sign-flip permutation p-value, and wins/losses/ties. With
         templates, ``a`` and ``b`` may be ``(model, template)`` pairs."""
-        from .stats import paired_comparison
-
         pandas = import_extra("pandas", "compare()")
 
         def key(policy: Any) -> tuple[Any, ...]:
@@ -558,8 +547,6 @@ class MatrixResult(Exported):
         """Bars of the mean of ``metric`` per ``by``, one bar per ``hue`` value side by side,
         with question-level bootstrap intervals (see ``intervals``) as error bars, never a
         spread over seeds. Returns the figure; draws into ``ax``."""
-        from .stats import bootstrap_interval
-
         plt = import_extra("matplotlib.pyplot", "plot()")
         figure, axes = new_axes(plt, ax)
 

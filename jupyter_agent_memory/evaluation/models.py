@@ -10,13 +10,18 @@ labels the model in results. ``ScriptedModel`` is deterministic and offline;
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
+import os
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
+
+from ..engine.prompt import approx_tokens
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam
@@ -117,14 +122,8 @@ def error_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
-def _approx_tokens(text: str) -> int:
-    from ..engine.prompt import approx_tokens
-
-    return approx_tokens(text)
-
-
 def _estimate_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
-    return _approx_tokens(json.dumps(list(messages), ensure_ascii=False))
+    return approx_tokens(json.dumps(list(messages), ensure_ascii=False))
 
 
 def call_model(
@@ -157,7 +156,7 @@ def call_model(
         tokens = (usage["prompt_tokens"], int(usage.get("completion_tokens") or 0))
     else:
         reply = (turn.text or "") + "".join(c.name + c.arguments_json() for c in turn.tool_calls)
-        tokens = (_estimate_tokens(messages), _approx_tokens(reply))
+        tokens = (_estimate_tokens(messages), approx_tokens(reply))
     calls.append(ModelCallRecord(
         *tokens, estimated=not reported, latency_s=time.perf_counter() - started,
         finish_reason=turn.finish_reason or "",
@@ -188,8 +187,6 @@ class CachedModel:
     def __init__(self, model: Any, folder: str | Any, *, key: str = "") -> None:
         if not callable(getattr(model, "complete", None)):
             raise TypeError(f"CachedModel needs a model with complete(), got {model!r}")
-        from pathlib import Path
-
         self.model = model
         self.folder = Path(folder)
         self.name = str(getattr(model, "name", None) or type(model).__name__)
@@ -203,8 +200,6 @@ class CachedModel:
         return {k: v for k, v in inner.items() if k not in ("name", "rebuild")}
 
     def _path(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
-        import hashlib
-
         request = {"key": self.key, "model": model_spec(self.model), "messages": messages,
                    "tools": tools}
         text = json.dumps(request, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
@@ -213,8 +208,6 @@ class CachedModel:
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelTurn:
         """The cached answer to this request, or the model's (then cached)."""
-        import os
-
         path = self._path(messages, tools)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))

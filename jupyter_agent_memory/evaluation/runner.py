@@ -8,21 +8,24 @@ import json
 import os
 import time
 import traceback
+import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .. import AgentMemory, Prompt, PromptBuilder, __version__
 from ..engine.functions import MEMORY_TOOL_NAME, PROFILE_TOOL_NAME, Toolset
+from ..engine.prompt import Section, approx_tokens
+from ..engine.sessions import record as record_session
+from ..journal import format_timestamp
 from .models import ChatModel, call_model
 from .progress import make_progress
 from .records import SearchRecord, SessionRecord, ToolCallRecord, TurnRecord
 from .results import EvaluationResult
 from .retrieval import bm25_rank, score_ranking
 from .scenario import CLOSING_TURN, Scenario, Session, SessionState, session_names
-
-if TYPE_CHECKING:
-    from .. import AgentMemory, Prompt
 
 __all__ = ["BASELINES", "EvaluationRunner", "SimulatedClock", "run_scenario"]
 
@@ -157,8 +160,6 @@ class EvaluationRunner:
         path_aliases: Mapping[str | os.PathLike[str], str] | None = None,
         closing_turn: str | None = CLOSING_TURN,
     ) -> None:
-        from .. import AgentMemory, PromptBuilder
-
         if not isinstance(memory, AgentMemory):
             memory = AgentMemory.open(memory)
         if not callable(getattr(model, "complete", None)):
@@ -232,8 +233,6 @@ class EvaluationRunner:
 
     def build_prompt(self) -> Prompt:
         """Build the prompt a session would start from now."""
-        import warnings
-
         with warnings.catch_warnings():
             # Budget overruns are recorded per session; no need to also warn every build.
             warnings.simplefilter("ignore")
@@ -261,22 +260,16 @@ class EvaluationRunner:
     def _start_session(self, given: Prompt) -> dict[str, Any]:
         """Record the session start in the agent's sessions log; its receipt. ``given`` is the
         prompt as the model gets it (``_as_given``), so the receipt is its system message."""
-        from .. import __version__
-        from ..engine.sessions import record
-
         # A simulated clock must not move for the receipt, or every later time would shift.
         moment = self._clock.peek() if self._clock is not None else None
         try:
-            return record(
-                self.memory, given, client={"name": CLIENT_NAME, "version": __version__}
-            )
+            client = {"name": CLIENT_NAME, "version": __version__}
+            return record_session(self.memory, given, client=client)
         finally:
             if self._clock is not None and moment is not None:
                 self._clock.set(moment)
 
     def _now_text(self) -> str:
-        from ..journal import format_timestamp
-
         return format_timestamp(self._clock.peek() if self._clock else datetime.now(timezone.utc))
 
     def _run_turn(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], user: str,
@@ -525,9 +518,6 @@ def _as_given(prompt: Prompt, base: str | None, date: str | None) -> Prompt:
     sections of builder text, so the receipt's sections still add up to the text."""
     if base is None and date is None:
         return prompt
-    from dataclasses import replace
-
-    from ..engine.prompt import Section, approx_tokens
 
     def builder_text(name: str, text: str) -> Section:
         return Section(name, None, len(text), approx_tokens(text), text=text)
@@ -546,8 +536,6 @@ def _as_given(prompt: Prompt, base: str | None, date: str | None) -> Prompt:
 def _approx_tokens(system: str, prompt: Prompt) -> int:
     if system == prompt.text:
         return prompt.tokens
-    from ..engine.prompt import approx_tokens
-
     return approx_tokens(system)
 
 
