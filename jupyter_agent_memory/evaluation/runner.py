@@ -91,10 +91,9 @@ class _Journal:
         self.step: tuple[str, int, int] | None = None  # session, first and last message shown
         self.sync("")
 
-    def sync(self, origin: str) -> list[str]:
+    def sync(self, origin: str) -> None:
         """Register entries added since the last sync as written by ``origin`` (in the
-        current ``step``); their ids."""
-        added = []
+        current ``step``)."""
         new = itertools.islice(enumerate(self.memory.entries()), len(self.ids), None)
         for position, entry in new:
             entry_id = f"j{position + 1}"
@@ -102,8 +101,6 @@ class _Journal:
             self.entries[entry_id] = (entry, origin)
             if origin and self.step is not None:
                 self.spans[entry_id] = self.step
-            added.append(entry_id)
-        return added
 
     def ids_of(self, returned: Sequence[Mapping[str, Any]]) -> list[str]:
         """Ids of entries a search returned (newest first): equal entries map to the newest
@@ -239,27 +236,29 @@ class EvaluationRunner:
             if self.config is None and not self.has_user_instructions:
                 # As every surface does: the agent's template supplies its settings.
                 return self.builder.build_session(self.memory, workspace=self.workspace)
-            return self.builder.build(
-                self.memory,
-                workspace=self.workspace,
-                config=self.config,
-                has_user_instructions=self.has_user_instructions,
-            )
+            return self.builder.build(self.memory, workspace=self.workspace, config=self.config,
+                                      has_user_instructions=self.has_user_instructions)
 
-    def _around(self, prompt: Prompt, dated: bool) -> tuple[str | None, str | None]:
-        """The stand-in base prompt and the date line the runner puts around ``prompt``."""
-        base = None
-        if prompt.base is None and self.base_prompt:
+    def _given(self, prompt: Prompt, dated: bool) -> Prompt:
+        """``prompt`` as the model gets it: with a stand-in base prompt before it and a date
+        line after it, as sections of builder text (the receipt's sections add up)."""
+        sections = list(prompt.sections)
+        base, context = prompt.base, prompt.context
+        if base is None and self.base_prompt:
             base = self.base_prompt.strip()
-        date = None
+            sections.insert(0, _builder_text("system", base))
         if dated and self.announce_date and self._clock is not None:
             moment = self._clock.peek()
             date = f"Current date: {moment:%Y-%m-%d %H:%M} UTC ({moment:%A})."
-        return base, date
+            context += f"\n\n{date}"
+            sections.append(_builder_text("date", date))
+        if len(sections) == len(prompt.sections):
+            return prompt
+        return replace(prompt, base=base, context=context, sections=tuple(sections))
 
     def _start_session(self, given: Prompt) -> dict[str, Any]:
         """Record the session start in the agent's sessions log; its receipt. ``given`` is the
-        prompt as the model gets it (``_as_given``), so the receipt is its system message."""
+        prompt as the model gets it (``_given``), so the receipt is its system message."""
         # A simulated clock must not move for the receipt, or every later time would shift.
         moment = self._clock.peek() if self._clock is not None else None
         try:
@@ -373,12 +372,12 @@ class EvaluationRunner:
             gold_journal = dict(self._journal.entries)
             baselines = self._baseline_searches(session) if session.evidence else []
             prompt = self.build_prompt()
-            given = _as_given(prompt, *self._around(prompt, dated))
+            given = self._given(prompt, dated)
             system = given.text
             record.session_id = self._start_session(given)["session_id"]
             record.system_prompt = system
             record.prompt_chars = len(system)
-            record.prompt_tokens = _approx_tokens(system, prompt)
+            record.prompt_tokens = prompt.tokens if system == prompt.text else approx_tokens(system)
             record.prompt_sections = [(s.name, s.chars, s.tokens) for s in prompt.sections]
             record.prompt_warnings = list(prompt.warnings)
             record.bootstrap = prompt.bootstrap
@@ -401,12 +400,8 @@ class EvaluationRunner:
                         stopped = True
                         break
             transcript = session.transcript or []
-            if (
-                not stopped
-                and self.closing_turn is not None
-                and transcript
-                and transcript[-1]["role"] == "assistant"
-            ):
+            ends_with_reply = bool(transcript) and transcript[-1]["role"] == "assistant"
+            if not stopped and self.closing_turn is not None and ends_with_reply:
                 self._journal.step = (name, shown + 1, len(transcript))
                 record.closing = self._run_turn(messages, tools, self.closing_turn, name)
                 failed = failed or bool(record.closing.error)
@@ -420,17 +415,14 @@ class EvaluationRunner:
                 record.facts_before.splitlines(keepends=True),
                 record.facts_after.splitlines(keepends=True), "FACT.md (before)", "FACT.md (after)",
             ))
-            next_prompt = self.build_prompt()
-            record.next_prompt = _as_given(next_prompt, *self._around(next_prompt, False)).text
+            record.next_prompt = self._given(self.build_prompt(), False).text
             record.searches = [*self._searches, *baselines]
             if session.evidence is not None:
                 agent = [eid for s in self._searches for eid in s.results]
                 rankings = [("agent", agent)] + [(s.retriever, s.results) for s in baselines]
                 record.retrieval = [
-                    score_ranking(
-                        retriever, ranking, session.evidence, gold_journal, self.retrieval_k,
-                        self._journal.spans,
-                    )
+                    score_ranking(retriever, ranking, session.evidence, gold_journal,
+                                  self.retrieval_k, self._journal.spans)
                     for retriever, ranking in rankings
                 ]
         except Exception:
@@ -492,15 +484,9 @@ class EvaluationRunner:
             self.memory.clock = previous_clock
             self._clock = None
             self.on_error = previous_on_error
-        return EvaluationResult(
-            scenario=scenario.name,
-            model=str(getattr(self.model, "name", type(self.model).__name__)),
-            agent_path=str(self.memory.path),
-            sessions=records,
-            labels=dict(scenario.labels),
-            stopped=stopped,
-            journal=journal,
-        )
+        model = str(getattr(self.model, "name", type(self.model).__name__))
+        return EvaluationResult(scenario.name, model, str(self.memory.path), records,
+                                dict(scenario.labels), stopped, journal)
 
 
 def _check_count(name: str, value: object) -> None:
@@ -513,30 +499,8 @@ def _check_on_error(on_error: str) -> None:
         raise ValueError(f"on_error must be 'continue' or 'stop', got {on_error!r}")
 
 
-def _as_given(prompt: Prompt, base: str | None, date: str | None) -> Prompt:
-    """``prompt`` with a stand-in base prompt before it and a date line after it, both as
-    sections of builder text, so the receipt's sections still add up to the text."""
-    if base is None and date is None:
-        return prompt
-
-    def builder_text(name: str, text: str) -> Section:
-        return Section(name, None, len(text), approx_tokens(text), text=text)
-
-    sections = list(prompt.sections)
-    if base is not None:
-        sections.insert(0, builder_text("system", base))
-    context = prompt.context
-    if date is not None:
-        context += f"\n\n{date}"
-        sections.append(builder_text("date", date))
-    base = prompt.base if base is None else base
-    return replace(prompt, base=base, context=context, sections=tuple(sections))
-
-
-def _approx_tokens(system: str, prompt: Prompt) -> int:
-    if system == prompt.text:
-        return prompt.tokens
-    return approx_tokens(system)
+def _builder_text(name: str, text: str) -> Section:
+    return Section(name, None, len(text), approx_tokens(text), text=text)
 
 
 def run_scenario(memory: AgentMemory | str | os.PathLike[str], model: ChatModel,
