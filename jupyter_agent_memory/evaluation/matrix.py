@@ -1,23 +1,11 @@
 """Experiments as one tidy table: models × (templates ×) scenarios × seeds, a fresh agent each.
 
-::
-
-    matrix = run_matrix({"facts": FactsPolicy(), "journal": JournalPolicy()},
-                        load_longmemeval_sample(), seeds=[0, 1], root="runs")
-    frame = matrix.to_dataframe()      # model, scenario, seed, session, metric, value (+ labels)
-    matrix.intervals("pass_rate")      # question-level bootstrap intervals per model
-    matrix.compare("facts", "journal") # paired difference, its interval and a paired test
-    matrix.plot("pass_rate")           # mean per model, with question-level intervals
-
-A model entry is a model object or a function ``factory(seed)``; ``templates={"plain": None,
-"guide": "guide"}`` provisions each fresh folder first and adds a ``template`` column. Each cell
-runs in its own folder under ``root`` and saves ``result.json`` there; calling ``run_matrix``
-again with the same arguments and ``root`` keeps finished cells, runs the missing ones and
-retries failed ones (``retry_failed``). ``executor`` is any ``concurrent.futures.Executor`` (or
-Dask's ``client.get_executor()``; models and scenarios must then pickle, and ``root`` be shared).
-``cache=folder`` wraps each model in a ``CachedModel`` keyed by model name and seed.
-``MatrixResult.provenance`` records versions, model specs, seeds, templates, runner options and
-scenarios; ``rerun(matrix)`` reproduces every number but latency.
+A model entry is a model object or a function ``factory(seed)``; ``templates`` provisions each
+fresh folder first. Each cell runs in its own folder under ``root`` and saves ``result.json``;
+``run_matrix`` again with the same arguments and ``root`` keeps finished cells and runs the
+others (failed ones too, ``retry_failed``). ``executor`` is any ``concurrent.futures.Executor``
+(models and scenarios must then pickle); ``cache=folder`` wraps each model in a ``CachedModel``.
+``MatrixResult.provenance`` records the experiment; ``rerun`` reproduces every number but latency.
 """
 
 from __future__ import annotations
@@ -241,16 +229,11 @@ def _check_root(base: Path, manifest: dict[str, Any]) -> None:
 
 def run_matrix(
     models: Mapping[str, Any] | Sequence[Any] | Any,
-    scenarios: Scenario | Sequence[Scenario] | Mapping[str, Scenario],
-    *,
+    scenarios: Scenario | Sequence[Scenario] | Mapping[str, Scenario], *,
     seeds: Sequence[int] = (0,),
     templates: Mapping[str, str | os.PathLike[str] | None] | None = None,
-    root: str | os.PathLike[str] | None = None,
-    progress: Any = None,
-    executor: Any = None,
-    cache: str | os.PathLike[str] | None = None,
-    retry_failed: bool = True,
-    **runner_options: Any,
+    root: str | os.PathLike[str] | None = None, progress: Any = None, executor: Any = None,
+    cache: str | os.PathLike[str] | None = None, retry_failed: bool = True, **runner_options: Any,
 ) -> MatrixResult:
     """Run every model on every scenario for every seed (and template), each on a fresh agent
     folder under ``root`` (default: a new temporary folder); see the module docstring.
@@ -359,14 +342,9 @@ def _provenance(named: Mapping[str, Any], scenarios: Sequence[Scenario], seeds: 
 
 
 def rerun(
-    matrix: MatrixResult | str | os.PathLike[str],
-    *,
-    models: Mapping[str, Any] | None = None,
-    scenarios: Sequence[Scenario] | None = None,
-    judges: Mapping[str, Any] | None = None,
-    api_key: str | None = None,
-    root: str | os.PathLike[str] | None = None,
-    **options: Any,
+    matrix: MatrixResult | str | os.PathLike[str], *, models: Mapping[str, Any] | None = None,
+    scenarios: Sequence[Scenario] | None = None, judges: Mapping[str, Any] | None = None,
+    api_key: str | None = None, root: str | os.PathLike[str] | None = None, **options: Any,
 ) -> MatrixResult:
     """Run the experiment an export describes again (a ``MatrixResult`` or a saved file).
 

@@ -1,11 +1,8 @@
 """Models for the evaluation harness, and the small protocol any model can implement.
 
-A model has ``complete(messages, tools) -> ModelTurn``: ``messages`` is the conversation in the
-OpenAI chat format (assistant ``tool_calls`` answered by ``{"role": "tool", "tool_call_id",
-"content"}`` messages), ``tools`` are OpenAI tool dicts (``functions.to_openai``). The turn
-holds tool calls (the runner runs them and asks again) or a final reply; an optional ``name``
-labels the model in results. ``ScriptedModel`` is deterministic and offline;
-``OpenAIChatModel`` talks to any OpenAI-compatible endpoint (needs the ``[eval]`` extra).
+A model has ``complete(messages, tools) -> ModelTurn`` over the OpenAI chat format (messages,
+tool calls and ``tool`` results; ``functions.to_openai`` tool dicts); an optional ``name``
+labels it in results. The turn holds tool calls (the runner runs them and asks again) or a reply.
 """
 
 from __future__ import annotations
@@ -17,7 +14,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
@@ -126,14 +123,8 @@ def _estimate_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
     return approx_tokens(json.dumps(list(messages), ensure_ascii=False))
 
 
-def call_model(
-    model: Any,
-    messages: list[dict[str, Any]],
-    tools: list[dict[str, Any]],
-    calls: list[ModelCallRecord],
-    *,
-    role: str = "agent",
-) -> ModelTurn:
+def call_model(model: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+               calls: list[ModelCallRecord], *, role: str = "agent") -> ModelTurn:
     """``model.complete(messages, tools)``, with one ``ModelCallRecord`` appended to ``calls``
     whatever happens; a call that raises is recorded with its error and the exception's
     ``retries``/``retry_errors`` (set by ``OpenAIChatModel``), then propagates."""
@@ -220,13 +211,9 @@ class CachedModel:
                              cached=True)
         self.misses += 1
         turn = self.model.complete(messages, tools)
-        record = {
-            "text": turn.text,
-            "calls": [{"name": c.name, "arguments": c.arguments, "id": c.id}
-                      for c in turn.tool_calls],
-            "usage": turn.usage,
-            "finish_reason": turn.finish_reason,
-        }
+        saved = [{"name": c.name, "arguments": c.arguments, "id": c.id} for c in turn.tool_calls]
+        record = {"text": turn.text, "calls": saved, "usage": turn.usage,
+                  "finish_reason": turn.finish_reason}
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(f"{path.name}.{os.getpid()}.{id(turn)}.partial")
         partial.write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
@@ -260,11 +247,8 @@ def known_facts(system: str, messages: Sequence[Mapping[str, Any]]) -> str:
                 arguments = json.loads(function.get("arguments") or "{}")
             except json.JSONDecodeError:
                 continue
-            if (
-                isinstance(arguments, dict)
-                and arguments.get("action") == "update"
-                and isinstance(arguments.get("content"), str)
-            ):
+            if (isinstance(arguments, dict) and arguments.get("action") == "update"
+                    and isinstance(arguments.get("content"), str)):
                 return arguments["content"]
     found = _FACTS_BLOCK.search(system)
     return found.group(1) if found else ""
@@ -344,14 +328,9 @@ def journal(text: str, tags: Sequence[str] = ()) -> CallSpec:
 
 def search(query: str = "", tag: str = "", limit: int | None = None) -> CallSpec:
     """A ``search`` call (``query`` and ``tag`` filled; empty ones are left out)."""
-    arguments: dict[str, Any] = {"action": "search"}
-    if query:
-        arguments["query"] = query
-    if tag:
-        arguments["tag"] = tag
-    if limit is not None:
-        arguments["limit"] = limit
-    return call_tool("memory", **arguments)
+    given = {"query": query, "tag": tag, "limit": limit}
+    return call_tool("memory", action="search",
+                     **{key: value for key, value in given.items() if value not in ("", None)})
 
 
 def recall(pattern: str, found: str, missing: str) -> Callable[[ScriptContext], str]:
@@ -363,9 +342,7 @@ def recall(pattern: str, found: str, missing: str) -> Callable[[ScriptContext], 
         for source in (*reversed(ctx.results), ctx.facts, ctx.system):
             hit = compiled.search(source)
             if hit:
-                return ScriptContext(ctx.user, hit, ctx.system, ctx.messages, ctx.results).fill(
-                    found
-                )
+                return replace(ctx, match=hit).fill(found)
         return ctx.fill(missing)
 
     return reply
@@ -480,18 +457,10 @@ class OpenAIChatModel:
     error finally raised) say what happened. On a slow local server use ``max_retries=0``.
     """
 
-    def __init__(
-        self,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        model: str = "gpt-4o-mini",
-        *,
-        timeout: float = 120.0,
-        max_retries: int = 2,
-        retry_wait: float = 0.5,
-        tool_choice: str | None = "auto",
-        **create_kwargs: Any,
-    ) -> None:
+    def __init__(self, base_url: str | None = None, api_key: str | None = None,
+                 model: str = "gpt-4o-mini", *, timeout: float = 120.0, max_retries: int = 2,
+                 retry_wait: float = 0.5, tool_choice: str | None = "auto",
+                 **create_kwargs: Any) -> None:
         openai = import_extra("openai", "OpenAIChatModel", "the 'openai' package")
         if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
             raise ValueError(f"max_retries must be a whole number, 0 or more, got {max_retries!r}")
@@ -502,9 +471,8 @@ class OpenAIChatModel:
         self.retry_wait = retry_wait
         self.tool_choice = tool_choice
         self.create_kwargs = create_kwargs
-        self.client = openai.OpenAI(
-            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0
-        )
+        self.client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout,
+                                    max_retries=0)
 
     def spec(self) -> dict[str, Any]:
         """Everything needed to make this model again, except the API key (see ``rerun``)."""
@@ -574,10 +542,8 @@ class OpenAIChatModel:
         usage = None
         reported = getattr(response, "usage", None)
         if reported is not None and reported.prompt_tokens is not None:
-            usage = {
-                "prompt_tokens": int(reported.prompt_tokens),
-                "completion_tokens": int(reported.completion_tokens or 0),
-            }
+            usage = {"prompt_tokens": int(reported.prompt_tokens),
+                     "completion_tokens": int(reported.completion_tokens or 0)}
         return ModelTurn(message.content, calls, usage, str(choices[0].finish_reason or ""))
 
     def __repr__(self) -> str:

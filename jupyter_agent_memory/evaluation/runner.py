@@ -137,23 +137,13 @@ class EvaluationRunner:
     """
 
     def __init__(
-        self,
-        memory: AgentMemory | str | os.PathLike[str],
-        model: ChatModel,
-        *,
-        tool_name: str | None = None,
-        tools: Toolset | None = None,
-        workspace: str | os.PathLike[str] | None = None,
-        config: Mapping[str, Any] | None = None,
-        has_user_instructions: bool = False,
-        base_prompt: str | None = None,
-        budget_tokens: int | None = None,
-        max_tool_rounds: int = 8,
-        on_error: str = "continue",
-        retrieval_k: int = 5,
-        baselines: Sequence[str] = BASELINES,
-        clock_step: timedelta = timedelta(seconds=1),
-        announce_date: bool = True,
+        self, memory: AgentMemory | str | os.PathLike[str], model: ChatModel, *,
+        tool_name: str | None = None, tools: Toolset | None = None,
+        workspace: str | os.PathLike[str] | None = None, config: Mapping[str, Any] | None = None,
+        has_user_instructions: bool = False, base_prompt: str | None = None,
+        budget_tokens: int | None = None, max_tool_rounds: int = 8, on_error: str = "continue",
+        retrieval_k: int = 5, baselines: Sequence[str] = BASELINES,
+        clock_step: timedelta = timedelta(seconds=1), announce_date: bool = True,
         path_aliases: Mapping[str | os.PathLike[str], str] | None = None,
         closing_turn: str | None = CLOSING_TURN,
     ) -> None:
@@ -199,9 +189,8 @@ class EvaluationRunner:
         if path_aliases is None:
             path_aliases = {self.workspace: WORKSPACE_ALIAS, memory.path: AGENT_ALIAS}
         self.path_aliases = dict(path_aliases)
-        self.builder = PromptBuilder(
-            tools=tools, budget_tokens=budget_tokens, path_aliases=self.path_aliases
-        )
+        self.builder = PromptBuilder(tools=tools, budget_tokens=budget_tokens,
+                                     path_aliases=self.path_aliases)
         self._clock: SimulatedClock | None = None
         self._journal: _Journal | None = None
         self._searches: list[SearchRecord] = []
@@ -348,9 +337,8 @@ class EvaluationRunner:
             found.append(SearchRecord(name, query, ranking, {"limit": self.retrieval_k}))
         return found
 
-    def _run_session(
-        self, index: int, name: str, session: Session, dated: bool
-    ) -> tuple[SessionRecord, bool]:
+    def _run_session(self, index: int, name: str, session: Session,
+                     dated: bool) -> tuple[SessionRecord, bool]:
         """One session's record, and whether an error happened in it."""
         assert self._journal is not None
         if session.date is not None and self._clock is not None:
@@ -429,19 +417,16 @@ class EvaluationRunner:
             record.error = traceback.format_exc()
             failed = True
         agent_searches = [s for s in record.searches if s.retriever == "agent"]
-        state = SessionState(
-            record.facts_after, record.new_entries, record.next_prompt, record.turns,
-            agent_searches, closing=record.closing,
-        )
+        state = SessionState(record.facts_after, record.new_entries, record.next_prompt,
+                             record.turns, agent_searches, closing=record.closing)
         record.outcomes = [expectation.check(state) for expectation in session.expect]
         record.judge_calls = list(state.judge_calls)
         failed = failed or any(outcome.error for outcome in record.outcomes)
         record.elapsed_s = time.perf_counter() - started
         return record, failed
 
-    def run(
-        self, scenario: Scenario, *, on_error: str | None = None, progress: Any = None
-    ) -> EvaluationResult:
+    def run(self, scenario: Scenario, *, on_error: str | None = None,
+            progress: Any = None) -> EvaluationResult:
         """Run every session of ``scenario`` in order on the agent folder as it is; what
         happened. ``on_error`` overrides the runner's for this run; ``progress`` is ``True``
         for a one-line display, or a function ``progress(done, total, text)``."""
