@@ -317,23 +317,17 @@ def _provenance(named: Mapping[str, Any], scenarios: Sequence[Scenario], seeds: 
         needs.append("scenarios (an expectation is code)")
     for spec in re.findall(r'"kind": "function", "name": "([^"]*)"', text):
         needs.append(f"judge function {spec!r}")
-    for name in re.findall(r'"model": \{"name": "([^"]*)", "kind": "[^"]*", "rebuild": false\}',
-                           text):
-        if f"judge model {name!r}" not in needs:
-            needs.append(f"judge model {name!r}")
-    for run in runs:
-        if not run.model_spec.get("rebuild") and f"model {run.model!r}" not in needs:
-            needs.append(f"model {run.model!r}")
+    judges = re.findall(r'"model": \{"name": "([^"]*)", "kind": "[^"]*", "rebuild": false\}', text)
+    needs += [f"judge model {name!r}" for name in dict.fromkeys(judges)]
+    unbuilt = [run.model for run in runs if not run.model_spec.get("rebuild")]
+    needs += [f"model {name!r}" for name in dict.fromkeys(unbuilt)]
     return {
         "package": {"name": "jupyter-agent-memory", "version": __version__},
         "python": platform.python_version(),
         "models": {name: ("factory" if not callable(getattr(model, "complete", None))
                           else "object") for name, model in named.items()},
         "seeds": list(seeds),
-        "templates": [
-            [name, None if template is None else os.fspath(template)]
-            for name, template in templates
-        ],
+        "templates": [[name, None if t is None else os.fspath(t)] for name, t in templates],
         "runner_options": plain_options,
         "cache": cached,
         "scenarios": scenario_data,
@@ -565,20 +559,14 @@ class MatrixResult(Exported):
     def reproduces(self, other: MatrixResult) -> bool:
         """Whether ``other`` has every number of this matrix but latency, row for row."""
 
+        nan = object()  # stands for NaN, so that two NaNs compare equal
+
         def numbers(matrix: MatrixResult) -> list[dict[str, Any]]:
-            return [row for row in matrix.rows() if row["metric"] not in LATENCY_METRICS]
+            return [{k: nan if isinstance(v, float) and math.isnan(v) else v
+                     for k, v in row.items()}
+                    for row in matrix.rows() if row["metric"] not in LATENCY_METRICS]
 
-        def same(x: dict[str, Any], y: dict[str, Any]) -> bool:
-            return x.keys() == y.keys() and all(
-                x[k] == y[k] or (isinstance(x[k], float) and isinstance(y[k], float)
-                                 and math.isnan(x[k]) and math.isnan(y[k]))
-                for k in x
-            )
-
-        mine, theirs = numbers(self), numbers(other)
-        return len(mine) == len(theirs) and all(
-            same(x, y) for x, y in zip(mine, theirs, strict=True)
-        )
+        return numbers(self) == numbers(other)
 
     def to_json(self) -> str:
         """Every run as JSON text (``from_json`` loads it back equal)."""

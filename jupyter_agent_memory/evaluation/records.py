@@ -24,15 +24,9 @@ _T = TypeVar("_T")
 def fact_lines(text: str) -> list[str]:
     """The lines of a FACT.md text that ``count_facts`` counts as facts, in file order."""
     lines = [line for line in text.splitlines() if line.strip()]
-    items = [
-        line
-        for line in lines
-        if line.strip().startswith(_LIST_ITEM)
-        or (line.strip().split(".", 1)[0].isdigit() and ". " in line)
-    ]
-    if items:
-        return items
-    return [line for line in lines if not line.strip().startswith("#")]
+    items = [line for line in lines if line.strip().startswith(_LIST_ITEM)
+             or (line.strip().split(".", 1)[0].isdigit() and ". " in line)]
+    return items or [line for line in lines if not line.strip().startswith("#")]
 
 
 def count_facts(text: str) -> int:
@@ -222,24 +216,15 @@ class SessionRecord:
         passed = sum(outcome.passed for outcome in verdicts)
         total = len(verdicts)
         return {
-            "session": self.index,
-            "name": self.name,
-            "started": self.started,
-            "turns": len(self.turns),
-            "tool_calls": len(self.tool_calls),
+            "session": self.index, "name": self.name, "started": self.started,
+            "turns": len(self.turns), "tool_calls": len(self.tool_calls),
             "tool_errors": sum(1 for call in self.tool_calls if call.is_error),
-            "prompt_chars": self.prompt_chars,
-            "prompt_tokens": self.prompt_tokens,
-            "facts": self.fact_count,
-            "facts_added": added,
-            "facts_removed": removed,
+            "prompt_chars": self.prompt_chars, "prompt_tokens": self.prompt_tokens,
+            "facts": self.fact_count, "facts_added": added, "facts_removed": removed,
             "new_entries": len(self.new_entries),
             "searches": sum(1 for s in self.searches if s.retriever == "agent"),
-            "expectations": f"{passed}/{total}",
-            "passed": passed,
-            "failed": total - passed,
-            "pass_rate": passed / total if total else None,
-            "errors": len(self.errors),
+            "expectations": f"{passed}/{total}", "passed": passed, "failed": total - passed,
+            "pass_rate": passed / total if total else None, "errors": len(self.errors),
             **self.cost(),
         }
 
