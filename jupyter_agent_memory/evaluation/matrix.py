@@ -340,12 +340,9 @@ def rerun(
     scenarios: Sequence[Scenario] | None = None, judges: Mapping[str, Any] | None = None,
     api_key: str | None = None, root: str | os.PathLike[str] | None = None, **options: Any,
 ) -> MatrixResult:
-    """Run the experiment an export describes again (a ``MatrixResult`` or a saved file).
-
-    Models are rebuilt from their specs (API keys are never exported: ``api_key``);
-    ``models`` gives by name those that cannot be, ``scenarios`` replaces scenarios whose
-    expectations are code, ``judges`` names judge models or functions; ``options`` go to
-    ``run_matrix``.
+    """Run the experiment an export (a ``MatrixResult`` or a saved file) describes again.
+    ``models`` gives by name the models that cannot be rebuilt from their specs, ``scenarios``
+    replaces scenarios whose expectations are code, ``judges`` names judge models or functions.
     """
     if not isinstance(matrix, MatrixResult):
         matrix = MatrixResult.load(matrix)
@@ -381,11 +378,8 @@ def run_value(result: EvaluationResult, metric: str) -> float:
     if metric == "pass_rate":
         verdicts = [o for s in result.sessions for o in s.verdicts]
         return sum(o.passed for o in verdicts) / len(verdicts) if verdicts else math.nan
-    found = [
-        value
-        for session in result.sessions
-        if not math.isnan(value := result.metrics(session).get(metric, math.nan))
-    ]
+    found = [value for session in result.sessions
+             if not math.isnan(value := result.metrics(session).get(metric, math.nan))]
     return sum(found) / len(found) if found else math.nan
 
 
@@ -417,8 +411,7 @@ class MatrixResult(Exported):
         return self._rows
 
     def to_dataframe(self) -> Any:
-        """One long DataFrame: ``model``, (``template``,) ``scenario``, ``seed``, the scenario
-        labels (e.g. ``question_type``), ``session``, ``name``, ``metric``, ``value``."""
+        """``rows()`` as one long DataFrame."""
         pandas = import_extra("pandas", "to_dataframe()")
         return pandas.DataFrame(self.rows())
 
@@ -428,19 +421,16 @@ class MatrixResult(Exported):
 
     def summary(self, metrics: Sequence[str] = ("pass_rate", "input_tokens", "output_tokens"),
                 by: Any = None) -> Any:
-        """Mean of each metric per group (default: model, and template), NaN values left out;
-        a wide DataFrame with one column per metric."""
+        """Mean of each metric per group (default: ``groups()``), one column per metric."""
         frame = self.to_dataframe()
         keys = list(by) if isinstance(by, (list, tuple)) else [by] if by else self.groups()
         chosen = frame[frame["metric"].isin(list(metrics))]
         table = chosen.pivot_table(index=keys, columns="metric", values="value", aggfunc="mean")
         return table.reindex(columns=[m for m in metrics if m in table.columns])
 
-    def question_values(
-        self, metric: str = "pass_rate", by: str | None = None
-    ) -> dict[tuple[Any, ...], dict[str, float]]:
-        """Per policy group (``groups()`` and ``by``): each question's ``run_value``, averaged
-        over its seeds."""
+    def question_values(self, metric: str = "pass_rate",
+                        by: str | None = None) -> dict[tuple[Any, ...], dict[str, float]]:
+        """Per policy group (and ``by``): each question's ``run_value``, averaged over seeds."""
 
         def key(run: MatrixRun) -> tuple[Any, ...]:
             keys: list[Any] = [run.model] + ([run.template] if self.has_templates else [])
@@ -450,9 +440,8 @@ class MatrixResult(Exported):
 
         return self._question_means(metric, key)
 
-    def _question_means(
-        self, metric: str, key: Callable[[MatrixRun], Any]
-    ) -> dict[Any, dict[str, float]]:
+    def _question_means(self, metric: str,
+                        key: Callable[[MatrixRun], Any]) -> dict[Any, dict[str, float]]:
         """Per ``key(run)``: each question's ``metric`` averaged over its seeds (NaN left out)."""
         values: dict[Any, dict[str, list[float]]] = {}
         for run in self.runs:
@@ -473,9 +462,8 @@ class MatrixResult(Exported):
         columns = self.groups() + ([by] if by else [])
         rows = []
         for group, questions in self.question_values(metric, by).items():
-            found = bootstrap_interval(
-                list(questions.values()), confidence=confidence, resamples=resamples, seed=seed
-            )
+            found = bootstrap_interval(list(questions.values()), confidence=confidence,
+                                       resamples=resamples, seed=seed)
             rows.append({**dict(zip(columns, group, strict=True)), "mean": found.mean,
                          "low": found.low, "high": found.high, "questions": found.questions})
         return pandas.DataFrame(rows, columns=[*columns, "mean", "low", "high", "questions"])

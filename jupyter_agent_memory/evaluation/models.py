@@ -33,8 +33,7 @@ EVAL_INSTALL_HINT = 'pip install "jupyter-agent-memory[eval]"'
 
 
 def import_extra(module: str, what: str, name: str = "", hint: str = EVAL_INSTALL_HINT) -> Any:
-    """``module``, or an ImportError saying that ``what`` needs ``name`` (default: the module's
-    package) and how to install it."""
+    """``module``, or an ImportError saying that ``what`` needs ``name`` and how to install it."""
     try:
         return importlib.import_module(module)
     except ImportError as exc:
@@ -45,8 +44,7 @@ CLOSING_TURN = (
     "(The conversation is over and the user has left. If anything in it is worth "
     "remembering, save it now with your memory tools; then reply OK.)"
 )
-"""What the runner says after a transcript that ends with the assistant, so the model sees
-that last reply too."""
+"""The runner's last turn after a transcript that ends with the assistant's reply."""
 
 
 def arguments_text(arguments: dict[str, Any] | str) -> str:
@@ -72,12 +70,8 @@ class ToolCall:
 
 @dataclass
 class ModelTurn:
-    """A model's answer to ``complete``: tool calls to run, or a final reply.
-
-    ``usage`` is the API's token usage (``prompt_tokens``, ``completion_tokens``), if any;
-    ``retries``/``retry_errors`` the failed attempts before this answer; ``cached`` is set
-    when the answer came from a ``CachedModel``.
-    """
+    """A model's answer to ``complete``: tool calls to run, or a final reply; ``usage`` as the
+    API reported it, the attempts retried before it, whether it came from a ``CachedModel``."""
 
     text: str | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)
@@ -95,11 +89,8 @@ class ModelResponseError(RuntimeError):
 
 @dataclass
 class ModelCallRecord:
-    """One call of a model's ``complete``, the agent's or a judge's (``role``), failed too.
-
-    Tokens are the reported usage, else estimates (4 characters a token, ``estimated``);
-    ``latency_s`` includes retries and their waits; ``error`` is ``error_line`` of a failure.
-    """
+    """One call of a model's ``complete``, the agent's or a judge's (``role``), failed too;
+    tokens as reported, else ``estimated``; ``latency_s`` includes retries and their waits."""
 
     input_tokens: int
     output_tokens: int
@@ -160,20 +151,16 @@ def call_model(model: Any, messages: list[dict[str, Any]], tools: list[dict[str,
 class ChatModel(Protocol):
     """What the runner needs from a model (see the module docstring for message shapes)."""
 
-    def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
-    ) -> ModelTurn:  # pragma: no cover - protocol
+    def complete(self, messages: list[dict[str, Any]],
+                 tools: list[dict[str, Any]]) -> ModelTurn:  # pragma: no cover - protocol
         """Answer the conversation ``messages``, optionally calling some of ``tools``."""
         ...
 
 
 class CachedModel:
-    """``model`` behind an on-disk cache of its answers, keyed by request.
-
-    The key is the SHA-256 of ``key`` (default: the model's name), the model's spec, the
-    messages and the tools; only successful answers are kept, one file each under ``folder``,
-    written whole or not at all, so threads, processes and Dask workers may share it.
-    """
+    """``model`` behind an on-disk cache of its answers, keyed by the SHA-256 of ``key``
+    (default: the model's name), its spec, the messages and the tools; one file per answer
+    under ``folder``, written whole or not at all, so processes may share the folder."""
 
     def __init__(self, model: Any, folder: str | Any, *, key: str = "") -> None:
         if not callable(getattr(model, "complete", None)):
@@ -384,9 +371,7 @@ def offered_name(logical: str, tools: list[dict[str, Any]]) -> str:
     return suffixed[0] if len(suffixed) == 1 else logical
 
 
-def conversation(
-    messages: Sequence[Mapping[str, Any]],
-) -> tuple[str | None, str, list[str], bool]:
+def conversation(messages: Sequence[Mapping[str, Any]]) -> tuple[str | None, str, list[str], bool]:
     """``(last user turn, system prompt, tool results since that turn, whether tools were
     called since)``; the user turn is ``None`` when there is none."""
     system = next((str(m.get("content") or "") for m in messages if m.get("role") == "system"), "")
@@ -400,12 +385,9 @@ def conversation(
 
 
 class ScriptedModel:
-    """A deterministic, offline model driven by ``Rule`` objects.
-
-    The first rule matching the user turn applies: its calls if no tool round has happened
-    for this turn yet, else its reply; no match gets ``default_reply``. ``calls`` holds every
-    tool call made.
-    """
+    """A deterministic, offline model: the first ``Rule`` matching the user turn gives its calls
+    (until a tool round happened for the turn), then its reply; no match gets ``default_reply``.
+    ``calls`` holds every tool call made."""
 
     name = "scripted"
 
@@ -446,15 +428,10 @@ class ScriptedModel:
 class OpenAIChatModel:
     """A model behind any OpenAI-compatible Chat Completions endpoint, via the ``openai`` client.
 
-    ``base_url``, ``api_key`` and ``model`` go to ``openai.OpenAI`` (``None``: the client reads
-    ``OPENAI_BASE_URL``/``OPENAI_API_KEY``); extra keyword arguments (``temperature``,
-    ``seed``...) to every ``chat.completions.create``. ``tool_choice`` is sent with the tools
-    (local servers ignore tools without it); ``None`` leaves it out.
-
-    Retries are this class's own, so none is invisible: a connection error, a timeout, HTTP
+    Extra keyword arguments go to every ``chat.completions.create``; ``tool_choice`` is sent
+    with the tools (local servers ignore tools without it). A connection error, a timeout, HTTP
     408, 409, 429 or 5xx is retried up to ``max_retries`` times, waiting ``retry_wait`` seconds,
-    doubled each attempt; ``ModelTurn.retries``/``retry_errors`` (or the same attributes of the
-    error finally raised) say what happened. On a slow local server use ``max_retries=0``.
+    doubled each attempt, and recorded (``ModelTurn.retries``, or the error's attributes).
     """
 
     def __init__(self, base_url: str | None = None, api_key: str | None = None,

@@ -173,8 +173,7 @@ class SessionRecord:
 
     @property
     def passed(self) -> bool:
-        """Whether every expectation of the session held (``True`` when there are none); a
-        check that could not run (a judge outage) is not a pass."""
+        """Whether every expectation of the session held; a check that could not run is not."""
         return all(outcome.passed and not outcome.error for outcome in self.outcomes)
 
     @property

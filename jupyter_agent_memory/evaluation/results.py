@@ -32,8 +32,8 @@ NUMERIC_METRICS = (
 
 
 def new_axes(plt: Any, ax: Any, size: tuple[float, float] = (7, 3.2)) -> tuple[Any, Any]:
-    """``(figure, axes)``: the given axes, or a new figure that pyplot forgets at once (so a
-    notebook does not show it twice, nor a GUI open it), which still displays and saves."""
+    """``(figure, axes)``: the given axes, or a new figure that pyplot forgets at once (so it is
+    not shown twice), which still displays and saves."""
     if ax is not None:
         return ax.figure, ax
     figure, axes = plt.subplots(figsize=size, layout="constrained")
@@ -226,12 +226,9 @@ class EvaluationResult(Exported):
 
     def tidy_rows(self) -> list[dict[str, Any]]:
         """One dict per session and metric: labels, ``session``, ``name``, ``metric``, ``value``."""
-        return [
-            {**self.labels, "session": session.index, "name": session.name, "metric": metric,
-             "value": value}
-            for session in self.sessions
-            for metric, value in self.metrics(session).items()
-        ]
+        return [{**self.labels, "session": session.index, "name": session.name, "metric": metric,
+                 "value": value}
+                for session in self.sessions for metric, value in self.metrics(session).items()]
 
     def tidy(self) -> Any:
         """``tidy_rows()`` as a pandas DataFrame (long format, for groupby and plots)."""
@@ -239,8 +236,7 @@ class EvaluationResult(Exported):
         return pandas.DataFrame(self.tidy_rows())
 
     def to_dataframe(self) -> Any:
-        """The summary rows (``SessionRecord.summary``) and the scenario's labels as a
-        ``pandas.DataFrame`` indexed by session number."""
+        """The summary rows and the scenario's labels as a DataFrame indexed by session."""
         pandas = import_extra("pandas", "to_dataframe()")
         frame = pandas.DataFrame(self.rows()).set_index("session")
         for key, value in self.labels.items():
@@ -249,13 +245,10 @@ class EvaluationResult(Exported):
 
     def retrieval_rows(self) -> list[dict[str, Any]]:
         """One dict per session and retriever with every retrieval metric."""
-        return [
-            {**self.labels, "session": session.index, "name": session.name,
-             "retriever": score.retriever, "gold": score.gold, "returned": score.returned,
-             **score.metrics()}
-            for session in self.sessions
-            for score in session.retrieval
-        ]
+        return [{**self.labels, "session": session.index, "name": session.name,
+                 "retriever": score.retriever, "gold": score.gold, "returned": score.returned,
+                 **score.metrics()}
+                for session in self.sessions for score in session.retrieval]
 
     def retrieval_dataframe(self) -> Any:
         """``retrieval_rows()`` as a DataFrame."""
@@ -263,31 +256,24 @@ class EvaluationResult(Exported):
         return pandas.DataFrame(self.retrieval_rows())
 
     def retrieval_summary(self) -> dict[str, dict[str, float]]:
-        """Mean of each retrieval metric per retriever over the sessions that have it
-        (``None`` values, where the journal held no gold entry, are left out)."""
+        """Mean of each retrieval metric per retriever, ``None`` values left out."""
         sums: dict[str, dict[str, list[float]]] = {}
         for row in self.retrieval_rows():
             by_metric = sums.setdefault(row["retriever"], {})
             for key, value in row.items():
                 if ("@" in key or key == "mrr") and value is not None:
                     by_metric.setdefault(key, []).append(float(value))
-        return {
-            retriever: {key: sum(values) / len(values) for key, values in metrics.items()}
-            for retriever, metrics in sums.items()
-        }
+        return {retriever: {key: sum(values) / len(values) for key, values in metrics.items()}
+                for retriever, metrics in sums.items()}
 
     def outcomes_dataframe(self) -> Any:
         """One row per session and expectation: ``passed`` as 0/1, and the detail."""
         pandas = import_extra("pandas", "outcomes_dataframe()")
-        rows = [
-            {**self.labels, "session": session.index, "expectation": outcome.description,
-             "passed": int(outcome.passed), "detail": outcome.detail}
-            for session in self.sessions
-            for outcome in session.outcomes
-        ]
-        return pandas.DataFrame(
-            rows, columns=[*self.labels, "session", "expectation", "passed", "detail"]
-        )
+        rows = [{**self.labels, "session": session.index, "expectation": outcome.description,
+                 "passed": int(outcome.passed), "detail": outcome.detail}
+                for session in self.sessions for outcome in session.outcomes]
+        columns = [*self.labels, "session", "expectation", "passed", "detail"]
+        return pandas.DataFrame(rows, columns=columns)
 
     def plot(self, metric: str | None = None, *, ax: Any = None, title: str | None = None) -> Any:
         """A matplotlib figure over sessions: prompt tokens (bars) and fact count (line), or
@@ -323,9 +309,8 @@ class EvaluationResult(Exported):
             figure.legend(handles, labels, loc="outside lower center", ncols=2)
         else:  # someone else's figure: keep the legend inside these axes
             axes.legend(handles, labels, loc="best", fontsize=8)
-        axes.set_title(
-            title if title is not None else f"{self.scenario}: prompt size and facts per session"
-        )
+        default = f"{self.scenario}: prompt size and facts per session"
+        axes.set_title(title if title is not None else default)
         return figure
 
     def to_dict(self) -> dict[str, Any]:
