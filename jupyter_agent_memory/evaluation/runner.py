@@ -66,15 +66,6 @@ class SimulatedClock:
         return self.current
 
 
-def _parse_arguments(arguments: Any) -> dict[str, Any] | None:
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments or "{}")
-        except ValueError:
-            return None
-    return arguments if isinstance(arguments, dict) else None
-
-
 def _entry_key(entry: Mapping[str, Any]) -> str:
     return json.dumps(entry, sort_keys=True, ensure_ascii=False)
 
@@ -195,17 +186,17 @@ class EvaluationRunner:
         self._journal: _Journal | None = None
         self._searches: list[SearchRecord] = []
 
-    def _call(self, name: str, arguments: Any, origin: str) -> tuple[str, bool]:
-        """Run one model tool call; ``(text, is_error)``. Searches are recorded."""
-        text, is_error = self.tools.run(self.memory, name, arguments)
-        if name == self.tools.memory and not is_error:
-            self._record_search(arguments, text, origin)
-        return text, is_error
-
     def _record_search(self, arguments: Any, text: str, origin: str) -> None:
-        parsed = _parse_arguments(arguments)
-        if parsed is None or parsed.get("action") != "search" or self._journal is None:
+        """Record the ranking of a successful memory tool call that was a search."""
+        parsed = arguments
+        if isinstance(arguments, str):
+            try:
+                parsed = json.loads(arguments or "{}")
+            except ValueError:
+                return
+        if not isinstance(parsed, dict) or parsed.get("action") != "search":
             return
+        assert self._journal is not None
         try:
             returned = json.loads(text) if text.startswith("[") else []
         except ValueError:
@@ -299,7 +290,9 @@ class EvaluationRunner:
             # A string, never null: llama-cpp-python and others refuse a null content.
             messages.append({"role": "assistant", "content": turn.text or "", "tool_calls": calls})
             for call in turn.tool_calls:
-                text, is_error = self._call(call.name, call.arguments, origin)
+                text, is_error = self.tools.run(self.memory, call.name, call.arguments)
+                if call.name == self.tools.memory and not is_error:
+                    self._record_search(call.arguments, text, origin)
                 record.tool_calls.append(ToolCallRecord(call.name, call.arguments, text, is_error))
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
         record.note = f"stopped after {self.max_tool_rounds} tool rounds without a reply"
@@ -337,8 +330,8 @@ class EvaluationRunner:
             found.append(SearchRecord(name, query, ranking, {"limit": self.retrieval_k}))
         return found
 
-    def _run_session(self, index: int, name: str, session: Session,
-                     dated: bool) -> tuple[SessionRecord, bool]:
+    def _run_session(self, index: int, name: str, session: Session, dated: bool,
+                     on_error: str) -> tuple[SessionRecord, bool]:
         """One session's record, and whether an error happened in it."""
         assert self._journal is not None
         if session.date is not None and self._clock is not None:
@@ -384,7 +377,7 @@ class EvaluationRunner:
                 record.turns.append(turn)
                 if turn.error:
                     failed = True
-                    if self.on_error == "stop":
+                    if on_error == "stop":
                         stopped = True
                         break
             transcript = session.transcript or []
@@ -439,7 +432,6 @@ class EvaluationRunner:
             raise ValueError(f"Scenario {scenario.name!r} has no sessions to run")
         on_error = self.on_error if on_error is None else on_error
         _check_on_error(on_error)
-        previous_on_error, self.on_error = self.on_error, on_error
         previous_clock = self.memory.clock
         if scenario.dated:
             first = scenario.start or next(s.date for s in scenario.sessions if s.date)
@@ -454,7 +446,8 @@ class EvaluationRunner:
             self._journal = _Journal(self.memory)
             for index, session in enumerate(scenario.sessions, 1):
                 display.update(index - 1, names[index - 1])
-                record, failed = self._run_session(index, names[index - 1], session, scenario.dated)
+                record, failed = self._run_session(index, names[index - 1], session,
+                                                   scenario.dated, on_error)
                 records.append(record)
                 if failed and on_error == "stop":
                     stopped = True
@@ -468,7 +461,6 @@ class EvaluationRunner:
         finally:
             self.memory.clock = previous_clock
             self._clock = None
-            self.on_error = previous_on_error
         model = str(getattr(self.model, "name", type(self.model).__name__))
         return EvaluationResult(scenario.name, model, str(self.memory.path), records,
                                 dict(scenario.labels), stopped, journal)
