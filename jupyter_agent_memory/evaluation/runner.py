@@ -110,21 +110,13 @@ class _Journal:
 class EvaluationRunner:
     """Replay scenarios against one agent folder with one model.
 
-    Every session starts from a prompt freshly built from the agent folder (plus ``system.md``
-    in ``workspace``), so only what the model wrote through the tools carries over. Each user
-    turn runs a tool loop through ``tools.run`` until the model replies with text or
-    ``max_tool_rounds`` have passed. ``tools`` (default ``memory`` and ``profile``) is what the
-    prompt describes; ``tool_name`` renames both. ``base_prompt`` stands in when the workspace
-    has no ``system.md``; ``config``/``has_user_instructions`` go to ``PromptBuilder.build``,
-    else the prompt is built as every surface builds it (``build_session``). The prompt shows
-    the folders as ``path_aliases`` (default ``/agent`` and ``/workspace``), so prompts are
-    byte-identical on every machine. A transcript ending with the assistant gets a
-    ``closing_turn`` (``None``: none). A dated scenario runs on a ``SimulatedClock`` moving
-    ``clock_step`` per reading; ``announce_date`` ends its prompts with the date. Sessions with
-    ``evidence`` get ``retrieval_k`` scores for the agent's searches and ``baselines``. Every
-    session start leaves a receipt (client ``CLIENT_NAME``) in the agent's sessions log
-    (``SessionRecord.session_id``). An error in a turn is recorded with its traceback;
-    ``on_error="stop"`` ends the run there. Every model call is recorded, failed or not.
+    Every session starts from a freshly built prompt, so only what the model wrote through
+    ``tools`` (default ``memory`` and ``profile``; ``tool_name`` renames both) carries over;
+    each user turn runs a tool loop of at most ``max_tool_rounds``. ``base_prompt``, ``config``
+    and ``has_user_instructions`` shape the prompt, which names folders by ``path_aliases``. A
+    transcript ending with the assistant gets ``closing_turn``; a dated scenario runs on a
+    ``SimulatedClock``. Every session start is recorded in the agent's sessions log (client
+    ``CLIENT_NAME``); an error in a turn is recorded, and ``on_error="stop"`` ends the run there.
     """
 
     def __init__(
