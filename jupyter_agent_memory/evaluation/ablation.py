@@ -27,8 +27,7 @@ __all__ = ["FactAblation", "leave_one_fact_out", "run_scores"]
 
 
 def run_scores(result: EvaluationResult) -> dict[str, float]:
-    """A run's headline numbers: expectations ``passed``/``total``, ``pass_rate`` (NaN
-    without expectations) and the mean of each retrieval metric per retriever."""
+    """A run's ``passed``, ``total``, ``pass_rate`` and mean retrieval metrics per retriever."""
     total = sum(len(session.outcomes) for session in result.sessions)
     passed = total - len(result.failures)
     scores: dict[str, float] = {"passed": float(passed), "total": float(total),
@@ -49,8 +48,7 @@ class FactAblation(Report):
     runs: list[EvaluationResult]
 
     def rows(self) -> list[dict[str, Any]]:
-        """Per line: ``line`` number (1-based among facts), ``fact``, every score without it,
-        and ``<score>_delta`` = that score minus the baseline's."""
+        """Per line: its number, ``fact``, every score without it and ``<score>_delta``."""
         base = run_scores(self.baseline)
         rows = []
         for number, (line, run) in enumerate(zip(self.lines, self.runs, strict=True), 1):

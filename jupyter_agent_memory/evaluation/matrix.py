@@ -46,8 +46,7 @@ LATENCY_METRICS = ("latency_s", "judge_latency_s")  # the metrics a re-run canno
 
 @dataclass
 class MatrixRun:
-    """One cell of the matrix: which model, template, scenario and seed, and its result;
-    ``model_spec`` of the model that ran, ``resumed`` when an earlier result was kept."""
+    """One cell of the matrix: model, template, scenario, seed, its result and model spec."""
 
     model: str
     scenario: str
@@ -170,8 +169,7 @@ def _matrix_run(keys: Mapping[str, Any], data: Mapping[str, Any], resumed: bool)
 
 
 def run_cell(cell: _Cell) -> dict[str, Any]:
-    """Run one cell on a fresh agent folder; its result as data, also saved in its folder
-    (module-level, so an executor in another process can run it)."""
+    """Run one cell on a fresh agent folder; its result as data, also saved in its folder."""
     folder = Path(cell.folder)
     if folder.exists():
         shutil.rmtree(folder)  # an unfinished or failed attempt of this very cell
@@ -373,8 +371,7 @@ def rerun(
 
 
 def run_value(result: EvaluationResult, metric: str) -> float:
-    """One run's value of ``metric``: ``pass_rate`` over all its verdicts, else the mean of
-    the metric over the sessions that have it (NaN when none has)."""
+    """One run's ``pass_rate`` over all its verdicts, or mean ``metric`` over its sessions."""
     if metric == "pass_rate":
         verdicts = [o for s in result.sessions for o in s.verdicts]
         return sum(o.passed for o in verdicts) / len(verdicts) if verdicts else math.nan

@@ -57,8 +57,7 @@ class Progress:
 
 
 def make_progress(progress: Any, total: int, label: str, unit: str) -> Progress:
-    """``progress`` as a ``Progress``: ``True`` makes one, a ``Progress`` is used as is, a
-    function ``progress(done, total, text)`` is wrapped, ``None``/``False`` shows nothing."""
+    """``progress`` (``True``, a ``Progress``, a function, or ``None``) as a ``Progress``."""
     if progress is None or progress is False:
         return _HookProgress(None, total)
     if progress is True:

@@ -30,8 +30,7 @@ def fact_lines(text: str) -> list[str]:
 
 
 def count_facts(text: str) -> int:
-    """Count the facts in a FACT.md text (a rough measure of how memory grows): its Markdown
-    list items (``-``, ``*``, ``+`` or ``1.``), else its non-empty lines that are not headings."""
+    """Count the facts in a FACT.md text: its list items, else its lines that are not headings."""
     return len(fact_lines(text))
 
 
@@ -51,13 +50,9 @@ class ToolCallRecord:
 
 @dataclass
 class TurnRecord:
-    """One user turn: the tool calls it caused and the final reply.
-
-    ``note`` says why a turn ended abnormally (too many tool rounds), ``error`` holds the
-    traceback of an exception; ``assistant`` is a fixed transcript's reply that continued the
-    conversation; ``at`` the (possibly simulated) start time; ``messages`` every message the
-    turn added to the conversation, exactly as the model was sent it afterwards.
-    """
+    """One user turn: the tool calls it caused and the final reply; ``note`` or ``error`` say
+    why it ended abnormally, ``assistant`` is a fixed transcript's reply that followed it, and
+    ``messages`` every message it added to the conversation, as the model was sent it later."""
 
     user: str
     reply: str
@@ -178,8 +173,7 @@ class SessionRecord:
 
     @property
     def errors(self) -> list[str]:
-        """Every error text of the session: its turns', the checks that could not run (a
-        judge that failed is an error of the run, never a verdict), then the session's own."""
+        """Every error text of the session: its turns', its checks that could not run, its own."""
         found = [turn.error for turn in self.all_turns if turn.error]
         found += [
             f"{outcome.description}: {outcome.error}" for outcome in self.outcomes if outcome.error
@@ -187,8 +181,8 @@ class SessionRecord:
         return [*found, self.error] if self.error else found
 
     def cost(self) -> dict[str, Any]:
-        """Tokens, model calls, tool rounds, latency and the last finish reason; totals count
-        the judge's calls too (never understated), the ``judge_`` keys give its share."""
+        """Tokens, calls, tool rounds, latency and the last finish reason; totals include the
+        judge's calls (never understated), the ``judge_`` keys give its share."""
         agent, judge = self.model_calls, self.judge_calls
         calls = [*agent, *judge]
         return {

@@ -80,8 +80,7 @@ class Report:
 
 
 class Exported(Report):
-    """A record kept on disk as the JSON text of ``to_json`` (``save``, ``load``), whose
-    ``format`` is ``FORMAT``; ``WHAT`` names it in errors."""
+    """A record kept on disk as the JSON text of ``to_json``, of format ``FORMAT``."""
 
     FORMAT = ""
     WHAT = ""
@@ -113,8 +112,7 @@ class Exported(Report):
 
     @classmethod
     def parsed(cls, data: Any, build: Callable[[], T]) -> T:
-        """``build()`` from exported ``data``: ``ValueError`` for another format, a missing key
-        or a value of the wrong shape."""
+        """``build()`` from exported ``data``, or a ``ValueError`` saying what is wrong."""
         if not isinstance(data, dict) or data.get("format") != cls.FORMAT:
             raise ValueError(f"Not an {cls.WHAT}: expected format {cls.FORMAT!r}")
         try:
@@ -276,8 +274,7 @@ class EvaluationResult(Exported):
         return pandas.DataFrame(rows, columns=columns)
 
     def plot(self, metric: str | None = None, *, ax: Any = None, title: str | None = None) -> Any:
-        """A matplotlib figure over sessions: prompt tokens (bars) and fact count (line), or
-        ``metric`` (any name of ``metrics()``) as bars. ``ax`` draws into existing axes."""
+        """A figure over sessions: prompt tokens and fact count, or ``metric`` as bars."""
         plt = import_extra("matplotlib.pyplot", "plot()")
         from matplotlib.ticker import MaxNLocator
 

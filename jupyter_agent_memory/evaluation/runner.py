@@ -38,8 +38,7 @@ WORKSPACE_ALIAS = "/workspace"
 
 
 def default_toolset(tool_name: str = MEMORY_TOOL_NAME) -> Toolset:
-    """The runner's default tools, ``memory`` and ``profile``, named alike (a
-    ``mcp__agent-memory__memory`` goes with ``mcp__agent-memory__profile``)."""
+    """The runner's default tools, ``memory`` and ``profile``, named alike (same prefix)."""
     prefix = tool_name[: -len(MEMORY_TOOL_NAME)] if tool_name.endswith(MEMORY_TOOL_NAME) else ""
     return Toolset(memory=tool_name, profile=prefix + PROFILE_TOOL_NAME)
 
@@ -83,8 +82,7 @@ class _Journal:
         self.sync("")
 
     def sync(self, origin: str) -> None:
-        """Register entries added since the last sync as written by ``origin`` (in the
-        current ``step``)."""
+        """Register entries added since the last sync as written by ``origin``."""
         new = itertools.islice(enumerate(self.memory.entries()), len(self.ids), None)
         for position, entry in new:
             entry_id = f"j{position + 1}"
@@ -212,8 +210,7 @@ class EvaluationRunner:
                                       has_user_instructions=self.has_user_instructions)
 
     def _given(self, prompt: Prompt, dated: bool) -> Prompt:
-        """``prompt`` as the model gets it: with a stand-in base prompt before it and a date
-        line after it, as sections of builder text (the receipt's sections add up)."""
+        """``prompt`` as the model gets it: the stand-in base prompt and date line as sections."""
         sections = list(prompt.sections)
         base, context = prompt.base, prompt.context
         if base is None and self.base_prompt:
@@ -229,8 +226,7 @@ class EvaluationRunner:
         return replace(prompt, base=base, context=context, sections=tuple(sections))
 
     def _start_session(self, given: Prompt) -> dict[str, Any]:
-        """Record the session start in the agent's sessions log; its receipt. ``given`` is the
-        prompt as the model gets it (``_given``), so the receipt is its system message."""
+        """Record the session start, with the system message ``given``; its receipt."""
         # A simulated clock must not move for the receipt, or every later time would shift.
         moment = self._clock.peek() if self._clock is not None else None
         try:
@@ -412,9 +408,8 @@ class EvaluationRunner:
 
     def run(self, scenario: Scenario, *, on_error: str | None = None,
             progress: Any = None) -> EvaluationResult:
-        """Run every session of ``scenario`` in order on the agent folder as it is; what
-        happened. ``on_error`` overrides the runner's for this run; ``progress`` is ``True``
-        for a one-line display, or a function ``progress(done, total, text)``."""
+        """Run every session of ``scenario`` in order on the agent folder as it is. ``progress``
+        is ``True`` for a one-line display, or a function ``progress(done, total, text)``."""
         if not isinstance(scenario, Scenario):
             raise TypeError(
                 f"run takes a Scenario (Scenario.from_dict builds one from plain data), "
