@@ -234,8 +234,7 @@ def run_matrix(
     cache: str | os.PathLike[str] | None = None, retry_failed: bool = True, **runner_options: Any,
 ) -> MatrixResult:
     """Run every model on every scenario for every seed (and template), each on a fresh agent
-    folder under ``root`` (default: a new temporary folder); see the module docstring.
-    ``runner_options`` go to ``EvaluationRunner``; ``progress=True`` shows one line."""
+    folder under ``root`` (default: a new temporary folder); see the module docstring."""
     named = _named(models)
     scenario_list = _scenarios(scenarios)
     # int(1.7) or the characters of "012" would silently be other seeds than meant.
@@ -260,10 +259,9 @@ def run_matrix(
     for number, (name, (template_name, template), scenario, seed) in enumerate(combos, 1):
         parts = [name, template_name or "", scenario.name, f"s{seed}"]
         folder = base / f"{number:04d}-{_slug('-'.join(p for p in parts if p))}"
-        cells.append(
-            _Cell(number, name, named[name], template_name, template, scenario, seed,
-                  str(folder), dict(runner_options), None if cache is None else os.fspath(cache))
-        )
+        cells.append(_Cell(number, name, named[name], template_name, template, scenario, seed,
+                           str(folder), dict(runner_options),
+                           None if cache is None else os.fspath(cache)))
     manifest = {"format": FORMAT + "-cells", "cells": [cell.key() for cell in cells]}
     _check_root(base, manifest)
     base.mkdir(parents=True, exist_ok=True)
@@ -452,9 +450,8 @@ class MatrixResult(Exported):
 
     def intervals(self, metric: str = "pass_rate", *, by: str | None = None,
                   confidence: float = 0.95, resamples: int = 10_000, seed: int = 0) -> Any:
-        """Mean of ``metric`` per policy (and ``by``, e.g. ``question_type``) with a
-        bootstrap interval that resamples questions (see ``stats``); a DataFrame with
-        ``mean``, ``low``, ``high``, ``questions``."""
+        """Mean of ``metric`` per policy (and ``by``) with a bootstrap interval that resamples
+        questions (see ``stats``): ``mean``, ``low``, ``high``, ``questions``."""
         pandas = import_extra("pandas", "intervals()")
         columns = self.groups() + ([by] if by else [])
         rows = []
@@ -467,10 +464,8 @@ class MatrixResult(Exported):
 
     def compare(self, a: str, b: str, metric: str = "pass_rate", *, by: str | None = None,
                 confidence: float = 0.95, resamples: int = 10_000, seed: int = 0) -> Any:
-        """Model ``a`` against model ``b`` on the questions both answered: per ``by`` value
-        (and overall, ``by`` column ``"all"``), the means, their difference with a paired
-        bootstrap interval, the sign-flip permutation p-value, and wins/losses/ties. With
-        templates, ``a`` and ``b`` may be ``(model, template)`` pairs."""
+        """Model (or ``(model, template)``) ``a`` against ``b`` on the questions both answered,
+        overall and per ``by`` value: a ``paired_comparison`` per row."""
         pandas = import_extra("pandas", "compare()")
 
         def key(policy: Any) -> tuple[Any, ...]:
@@ -501,9 +496,8 @@ class MatrixResult(Exported):
     def plot(self, metric: str = "pass_rate", *, by: str = "model", hue: str | None = None,
              ax: Any = None, title: str | None = None, confidence: float = 0.95,
              resamples: int = 2_000, seed: int = 0) -> Any:
-        """Bars of the mean of ``metric`` per ``by``, one bar per ``hue`` value side by side,
-        with question-level bootstrap intervals (see ``intervals``) as error bars, never a
-        spread over seeds. Returns the figure; draws into ``ax``."""
+        """Bars of the mean of ``metric`` per ``by`` (and ``hue``), with question-level bootstrap
+        intervals as error bars (see ``intervals``). Returns the figure; draws into ``ax``."""
         plt = import_extra("matplotlib.pyplot", "plot()")
         figure, axes = new_axes(plt, ax)
 

@@ -259,8 +259,7 @@ class ScriptContext:
 
     def fill(self, template: str) -> str:
         """Fill ``template`` with ``str.format``: ``{0}`` is the whole match, ``{1}``... its
-        groups, named groups by name, ``{result}`` the last tool result, ``{facts}`` FACT.md.
-        """
+        groups, named groups by name, ``{result}`` the last tool result, ``{facts}`` FACT.md."""
         groups = [self.match.group(0), *(g or "" for g in self.match.groups())]
         named = {k: v or "" for k, v in self.match.groupdict().items()}
         result = self.results[-1] if self.results else ""
