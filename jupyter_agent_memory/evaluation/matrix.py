@@ -572,19 +572,16 @@ class MatrixResult(Exported):
                    dict(data.get("provenance") or {}))
 
     def __str__(self) -> str:
-        models = list(dict.fromkeys(run.model for run in self.runs))
-        scenarios = list(dict.fromkeys(run.scenario for run in self.runs))
-        seeds = list(dict.fromkeys(run.seed for run in self.runs))
-        errors = sum(len(run.result.errors) for run in self.runs)
+        runs = self.runs
+        errors = sum(len(run.result.errors) for run in runs)
         lines = [
-            f"{len(self.runs)} runs: {len(models)} model(s) × {len(scenarios)} scenario(s) × "
-            f"{len(seeds)} seed(s), {errors} error(s)"
+            f"{len(runs)} runs: {len({run.model for run in runs})} model(s) × "
+            f"{len({run.scenario for run in runs})} scenario(s) × "
+            f"{len({run.seed for run in runs})} seed(s), {errors} error(s)"
         ]
-        for run in self.runs:
+        for run in runs:
             total = sum(len(s.outcomes) for s in run.result.sessions)
-            failed = len(run.result.failures)
+            passed = total - len(run.result.failures)
             policy = run.model + (f" [{run.template}]" if run.template else "")
-            lines.append(
-                f"  {policy}  {run.scenario}  seed {run.seed}: {total - failed}/{total} passed"
-            )
+            lines.append(f"  {policy}  {run.scenario}  seed {run.seed}: {passed}/{total} passed")
         return "\n".join(lines)
