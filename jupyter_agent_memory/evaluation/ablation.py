@@ -1,11 +1,8 @@
 """Leave-one-fact-out: which FACT.md lines help a scenario, and which hurt.
 
-``leave_one_fact_out(agent, model, scenario)`` runs ``scenario`` on a copy of the agent folder
-as it is (the baseline), then once per fact line (``count_facts``' lines) on a fresh copy whose
-FACT.md lacks that line. The original folder is never written. Each row of the report gives
-the line, the scores without it and the change against the baseline: a negative
-``pass_rate_delta`` means the line helped, a positive one that it hurt. With a deterministic
-model (``ScriptedModel``, the ``policies``) the report is exactly reproducible.
+``leave_one_fact_out`` runs a scenario on a copy of the agent folder (the baseline), then once
+per fact line (``count_facts``' lines) on a copy whose FACT.md lacks it; the original is never
+written. A negative ``pass_rate_delta`` means the line helped, a positive one that it hurt.
 """
 
 from __future__ import annotations
@@ -18,25 +15,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import AgentMemory
 from .matrix import instantiate
 from .models import import_extra
 from .records import fact_lines
 from .results import EvaluationResult, Report
+from .runner import EvaluationRunner
 from .scenario import Scenario
 
 __all__ = ["FactAblation", "leave_one_fact_out", "run_scores"]
 
 
 def run_scores(result: EvaluationResult) -> dict[str, float]:
-    """A run's headline numbers: expectations ``passed``/``total``, ``pass_rate`` (NaN
-    without expectations) and the mean of each retrieval metric per retriever."""
+    """A run's ``passed``, ``total``, ``pass_rate`` and mean retrieval metrics per retriever."""
     total = sum(len(session.outcomes) for session in result.sessions)
     passed = total - len(result.failures)
-    scores: dict[str, float] = {
-        "passed": float(passed),
-        "total": float(total),
-        "pass_rate": passed / total if total else math.nan,
-    }
+    scores: dict[str, float] = {"passed": float(passed), "total": float(total),
+                                "pass_rate": passed / total if total else math.nan}
     for retriever, metrics in result.retrieval_summary().items():
         for name, value in metrics.items():
             scores[f"{retriever}.{name}"] = value
@@ -45,17 +40,15 @@ def run_scores(result: EvaluationResult) -> dict[str, float]:
 
 @dataclass(repr=False)
 class FactAblation(Report):
-    """The baseline run, one run per removed line, and the per-line report."""
+    """The baseline run, one run per removed line (``runs[i]`` without ``lines[i]``, the fact
+    lines in FACT.md order), and the per-line report."""
 
     lines: list[str]
-    """The fact lines, in FACT.md order."""
     baseline: EvaluationResult
     runs: list[EvaluationResult]
-    """``runs[i]`` ran without ``lines[i]``."""
 
     def rows(self) -> list[dict[str, Any]]:
-        """Per line: ``line`` number (1-based among facts), ``fact``, every score without it,
-        and ``<score>_delta`` = that score minus the baseline's."""
+        """Per line: its number, ``fact``, every score without it and ``<score>_delta``."""
         base = run_scores(self.baseline)
         rows = []
         for number, (line, run) in enumerate(zip(self.lines, self.runs, strict=True), 1):
@@ -87,24 +80,13 @@ class FactAblation(Report):
         return "\n".join(out)
 
 
-def leave_one_fact_out(
-    agent: Any,
-    model: Any,
-    scenario: Scenario,
-    *,
-    workdir: str | os.PathLike[str] | None = None,
-    **runner_options: Any,
-) -> FactAblation:
-    """Replay ``scenario`` without each FACT.md line of ``agent`` in turn (see the module doc).
-
-    ``agent`` is an ``AgentMemory`` or a folder path; ``model`` a model object or a function
-    ``seed -> model`` (called with 0 for every replay, so each starts fresh). Copies go under
-    ``workdir`` (default: a new temporary folder). ``runner_options`` go to
-    ``EvaluationRunner``.
-    """
-    from .. import AgentMemory
-    from .runner import EvaluationRunner
-
+def leave_one_fact_out(agent: Any, model: Any, scenario: Scenario, *,
+                       workdir: str | os.PathLike[str] | None = None,
+                       **runner_options: Any) -> FactAblation:
+    """Replay ``scenario`` without each FACT.md line of ``agent`` (an ``AgentMemory`` or a
+    folder) in turn. ``model`` is a model or a factory (called with 0 for every replay); copies
+    go under ``workdir`` (default: a new temporary folder); ``runner_options`` go to
+    ``EvaluationRunner``."""
     source = Path(agent.path if isinstance(agent, AgentMemory) else agent)
     text = AgentMemory.open(source, create=False).facts
     lines = fact_lines(text)

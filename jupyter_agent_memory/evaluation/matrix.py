@@ -1,39 +1,11 @@
 """Experiments as one tidy table: models × (templates ×) scenarios × seeds, a fresh agent each.
 
-::
-
-    matrix = run_matrix({"facts": FactsPolicy(), "journal": JournalPolicy()},
-                        load_longmemeval_sample(), seeds=[0, 1], root="runs")
-    frame = matrix.to_dataframe()      # model, scenario, seed, session, metric, value (+ labels)
-    matrix.intervals("pass_rate")      # question-level bootstrap intervals per model
-    matrix.compare("facts", "journal") # paired difference, its interval and a paired test
-    matrix.plot("pass_rate")           # mean per model, with question-level intervals
-
-A model entry is a model object (used for every seed) or a function ``factory(seed)`` that
-returns one, which is how seeded models are made (``lambda seed:
-OpenAIChatModel(..., seed=seed)``). Memory policies are models (how they use the tool) or
-templates (what the agent starts from): ``templates={"plain": None, "guide": "guide"}``
-provisions each run's fresh folder first and adds a ``template`` column.
-
-Runs that resume: each cell runs in its own folder under ``root`` (``NNNN-<label>/agent``)
-and writes ``result.json`` there when it finishes; ``root/matrix.json`` lists the cells.
-Calling ``run_matrix`` again with the same arguments and ``root`` keeps every finished cell,
-runs the missing ones and retries the ones that ended with an error (``retry_failed``); a
-``root`` holding another experiment is refused.
-
-Parallel cells: ``executor`` is any ``concurrent.futures.Executor`` (threads, processes) or a
-Dask ``distributed.Client(...).get_executor()``; the cells are independent, so nothing else is
-needed. With processes or a cluster, models and scenarios must pickle (Dask uses cloudpickle,
-so lambdas and scripted rules do) and ``root`` must be a folder every worker can write.
-
-Caching: ``cache=folder`` wraps each model in a ``CachedModel`` keyed by the cell's model name
-and seed, so a re-run (re-scoring, another policy added) does not pay for the same
-completions twice.
-
-Provenance: ``MatrixResult.provenance`` records the package and Python versions, every
-model's spec, the seeds, templates, runner options and the scenarios themselves (judges
-included), and says what a re-run would need given again; ``rerun(matrix)`` reproduces every
-number but latency.
+A model entry is a model object or a function ``factory(seed)``; ``templates`` provisions each
+fresh folder first. Each cell runs in its own folder under ``root`` and saves ``result.json``;
+``run_matrix`` again with the same arguments and ``root`` keeps finished cells and runs the
+others (failed ones too, ``retry_failed``). ``executor`` is any ``concurrent.futures.Executor``
+(models and scenarios must then pickle); ``cache=folder`` wraps each model in a ``CachedModel``.
+``MatrixResult.provenance`` records the experiment; ``rerun`` reproduces every number but latency.
 """
 
 from __future__ import annotations
@@ -53,23 +25,28 @@ from numbers import Integral
 from pathlib import Path
 from typing import Any
 
+from .. import AgentMemory, __version__, provision
+from ..engine.functions import Toolset
+from ..engine.templates import load_template
 from .models import CachedModel, import_extra, model_spec
 from .progress import make_progress
 from .results import EvaluationResult, Exported, load_json, new_axes
+from .runner import EvaluationRunner
 from .scenario import Scenario
+from .specs import model_from_spec
+from .stats import bootstrap_interval, paired_comparison
 
 __all__ = ["MatrixResult", "MatrixRun", "rerun", "run_matrix"]
 
 FORMAT = "jupyter-agent-memory/evaluation-matrix"
 MANIFEST = "matrix.json"
 RESULT = "result.json"
-LATENCY_METRICS = ("latency_s", "judge_latency_s")
-"""The metrics a re-run cannot reproduce."""
+LATENCY_METRICS = ("latency_s", "judge_latency_s")  # the metrics a re-run cannot reproduce
 
 
 @dataclass
 class MatrixRun:
-    """One cell of the matrix: which model, template, scenario and seed, and its result."""
+    """One cell of the matrix: model, template, scenario, seed, its result and model spec."""
 
     model: str
     scenario: str
@@ -77,9 +54,7 @@ class MatrixRun:
     result: EvaluationResult
     template: str | None = None
     model_spec: dict[str, Any] = field(default_factory=dict)
-    """The spec of the model object that ran (``model_spec``)."""
     resumed: bool = False
-    """True when a resumed matrix kept this cell's earlier result instead of running it."""
 
 
 def _slug(text: str) -> str:
@@ -140,8 +115,6 @@ def instantiate(model: Any, seed: int) -> Any:
 
 def _plain(value: Any) -> Any:
     """A runner option as JSON data; ``TypeError`` for one that has no plain form."""
-    from ..engine.functions import Toolset
-
     if isinstance(value, Toolset):
         return {"toolset": asdict(value)}
     if isinstance(value, timedelta):
@@ -158,8 +131,6 @@ def _plain(value: Any) -> Any:
 
 
 def _options_from_plain(options: Mapping[str, Any]) -> dict[str, Any]:
-    from ..engine.functions import Toolset
-
     rebuilt: dict[str, Any] = {}
     for key, value in options.items():
         if isinstance(value, Mapping) and set(value) == {"toolset"}:
@@ -186,36 +157,19 @@ class _Cell:
     cache: str | None
 
     def key(self) -> dict[str, Any]:
-        return {
-            "folder": Path(self.folder).name,
-            "model": self.model_name,
-            "template": self.template_name,
-            "scenario": self.scenario.name,
-            "seed": self.seed,
-        }
+        return {"folder": Path(self.folder).name, "model": self.model_name,
+                "template": self.template_name, "scenario": self.scenario.name, "seed": self.seed}
 
 
 def _matrix_run(keys: Mapping[str, Any], data: Mapping[str, Any], resumed: bool) -> MatrixRun:
     """The run of a cell's ``keys`` (model, template, scenario, seed) from its saved ``data``."""
-    return MatrixRun(
-        keys["model"],
-        keys["scenario"],
-        keys["seed"],
-        EvaluationResult.from_dict(data["result"]),
-        keys.get("template"),
-        model_spec=dict(data.get("model_spec") or {}),
-        resumed=resumed,
-    )
+    return MatrixRun(keys["model"], keys["scenario"], keys["seed"],
+                     EvaluationResult.from_dict(data["result"]), keys.get("template"),
+                     dict(data.get("model_spec") or {}), resumed)
 
 
 def run_cell(cell: _Cell) -> dict[str, Any]:
-    """Run one cell on a fresh agent folder; its result as data, also saved in its folder.
-
-    Module-level, so an executor in another process (or on a Dask worker) can run it.
-    """
-    from .. import AgentMemory, provision
-    from .runner import EvaluationRunner
-
+    """Run one cell on a fresh agent folder; its result as data, also saved in its folder."""
     folder = Path(cell.folder)
     if folder.exists():
         shutil.rmtree(folder)  # an unfinished or failed attempt of this very cell
@@ -273,26 +227,14 @@ def _check_root(base: Path, manifest: dict[str, Any]) -> None:
 
 def run_matrix(
     models: Mapping[str, Any] | Sequence[Any] | Any,
-    scenarios: Scenario | Sequence[Scenario] | Mapping[str, Scenario],
-    *,
+    scenarios: Scenario | Sequence[Scenario] | Mapping[str, Scenario], *,
     seeds: Sequence[int] = (0,),
     templates: Mapping[str, str | os.PathLike[str] | None] | None = None,
-    root: str | os.PathLike[str] | None = None,
-    progress: Any = None,
-    executor: Any = None,
-    cache: str | os.PathLike[str] | None = None,
-    retry_failed: bool = True,
-    **runner_options: Any,
+    root: str | os.PathLike[str] | None = None, progress: Any = None, executor: Any = None,
+    cache: str | os.PathLike[str] | None = None, retry_failed: bool = True, **runner_options: Any,
 ) -> MatrixResult:
     """Run every model on every scenario for every seed (and template), each on a fresh agent
-    folder under ``root`` (default: a new temporary folder, kept for inspection).
-
-    ``runner_options`` go to ``EvaluationRunner`` (``config``, ``workspace``, ``on_error``,
-    ``retrieval_k``...). ``progress=True`` shows one line updated per run. ``executor``,
-    ``cache`` and resuming (``retry_failed``) are described in the module docstring.
-    """
-    from ..engine.templates import load_template
-
+    folder under ``root`` (default: a new temporary folder); see the module docstring."""
     named = _named(models)
     scenario_list = _scenarios(scenarios)
     # int(1.7) or the characters of "012" would silently be other seeds than meant.
@@ -317,10 +259,9 @@ def run_matrix(
     for number, (name, (template_name, template), scenario, seed) in enumerate(combos, 1):
         parts = [name, template_name or "", scenario.name, f"s{seed}"]
         folder = base / f"{number:04d}-{_slug('-'.join(p for p in parts if p))}"
-        cells.append(
-            _Cell(number, name, named[name], template_name, template, scenario, seed,
-                  str(folder), dict(runner_options), None if cache is None else os.fspath(cache))
-        )
+        cells.append(_Cell(number, name, named[name], template_name, template, scenario, seed,
+                           str(folder), dict(runner_options),
+                           None if cache is None else os.fspath(cache)))
     manifest = {"format": FORMAT + "-cells", "cells": [cell.key() for cell in cells]}
     _check_root(base, manifest)
     base.mkdir(parents=True, exist_ok=True)
@@ -336,40 +277,29 @@ def run_matrix(
         if (saved := _finished(cell, retry_failed)) is not None:
             done[cell.number] = (saved, True)
     todo = [cell for cell in cells if cell.number not in done]
-    if display is not None and done:
+    if done:
         display.update(len(done), f"{len(done)} kept from an earlier run")
     if executor is None:
         for cell in todo:
-            if display is not None:
-                display.update(len(done), label(cell))
+            display.update(len(done), label(cell))
             done[cell.number] = (run_cell(cell), False)
     else:
         futures = [(cell, executor.submit(run_cell, cell)) for cell in todo]
         for cell, future in futures:
             done[cell.number] = (future.result(), False)
-            if display is not None:
-                display.update(len(done), label(cell))
-    if display is not None:
-        display.update(len(cells), "done")
-        display.close()
+            display.update(len(done), label(cell))
+    display.update(len(cells), "done")
+    display.close()
     runs = [_matrix_run(cell.key(), *done[cell.number]) for cell in cells]
     provenance = _provenance(named, scenario_list, seed_list, template_items, runner_options,
                              cache is not None, runs)
     return MatrixResult(runs, has_templates=bool(templates), root=str(base), provenance=provenance)
 
 
-def _provenance(
-    named: Mapping[str, Any],
-    scenarios: Sequence[Scenario],
-    seeds: Sequence[int],
-    templates: Sequence[tuple[str | None, Any]],
-    options: Mapping[str, Any],
-    cached: bool,
-    runs: Sequence[MatrixRun],
-) -> dict[str, Any]:
+def _provenance(named: Mapping[str, Any], scenarios: Sequence[Scenario], seeds: Sequence[int],
+                templates: Sequence[tuple[str | None, Any]], options: Mapping[str, Any],
+                cached: bool, runs: Sequence[MatrixRun]) -> dict[str, Any]:
     """What the experiment was, as data, and what a re-run would need given again."""
-    from .. import __version__
-
     needs: list[str] = []
     plain_options: dict[str, Any] = {}
     for key, value in options.items():
@@ -383,23 +313,17 @@ def _provenance(
         needs.append("scenarios (an expectation is code)")
     for spec in re.findall(r'"kind": "function", "name": "([^"]*)"', text):
         needs.append(f"judge function {spec!r}")
-    for name in re.findall(r'"model": \{"name": "([^"]*)", "kind": "[^"]*", "rebuild": false\}',
-                           text):
-        if f"judge model {name!r}" not in needs:
-            needs.append(f"judge model {name!r}")
-    for run in runs:
-        if not run.model_spec.get("rebuild") and f"model {run.model!r}" not in needs:
-            needs.append(f"model {run.model!r}")
+    judges = re.findall(r'"model": \{"name": "([^"]*)", "kind": "[^"]*", "rebuild": false\}', text)
+    needs += [f"judge model {name!r}" for name in dict.fromkeys(judges)]
+    unbuilt = [run.model for run in runs if not run.model_spec.get("rebuild")]
+    needs += [f"model {name!r}" for name in dict.fromkeys(unbuilt)]
     return {
         "package": {"name": "jupyter-agent-memory", "version": __version__},
         "python": platform.python_version(),
         "models": {name: ("factory" if not callable(getattr(model, "complete", None))
                           else "object") for name, model in named.items()},
         "seeds": list(seeds),
-        "templates": [
-            [name, None if template is None else os.fspath(template)]
-            for name, template in templates
-        ],
+        "templates": [[name, None if t is None else os.fspath(t)] for name, t in templates],
         "runner_options": plain_options,
         "cache": cached,
         "scenarios": scenario_data,
@@ -408,26 +332,14 @@ def _provenance(
 
 
 def rerun(
-    matrix: MatrixResult | str | os.PathLike[str],
-    *,
-    models: Mapping[str, Any] | None = None,
-    scenarios: Sequence[Scenario] | None = None,
-    judges: Mapping[str, Any] | None = None,
-    api_key: str | None = None,
-    root: str | os.PathLike[str] | None = None,
-    **options: Any,
+    matrix: MatrixResult | str | os.PathLike[str], *, models: Mapping[str, Any] | None = None,
+    scenarios: Sequence[Scenario] | None = None, judges: Mapping[str, Any] | None = None,
+    api_key: str | None = None, root: str | os.PathLike[str] | None = None, **options: Any,
 ) -> MatrixResult:
-    """Run the experiment an export describes again (a ``MatrixResult`` or a saved file).
-
-    Models are rebuilt from their specs (API keys are never exported: ``api_key``, or the
-    client's ``OPENAI_API_KEY``); ``models`` gives by name the ones that cannot be (scripted
-    models, your own classes), ``scenarios`` replaces scenarios whose expectations are code,
-    ``judges`` names judge models or functions. ``options`` (``root``, ``executor``,
-    ``cache``, ``progress``...) go to ``run_matrix``. With deterministic models every number
-    but latency comes out the same (``MatrixResult.reproduces``).
+    """Run the experiment an export (a ``MatrixResult`` or a saved file) describes again.
+    ``models`` gives by name the models that cannot be rebuilt from their specs, ``scenarios``
+    replaces scenarios whose expectations are code, ``judges`` names judge models or functions.
     """
-    from .specs import model_from_spec
-
     if not isinstance(matrix, MatrixResult):
         matrix = MatrixResult.load(matrix)
     recorded = matrix.provenance
@@ -457,16 +369,12 @@ def rerun(
 
 
 def run_value(result: EvaluationResult, metric: str) -> float:
-    """One run's value of ``metric``: ``pass_rate`` over all its verdicts, else the mean of
-    the metric over the sessions that have it (NaN when none has)."""
+    """One run's ``pass_rate`` over all its verdicts, or mean ``metric`` over its sessions."""
     if metric == "pass_rate":
         verdicts = [o for s in result.sessions for o in s.verdicts]
         return sum(o.passed for o in verdicts) / len(verdicts) if verdicts else math.nan
-    found = [
-        value
-        for session in result.sessions
-        if not math.isnan(value := result.metrics(session).get(metric, math.nan))
-    ]
+    found = [value for session in result.sessions
+             if not math.isnan(value := result.metrics(session).get(metric, math.nan))]
     return sum(found) / len(found) if found else math.nan
 
 
@@ -481,9 +389,7 @@ class MatrixResult(Exported):
     root: str = ""
     """The folder holding each run's agent folder."""
     provenance: dict[str, Any] = field(default_factory=dict)
-    """Package and Python versions, models, seeds, templates, runner options, scenarios, and
-    ``rerun``: whether the export is enough to run the experiment again, and what else it
-    would need (see ``rerun``)."""
+    """What the experiment was, and under ``rerun`` what else a re-run would need."""
     _rows: list[dict[str, Any]] | None = field(default=None, repr=False, compare=False)
 
     def rows(self) -> list[dict[str, Any]]:
@@ -500,8 +406,7 @@ class MatrixResult(Exported):
         return self._rows
 
     def to_dataframe(self) -> Any:
-        """One long DataFrame: ``model``, (``template``,) ``scenario``, ``seed``, the scenario
-        labels (e.g. ``question_type``), ``session``, ``name``, ``metric``, ``value``."""
+        """``rows()`` as one long DataFrame."""
         pandas = import_extra("pandas", "to_dataframe()")
         return pandas.DataFrame(self.rows())
 
@@ -509,27 +414,18 @@ class MatrixResult(Exported):
         """The columns that identify a run's policy: ``model`` (and ``template``)."""
         return ["model", "template"] if self.has_templates else ["model"]
 
-    def summary(
-        self,
-        metrics: Sequence[str] = ("pass_rate", "input_tokens", "output_tokens"),
-        by: Any = None,
-    ) -> Any:
-        """Mean of each metric per group (default: model, and template), NaN values left out;
-        a wide DataFrame with one column per metric."""
+    def summary(self, metrics: Sequence[str] = ("pass_rate", "input_tokens", "output_tokens"),
+                by: Any = None) -> Any:
+        """Mean of each metric per group (default: ``groups()``), one column per metric."""
         frame = self.to_dataframe()
         keys = list(by) if isinstance(by, (list, tuple)) else [by] if by else self.groups()
         chosen = frame[frame["metric"].isin(list(metrics))]
         table = chosen.pivot_table(index=keys, columns="metric", values="value", aggfunc="mean")
         return table.reindex(columns=[m for m in metrics if m in table.columns])
 
-    # -- question-level statistics -----------------------------------------------------------
-
-    def question_values(
-        self, metric: str = "pass_rate", by: str | None = None
-    ) -> dict[tuple[Any, ...], dict[str, float]]:
-        """Per policy group (``groups()`` and ``by``): each question's value, averaged over
-        its seeds. A run's value is its ``pass_rate`` over every verdict of the run, or for
-        another metric its mean over the sessions that have one (NaN: none has)."""
+    def question_values(self, metric: str = "pass_rate",
+                        by: str | None = None) -> dict[tuple[Any, ...], dict[str, float]]:
+        """Per policy group (and ``by``): each question's ``run_value``, averaged over seeds."""
 
         def key(run: MatrixRun) -> tuple[Any, ...]:
             keys: list[Any] = [run.model] + ([run.template] if self.has_templates else [])
@@ -539,9 +435,8 @@ class MatrixResult(Exported):
 
         return self._question_means(metric, key)
 
-    def _question_means(
-        self, metric: str, key: Callable[[MatrixRun], Any]
-    ) -> dict[Any, dict[str, float]]:
+    def _question_means(self, metric: str,
+                        key: Callable[[MatrixRun], Any]) -> dict[Any, dict[str, float]]:
         """Per ``key(run)``: each question's ``metric`` averaged over its seeds (NaN left out)."""
         values: dict[Any, dict[str, list[float]]] = {}
         for run in self.runs:
@@ -553,48 +448,24 @@ class MatrixResult(Exported):
             for group, questions in values.items()
         }
 
-    def intervals(
-        self,
-        metric: str = "pass_rate",
-        *,
-        by: str | None = None,
-        confidence: float = 0.95,
-        resamples: int = 10_000,
-        seed: int = 0,
-    ) -> Any:
-        """Mean of ``metric`` per policy (and ``by``, e.g. ``question_type``) with a
-        bootstrap interval that resamples questions (see ``stats``); a DataFrame with
-        ``mean``, ``low``, ``high``, ``questions``."""
-        from .stats import bootstrap_interval
-
+    def intervals(self, metric: str = "pass_rate", *, by: str | None = None,
+                  confidence: float = 0.95, resamples: int = 10_000, seed: int = 0) -> Any:
+        """Mean of ``metric`` per policy (and ``by``) with a bootstrap interval that resamples
+        questions (see ``stats``): ``mean``, ``low``, ``high``, ``questions``."""
         pandas = import_extra("pandas", "intervals()")
         columns = self.groups() + ([by] if by else [])
         rows = []
         for group, questions in self.question_values(metric, by).items():
-            found = bootstrap_interval(
-                list(questions.values()), confidence=confidence, resamples=resamples, seed=seed
-            )
+            found = bootstrap_interval(list(questions.values()), confidence=confidence,
+                                       resamples=resamples, seed=seed)
             rows.append({**dict(zip(columns, group, strict=True)), "mean": found.mean,
                          "low": found.low, "high": found.high, "questions": found.questions})
         return pandas.DataFrame(rows, columns=[*columns, "mean", "low", "high", "questions"])
 
-    def compare(
-        self,
-        a: str,
-        b: str,
-        metric: str = "pass_rate",
-        *,
-        by: str | None = None,
-        confidence: float = 0.95,
-        resamples: int = 10_000,
-        seed: int = 0,
-    ) -> Any:
-        """Model ``a`` against model ``b`` on the questions both answered: per ``by`` value
-        (and overall, ``by`` column ``"all"``), the means, their difference with a paired
-        bootstrap interval, the sign-flip permutation p-value, and wins/losses/ties. With
-        templates, ``a`` and ``b`` may be ``(model, template)`` pairs."""
-        from .stats import paired_comparison
-
+    def compare(self, a: str, b: str, metric: str = "pass_rate", *, by: str | None = None,
+                confidence: float = 0.95, resamples: int = 10_000, seed: int = 0) -> Any:
+        """Model (or ``(model, template)``) ``a`` against ``b`` on the questions both answered,
+        overall and per ``by`` value: a ``paired_comparison`` per row."""
         pandas = import_extra("pandas", "compare()")
 
         def key(policy: Any) -> tuple[Any, ...]:
@@ -622,24 +493,11 @@ class MatrixResult(Exported):
             rows.append({(by or "scope"): label, "a": str(a), "b": str(b), **numbers})
         return pandas.DataFrame(rows)
 
-    def plot(
-        self,
-        metric: str = "pass_rate",
-        *,
-        by: str = "model",
-        hue: str | None = None,
-        ax: Any = None,
-        title: str | None = None,
-        confidence: float = 0.95,
-        resamples: int = 2_000,
-        seed: int = 0,
-    ) -> Any:
-        """Bars of the mean of ``metric`` per ``by`` (e.g. ``model``), one bar per ``hue``
-        value side by side (e.g. ``question_type`` or ``scenario``). Error bars are
-        question-level bootstrap intervals (each question averaged over its seeds first, see
-        ``intervals``), never a spread over seeds. Returns the figure; draws into ``ax``."""
-        from .stats import bootstrap_interval
-
+    def plot(self, metric: str = "pass_rate", *, by: str = "model", hue: str | None = None,
+             ax: Any = None, title: str | None = None, confidence: float = 0.95,
+             resamples: int = 2_000, seed: int = 0) -> Any:
+        """Bars of the mean of ``metric`` per ``by`` (and ``hue``), with question-level bootstrap
+        intervals as error bars (see ``intervals``). Returns the figure; draws into ``ax``."""
         plt = import_extra("matplotlib.pyplot", "plot()")
         figure, axes = new_axes(plt, ax)
 
@@ -672,8 +530,7 @@ class MatrixResult(Exported):
         axes.set_xticklabels(groups)
         axes.set_xlabel(by)
         axes.set_ylabel(f"mean {metric}")
-        if hue:
-            # Beside the bars, so it never hides one.
+        if hue:  # beside the bars, so it never hides one
             axes.legend(title=hue, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
         axes.set_title(title if title is not None else f"{metric} by {by}")
         return figure
@@ -681,31 +538,20 @@ class MatrixResult(Exported):
     def reproduces(self, other: MatrixResult) -> bool:
         """Whether ``other`` has every number of this matrix but latency, row for row."""
 
+        nan = object()  # stands for NaN, so that two NaNs compare equal
+
         def numbers(matrix: MatrixResult) -> list[dict[str, Any]]:
-            return [row for row in matrix.rows() if row["metric"] not in LATENCY_METRICS]
+            return [{k: nan if isinstance(v, float) and math.isnan(v) else v
+                     for k, v in row.items()}
+                    for row in matrix.rows() if row["metric"] not in LATENCY_METRICS]
 
-        def same(x: dict[str, Any], y: dict[str, Any]) -> bool:
-            return x.keys() == y.keys() and all(
-                x[k] == y[k] or (isinstance(x[k], float) and isinstance(y[k], float)
-                                 and math.isnan(x[k]) and math.isnan(y[k]))
-                for k in x
-            )
-
-        mine, theirs = numbers(self), numbers(other)
-        return len(mine) == len(theirs) and all(
-            same(x, y) for x, y in zip(mine, theirs, strict=True)
-        )
-
-    # -- JSON ------------------------------------------------------------------------------
+        return numbers(self) == numbers(other)
 
     def to_json(self) -> str:
         """Every run as JSON text (``from_json`` loads it back equal)."""
         data = {
-            "format": FORMAT,
-            "version": 1,
-            "has_templates": self.has_templates,
-            "root": self.root,
-            "provenance": self.provenance,
+            "format": FORMAT, "version": 1, "has_templates": self.has_templates,
+            "root": self.root, "provenance": self.provenance,
             "runs": [
                 {"model": run.model, "template": run.template, "scenario": run.scenario,
                  "seed": run.seed, "model_spec": run.model_spec, "resumed": run.resumed,
@@ -722,27 +568,20 @@ class MatrixResult(Exported):
         runs = cls.parsed(data, lambda: [
             _matrix_run(item, item, bool(item.get("resumed"))) for item in data["runs"]
         ])
-        return cls(
-            runs,
-            has_templates=bool(data.get("has_templates")),
-            root=data.get("root", ""),
-            provenance=dict(data.get("provenance") or {}),
-        )
+        return cls(runs, bool(data.get("has_templates")), data.get("root", ""),
+                   dict(data.get("provenance") or {}))
 
     def __str__(self) -> str:
-        models = list(dict.fromkeys(run.model for run in self.runs))
-        scenarios = list(dict.fromkeys(run.scenario for run in self.runs))
-        seeds = list(dict.fromkeys(run.seed for run in self.runs))
-        errors = sum(len(run.result.errors) for run in self.runs)
+        runs = self.runs
+        errors = sum(len(run.result.errors) for run in runs)
         lines = [
-            f"{len(self.runs)} runs: {len(models)} model(s) × {len(scenarios)} scenario(s) × "
-            f"{len(seeds)} seed(s), {errors} error(s)"
+            f"{len(runs)} runs: {len({run.model for run in runs})} model(s) × "
+            f"{len({run.scenario for run in runs})} scenario(s) × "
+            f"{len({run.seed for run in runs})} seed(s), {errors} error(s)"
         ]
-        for run in self.runs:
+        for run in runs:
             total = sum(len(s.outcomes) for s in run.result.sessions)
-            failed = len(run.result.failures)
+            passed = total - len(run.result.failures)
             policy = run.model + (f" [{run.template}]" if run.template else "")
-            lines.append(
-                f"  {policy}  {run.scenario}  seed {run.seed}: {total - failed}/{total} passed"
-            )
+            lines.append(f"  {policy}  {run.scenario}  seed {run.seed}: {passed}/{total} passed")
         return "\n".join(lines)

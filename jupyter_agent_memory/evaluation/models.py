@@ -1,76 +1,50 @@
 """Models for the evaluation harness, and the small protocol any model can implement.
 
-The protocol
-------------
-A model is any object with::
-
-    def complete(self, messages: list[dict], tools: list[dict]) -> ModelTurn
-
-``messages`` is the conversation so far in the OpenAI chat format (the lingua franca of
-OpenAI-compatible servers): ``{"role": "system" | "user" | "assistant" | "tool", ...}``, where an
-assistant turn that called tools carries ``tool_calls`` (``[{"id", "type": "function",
-"function": {"name", "arguments": <JSON text>}}]``) and each result comes back as
-``{"role": "tool", "tool_call_id", "content"}``. ``tools`` are OpenAI tool dicts
-(``functions.to_openai``). The model answers with a ``ModelTurn``: either tool calls (the runner
-executes them and calls ``complete`` again) or a final text reply. An optional ``name``
-attribute labels the model in results. Adapters for other APIs convert these shapes (for
-Anthropic, ``functions.to_anthropic`` gives the tool dicts).
-
-Two models ship here: ``ScriptedModel``, deterministic and offline (tests, tutorials), and
-``OpenAIChatModel`` for any OpenAI-compatible endpoint (needs the ``[eval]`` extra).
+A model has ``complete(messages, tools) -> ModelTurn`` over the OpenAI chat format (messages,
+tool calls and ``tool`` results; ``functions.to_openai`` tool dicts); an optional ``name``
+labels it in results. The turn holds tool calls (the runner runs them and asks again) or a reply.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
+import os
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
+
+from ..engine.prompt import approx_tokens
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam
 
 __all__ = [
-    "CachedModel",
-    "ChatModel",
-    "ModelCallRecord",
-    "ModelResponseError",
-    "ModelTurn",
-    "OpenAIChatModel",
-    "Rule",
-    "ScriptContext",
-    "ScriptedModel",
-    "ToolCall",
-    "call_model",
-    "call_tool",
-    "error_line",
-    "journal",
-    "known_facts",
-    "recall",
-    "remember",
-    "search",
+    "CachedModel", "ChatModel", "ModelCallRecord", "ModelResponseError", "ModelTurn",
+    "OpenAIChatModel", "Rule", "ScriptContext", "ScriptedModel", "ToolCall", "call_model",
+    "call_tool", "error_line", "journal", "known_facts", "recall", "remember", "search",
 ]
 
 EVAL_INSTALL_HINT = 'pip install "jupyter-agent-memory[eval]"'
 
 
 def import_extra(module: str, what: str, name: str = "", hint: str = EVAL_INSTALL_HINT) -> Any:
-    """``module``, or an ImportError saying that ``what`` needs ``name`` (default: the module's
-    package) and how to install it."""
+    """``module``, or an ImportError saying that ``what`` needs ``name`` and how to install it."""
     try:
         return importlib.import_module(module)
     except ImportError as exc:
         raise ImportError(f"{what} needs {name or module.split('.')[0]}: {hint}") from exc
 
+
 CLOSING_TURN = (
     "(The conversation is over and the user has left. If anything in it is worth "
     "remembering, save it now with your memory tools; then reply OK.)"
 )
-"""What the runner says after a transcript that ends with the assistant, so the model sees
-that last reply too (``EvaluationRunner(closing_turn=...)``)."""
+"""The runner's last turn after a transcript that ends with the assistant's reply."""
 
 
 def arguments_text(arguments: dict[str, Any] | str) -> str:
@@ -82,14 +56,12 @@ def arguments_text(arguments: dict[str, Any] | str) -> str:
 
 @dataclass
 class ToolCall:
-    """One tool call requested by a model."""
+    """One tool call requested by a model: ``arguments`` is a dict or the model's raw JSON
+    text (passed to ``dispatch`` as is); ``id`` is echoed in the tool result message."""
 
     name: str
-    """The tool name as the model used it."""
     arguments: dict[str, Any] | str
-    """A dict, or the raw JSON text the model produced (passed to ``dispatch`` as is)."""
     id: str = ""
-    """The call id, echoed in the tool result message."""
 
     def arguments_json(self) -> str:
         """The arguments as JSON text (raw text is returned unchanged)."""
@@ -98,21 +70,16 @@ class ToolCall:
 
 @dataclass
 class ModelTurn:
-    """A model's answer to ``complete``: tool calls to run, or a final reply."""
+    """A model's answer to ``complete``: tool calls to run, or a final reply; ``usage`` as the
+    API reported it, the attempts retried before it, whether it came from a ``CachedModel``."""
 
     text: str | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: dict[str, int] | None = None
-    """Token usage reported by the API (``prompt_tokens``, ``completion_tokens``), when there
-    is any; the runner estimates it otherwise."""
     finish_reason: str = ""
-    """Why the model stopped (``stop``, ``tool_calls``, ``length``...), when it says."""
     retries: int = 0
-    """Attempts that failed and were retried before this answer came."""
     retry_errors: list[str] = field(default_factory=list)
-    """One line per retried attempt: what went wrong with it."""
     cached: bool = False
-    """True when the answer came from a request cache (``CachedModel``), not the model."""
 
 
 class ModelResponseError(RuntimeError):
@@ -122,28 +89,19 @@ class ModelResponseError(RuntimeError):
 
 @dataclass
 class ModelCallRecord:
-    """One call of a model's ``complete``: the agent's, or a judge's. Failed calls too."""
+    """One call of a model's ``complete``, the agent's or a judge's (``role``), failed too;
+    tokens as reported, else ``estimated``; ``latency_s`` includes retries and their waits."""
 
     input_tokens: int
-    """Prompt tokens: the model's reported usage, else an estimate (4 characters a token)."""
     output_tokens: int
-    """Completion tokens, reported or estimated the same way (0 for a failed call)."""
     estimated: bool
-    """True when the model reported no usage and the counts are estimates."""
     latency_s: float
-    """Wall-clock seconds the call took, retries and their waits included."""
     finish_reason: str = ""
-    """As reported (``stop``, ``tool_calls``, ``length``...); ``''`` when unknown."""
     error: str = ""
-    """For a call that failed: the exception's class and message, on one line."""
     retries: int = 0
-    """Attempts that failed and were retried within this call."""
     retry_errors: list[str] = field(default_factory=list)
-    """What went wrong with each retried attempt."""
     role: str = "agent"
-    """``agent`` (the model being evaluated) or ``judge`` (grading an answer)."""
     cached: bool = False
-    """True when the answer came from a request cache and cost no model time."""
 
 
 def error_line(error: BaseException) -> str:
@@ -153,64 +111,39 @@ def error_line(error: BaseException) -> str:
 
 
 def _estimate_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
-    from ..engine.prompt import approx_tokens
-
     return approx_tokens(json.dumps(list(messages), ensure_ascii=False))
 
 
-def _reply_tokens(turn: ModelTurn) -> int:
-    from ..engine.prompt import approx_tokens
-
-    text = turn.text or ""
-    text += "".join(call.name + call.arguments_json() for call in turn.tool_calls)
-    return approx_tokens(text)
-
-
-def call_model(
-    model: Any,
-    messages: list[dict[str, Any]],
-    tools: list[dict[str, Any]],
-    calls: list[ModelCallRecord],
-    *,
-    role: str = "agent",
-) -> ModelTurn:
+def call_model(model: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+               calls: list[ModelCallRecord], *, role: str = "agent") -> ModelTurn:
     """``model.complete(messages, tools)``, with one ``ModelCallRecord`` appended to ``calls``
-    whatever happens: a call that raises is recorded with its time, error and retries (read
-    from the exception's ``retries`` and ``retry_errors`` attributes, which
-    ``OpenAIChatModel`` sets), then the exception propagates."""
+    whatever happens; a call that raises is recorded with its error and the exception's
+    ``retries``/``retry_errors`` (set by ``OpenAIChatModel``), then propagates."""
     started = time.perf_counter()
     try:
         turn = model.complete(messages, tools)
         if not isinstance(turn, ModelTurn):
             raise TypeError(f"model.complete must return a ModelTurn, got {turn!r}")
     except Exception as exc:
-        failed = ModelCallRecord(
-            input_tokens=_estimate_tokens(messages),
-            output_tokens=0,
-            estimated=True,
-            latency_s=time.perf_counter() - started,
-            error=error_line(exc),
-            retries=int(getattr(exc, "retries", 0) or 0),
+        calls.append(ModelCallRecord(
+            _estimate_tokens(messages), 0, True, time.perf_counter() - started,
+            error=error_line(exc), retries=int(getattr(exc, "retries", 0) or 0),
             retry_errors=[str(line) for line in getattr(exc, "retry_errors", ()) or ()],
             role=role,
-        )
-        calls.append(failed)
+        ))
         raise
     usage = turn.usage or {}
     reported = isinstance(usage.get("prompt_tokens"), int)
-    output = int(usage.get("completion_tokens") or 0) if reported else _reply_tokens(turn)
-    record = ModelCallRecord(
-        input_tokens=usage["prompt_tokens"] if reported else _estimate_tokens(messages),
-        output_tokens=output,
-        estimated=not reported,
-        latency_s=time.perf_counter() - started,
+    if reported:
+        tokens = (usage["prompt_tokens"], int(usage.get("completion_tokens") or 0))
+    else:
+        reply = (turn.text or "") + "".join(c.name + c.arguments_json() for c in turn.tool_calls)
+        tokens = (_estimate_tokens(messages), approx_tokens(reply))
+    calls.append(ModelCallRecord(
+        *tokens, estimated=not reported, latency_s=time.perf_counter() - started,
         finish_reason=turn.finish_reason or "",
-        retries=turn.retries,
-        retry_errors=list(turn.retry_errors),
-        role=role,
-        cached=turn.cached,
-    )
-    calls.append(record)
+        retries=turn.retries, retry_errors=list(turn.retry_errors), role=role, cached=turn.cached,
+    ))
     return turn
 
 
@@ -218,31 +151,20 @@ def call_model(
 class ChatModel(Protocol):
     """What the runner needs from a model (see the module docstring for message shapes)."""
 
-    def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
-    ) -> ModelTurn:  # pragma: no cover - protocol
+    def complete(self, messages: list[dict[str, Any]],
+                 tools: list[dict[str, Any]]) -> ModelTurn:  # pragma: no cover - protocol
         """Answer the conversation ``messages``, optionally calling some of ``tools``."""
         ...
 
 
-# ------------------------------------------------------------------------------ the cache
-
-
 class CachedModel:
-    """``model`` behind an on-disk cache of its answers, keyed by request.
-
-    The key is the SHA-256 of ``key`` (default: the model's name), the model's spec, the
-    messages and the tools, as canonical JSON; only successful answers are kept, one file
-    each under ``folder`` (``ab/abcdef....json``, written whole or not at all), so threads,
-    processes and Dask workers may share the folder. An answer from the cache has
-    ``ModelTurn.cached`` set and costs no model time. Opt-in: ``run_matrix(cache=...)``.
-    """
+    """``model`` behind an on-disk cache of its answers, keyed by the SHA-256 of ``key``
+    (default: the model's name), its spec, the messages and the tools; one file per answer
+    under ``folder``, written whole or not at all, so processes may share the folder."""
 
     def __init__(self, model: Any, folder: str | Any, *, key: str = "") -> None:
         if not callable(getattr(model, "complete", None)):
             raise TypeError(f"CachedModel needs a model with complete(), got {model!r}")
-        from pathlib import Path
-
         self.model = model
         self.folder = Path(folder)
         self.name = str(getattr(model, "name", None) or type(model).__name__)
@@ -256,22 +178,14 @@ class CachedModel:
         return {k: v for k, v in inner.items() if k not in ("name", "rebuild")}
 
     def _path(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
-        import hashlib
-
-        request = {
-            "key": self.key,
-            "model": model_spec(self.model),
-            "messages": messages,
-            "tools": tools,
-        }
+        request = {"key": self.key, "model": model_spec(self.model), "messages": messages,
+                   "tools": tools}
         text = json.dumps(request, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
         return self.folder / digest[:2] / f"{digest}.json"
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelTurn:
         """The cached answer to this request, or the model's (then cached)."""
-        import os
-
         path = self._path(messages, tools)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -279,22 +193,14 @@ class CachedModel:
             data = None
         if isinstance(data, dict):
             self.hits += 1
-            return ModelTurn(
-                text=data["text"],
-                tool_calls=[ToolCall(c["name"], c["arguments"], c["id"]) for c in data["calls"]],
-                usage=data["usage"],
-                finish_reason=data["finish_reason"],
-                cached=True,
-            )
+            calls = [ToolCall(c["name"], c["arguments"], c["id"]) for c in data["calls"]]
+            return ModelTurn(data["text"], calls, data["usage"], data["finish_reason"],
+                             cached=True)
         self.misses += 1
         turn = self.model.complete(messages, tools)
-        record = {
-            "text": turn.text,
-            "calls": [{"name": c.name, "arguments": c.arguments, "id": c.id}
-                      for c in turn.tool_calls],
-            "usage": turn.usage,
-            "finish_reason": turn.finish_reason,
-        }
+        saved = [{"name": c.name, "arguments": c.arguments, "id": c.id} for c in turn.tool_calls]
+        record = {"text": turn.text, "calls": saved, "usage": turn.usage,
+                  "finish_reason": turn.finish_reason}
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(f"{path.name}.{os.getpid()}.{id(turn)}.partial")
         partial.write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
@@ -302,13 +208,9 @@ class CachedModel:
         return turn
 
 
-# ------------------------------------------------------------------------------ model specs
-
-
 def model_spec(model: Any) -> dict[str, Any]:
-    """A model as plain data, for exports: ``model.spec()`` when it has one (the shipped
-    policies and ``OpenAIChatModel`` do), else its name and class, marked
-    ``"rebuild": false`` (``rerun`` then needs the model given again)."""
+    """A model as plain data, for exports: ``model.spec()`` when it has one, else its name and
+    class, marked ``"rebuild": false`` (``rerun`` then needs the model given again)."""
     name = str(getattr(model, "name", None) or type(model).__name__)
     spec = getattr(model, "spec", None)
     if callable(spec):
@@ -317,18 +219,12 @@ def model_spec(model: Any) -> dict[str, Any]:
     return {"name": name, "kind": kind, "rebuild": False}
 
 
-# --------------------------------------------------------------------------- scripted model
-
 _FACTS_BLOCK = re.compile(r"<facts>\n(.*?)\n</facts>", re.DOTALL)
 
 
 def known_facts(system: str, messages: Sequence[Mapping[str, Any]]) -> str:
-    """FACT.md as a model in this conversation knows it.
-
-    The content of its latest ``update`` call in ``messages``, else the ``<facts>`` block of
-    the system prompt, else ``''``. A model never reads the file directly: it writes the
-    complete new FACT.md from what it has seen.
-    """
+    """FACT.md as a model in this conversation knows it: the content of its latest ``update``
+    call in ``messages``, else the ``<facts>`` block of the system prompt, else ``''``."""
     for message in reversed(messages):
         for call in message.get("tool_calls") or ():
             function = call.get("function", {})
@@ -338,11 +234,8 @@ def known_facts(system: str, messages: Sequence[Mapping[str, Any]]) -> str:
                 arguments = json.loads(function.get("arguments") or "{}")
             except json.JSONDecodeError:
                 continue
-            if (
-                isinstance(arguments, dict)
-                and arguments.get("action") == "update"
-                and isinstance(arguments.get("content"), str)
-            ):
+            if (isinstance(arguments, dict) and arguments.get("action") == "update"
+                    and isinstance(arguments.get("content"), str)):
                 return arguments["content"]
     found = _FACTS_BLOCK.search(system)
     return found.group(1) if found else ""
@@ -350,18 +243,14 @@ def known_facts(system: str, messages: Sequence[Mapping[str, Any]]) -> str:
 
 @dataclass
 class ScriptContext:
-    """What a scripted rule sees when it builds tool calls or its reply."""
+    """What a scripted rule sees: the ``user`` turn, the rule's ``match`` in it, the
+    ``system`` prompt, the conversation's ``messages`` and this turn's tool ``results``."""
 
     user: str
-    """The user turn being answered."""
     match: re.Match[str]
-    """The rule's pattern matched against ``user``."""
     system: str
-    """The system prompt of this session."""
     messages: list[dict[str, Any]]
-    """The whole conversation so far."""
     results: list[str]
-    """Texts of the tool results received for this turn so far."""
 
     @property
     def facts(self) -> str:
@@ -370,8 +259,7 @@ class ScriptContext:
 
     def fill(self, template: str) -> str:
         """Fill ``template`` with ``str.format``: ``{0}`` is the whole match, ``{1}``... its
-        groups, named groups by name, ``{result}`` the last tool result, ``{facts}`` FACT.md.
-        """
+        groups, named groups by name, ``{result}`` the last tool result, ``{facts}`` FACT.md."""
         groups = [self.match.group(0), *(g or "" for g in self.match.groups())]
         named = {k: v or "" for k, v in self.match.groupdict().items()}
         result = self.results[-1] if self.results else ""
@@ -393,11 +281,8 @@ Reply = str | Callable[[ScriptContext], str]
 
 
 def call_tool(name: str, **arguments: Any) -> CallSpec:
-    """A call to ``name`` with ``arguments``; strings in them are filled (``ScriptContext.fill``).
-
-    The logical name ``memory`` is sent under whatever name the runner offers the memory
-    tool as (``memory`` or e.g. ``mcp__agent-memory__memory``).
-    """
+    """A call to ``name`` with ``arguments``, strings filled (``ScriptContext.fill``); ``memory``
+    is sent under whatever name the runner offers the memory tool as."""
 
     def build(ctx: ScriptContext) -> ToolCall:
         return ToolCall(name, ctx.fill_value(arguments))
@@ -406,11 +291,8 @@ def call_tool(name: str, **arguments: Any) -> CallSpec:
 
 
 def remember(line: str, replaces: str | None = None) -> CallSpec:
-    """An ``update`` call writing FACT.md as known so far plus ``line`` (filled).
-
-    ``replaces`` is an optional regular expression: known lines matching it (ignoring case) are
-    dropped first, which is how a model corrects an outdated fact.
-    """
+    """An ``update`` call writing FACT.md as known so far plus ``line`` (filled); known lines
+    matching the regular expression ``replaces`` (ignoring case) are dropped first."""
     pattern = re.compile(replaces, re.IGNORECASE) if replaces else None
 
     def build(ctx: ScriptContext) -> ToolCall:
@@ -432,31 +314,21 @@ def journal(text: str, tags: Sequence[str] = ()) -> CallSpec:
 
 def search(query: str = "", tag: str = "", limit: int | None = None) -> CallSpec:
     """A ``search`` call (``query`` and ``tag`` filled; empty ones are left out)."""
-    arguments: dict[str, Any] = {"action": "search"}
-    if query:
-        arguments["query"] = query
-    if tag:
-        arguments["tag"] = tag
-    if limit is not None:
-        arguments["limit"] = limit
-    return call_tool("memory", **arguments)
+    given = {"query": query, "tag": tag, "limit": limit}
+    return call_tool("memory", action="search",
+                     **{key: value for key, value in given.items() if value not in ("", None)})
 
 
 def recall(pattern: str, found: str, missing: str) -> Callable[[ScriptContext], str]:
-    """A reply that looks ``pattern`` up in what the model knows (system prompt, facts, tool
-    results) and answers ``found`` filled with that match's groups, else ``missing``.
-
-    This is how a scripted model shows recall: it can only answer from its prompt.
-    """
+    """A reply that looks ``pattern`` up in what the model knows (tool results, facts, system
+    prompt) and answers ``found`` filled with that match's groups, else ``missing``."""
     compiled = _compile("recall", pattern, re.IGNORECASE)
 
     def reply(ctx: ScriptContext) -> str:
         for source in (*reversed(ctx.results), ctx.facts, ctx.system):
             hit = compiled.search(source)
             if hit:
-                return ScriptContext(ctx.user, hit, ctx.system, ctx.messages, ctx.results).fill(
-                    found
-                )
+                return replace(ctx, match=hit).fill(found)
         return ctx.fill(missing)
 
     return reply
@@ -474,12 +346,8 @@ def _compile(what: str, pattern: str, flags: int) -> re.Pattern[str]:
 
 @dataclass
 class Rule:
-    """Map user turns matching ``pattern`` to tool calls and a reply.
-
-    ``pattern`` is a regular expression searched in the user turn, ignoring case. ``calls``
-    are made in one round (``remember``, ``journal``, ``search``, ``call_tool``), then ``reply``
-    (a template for ``ScriptContext.fill`` or a function of the context) is the answer.
-    """
+    """Map user turns matching ``pattern`` (a regular expression, ignoring case) to ``calls``
+    made in one round, then ``reply`` (a ``ScriptContext.fill`` template or a function)."""
 
     pattern: str
     reply: Reply = ""
@@ -502,9 +370,7 @@ def offered_name(logical: str, tools: list[dict[str, Any]]) -> str:
     return suffixed[0] if len(suffixed) == 1 else logical
 
 
-def conversation(
-    messages: Sequence[Mapping[str, Any]],
-) -> tuple[str | None, str, list[str], bool]:
+def conversation(messages: Sequence[Mapping[str, Any]]) -> tuple[str | None, str, list[str], bool]:
     """``(last user turn, system prompt, tool results since that turn, whether tools were
     called since)``; the user turn is ``None`` when there is none."""
     system = next((str(m.get("content") or "") for m in messages if m.get("role") == "system"), "")
@@ -518,13 +384,9 @@ def conversation(
 
 
 class ScriptedModel:
-    """A deterministic, offline model driven by ``Rule`` objects.
-
-    For each user turn the first matching rule applies: if it has calls and no tool round has
-    happened yet for this turn, the model returns those calls; otherwise it returns the rule's
-    reply (filled with the tool results). A turn no rule matches gets ``default_reply``.
-    ``calls`` counts every tool call made, for inspection.
-    """
+    """A deterministic, offline model: the first ``Rule`` matching the user turn gives its calls
+    (until a tool round happened for the turn), then its reply; no match gets ``default_reply``.
+    ``calls`` holds every tool call made."""
 
     name = "scripted"
 
@@ -548,55 +410,33 @@ class ScriptedModel:
             if match is None:
                 continue
             ctx = ScriptContext(user, match, system, messages, results)
-            if rule.calls and not called:
-                calls = []
-                for spec in rule.calls:
-                    call = spec(ctx)
-                    call.name = offered_name(call.name, tools)
-                    call.id = f"call_{len(self.calls) + 1}"
-                    self.calls.append(call)
-                    calls.append(call)
-                return ModelTurn(tool_calls=calls, finish_reason="tool_calls")
-            text = rule.reply(ctx) if callable(rule.reply) else ctx.fill(rule.reply)
-            return ModelTurn(text=text, finish_reason="stop")
+            if not rule.calls or called:
+                text = rule.reply(ctx) if callable(rule.reply) else ctx.fill(rule.reply)
+                return ModelTurn(text=text, finish_reason="stop")
+            calls = []
+            for spec in rule.calls:
+                call = spec(ctx)
+                call.name = offered_name(call.name, tools)
+                self.calls.append(call)
+                call.id = f"call_{len(self.calls)}"
+                calls.append(call)
+            return ModelTurn(tool_calls=calls, finish_reason="tool_calls")
         return ModelTurn(text=self.default_reply, finish_reason="stop")
-
-
-# ----------------------------------------------------------------------------- OpenAI model
 
 
 class OpenAIChatModel:
     """A model behind any OpenAI-compatible Chat Completions endpoint, via the ``openai`` client.
 
-    ``base_url`` (e.g. ``http://localhost:11434/v1``), ``api_key`` and ``model`` are passed to
-    ``openai.OpenAI``; ``None`` lets the client read ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``.
-    Extra keyword arguments (``temperature``, ``max_tokens``, ``seed``...) go to every
-    ``chat.completions.create`` call. Needs the ``[eval]`` extra.
-
-    ``tool_choice`` (default ``"auto"``) is sent whenever tools are: local servers such as
-    llama-cpp-python ignore the tools without it. ``None`` leaves it out.
-
-    Retries are this class's own, not the client's, so none is invisible: a connection error,
-    a timeout, HTTP 408, 409, 429 or 5xx is retried up to ``max_retries`` times, waiting
-    ``retry_wait`` seconds, doubled after each attempt. The answer's ``ModelTurn.retries``
-    and ``retry_errors`` say what happened; a call that still fails raises the last error
-    with ``retries`` and ``retry_errors`` attributes set, and the runner records both. On a
-    local CPU server use ``max_retries=0`` and a long ``timeout``: a retry of a request that
-    timed out sends the same slow request again.
+    Extra keyword arguments go to every ``chat.completions.create``; ``tool_choice`` is sent
+    with the tools (local servers ignore tools without it). A connection error, a timeout, HTTP
+    408, 409, 429 or 5xx is retried up to ``max_retries`` times, waiting ``retry_wait`` seconds,
+    doubled each attempt, and recorded (``ModelTurn.retries``, or the error's attributes).
     """
 
-    def __init__(
-        self,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        model: str = "gpt-4o-mini",
-        *,
-        timeout: float = 120.0,
-        max_retries: int = 2,
-        retry_wait: float = 0.5,
-        tool_choice: str | None = "auto",
-        **create_kwargs: Any,
-    ) -> None:
+    def __init__(self, base_url: str | None = None, api_key: str | None = None,
+                 model: str = "gpt-4o-mini", *, timeout: float = 120.0, max_retries: int = 2,
+                 retry_wait: float = 0.5, tool_choice: str | None = "auto",
+                 **create_kwargs: Any) -> None:
         openai = import_extra("openai", "OpenAIChatModel", "the 'openai' package")
         if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
             raise ValueError(f"max_retries must be a whole number, 0 or more, got {max_retries!r}")
@@ -607,26 +447,19 @@ class OpenAIChatModel:
         self.retry_wait = retry_wait
         self.tool_choice = tool_choice
         self.create_kwargs = create_kwargs
-        self.client = openai.OpenAI(
-            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0
-        )
+        self.client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout,
+                                    max_retries=0)
 
     def spec(self) -> dict[str, Any]:
         """Everything needed to make this model again, except the API key (see ``rerun``)."""
-        return {
-            "kind": "openai",
-            "base_url": str(self.client.base_url),
-            "model": self.model,
-            "timeout": self.timeout,
-            "max_retries": self.max_retries,
-            "retry_wait": self.retry_wait,
-            "tool_choice": self.tool_choice,
-            "create_kwargs": dict(self.create_kwargs),
-        }
+        return {"kind": "openai", "base_url": str(self.client.base_url), "model": self.model,
+                "timeout": self.timeout, "max_retries": self.max_retries,
+                "retry_wait": self.retry_wait, "tool_choice": self.tool_choice,
+                "create_kwargs": dict(self.create_kwargs)}
 
     def _create(self, kwargs: dict[str, Any]) -> Any:
-        """One request; the parsed completion, or ``ModelResponseError`` for a body that is
-        not JSON (a proxy's HTML error page, say), quoting its start."""
+        """One request; the parsed completion, or ``ModelResponseError`` quoting a body that is
+        not JSON (a proxy's HTML error page, say)."""
         raw = self.client.chat.completions.with_raw_response.create(**kwargs)
         kind = raw.headers.get("content-type", "")
         if "json" not in kind.lower():
@@ -646,10 +479,8 @@ class OpenAIChatModel:
             kwargs["tools"] = tools
             if self.tool_choice is not None:
                 kwargs.setdefault("tool_choice", self.tool_choice)
-        # The runner builds messages as plain dicts in the Chat Completions shape; the SDK
-        # declares one TypedDict per role, which a dict built at run time cannot be shown to be.
-        sent = cast("list[ChatCompletionMessageParam]", messages)
-        kwargs.update(model=self.model, messages=sent)
+        # Plain dicts in the Chat Completions shape; the SDK declares one TypedDict per role.
+        kwargs.update(model=self.model, messages=cast("list[ChatCompletionMessageParam]", messages))
         retry_errors: list[str] = []
         while True:
             try:
@@ -676,8 +507,7 @@ class OpenAIChatModel:
                 f"{self.name}: the endpoint returned no choices (response id "
                 f"{getattr(response, 'id', None)!r})"
             )
-        choice = choices[0]
-        message = choice.message
+        message = choices[0].message
         if message is None:
             raise ModelResponseError(f"{self.name}: the endpoint's first choice has no message")
         calls = [
@@ -688,16 +518,9 @@ class OpenAIChatModel:
         usage = None
         reported = getattr(response, "usage", None)
         if reported is not None and reported.prompt_tokens is not None:
-            usage = {
-                "prompt_tokens": int(reported.prompt_tokens),
-                "completion_tokens": int(reported.completion_tokens or 0),
-            }
-        return ModelTurn(
-            text=message.content,
-            tool_calls=calls,
-            usage=usage,
-            finish_reason=str(choice.finish_reason or ""),
-        )
+            usage = {"prompt_tokens": int(reported.prompt_tokens),
+                     "completion_tokens": int(reported.completion_tokens or 0)}
+        return ModelTurn(message.content, calls, usage, str(choices[0].finish_reason or ""))
 
     def __repr__(self) -> str:
         return f"OpenAIChatModel(base_url={str(self.client.base_url)!r}, model={self.model!r})"

@@ -18,11 +18,9 @@ def _in_notebook() -> bool:
 
 
 class Progress:
-    """Shows ``<label>: <done>/<total> <unit> · <text>`` and updates it in place.
-
-    In a notebook it is one output updated through an IPython display handle; elsewhere it
-    rewrites one line of ``stream`` (standard error by default) and ends it on ``close``.
-    """
+    """Shows ``<label>: <done>/<total> <unit> · <text>`` and updates it in place: in a notebook
+    through an IPython display handle, elsewhere by rewriting one line of ``stream`` (standard
+    error by default), ended on ``close``."""
 
     def __init__(self, total: int, label: str, unit: str, stream: TextIO | None = None) -> None:
         self.total = total
@@ -58,11 +56,10 @@ class Progress:
             stream.flush()
 
 
-def make_progress(progress: Any, total: int, label: str, unit: str) -> Progress | None:
-    """``progress`` as a ``Progress``: ``True`` makes one, a ``Progress`` is used as is, a
-    function ``progress(done, total, text)`` is wrapped, ``None``/``False`` means none."""
+def make_progress(progress: Any, total: int, label: str, unit: str) -> Progress:
+    """``progress`` (``True``, a ``Progress``, a function, or ``None``) as a ``Progress``."""
     if progress is None or progress is False:
-        return None
+        return _HookProgress(None, total)
     if progress is True:
         return Progress(total, label, unit)
     if isinstance(progress, Progress):
@@ -73,12 +70,13 @@ def make_progress(progress: Any, total: int, label: str, unit: str) -> Progress 
 
 
 class _HookProgress(Progress):
-    def __init__(self, hook: Callable[[int, int, str], None], total: int) -> None:
+    def __init__(self, hook: Callable[[int, int, str], None] | None, total: int) -> None:
         self.hook = hook
         self.total = total
 
     def update(self, done: int, text: str = "") -> None:
-        self.hook(done, self.total, text)
+        if self.hook is not None:
+            self.hook(done, self.total, text)
 
     def close(self) -> None:
         pass

@@ -13,13 +13,8 @@ from .expectations import ExpectationOutcome
 from .models import ModelCallRecord, arguments_text
 
 __all__ = [
-    "ModelCallRecord",
-    "RetrievalScore",
-    "SearchRecord",
-    "SessionRecord",
-    "ToolCallRecord",
-    "TurnRecord",
-    "count_facts",
+    "ModelCallRecord", "RetrievalScore", "SearchRecord", "SessionRecord", "ToolCallRecord",
+    "TurnRecord", "count_facts",
 ]
 
 _LIST_ITEM = ("- ", "* ", "+ ")
@@ -29,24 +24,13 @@ _T = TypeVar("_T")
 def fact_lines(text: str) -> list[str]:
     """The lines of a FACT.md text that ``count_facts`` counts as facts, in file order."""
     lines = [line for line in text.splitlines() if line.strip()]
-    items = [
-        line
-        for line in lines
-        if line.strip().startswith(_LIST_ITEM)
-        or (line.strip().split(".", 1)[0].isdigit() and ". " in line)
-    ]
-    if items:
-        return items
-    return [line for line in lines if not line.strip().startswith("#")]
+    items = [line for line in lines if line.strip().startswith(_LIST_ITEM)
+             or (line.strip().split(".", 1)[0].isdigit() and ". " in line)]
+    return items or [line for line in lines if not line.strip().startswith("#")]
 
 
 def count_facts(text: str) -> int:
-    """Count the facts in a FACT.md text.
-
-    Markdown list items (``-``, ``*``, ``+`` or ``1.``) each count as one fact; a file without
-    any list item counts its non-empty lines that are not headings. A rough measure, meant for
-    watching how memory grows over sessions.
-    """
+    """Count the facts in a FACT.md text: its list items, else its lines that are not headings."""
     return len(fact_lines(text))
 
 
@@ -66,78 +50,56 @@ class ToolCallRecord:
 
 @dataclass
 class TurnRecord:
-    """One user turn: the tool calls it caused and the final reply."""
+    """One user turn: the tool calls it caused and the final reply; ``note`` or ``error`` say
+    why it ended abnormally, ``assistant`` is a fixed transcript's reply that followed it, and
+    ``messages`` every message it added to the conversation, as the model was sent it later."""
 
     user: str
     reply: str
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     note: str = ""
-    """Set when the turn ended abnormally (e.g. too many tool rounds)."""
     error: str = ""
-    """The traceback text when the model (or the runner) raised during this turn."""
     assistant: str | None = None
-    """For a fixed transcript: the recorded assistant reply that continued the conversation
-    (the model's own reply is ``reply``)."""
     model_calls: list[ModelCallRecord] = field(default_factory=list)
     tool_rounds: int = 0
-    """Rounds in which the model asked for tools."""
     at: str = ""
-    """The (possibly simulated) time the turn started, as a journal timestamp."""
     messages: list[dict[str, Any]] = field(default_factory=list)
-    """Every message this turn added to the conversation, exactly as the model was sent it
-    afterwards: the user message, each assistant message (its text next to its tool calls
-    included) and each tool result."""
 
 
 @dataclass
 class SearchRecord:
-    """One ranking of journal entries: a search the agent made, or a baseline's."""
+    """One ranking of journal entries: a search the agent made (``retriever`` ``agent``) or a
+    baseline's; ``results`` are entry ids, best first; ``arguments`` the full search's."""
 
     retriever: str
-    """``agent`` for the agent's own searches, else the baseline's name (``tool``, ``bm25``)."""
     query: str
     results: list[str]
-    """Ids of the entries returned, best (for the tool: newest) first; see ``entry_ids``."""
     arguments: dict[str, Any] = field(default_factory=dict)
-    """The full search arguments (tag, limit, since, until...)."""
 
 
 @dataclass
 class RetrievalScore:
-    """Retrieval metrics of one retriever in one session, against the session's evidence."""
+    """Retrieval metrics of one retriever in one session, against the session's evidence
+    (see ``retrieval``; ``None`` where the journal held nothing gold to find); ``gold`` and
+    ``returned`` count the gold entries and the entries returned."""
 
     retriever: str
     k: int
     recall_any: float | None
-    """1 when any gold entry is in the top k (``None`` when the journal holds no gold entry)."""
     recall_all: float | None
-    """1 when every gold entry is in the top k."""
     ndcg: float | None
-    """NDCG@k with LongMemEval's discount (the first rank undiscounted)."""
     mrr: float | None
-    """Reciprocal rank of the first gold entry (0 when none was returned)."""
     session_recall: float | None
-    """Share of the gold sessions that some top-k entry came from (``None`` without gold
-    sessions)."""
     gold: int = 0
-    """How many gold entries the journal held."""
     returned: int = 0
-    """How many entries the retriever returned."""
     turn_recall: float | None = None
-    """Share of the gold turns that some top-k entry was written right after (``None``
-    without gold turns)."""
 
     def metrics(self) -> dict[str, float | None]:
         """``{"recall_any@5": ..., ...}`` as used in the tidy tables."""
         k = self.k
-        return {
-            f"recall_any@{k}": self.recall_any,
-            f"recall_all@{k}": self.recall_all,
-            f"ndcg@{k}": self.ndcg,
-            "mrr": self.mrr,
-            f"session_recall@{k}": self.session_recall,
-            f"turn_recall@{k}": self.turn_recall,
-        }
+        return {f"recall_any@{k}": self.recall_any, f"recall_all@{k}": self.recall_all,
+                f"ndcg@{k}": self.ndcg, "mrr": self.mrr,
+                f"session_recall@{k}": self.session_recall, f"turn_recall@{k}": self.turn_recall}
 
 
 @dataclass
@@ -151,40 +113,31 @@ class SessionRecord:
     """The exact system prompt the session started from."""
     prompt_chars: int
     prompt_tokens: int
-    """Approximate, as computed by the prompt builder."""
     prompt_sections: list[tuple[str, int, int]]
     """(name, chars, tokens) per prompt section."""
     prompt_warnings: list[str]
     bootstrap: bool
-    """Whether the prompt was in bootstrap mode."""
     turns: list[TurnRecord]
     facts_before: str
     facts_after: str
     facts_diff: str
     """Unified diff of FACT.md over the session ('' when unchanged)."""
     new_entries: list[dict[str, Any]]
-    """Journal entries added during the session, oldest first."""
     next_prompt: str
     """The system prompt built right after the session (what the next session sees)."""
     outcomes: list[ExpectationOutcome]
     started: str = ""
-    """The (possibly simulated) time the session started, as a journal timestamp."""
     session_id: str = ""
-    """Id of the session's receipt in the agent's sessions log (``AgentMemory.sessions``):
-    ``AgentMemory.session_prompt(session_id)`` is ``system_prompt`` byte for byte."""
+    """Id of the session's receipt in the agent's sessions log (``AgentMemory.sessions``)."""
     new_entry_ids: list[str] = field(default_factory=list)
-    """Ids of ``new_entries`` (see ``EvaluationResult.entry_ids``)."""
     searches: list[SearchRecord] = field(default_factory=list)
     """The agent's searches, then the baselines' rankings (sessions with evidence only)."""
     retrieval: list[RetrievalScore] = field(default_factory=list)
-    """Retrieval scores per retriever (sessions with evidence only)."""
     error: str = ""
     """Traceback text of an error that ended this session early ('' when none)."""
     elapsed_s: float = 0.0
-    """Wall-clock seconds the whole session took."""
     closing: TurnRecord | None = None
-    """The closing turn of a transcript that ends with the assistant: the model is shown
-    that last reply and may still write memory (see ``EvaluationRunner``)."""
+    """The closing turn of a transcript that ends with the assistant."""
     judge_calls: list[ModelCallRecord] = field(default_factory=list)
     """Every call a judge made to grade this session's answers (failed ones too)."""
 
@@ -215,14 +168,12 @@ class SessionRecord:
 
     @property
     def passed(self) -> bool:
-        """Whether every expectation of the session held (``True`` when there are none); a
-        check that could not run (a judge outage) is not a pass."""
+        """Whether every expectation of the session held; a check that could not run is not."""
         return all(outcome.passed and not outcome.error for outcome in self.outcomes)
 
     @property
     def errors(self) -> list[str]:
-        """Every error text of the session: its turns', the checks that could not run (a
-        judge that failed is an error of the run, never a verdict), then the session's own."""
+        """Every error text of the session: its turns', its checks that could not run, its own."""
         found = [turn.error for turn in self.all_turns if turn.error]
         found += [
             f"{outcome.description}: {outcome.error}" for outcome in self.outcomes if outcome.error
@@ -230,12 +181,8 @@ class SessionRecord:
         return [*found, self.error] if self.error else found
 
     def cost(self) -> dict[str, Any]:
-        """Tokens, model calls, tool rounds, latency and the last finish reason.
-
-        Totals count every call, the judge's included, so cost is never understated; the
-        ``judge_`` keys give the judge's share, ``failed_calls`` and ``retries`` what went
-        wrong on the way.
-        """
+        """Tokens, calls, tool rounds, latency and the last finish reason; totals include the
+        judge's calls (never understated), the ``judge_`` keys give its share."""
         agent, judge = self.model_calls, self.judge_calls
         calls = [*agent, *judge]
         return {
@@ -255,38 +202,24 @@ class SessionRecord:
         }
 
     def summary(self) -> dict[str, Any]:
-        """One row of the results table (numeric pass/fail counts included).
-
-        ``passed``, ``failed`` and ``pass_rate`` count verdicts only: a check that could
-        not run is in ``errors``, not in ``failed``.
-        """
+        """One row of the results table; ``passed``, ``failed`` and ``pass_rate`` count
+        verdicts only (a check that could not run is in ``errors``)."""
         added, removed = _diff_counts(self.facts_diff)
         verdicts = self.verdicts
         passed = sum(outcome.passed for outcome in verdicts)
         total = len(verdicts)
         return {
-            "session": self.index,
-            "name": self.name,
-            "started": self.started,
-            "turns": len(self.turns),
-            "tool_calls": len(self.tool_calls),
+            "session": self.index, "name": self.name, "started": self.started,
+            "turns": len(self.turns), "tool_calls": len(self.tool_calls),
             "tool_errors": sum(1 for call in self.tool_calls if call.is_error),
-            "prompt_chars": self.prompt_chars,
-            "prompt_tokens": self.prompt_tokens,
-            "facts": self.fact_count,
-            "facts_added": added,
-            "facts_removed": removed,
+            "prompt_chars": self.prompt_chars, "prompt_tokens": self.prompt_tokens,
+            "facts": self.fact_count, "facts_added": added, "facts_removed": removed,
             "new_entries": len(self.new_entries),
             "searches": sum(1 for s in self.searches if s.retriever == "agent"),
-            "expectations": f"{passed}/{total}",
-            "passed": passed,
-            "failed": total - passed,
-            "pass_rate": passed / total if total else None,
-            "errors": len(self.errors),
+            "expectations": f"{passed}/{total}", "passed": passed, "failed": total - passed,
+            "pass_rate": passed / total if total else None, "errors": len(self.errors),
             **self.cost(),
         }
-
-    # -- JSON ------------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of every field."""
@@ -335,10 +268,7 @@ def _to_plain(value: Any) -> Any:
 
 
 def _diff_counts(diff: str) -> tuple[int, int]:
-    added = removed = 0
-    for line in diff.splitlines():
-        if line.startswith("+") and not line.startswith("+++"):
-            added += 1
-        elif line.startswith("-") and not line.startswith("---"):
-            removed += 1
+    lines = diff.splitlines()
+    added = sum(1 for line in lines if line.startswith("+") and not line.startswith("+++"))
+    removed = sum(1 for line in lines if line.startswith("-") and not line.startswith("---"))
     return added, removed

@@ -1,12 +1,6 @@
-"""What an evaluation run recorded, and ways to look at it.
-
-``EvaluationResult`` holds one ``SessionRecord`` per session. View it as a plain-text table
-(``str(result)`` / ``result.table()``), pandas DataFrames (``to_dataframe()`` one row per
-session, ``tidy()`` one row per session and metric, ``retrieval_dataframe()``,
-``outcomes_dataframe()``; need pandas), a matplotlib figure (``plot()``), or rich HTML in a
-notebook (just display the result; every text written by the model or read from memory is
-escaped, never rendered as live HTML). ``save``/``load`` (and ``to_json``/``from_json``) keep a
-run on disk and load it back equal.
+"""What an evaluation run recorded, and ways to look at it: a plain-text table, pandas
+DataFrames, a matplotlib figure, or rich HTML in a notebook (every text written by the model or
+read from memory is escaped). ``save``/``load`` keep a run on disk and load it back equal.
 """
 
 from __future__ import annotations
@@ -26,7 +20,6 @@ from .records import SessionRecord
 
 __all__ = ["EvaluationResult"]
 
-
 FORMAT = "jupyter-agent-memory/evaluation-result"
 FORMAT_VERSION = 1
 
@@ -39,12 +32,8 @@ NUMERIC_METRICS = (
 
 
 def new_axes(plt: Any, ax: Any, size: tuple[float, float] = (7, 3.2)) -> tuple[Any, Any]:
-    """``(figure, axes)``: the given axes, or a new figure that pyplot forgets at once.
-
-    Importing pyplot registers the inline display in a notebook; closing the new figure keeps
-    it from being shown twice (or opened in a GUI window) while the returned figure still
-    displays and saves.
-    """
+    """``(figure, axes)``: the given axes, or a new figure that pyplot forgets at once (so it is
+    not shown twice), which still displays and saves."""
     if ax is not None:
         return ax.figure, ax
     figure, axes = plt.subplots(figsize=size, layout="constrained")
@@ -91,9 +80,8 @@ class Report:
 
 
 class Exported(Report):
-    """A record kept on disk as the JSON text of ``to_json`` (``save``, ``load``)."""
+    """A record kept on disk as the JSON text of ``to_json``, of format ``FORMAT``."""
 
-    #: What the JSON's ``format`` names, and what a file of another format is not.
     FORMAT = ""
     WHAT = ""
 
@@ -118,15 +106,13 @@ class Exported(Report):
         try:
             text = Path(path).read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
-            raise ValueError(
-                f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})"
-            ) from None
+            where = f"{exc.reason} at byte {exc.start}"
+            raise ValueError(f"{path} is not UTF-8 text ({where})") from None
         return cls.from_json(text)
 
     @classmethod
     def parsed(cls, data: Any, build: Callable[[], T]) -> T:
-        """``build()`` from exported ``data``: ``ValueError`` for another format, a missing key
-        or a value of the wrong shape."""
+        """``build()`` from exported ``data``, or a ``ValueError`` saying what is wrong."""
         if not isinstance(data, dict) or data.get("format") != cls.FORMAT:
             raise ValueError(f"Not an {cls.WHAT}: expected format {cls.FORMAT!r}")
         try:
@@ -164,7 +150,7 @@ class EvaluationResult(Exported):
     stopped: bool = False
     """True when ``on_error="stop"`` ended the run early."""
     journal: list[dict[str, Any]] = field(default_factory=list)
-    """Every journal entry the run saw: ``{"id", "session", "entry"}`` (see ``retrieval``)."""
+    """Every journal entry the run saw: ``{"id", "session", "entry"}``."""
 
     @property
     def passed(self) -> bool:
@@ -174,12 +160,8 @@ class EvaluationResult(Exported):
     @property
     def failures(self) -> list[tuple[int, ExpectationOutcome]]:
         """``(session index, outcome)`` for every expectation that did not hold."""
-        return [
-            (session.index, outcome)
-            for session in self.sessions
-            for outcome in session.outcomes
-            if not outcome.passed
-        ]
+        return [(s.index, outcome) for s in self.sessions for outcome in s.outcomes
+                if not outcome.passed]
 
     @property
     def errors(self) -> list[tuple[int, str]]:
@@ -203,13 +185,11 @@ class EvaluationResult(Exported):
 
     def expectations_text(self) -> str:
         """Every expectation outcome, one per line: ``[PASS]`` / ``[FAIL]`` with details."""
-        lines = []
-        for session in self.sessions:
-            for outcome in session.outcomes:
-                mark = "PASS" if outcome.passed else "FAIL"
-                detail = f" ({outcome.detail})" if outcome.detail else ""
-                lines.append(f"[{mark}] session {session.index}: {outcome.description}{detail}")
-        return "\n".join(lines)
+        return "\n".join(
+            f"[{'PASS' if outcome.passed else 'FAIL'}] session {session.index}: "
+            f"{outcome.description}{f' ({outcome.detail})' if outcome.detail else ''}"
+            for session in self.sessions for outcome in session.outcomes
+        )
 
     def _counts(self) -> str:
         total = sum(len(session.outcomes) for session in self.sessions)
@@ -233,8 +213,6 @@ class EvaluationResult(Exported):
             parts.append(f"[ERROR] session {index}: {last}")
         return "\n".join(parts)
 
-    # -- numbers ---------------------------------------------------------------------------
-
     def metrics(self, session: SessionRecord) -> dict[str, float]:
         """Every number of ``session``: ``NUMERIC_METRICS`` and ``<retriever>.<metric>``."""
         row = session.summary()
@@ -246,12 +224,9 @@ class EvaluationResult(Exported):
 
     def tidy_rows(self) -> list[dict[str, Any]]:
         """One dict per session and metric: labels, ``session``, ``name``, ``metric``, ``value``."""
-        return [
-            {**self.labels, "session": session.index, "name": session.name, "metric": metric,
-             "value": value}
-            for session in self.sessions
-            for metric, value in self.metrics(session).items()
-        ]
+        return [{**self.labels, "session": session.index, "name": session.name, "metric": metric,
+                 "value": value}
+                for session in self.sessions for metric, value in self.metrics(session).items()]
 
     def tidy(self) -> Any:
         """``tidy_rows()`` as a pandas DataFrame (long format, for groupby and plots)."""
@@ -259,13 +234,7 @@ class EvaluationResult(Exported):
         return pandas.DataFrame(self.tidy_rows())
 
     def to_dataframe(self) -> Any:
-        """The summary rows as a ``pandas.DataFrame`` indexed by session number.
-
-        Numeric columns include ``passed``, ``failed`` and ``pass_rate`` (NaN without
-        expectations), tokens (``input_tokens``, ``output_tokens``, ``tokens_estimated``),
-        ``model_calls``, ``tool_rounds``, ``latency_s``, ``finish_reason`` and ``errors``; the
-        scenario's labels are columns too.
-        """
+        """The summary rows and the scenario's labels as a DataFrame indexed by session."""
         pandas = import_extra("pandas", "to_dataframe()")
         frame = pandas.DataFrame(self.rows()).set_index("session")
         for key, value in self.labels.items():
@@ -274,13 +243,10 @@ class EvaluationResult(Exported):
 
     def retrieval_rows(self) -> list[dict[str, Any]]:
         """One dict per session and retriever with every retrieval metric."""
-        return [
-            {**self.labels, "session": session.index, "name": session.name,
-             "retriever": score.retriever, "gold": score.gold, "returned": score.returned,
-             **score.metrics()}
-            for session in self.sessions
-            for score in session.retrieval
-        ]
+        return [{**self.labels, "session": session.index, "name": session.name,
+                 "retriever": score.retriever, "gold": score.gold, "returned": score.returned,
+                 **score.metrics()}
+                for session in self.sessions for score in session.retrieval]
 
     def retrieval_dataframe(self) -> Any:
         """``retrieval_rows()`` as a DataFrame."""
@@ -288,41 +254,27 @@ class EvaluationResult(Exported):
         return pandas.DataFrame(self.retrieval_rows())
 
     def retrieval_summary(self) -> dict[str, dict[str, float]]:
-        """Mean of each retrieval metric per retriever over the sessions that have it
-        (``None`` values, where the journal held no gold entry, are left out)."""
+        """Mean of each retrieval metric per retriever, ``None`` values left out."""
         sums: dict[str, dict[str, list[float]]] = {}
         for row in self.retrieval_rows():
             by_metric = sums.setdefault(row["retriever"], {})
             for key, value in row.items():
                 if ("@" in key or key == "mrr") and value is not None:
                     by_metric.setdefault(key, []).append(float(value))
-        return {
-            retriever: {key: sum(values) / len(values) for key, values in metrics.items()}
-            for retriever, metrics in sums.items()
-        }
+        return {retriever: {key: sum(values) / len(values) for key, values in metrics.items()}
+                for retriever, metrics in sums.items()}
 
     def outcomes_dataframe(self) -> Any:
         """One row per session and expectation: ``passed`` as 0/1, and the detail."""
         pandas = import_extra("pandas", "outcomes_dataframe()")
-        rows = [
-            {**self.labels, "session": session.index, "expectation": outcome.description,
-             "passed": int(outcome.passed), "detail": outcome.detail}
-            for session in self.sessions
-            for outcome in session.outcomes
-        ]
-        return pandas.DataFrame(
-            rows, columns=[*self.labels, "session", "expectation", "passed", "detail"]
-        )
+        rows = [{**self.labels, "session": session.index, "expectation": outcome.description,
+                 "passed": int(outcome.passed), "detail": outcome.detail}
+                for session in self.sessions for outcome in session.outcomes]
+        columns = [*self.labels, "session", "expectation", "passed", "detail"]
+        return pandas.DataFrame(rows, columns=columns)
 
     def plot(self, metric: str | None = None, *, ax: Any = None, title: str | None = None) -> Any:
-        """A matplotlib figure over sessions.
-
-        Without ``metric``: prompt tokens (bars, the prompt each session started from) and
-        fact count (line, FACT.md when the session ended). With ``metric`` (any name of
-        ``metrics()``, e.g. ``pass_rate``, ``input_tokens``, ``bm25.recall_any@5``): that
-        number per session as bars. ``ax`` draws into existing axes; ``title`` replaces the
-        default title.
-        """
+        """A figure over sessions: prompt tokens and fact count, or ``metric`` as bars."""
         plt = import_extra("matplotlib.pyplot", "plot()")
         from matplotlib.ticker import MaxNLocator
 
@@ -354,24 +306,16 @@ class EvaluationResult(Exported):
             figure.legend(handles, labels, loc="outside lower center", ncols=2)
         else:  # someone else's figure: keep the legend inside these axes
             axes.legend(handles, labels, loc="best", fontsize=8)
-        axes.set_title(
-            title if title is not None else f"{self.scenario}: prompt size and facts per session"
-        )
+        default = f"{self.scenario}: prompt size and facts per session"
+        axes.set_title(title if title is not None else default)
         return figure
-
-    # -- JSON ------------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
         """Every recorded value as JSON-ready data (``from_dict`` loads it back equal)."""
         return {
-            "format": FORMAT,
-            "version": FORMAT_VERSION,
-            "scenario": self.scenario,
-            "model": self.model,
-            "agent_path": self.agent_path,
-            "labels": self.labels,
-            "stopped": self.stopped,
-            "journal": self.journal,
+            "format": FORMAT, "version": FORMAT_VERSION, "scenario": self.scenario,
+            "model": self.model, "agent_path": self.agent_path, "labels": self.labels,
+            "stopped": self.stopped, "journal": self.journal,
             "sessions": [session.to_dict() for session in self.sessions],
         }
 
@@ -386,13 +330,10 @@ class EvaluationResult(Exported):
                 f"(this version reads {FORMAT_VERSION})"
             )
         return cls.parsed(data, lambda: cls(
-            scenario=data["scenario"],
-            model=data["model"],
-            agent_path=data["agent_path"],
-            sessions=[SessionRecord.from_dict(s) for s in data["sessions"]],
-            labels=dict(data.get("labels") or {}),
-            stopped=bool(data.get("stopped")),
-            journal=list(data.get("journal") or []),
+            data["scenario"], data["model"], data["agent_path"],
+            [SessionRecord.from_dict(s) for s in data["sessions"]],
+            dict(data.get("labels") or {}), bool(data.get("stopped")),
+            list(data.get("journal") or []),
         ))
 
     def to_json(self, indent: int | None = 1) -> str:
@@ -403,8 +344,6 @@ class EvaluationResult(Exported):
     def from_json(cls, text: str) -> EvaluationResult:
         """Load a result from ``to_json`` text."""
         return cls.from_dict(load_json(text))
-
-    # -- HTML ------------------------------------------------------------------------------
 
     def _repr_html_(self) -> str:
         esc = html.escape
@@ -427,6 +366,11 @@ class EvaluationResult(Exported):
 
 def _pre(text: str) -> str:
     return f"<pre style='white-space: pre-wrap'>{html.escape(text)}</pre>"
+
+
+def _list(head: str, items: Sequence[str]) -> list[str]:
+    """The lines of an HTML list of ``items`` after ``head``."""
+    return [f"{head}<ul>", *(f"<li>{item}</li>" for item in items), "</ul>"]
 
 
 def _session_html(session: SessionRecord) -> str:
@@ -467,22 +411,20 @@ def _session_html(session: SessionRecord) -> str:
     diff = session.facts_diff or "(FACT.md unchanged)"
     out.append(f"<p>FACT.md diff:</p>{_pre(diff)}")
     if session.new_entries:
-        out.append("<p>New journal entries:</p><ul>")
+        entries = []
         for entry_id, entry in zip(session.new_entry_ids, session.new_entries, strict=False):
             tags = ", ".join(str(tag) for tag in entry.get("tags") or [])
-            out.append(
-                f"<li><code>{esc(entry_id)}</code> <code>{esc(str(entry.get('ts', '')))}</code> "
-                f"{esc(str(entry.get('text', '')))}{f' [{esc(tags)}]' if tags else ''}</li>"
+            entries.append(
+                f"<code>{esc(entry_id)}</code> <code>{esc(str(entry.get('ts', '')))}</code> "
+                f"{esc(str(entry.get('text', '')))}{f' [{esc(tags)}]' if tags else ''}"
             )
-        out.append("</ul>")
+        out += _list("<p>New journal entries:</p>", entries)
     if session.searches:
-        out.append("<p>Searches (entry ids, best first):</p><ul>")
-        out.extend(
-            f"<li>{esc(search.retriever)} <code>{esc(search.query)}</code> → "
-            f"{esc(', '.join(search.results) or '(nothing)')}</li>"
+        out += _list("<p>Searches (entry ids, best first):</p>", [
+            f"{esc(search.retriever)} <code>{esc(search.query)}</code> → "
+            f"{esc(', '.join(search.results) or '(nothing)')}"
             for search in session.searches
-        )
-        out.append("</ul>")
+        ])
     if session.retrieval:
         out.append("<table><thead><tr><th>retriever</th>")
         out.extend(f"<th>{esc(name)}</th>" for name in session.retrieval[0].metrics())
@@ -495,11 +437,10 @@ def _session_html(session: SessionRecord) -> str:
             out.append(f"<tr><td>{esc(score.retriever)}</td>{cells}</tr>")
         out.append("</tbody></table>")
     if session.outcomes:
-        out.append("<ul>")
-        for outcome in session.outcomes:
-            mark = "PASS" if outcome.passed else "FAIL"
-            detail = f" ({esc(outcome.detail)})" if outcome.detail else ""
-            out.append(f"<li><b>{mark}</b> {esc(outcome.description)}{detail}</li>")
-        out.append("</ul>")
+        out += _list("", [
+            f"<b>{'PASS' if o.passed else 'FAIL'}</b> {esc(o.description)}"
+            f"{f' ({esc(o.detail)})' if o.detail else ''}"
+            for o in session.outcomes
+        ])
     out.append("</details>")
     return "\n".join(out)

@@ -8,12 +8,18 @@ import json
 import os
 import time
 import traceback
+import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .. import AgentMemory, Prompt, PromptBuilder, __version__
 from ..engine.functions import MEMORY_TOOL_NAME, PROFILE_TOOL_NAME, Toolset
+from ..engine.prompt import Section, approx_tokens
+from ..engine.sessions import record as record_session
+from ..journal import format_timestamp
 from .models import ChatModel, call_model
 from .progress import make_progress
 from .records import SearchRecord, SessionRecord, ToolCallRecord, TurnRecord
@@ -21,38 +27,25 @@ from .results import EvaluationResult
 from .retrieval import bm25_rank, score_ranking
 from .scenario import CLOSING_TURN, Scenario, Session, SessionState, session_names
 
-if TYPE_CHECKING:
-    from .. import AgentMemory, Prompt
-
 __all__ = ["BASELINES", "EvaluationRunner", "SimulatedClock", "run_scenario"]
 
 CLIENT_NAME = "jupyter-agent-memory evaluation"
 """The client name in the receipt of every session the runner starts (``AgentMemory.sessions``)."""
-
 BASELINES = ("tool", "bm25")
 """The retrieval baselines scored next to the agent's own searches (see ``retrieval``)."""
-
 AGENT_ALIAS = "/agent"
-"""How the prompt of an evaluation run names the agent folder (see ``path_aliases``)."""
 WORKSPACE_ALIAS = "/workspace"
-"""How the prompt of an evaluation run names the session workspace."""
 
 
 def default_toolset(tool_name: str = MEMORY_TOOL_NAME) -> Toolset:
-    """The runner's default tools: ``memory`` and ``profile`` (so a bootstrap can complete as
-    the prompt describes), named alike: ``mcp__agent-memory__memory`` goes with
-    ``mcp__agent-memory__profile``."""
+    """The runner's default tools, ``memory`` and ``profile``, named alike (same prefix)."""
     prefix = tool_name[: -len(MEMORY_TOOL_NAME)] if tool_name.endswith(MEMORY_TOOL_NAME) else ""
     return Toolset(memory=tool_name, profile=prefix + PROFILE_TOOL_NAME)
 
 
 class SimulatedClock:
-    """A clock for ``AgentMemory(clock=...)`` that only moves when told, plus ``step`` per read.
-
-    Each reading returns the current time and then moves it ``step`` forward (default one
-    second), so journal entries written in one session keep distinct, ordered times. ``set``
-    jumps to a session's date.
-    """
+    """A clock for ``AgentMemory(clock=...)`` that only moves when told (``set``), plus ``step``
+    per reading, so entries written in one session keep distinct, ordered times."""
 
     def __init__(self, start: datetime, step: timedelta = timedelta(seconds=1)) -> None:
         self.current = start if start.tzinfo else start.replace(tzinfo=timezone.utc)
@@ -72,15 +65,6 @@ class SimulatedClock:
         return self.current
 
 
-def _parse_arguments(arguments: Any) -> dict[str, Any] | None:
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments or "{}")
-        except ValueError:
-            return None
-    return arguments if isinstance(arguments, dict) else None
-
-
 def _entry_key(entry: Mapping[str, Any]) -> str:
     return json.dumps(entry, sort_keys=True, ensure_ascii=False)
 
@@ -94,14 +78,11 @@ class _Journal:
         self.ids: list[str] = []
         self.entries: dict[str, tuple[dict[str, Any], str]] = {}
         self.spans: dict[str, tuple[str, int, int]] = {}
-        self.step: tuple[str, int, int] | None = None
-        """The step running now: its session and the messages it shows first."""
+        self.step: tuple[str, int, int] | None = None  # session, first and last message shown
         self.sync("")
 
-    def sync(self, origin: str) -> list[str]:
-        """Register entries added since the last sync as written by ``origin`` (in the
-        current ``step``); their ids."""
-        added = []
+    def sync(self, origin: str) -> None:
+        """Register entries added since the last sync as written by ``origin``."""
         new = itertools.islice(enumerate(self.memory.entries()), len(self.ids), None)
         for position, entry in new:
             entry_id = f"j{position + 1}"
@@ -109,8 +90,6 @@ class _Journal:
             self.entries[entry_id] = (entry, origin)
             if origin and self.step is not None:
                 self.spans[entry_id] = self.step
-            added.append(entry_id)
-        return added
 
     def ids_of(self, returned: Sequence[Mapping[str, Any]]) -> list[str]:
         """Ids of entries a search returned (newest first): equal entries map to the newest
@@ -129,78 +108,26 @@ class _Journal:
 class EvaluationRunner:
     """Replay scenarios against one agent folder with one model.
 
-    Every session starts from a prompt freshly built by ``PromptBuilder(tools=tools)`` from the
-    agent folder (plus ``system.md`` in ``workspace``), so the only memory carried between
-    sessions is what the model wrote through the tools. Each user turn runs a tool loop: the
-    model's tool calls go through ``tools.run`` (the same code path as ``dispatch``), results
-    go back to the model, until it replies with text or ``max_tool_rounds`` rounds have
-    passed. An assistant message with tool calls is sent back with ``"content": ""`` when
-    the model said nothing next to them (local servers refuse ``null``).
-
-    Tools: ``tools`` is the ``Toolset`` offered, and the prompt describes exactly it; the
-    default offers ``memory`` and ``profile`` (SOUL.md and USER.md), so a bootstrap can
-    complete as the prompt asks. ``tool_name`` is a shorthand that renames both
-    (``mcp__agent-memory__memory`` mimics an MCP client's names);
-    ``tools=Toolset()`` offers ``memory`` alone.
-
-    ``base_prompt`` stands in for the client's own base prompt when the workspace has no
-    ``system.md``. ``config`` and ``has_user_instructions`` go to ``PromptBuilder.build``
-    (``config={"bootstrap_completed": True}`` skips bootstrap mode); without them the prompt is
-    built as every surface builds it (``PromptBuilder.build_session``: the configuration and
-    instructions of the template the agent was provisioned from).
-
-    Paths: the prompt shows the agent folder as ``/agent`` and the workspace as
-    ``/workspace`` (``path_aliases``; ``{}`` shows the real folders), so one experiment gives
-    byte-identical prompts, and token counts, on every machine and in every run folder.
-
-    Transcripts: the model handles each user turn of a fixed transcript; when the transcript
-    ends with the assistant, a closing turn (``closing_turn``, default ``CLOSING_TURN``;
-    ``None`` for none) shows the model that last reply, so what the assistant said last can
-    be remembered too. It is recorded as ``SessionRecord.closing``.
-
-    Time: a scenario with dates (or a ``start``) runs on a ``SimulatedClock`` given to the
-    agent (``AgentMemory.clock``), moving ``clock_step`` per reading; with ``announce_date``
-    the system prompt of a dated run ends with the current date, as a chat client would say.
-
-    Retrieval: sessions with ``evidence`` get ``retrieval_k`` scores for the agent's searches
-    and for ``baselines`` (a subset of ``BASELINES``) on the journal as it stood at the start.
-
-    Sessions on record: every session start appends a receipt to the agent's sessions log
-    (client ``CLIENT_NAME`` and the package version) holding the exact system message the model
-    got; ``SessionRecord.session_id`` names it, so ``AgentMemory.session_prompt``,
-    ``diff_sessions`` and ``why`` replay a run session by session. The prompt built after a
-    session (``next_prompt``) is a preview and is not recorded.
-
-    Errors: an exception in a turn (a network error, a timeout, a malformed response) is
-    recorded in the turn with its traceback; ``on_error="continue"`` goes on with the next
-    turn, ``"stop"`` ends the run there, keeping every record so far. Every model call is
-    recorded, failed or not, with its time, error and retries (``TurnRecord.model_calls``),
-    and every message a turn added to the conversation (``TurnRecord.messages``).
+    Every session starts from a freshly built prompt, so only what the model wrote through
+    ``tools`` (default ``memory`` and ``profile``; ``tool_name`` renames both) carries over;
+    each user turn runs a tool loop of at most ``max_tool_rounds``. ``base_prompt``, ``config``
+    and ``has_user_instructions`` shape the prompt, which names folders by ``path_aliases``. A
+    transcript ending with the assistant gets ``closing_turn``; a dated scenario runs on a
+    ``SimulatedClock``. Every session start is recorded in the agent's sessions log (client
+    ``CLIENT_NAME``); an error in a turn is recorded, and ``on_error="stop"`` ends the run there.
     """
 
     def __init__(
-        self,
-        memory: AgentMemory | str | os.PathLike[str],
-        model: ChatModel,
-        *,
-        tool_name: str | None = None,
-        tools: Toolset | None = None,
-        workspace: str | os.PathLike[str] | None = None,
-        config: Mapping[str, Any] | None = None,
-        has_user_instructions: bool = False,
-        base_prompt: str | None = None,
-        budget_tokens: int | None = None,
-        max_tool_rounds: int = 8,
-        on_error: str = "continue",
-        retrieval_k: int = 5,
-        baselines: Sequence[str] = BASELINES,
-        clock_step: timedelta = timedelta(seconds=1),
-        announce_date: bool = True,
+        self, memory: AgentMemory | str | os.PathLike[str], model: ChatModel, *,
+        tool_name: str | None = None, tools: Toolset | None = None,
+        workspace: str | os.PathLike[str] | None = None, config: Mapping[str, Any] | None = None,
+        has_user_instructions: bool = False, base_prompt: str | None = None,
+        budget_tokens: int | None = None, max_tool_rounds: int = 8, on_error: str = "continue",
+        retrieval_k: int = 5, baselines: Sequence[str] = BASELINES,
+        clock_step: timedelta = timedelta(seconds=1), announce_date: bool = True,
         path_aliases: Mapping[str | os.PathLike[str], str] | None = None,
         closing_turn: str | None = CLOSING_TURN,
     ) -> None:
-        from .. import AgentMemory, PromptBuilder
-
         if not isinstance(memory, AgentMemory):
             memory = AgentMemory.open(memory)
         if not callable(getattr(model, "complete", None)):
@@ -229,8 +156,7 @@ class EvaluationRunner:
         self.tools = tools
         self.tool_name = tools.memory
         self.closing_turn = closing_turn
-        # Fixed now, so every session of the run reads the same system.md and shows the
-        # same alias for it.
+        # Fixed now, so every session reads the same system.md and shows the same alias.
         self.workspace = Path(os.path.realpath(workspace if workspace is not None else os.getcwd()))
         self.config = dict(config) if config is not None else None
         self.has_user_instructions = has_user_instructions
@@ -244,24 +170,23 @@ class EvaluationRunner:
         if path_aliases is None:
             path_aliases = {self.workspace: WORKSPACE_ALIAS, memory.path: AGENT_ALIAS}
         self.path_aliases = dict(path_aliases)
-        self.builder = PromptBuilder(
-            tools=tools, budget_tokens=budget_tokens, path_aliases=self.path_aliases
-        )
+        self.builder = PromptBuilder(tools=tools, budget_tokens=budget_tokens,
+                                     path_aliases=self.path_aliases)
         self._clock: SimulatedClock | None = None
         self._journal: _Journal | None = None
         self._searches: list[SearchRecord] = []
 
-    def _call(self, name: str, arguments: Any, origin: str) -> tuple[str, bool]:
-        """Run one model tool call; ``(text, is_error)``. Searches are recorded."""
-        text, is_error = self.tools.run(self.memory, name, arguments)
-        if name == self.tools.memory and not is_error:
-            self._record_search(arguments, text, origin)
-        return text, is_error
-
     def _record_search(self, arguments: Any, text: str, origin: str) -> None:
-        parsed = _parse_arguments(arguments)
-        if parsed is None or parsed.get("action") != "search" or self._journal is None:
+        """Record the ranking of a successful memory tool call that was a search."""
+        parsed = arguments
+        if isinstance(arguments, str):
+            try:
+                parsed = json.loads(arguments or "{}")
+            except ValueError:
+                return
+        if not isinstance(parsed, dict) or parsed.get("action") != "search":
             return
+        assert self._journal is not None
         try:
             returned = json.loads(text) if text.startswith("[") else []
         except ValueError:
@@ -275,68 +200,47 @@ class EvaluationRunner:
 
     def build_prompt(self) -> Prompt:
         """Build the prompt a session would start from now."""
-        import warnings
-
         with warnings.catch_warnings():
             # Budget overruns are recorded per session; no need to also warn every build.
             warnings.simplefilter("ignore")
             if self.config is None and not self.has_user_instructions:
                 # As every surface does: the agent's template supplies its settings.
                 return self.builder.build_session(self.memory, workspace=self.workspace)
-            return self.builder.build(
-                self.memory,
-                workspace=self.workspace,
-                config=self.config,
-                has_user_instructions=self.has_user_instructions,
-            )
+            return self.builder.build(self.memory, workspace=self.workspace, config=self.config,
+                                      has_user_instructions=self.has_user_instructions)
 
-    def _around(self, prompt: Prompt, dated: bool) -> tuple[str | None, str | None]:
-        """The stand-in base prompt and the date line the runner puts around ``prompt``."""
-        base = None
-        if prompt.base is None and self.base_prompt:
+    def _given(self, prompt: Prompt, dated: bool) -> Prompt:
+        """``prompt`` as the model gets it: the stand-in base prompt and date line as sections."""
+        sections = list(prompt.sections)
+        base, context = prompt.base, prompt.context
+        if base is None and self.base_prompt:
             base = self.base_prompt.strip()
-        date = None
+            sections.insert(0, _builder_text("system", base))
         if dated and self.announce_date and self._clock is not None:
             moment = self._clock.peek()
             date = f"Current date: {moment:%Y-%m-%d %H:%M} UTC ({moment:%A})."
-        return base, date
+            context += f"\n\n{date}"
+            sections.append(_builder_text("date", date))
+        if len(sections) == len(prompt.sections):
+            return prompt
+        return replace(prompt, base=base, context=context, sections=tuple(sections))
 
     def _start_session(self, given: Prompt) -> dict[str, Any]:
-        """Put the session start on record in the agent's sessions log; its receipt.
-
-        ``given`` is the prompt as the model gets it (see :func:`_as_given`), so the recorded
-        text is the model's system message byte for byte and every line of it can be traced
-        (``AgentMemory.why``). The builder records its own prompts through
-        ``PromptBuilder.start_session``; the runner builds with its own settings and adds
-        text around the prompt, so it records what it built with the same ``record``.
-        """
-        from .. import __version__
-        from ..engine.sessions import record
-
-        # The receipt's time is a clock reading; a simulated clock must not move for it, or
-        # every later entry of the scenario would get a different time than without records.
+        """Record the session start, with the system message ``given``; its receipt."""
+        # A simulated clock must not move for the receipt, or every later time would shift.
         moment = self._clock.peek() if self._clock is not None else None
         try:
-            return record(
-                self.memory, given, client={"name": CLIENT_NAME, "version": __version__}
-            )
+            client = {"name": CLIENT_NAME, "version": __version__}
+            return record_session(self.memory, given, client=client)
         finally:
             if self._clock is not None and moment is not None:
                 self._clock.set(moment)
 
     def _now_text(self) -> str:
-        from ..journal import format_timestamp
-
         return format_timestamp(self._clock.peek() if self._clock else datetime.now(timezone.utc))
 
-    def _run_turn(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        user: str,
-        origin: str,
-        fixed_reply: str | None = None,
-    ) -> TurnRecord:
+    def _run_turn(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], user: str,
+                  origin: str, fixed_reply: str | None = None) -> TurnRecord:
         start = len(messages)
         messages.append({"role": "user", "content": user})
         record = TurnRecord(user=user, reply="", assistant=fixed_reply, at=self._now_text())
@@ -357,13 +261,8 @@ class EvaluationRunner:
         self._journal.sync(origin)
         return record
 
-    def _tool_loop(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        record: TurnRecord,
-        origin: str,
-    ) -> None:
+    def _tool_loop(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                   record: TurnRecord, origin: str) -> None:
         for _ in range(self.max_tool_rounds):
             turn = call_model(self.model, messages, tools, record.model_calls)
             if not turn.tool_calls:
@@ -371,27 +270,22 @@ class EvaluationRunner:
                 messages.append({"role": "assistant", "content": record.reply})
                 return
             record.tool_rounds += 1
-            calls = []
             for number, call in enumerate(turn.tool_calls, 1):
                 call.id = call.id or f"call_{len(messages)}_{number}"
-                calls.append(
-                    {
-                        "id": call.id,
-                        "type": "function",
-                        "function": {"name": call.name, "arguments": call.arguments_json()},
-                    }
-                )
+            calls = [{"id": call.id, "type": "function",
+                      "function": {"name": call.name, "arguments": call.arguments_json()}}
+                     for call in turn.tool_calls]
             # A string, never null: llama-cpp-python and others refuse a null content.
             messages.append({"role": "assistant", "content": turn.text or "", "tool_calls": calls})
             for call in turn.tool_calls:
-                text, is_error = self._call(call.name, call.arguments, origin)
+                text, is_error = self.tools.run(self.memory, call.name, call.arguments)
+                if call.name == self.tools.memory and not is_error:
+                    self._record_search(call.arguments, text, origin)
                 record.tool_calls.append(ToolCallRecord(call.name, call.arguments, text, is_error))
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
         record.note = f"stopped after {self.max_tool_rounds} tool rounds without a reply"
 
-    def _conversation(
-        self, session: Session
-    ) -> list[tuple[str | None, str | None, int, int]]:
+    def _conversation(self, session: Session) -> list[tuple[str | None, str | None, int, int]]:
         """``(user, fixed reply, position of the user message, position of the reply's last
         message)``, positions 1-based in the transcript (or the turns); a transcript's
         leading assistant text has no user (position 0)."""
@@ -424,9 +318,8 @@ class EvaluationRunner:
             found.append(SearchRecord(name, query, ranking, {"limit": self.retrieval_k}))
         return found
 
-    def _run_session(
-        self, index: int, name: str, session: Session, dated: bool
-    ) -> tuple[SessionRecord, bool]:
+    def _run_session(self, index: int, name: str, session: Session, dated: bool,
+                     on_error: str) -> tuple[SessionRecord, bool]:
         """One session's record, and whether an error happened in it."""
         assert self._journal is not None
         if session.date is not None and self._clock is not None:
@@ -448,12 +341,12 @@ class EvaluationRunner:
             gold_journal = dict(self._journal.entries)
             baselines = self._baseline_searches(session) if session.evidence else []
             prompt = self.build_prompt()
-            given = _as_given(prompt, *self._around(prompt, dated))
+            given = self._given(prompt, dated)
             system = given.text
             record.session_id = self._start_session(given)["session_id"]
             record.system_prompt = system
             record.prompt_chars = len(system)
-            record.prompt_tokens = _approx_tokens(system, prompt)
+            record.prompt_tokens = prompt.tokens if system == prompt.text else approx_tokens(system)
             record.prompt_sections = [(s.name, s.chars, s.tokens) for s in prompt.sections]
             record.prompt_warnings = list(prompt.warnings)
             record.bootstrap = prompt.bootstrap
@@ -472,16 +365,12 @@ class EvaluationRunner:
                 record.turns.append(turn)
                 if turn.error:
                     failed = True
-                    if self.on_error == "stop":
+                    if on_error == "stop":
                         stopped = True
                         break
             transcript = session.transcript or []
-            if (
-                not stopped
-                and self.closing_turn is not None
-                and transcript
-                and transcript[-1]["role"] == "assistant"
-            ):
+            ends_with_reply = bool(transcript) and transcript[-1]["role"] == "assistant"
+            if not stopped and self.closing_turn is not None and ends_with_reply:
                 self._journal.step = (name, shown + 1, len(transcript))
                 record.closing = self._run_turn(messages, tools, self.closing_turn, name)
                 failed = failed or bool(record.closing.error)
@@ -491,62 +380,45 @@ class EvaluationRunner:
             # Turns and searches register entries as they appear: all since the start count.
             record.new_entry_ids = self._journal.ids[known:]
             record.new_entries = [self._journal.entries[i][0] for i in record.new_entry_ids]
-            record.facts_diff = "".join(
-                difflib.unified_diff(
-                    record.facts_before.splitlines(keepends=True),
-                    record.facts_after.splitlines(keepends=True),
-                    "FACT.md (before)",
-                    "FACT.md (after)",
-                )
-            )
-            next_prompt = self.build_prompt()
-            record.next_prompt = _as_given(next_prompt, *self._around(next_prompt, False)).text
+            record.facts_diff = "".join(difflib.unified_diff(
+                record.facts_before.splitlines(keepends=True),
+                record.facts_after.splitlines(keepends=True), "FACT.md (before)", "FACT.md (after)",
+            ))
+            record.next_prompt = self._given(self.build_prompt(), False).text
             record.searches = [*self._searches, *baselines]
             if session.evidence is not None:
                 agent = [eid for s in self._searches for eid in s.results]
                 rankings = [("agent", agent)] + [(s.retriever, s.results) for s in baselines]
                 record.retrieval = [
-                    score_ranking(
-                        retriever, ranking, session.evidence, gold_journal, self.retrieval_k,
-                        self._journal.spans,
-                    )
+                    score_ranking(retriever, ranking, session.evidence, gold_journal,
+                                  self.retrieval_k, self._journal.spans)
                     for retriever, ranking in rankings
                 ]
         except Exception:
             record.error = traceback.format_exc()
             failed = True
         agent_searches = [s for s in record.searches if s.retriever == "agent"]
-        state = SessionState(
-            record.facts_after, record.new_entries, record.next_prompt, record.turns,
-            agent_searches, closing=record.closing,
-        )
+        state = SessionState(record.facts_after, record.new_entries, record.next_prompt,
+                             record.turns, agent_searches, closing=record.closing)
         record.outcomes = [expectation.check(state) for expectation in session.expect]
         record.judge_calls = list(state.judge_calls)
         failed = failed or any(outcome.error for outcome in record.outcomes)
         record.elapsed_s = time.perf_counter() - started
         return record, failed
 
-    def run(
-        self, scenario: Scenario, *, on_error: str | None = None, progress: Any = None
-    ) -> EvaluationResult:
-        """Run every session of ``scenario`` in order and return what happened.
-
-        The agent folder is used as it is (run on a fresh folder for a clean experiment) and
-        keeps everything the model wrote. ``on_error`` overrides the runner's choice for this
-        run; ``progress`` is ``True`` for a one-line display, or a function
-        ``progress(done, total, text)``.
-        """
+    def run(self, scenario: Scenario, *, on_error: str | None = None,
+            progress: Any = None) -> EvaluationResult:
+        """Run every session of ``scenario`` in order on the agent folder as it is. ``progress``
+        is ``True`` for a one-line display, or a function ``progress(done, total, text)``."""
         if not isinstance(scenario, Scenario):
             raise TypeError(
                 f"run takes a Scenario (Scenario.from_dict builds one from plain data), "
                 f"got {type(scenario).__name__}"
             )
         if not scenario.sessions:
-            # Nothing would run, and every table and plot of the result would be empty.
             raise ValueError(f"Scenario {scenario.name!r} has no sessions to run")
         on_error = self.on_error if on_error is None else on_error
         _check_on_error(on_error)
-        previous_on_error, self.on_error = self.on_error, on_error
         previous_clock = self.memory.clock
         if scenario.dated:
             first = scenario.start or next(s.date for s in scenario.sessions if s.date)
@@ -560,16 +432,15 @@ class EvaluationRunner:
         try:
             self._journal = _Journal(self.memory)
             for index, session in enumerate(scenario.sessions, 1):
-                if display is not None:
-                    display.update(index - 1, names[index - 1])
-                record, failed = self._run_session(index, names[index - 1], session, scenario.dated)
+                display.update(index - 1, names[index - 1])
+                record, failed = self._run_session(index, names[index - 1], session,
+                                                   scenario.dated, on_error)
                 records.append(record)
                 if failed and on_error == "stop":
                     stopped = True
                     break
-            if display is not None:
-                display.update(len(records), "stopped on an error" if stopped else "done")
-                display.close()
+            display.update(len(records), "stopped on an error" if stopped else "done")
+            display.close()
             journal = [
                 {"id": entry_id, "session": origin, "entry": entry}
                 for entry_id, (entry, origin) in self._journal.entries.items()
@@ -577,16 +448,9 @@ class EvaluationRunner:
         finally:
             self.memory.clock = previous_clock
             self._clock = None
-            self.on_error = previous_on_error
-        return EvaluationResult(
-            scenario=scenario.name,
-            model=str(getattr(self.model, "name", type(self.model).__name__)),
-            agent_path=str(self.memory.path),
-            sessions=records,
-            labels=dict(scenario.labels),
-            stopped=stopped,
-            journal=journal,
-        )
+        model = str(getattr(self.model, "name", type(self.model).__name__))
+        return EvaluationResult(scenario.name, model, str(self.memory.path), records,
+                                dict(scenario.labels), stopped, journal)
 
 
 def _check_count(name: str, value: object) -> None:
@@ -599,51 +463,11 @@ def _check_on_error(on_error: str) -> None:
         raise ValueError(f"on_error must be 'continue' or 'stop', got {on_error!r}")
 
 
-def _as_given(prompt: Prompt, base: str | None, date: str | None) -> Prompt:
-    """``prompt`` with a stand-in base prompt before it and a date line after it.
-
-    Both become sections of builder text (no source file), joined by a blank line as the
-    builder joins its own, so the receipt's sections still add up to the text.
-    """
-    if base is None and date is None:
-        return prompt
-    from dataclasses import replace
-
-    from ..engine.prompt import Section, approx_tokens
-
-    def builder_text(name: str, text: str) -> Section:
-        return Section(name, None, len(text), approx_tokens(text), text=text)
-
-    sections = list(prompt.sections)
-    if base is not None:
-        sections.insert(0, builder_text("system", base))
-    context = prompt.context
-    if date is not None:
-        context += f"\n\n{date}"
-        sections.append(builder_text("date", date))
-    return replace(
-        prompt,
-        base=prompt.base if base is None else base,
-        context=context,
-        sections=tuple(sections),
-    )
+def _builder_text(name: str, text: str) -> Section:
+    return Section(name, None, len(text), approx_tokens(text), text=text)
 
 
-def _approx_tokens(system: str, prompt: Prompt) -> int:
-    if system == prompt.text:
-        return prompt.tokens
-    from ..engine.prompt import approx_tokens
-
-    return approx_tokens(system)
-
-
-def run_scenario(
-    memory: AgentMemory | str | os.PathLike[str],
-    model: ChatModel,
-    scenario: Scenario,
-    *,
-    progress: Any = None,
-    **options: Any,
-) -> EvaluationResult:
+def run_scenario(memory: AgentMemory | str | os.PathLike[str], model: ChatModel,
+                 scenario: Scenario, *, progress: Any = None, **options: Any) -> EvaluationResult:
     """Shortcut for ``EvaluationRunner(memory, model, **options).run(scenario)``."""
     return EvaluationRunner(memory, model, **options).run(scenario, progress=progress)

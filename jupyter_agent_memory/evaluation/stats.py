@@ -1,16 +1,9 @@
 """Question-level statistics: bootstrap intervals and paired comparisons of policies.
 
-A benchmark score is a mean over questions, and its uncertainty comes from which questions
-were asked. So every interval here resamples **questions** (scenarios), never seeds: each
-question's value is first averaged over its seeds, then the questions are resampled with
-replacement (a percentile bootstrap). Treating each seed as another independent observation,
-as a plot of the tidy frame with error bars per row does, makes the interval too narrow.
-
-Two policies answered the same questions, so they are compared **paired**: per question the
-difference of their values, a bootstrap interval of the mean difference, and a sign-flip
-permutation test of "no difference" (exact when at most ``EXACT_LIMIT`` questions differ,
-else ``resamples`` random sign assignments). All draws come from ``numpy.random.default_rng
-(seed)``, so a report is reproducible.
+Every interval resamples **questions**, never seeds (each question's value is first averaged
+over its seeds): a percentile bootstrap. Two policies are compared **paired** per question: a
+bootstrap interval of the mean difference and a sign-flip permutation test (exact up to
+``EXACT_LIMIT`` non-zero differences). All draws come from ``numpy.random.default_rng(seed)``.
 """
 
 from __future__ import annotations
@@ -21,18 +14,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .models import import_extra
+
 __all__ = ["EXACT_LIMIT", "Comparison", "Interval", "bootstrap_interval", "paired_comparison"]
 
 EXACT_LIMIT = 16
 """Up to this many non-zero differences the permutation test enumerates every sign pattern."""
 
 _CHUNK = 2_000
-
-
-def _numpy(what: str) -> Any:
-    from .models import import_extra
-
-    return import_extra("numpy", what)  # numpy comes with the [eval] extra's pandas
 
 
 def _check(confidence: float, resamples: int) -> None:
@@ -55,24 +44,22 @@ class Interval:
 
 @dataclass(frozen=True)
 class Comparison:
-    """Policy ``a`` against policy ``b`` on the questions both answered."""
+    """Policy ``a`` against policy ``b`` on the questions both answered: ``difference`` is
+    ``mean_a - mean_b``, ``p_value`` the two-sided sign-flip test's, ``wins`` the questions
+    where ``a`` scored higher, ``exact`` whether the test enumerated every sign pattern."""
 
     mean_a: float
     mean_b: float
     difference: float
-    """``mean_a - mean_b`` (the mean of the per-question differences)."""
     low: float
     high: float
     p_value: float
-    """Two-sided sign-flip permutation test of a zero mean difference."""
     questions: int
     wins: int
-    """Questions where ``a`` scored higher."""
     losses: int
     ties: int
     confidence: float
     exact: bool
-    """True when the permutation test enumerated every sign pattern."""
 
 
 def _chunks(resamples: int) -> list[int]:
@@ -90,19 +77,12 @@ def _percentiles(np: Any, values: Any, resamples: int, seed: int, confidence: fl
     return np.quantile(np.concatenate(means), [tail, 1 - tail])
 
 
-def bootstrap_interval(
-    values: Sequence[float],
-    *,
-    confidence: float = 0.95,
-    resamples: int = 10_000,
-    seed: int = 0,
-) -> Interval:
-    """The mean of ``values`` (one per question) and its percentile bootstrap interval.
-
-    NaN values (questions without the metric) are left out; no value at all gives NaNs.
-    """
+def bootstrap_interval(values: Sequence[float], *, confidence: float = 0.95,
+                       resamples: int = 10_000, seed: int = 0) -> Interval:
+    """The mean of ``values`` (one per question) and its percentile bootstrap interval; NaN
+    values are left out, and no value at all gives NaNs."""
     _check(confidence, resamples)
-    np = _numpy("bootstrap_interval")
+    np = import_extra("numpy", "bootstrap_interval")
     data = np.asarray([v for v in values if not math.isnan(v)], dtype=float)
     if not len(data):
         return Interval(math.nan, math.nan, math.nan, 0, confidence)
@@ -131,22 +111,14 @@ def _sign_flip_p(np: Any, differences: Any, resamples: int, seed: int) -> tuple[
     return (extreme + 1) / (resamples + 1), False
 
 
-def paired_comparison(
-    a: Sequence[float],
-    b: Sequence[float],
-    *,
-    confidence: float = 0.95,
-    resamples: int = 10_000,
-    seed: int = 0,
-) -> Comparison:
-    """Compare per-question values ``a[i]`` and ``b[i]`` of two policies (see the module doc).
-
-    Questions where either value is NaN are left out.
-    """
+def paired_comparison(a: Sequence[float], b: Sequence[float], *, confidence: float = 0.95,
+                      resamples: int = 10_000, seed: int = 0) -> Comparison:
+    """Compare per-question values ``a[i]`` and ``b[i]`` of two policies (see the module doc);
+    questions where either value is NaN are left out."""
     _check(confidence, resamples)
     if len(a) != len(b):
         raise ValueError(f"paired values need one pair per question: {len(a)} and {len(b)}")
-    np = _numpy("paired_comparison")
+    np = import_extra("numpy", "paired_comparison")
     pairs = [(x, y) for x, y in zip(a, b, strict=True) if not (math.isnan(x) or math.isnan(y))]
     if not pairs:
         nan = math.nan
@@ -156,16 +128,9 @@ def paired_comparison(
     low, high = _percentiles(np, differences, resamples, seed, confidence)
     p_value, exact = _sign_flip_p(np, differences, resamples, seed)
     return Comparison(
-        mean_a=float(left.mean()),
-        mean_b=float(right.mean()),
-        difference=float(differences.mean()),
-        low=float(low),
-        high=float(high),
-        p_value=p_value,
-        questions=len(pairs),
-        wins=int((differences > 0).sum()),
-        losses=int((differences < 0).sum()),
-        ties=int((differences == 0).sum()),
-        confidence=confidence,
-        exact=exact,
+        mean_a=float(left.mean()), mean_b=float(right.mean()),
+        difference=float(differences.mean()), low=float(low), high=float(high),
+        p_value=p_value, questions=len(pairs), wins=int((differences > 0).sum()),
+        losses=int((differences < 0).sum()), ties=int((differences == 0).sum()),
+        confidence=confidence, exact=exact,
     )
