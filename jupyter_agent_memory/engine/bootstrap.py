@@ -48,9 +48,7 @@ def soul_is_configured(soul: str) -> bool:
 
 
 def needs_bootstrap(
-    soul: str,
-    config: Mapping[str, Any] | None = None,
-    has_user_instructions: bool = False,
+    soul: str, config: Mapping[str, Any] | None = None, has_user_instructions: bool = False,
     recorded: bool | None = None,
 ) -> bool:
     """Whether the bootstrap block belongs in the prompt: by the ``recorded`` state

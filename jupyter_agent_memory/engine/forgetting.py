@@ -190,13 +190,8 @@ def _check_reason(reason: Any, match: _Matcher) -> str:
 
 @engine_boundary
 def forget(
-    mem: AgentMemory,
-    text: str | None = None,
-    *,
-    pattern: str | None = None,
-    secrets: bool = False,
-    dry_run: bool = False,
-    reason: str = "",
+    mem: AgentMemory, text: str | None = None, *, pattern: str | None = None,
+    secrets: bool = False, dry_run: bool = False, reason: str = "",
 ) -> dict[str, Any]:
     """Remove ``text`` (or ``pattern``'s matches, or every stored credential) from memory,
     then scan every byte under the folder, and a fresh prompt, to verify (see the module
@@ -443,20 +438,18 @@ def _split(text: str, layout: list[int] | None) -> list[str]:
     return [text[start : start + chars] for start, chars in zip(starts, layout, strict=False)]
 
 
-def _follow(
-    receipt: dict[str, Any], renamed: dict[str, str], layouts: dict[str, list[int]]
-) -> None:
+def _follow(receipt: dict[str, Any], renamed: dict[str, str], sizes: dict[str, list[int]]) -> None:
     """Point a receipt at scrubbed texts, with the new sizes, and mark it."""
     touched = False
     old = receipt.get("prompt_sha256")
     sections = [s for s in receipt.get("sections") or () if isinstance(s, dict)]
     if old in renamed:
         receipt["prompt_sha256"] = renamed[old]
-        sizes = layouts.get(old, [])
-        if len(sizes) == len(sections):
-            for section, chars in zip(sections, sizes, strict=True):
+        new = sizes.get(old, [])
+        if len(new) == len(sections):
+            for section, chars in zip(sections, new, strict=True):
                 section["chars"], section["tokens"] = chars, (chars + 3) // 4
-            receipt["chars"] = sum(sizes) + 2 * (len(sizes) - 1)
+            receipt["chars"] = sum(new) + 2 * (len(new) - 1)
             receipt["tokens"] = (receipt["chars"] + 3) // 4
         touched = True
     for section in sections:

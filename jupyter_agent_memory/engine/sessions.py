@@ -65,10 +65,7 @@ class Origin:
 
 
 def record(
-    mem: AgentMemory,
-    prompt: Prompt,
-    *,
-    session_id: str | None = None,
+    mem: AgentMemory, prompt: Prompt, *, session_id: str | None = None,
     client: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Append the receipt of a session that starts with ``prompt``; returns the receipt."""

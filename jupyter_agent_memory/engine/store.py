@@ -115,20 +115,12 @@ class AgentMemory:
     """
 
     def __init__(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        agent_id: str | None = None,
-        root: str | os.PathLike[str] | None = None,
-        fsync_appends: bool = True,
-        history_limit: int = DEFAULT_HISTORY_LIMIT,
-        clock: Callable[[], datetime] | None = None,
-        max_bytes: int = DEFAULT_MAX_BYTES,
-        lock_timeout: float | None = DEFAULT_LOCK_TIMEOUT,
-        journal_index: bool | None = None,
-        keep_sessions: int = DEFAULT_KEEP_SESSIONS,
-        keep_session_bytes: int = DEFAULT_KEEP_BYTES,
-        secret_guard: bool = True,
+        self, path: str | os.PathLike[str], *, agent_id: str | None = None,
+        root: str | os.PathLike[str] | None = None, fsync_appends: bool = True,
+        history_limit: int = DEFAULT_HISTORY_LIMIT, clock: Callable[[], datetime] | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES, lock_timeout: float | None = DEFAULT_LOCK_TIMEOUT,
+        journal_index: bool | None = None, keep_sessions: int = DEFAULT_KEEP_SESSIONS,
+        keep_session_bytes: int = DEFAULT_KEEP_BYTES, secret_guard: bool = True,
     ) -> None:
         self.path = Path(path)
         self.agent_id = agent_id
@@ -145,6 +137,7 @@ class AgentMemory:
         # The journal's search index: True keeps it up to date in the background, False never
         # uses one, None follows $JUPYTER_AGENT_MEMORY_INDEX (else uses one build_index() made).
         self.journal_index = journal_index
+        self._journal_path = self.path / MEMORY_DIR / JOURNAL  # kept: searches can cost less
 
     def now(self) -> datetime:
         """The current time as this agent sees it (UTC): ``clock()`` when one was given."""
@@ -160,12 +153,8 @@ class AgentMemory:
     @classmethod
     @engine_boundary
     def open(
-        cls,
-        target: str | os.PathLike[str] | None = None,
-        root: str | os.PathLike[str] | None = None,
-        *,
-        create: bool = True,
-        **options: Any,
+        cls, target: str | os.PathLike[str] | None = None,
+        root: str | os.PathLike[str] | None = None, *, create: bool = True, **options: Any,
     ) -> AgentMemory:
         """Open an agent by id (under ``root``) or by folder path, creating its layout.
 
@@ -180,11 +169,7 @@ class AgentMemory:
     @classmethod
     @engine_boundary
     def open_id(
-        cls,
-        agent_id: str,
-        root: str | os.PathLike[str] | None = None,
-        *,
-        create: bool = True,
+        cls, agent_id: str, root: str | os.PathLike[str] | None = None, *, create: bool = True,
         **options: Any,
     ) -> AgentMemory:
         """Open the agent ``agent_id`` under ``root`` even when the id looks like a path (for
@@ -230,18 +215,15 @@ class AgentMemory:
         """Raise unless the agent folder is valid for memory actions: SOUL.md or USER.md that
         is anything but a regular file makes the whole folder invalid (Cherry Studio's text), so
         a prompt-injected model cannot keep working in a tampered folder. Missing is fine."""
-        try:
-            with Folder.open(self.path) as agent:
-                names = agent.names()
-                for canonical in (SOUL, USER):
-                    name = agent.lookup(canonical, names)
-                    st = agent.lstat(name) if name is not None else None
-                    if name is not None and st is not None and not stat.S_ISREG(st.st_mode):
-                        raise UnsafePathError(
-                            f"Agent data file must be a real file: {agent.display(name)}"
-                        )
-        except FileNotFoundError:
-            return
+        with contextlib.suppress(FileNotFoundError), Folder.open(self.path) as agent:
+            names = agent.names()
+            for canonical in (SOUL, USER):
+                name = agent.lookup(canonical, names)
+                st = agent.lstat(name) if name is not None else None
+                if name is not None and st is not None and not stat.S_ISREG(st.st_mode):
+                    raise UnsafePathError(
+                        f"Agent data file must be a real file: {agent.display(name)}"
+                    )
 
     @engine_boundary
     def file_path(self, canonical: str) -> Path:
@@ -334,17 +316,12 @@ class AgentMemory:
         try:
             with Folder.open(self.path) as agent:
                 names = agent.names()
-                for name in names:
-                    st = agent.lstat(name)
-                    if st is not None:
-                        stats[name] = st
+                stats.update((n, st) for n in names if (st := agent.lstat(n)) is not None)
                 memory_name = agent.lookup(MEMORY_DIR, names)
                 if memory_name is not None:
                     with agent.subfolder(memory_name) as mem:
-                        for name in mem.names():
-                            st = mem.lstat(name)
-                            if st is not None and name != LOCK:
-                                stats[f"{memory_name}/{name}"] = st
+                        found = ((n, mem.lstat(n)) for n in mem.names() if n != LOCK)
+                        stats.update((f"{memory_name}/{n}", st) for n, st in found if st)
         except FileNotFoundError:
             return {}
         return stats
@@ -567,12 +544,8 @@ class AgentMemory:
 
     @engine_boundary
     def search_journal(
-        self,
-        query: str = "",
-        tag: str = "",
-        limit: int = 20,
-        since: datetime | str | None = None,
-        until: datetime | str | None = None,
+        self, query: str = "", tag: str = "", limit: int = 20,
+        since: datetime | str | None = None, until: datetime | str | None = None,
     ) -> journal.SearchResult | None:
         """Like :meth:`search`, but None when the journal file does not exist."""
         since_time, until_time = coerce_time(since, "since"), coerce_time(until, "until")
@@ -588,10 +561,8 @@ class AgentMemory:
             )
         if result.skipped:
             warnings.warn(
-                f"Skipped {result.skipped} corrupted line(s) of "
-                f"{result.scanned} read in {self.path / MEMORY_DIR / JOURNAL}",
-                CorruptJournalWarning,
-                stacklevel=3,
+                f"Skipped {result.skipped} corrupted line(s) of {result.scanned} read in "
+                f"{self._journal_path}", CorruptJournalWarning, stacklevel=3,
             )
         return result
 
@@ -679,23 +650,18 @@ class AgentMemory:
         key = os.fspath(db) if db is not None else ""
         status["building"] = index.building(key)
         status["keep"] = self._keeps_index()
-        status["registered"] = [str(p) for p in index.registered_index_files(self._memory_path())]
+        registered = index.registered_index_files(self._index_places()[0])
+        status["registered"] = [str(p) for p in registered]
         status["error"] = index.last_error(key)
         return status
 
     def _index_db(self) -> Path | None:
         """The index database in this process's cache folder (None when unusable)."""
-        # Kept: a search can cost less than building this path each time.
-        journal_path = self.__dict__.get("_journal_path")
-        if journal_path is None:
-            journal_path = self.__dict__["_journal_path"] = self.path / MEMORY_DIR / JOURNAL
-        return _index_module().index_path(journal_path, self.path)
-
-    def _memory_path(self) -> Path:
-        return self.file_path(JOURNAL).parent
+        return _index_module().index_path(self._journal_path, self.path)
 
     def _index_places(self) -> tuple[Path, Path | None]:
-        return self._memory_path(), self._index_db()
+        """``memory/`` as named on disk (its registry of indexes), and :meth:`_index_db`."""
+        return self.file_path(JOURNAL).parent, self._index_db()
 
     def _keeps_index(self) -> bool:
         """Whether the keep-up-to-date setting is on (-32602 for a bad environment value)."""
@@ -730,12 +696,8 @@ class AgentMemory:
 
     @engine_boundary
     def search(
-        self,
-        query: str = "",
-        tag: str = "",
-        limit: int = 20,
-        since: datetime | str | None = None,
-        until: datetime | str | None = None,
+        self, query: str = "", tag: str = "", limit: int = 20,
+        since: datetime | str | None = None, until: datetime | str | None = None,
     ) -> journal.SearchResult:
         """Journal entries matching all filters, newest first (at most ``limit``).
 
@@ -765,9 +727,7 @@ class AgentMemory:
         spelling: dict[str, str] = {}
         for entry in self.entries():
             tags = entry.get("tags")
-            if not isinstance(tags, list):
-                continue
-            for tag in tags:
+            for tag in tags if isinstance(tags, list) else ():
                 if isinstance(tag, str):
                     key = spelling.setdefault(tag.lower(), tag)
                     counts[key] = counts.get(key, 0) + 1
