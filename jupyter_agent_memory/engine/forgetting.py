@@ -1,20 +1,12 @@
 """Forgetting that is verified: remove a text everywhere memory keeps it, then prove it.
 
-``forget`` removes a text, a pattern or every stored credential from SOUL.md, USER.md and
-FACT.md (whole lines), the journal (entries become tombstones that keep their time), FACT.md
-history, stored session texts, earlier forget receipts and the journal's search index, comparing
-under :func:`~jupyter_agent_memory.engine.textnorm.normalize`. It all happens under one hold of
-the agent's lock; each file is replaced atomically and the replaced file's bytes cut away, so a
-descriptor still held on it reads nothing; a crash leaves each file before or after, and running
-forget again finishes the job. Then ``memory/.generation`` gets a fresh token, so every derived
-copy is stale.
-
-Then it verifies: every file under the agent folder (and the index's cache files) is searched
-in raw, normalised and JSON-escaped forms, and a fresh prompt too; an unreadable file is
-reported as not verified. The receipt (``memory/FORGET.jsonl``) holds an HMAC-SHA256 of the
-normalised text keyed with the agent's own secret (``memory/.forget-key``, 0600), never the text
-or a plain hash a guess could be checked against. A ``reason`` is stored only when it holds
-neither the text nor a credential.
+``forget`` removes a text, a pattern or every stored credential (compared under
+:func:`.textnorm.normalize`) from every place memory keeps it, under one hold of the agent's
+lock; each file is replaced atomically and the replaced bytes cut away, and running it again
+after a crash finishes the job. A fresh ``memory/.generation`` makes every derived copy stale.
+Then every file under the agent folder, the index's cache files and a fresh prompt are searched
+to verify. The receipt holds an HMAC-SHA256 keyed with the agent's own secret
+(``memory/.forget-key``), never the text or a plain hash a guess could be checked against.
 """
 
 from __future__ import annotations
@@ -193,9 +185,9 @@ def forget(
     mem: AgentMemory, text: str | None = None, *, pattern: str | None = None,
     secrets: bool = False, dry_run: bool = False, reason: str = "",
 ) -> dict[str, Any]:
-    """Remove ``text`` (or ``pattern``'s matches, or every stored credential) from memory,
-    then scan every byte under the folder, and a fresh prompt, to verify (see the module
-    docstring). Public engine errors only (the ``MemoryToolError`` family).
+    """Remove ``text`` (or ``pattern``'s matches, or every stored credential) from SOUL.md,
+    USER.md and FACT.md (whole lines), the journal (entries become tombstones), FACT.md
+    history, stored session texts, earlier receipts and the journal's index; then verify.
 
     Returns the receipt: ``{"ts", "forgotten_sha256", "what", "reason", "dry_run",
     "changed": {kind: count}, "places": [paths relative to the agent folder],
@@ -290,11 +282,8 @@ def _journal(run: _Run) -> None:
             continue
         count += 1
         ts = entry.get("ts") if isinstance(entry, dict) else None
-        tombstone = {
-            "ts": ts if isinstance(ts, str) else "",
-            "tags": [TOMBSTONE_TAG],
-            "text": f"[forgotten: {run.reason}]" if run.reason else PLACEHOLDER,
-        }
+        text = f"[forgotten: {run.reason}]" if run.reason else PLACEHOLDER
+        tombstone = {"ts": ts if isinstance(ts, str) else "", "tags": [TOMBSTONE_TAG], "text": text}
         out.append(encode_line(tombstone))
     if count and run.found("journal", f"memory/{name}", count):
         commit(memory, name, b"".join(out), run.txn.recheck, scrub=True)

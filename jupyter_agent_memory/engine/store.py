@@ -42,22 +42,8 @@ from ..errors import (
 from ..folder import DEFAULT_LOCK_TIMEOUT, Folder, fsync_dir_path, retry_eintr, sha256_hex
 from ..journal.append import JournalAppender
 from ..journal.reader import DescriptorFile, JournalReader
-from . import history, secrets, sessions
-from .access import (
-    GENERATION,
-    LOCK,
-    MEMORY_DIR,
-    Locked,
-    check_expected,
-    commit,
-    folders,
-    generation_of,
-    locked,
-    read_agent_bytes,
-    read_generation,
-    read_memory,
-    replace_agent_file,
-)
+from . import access, history, secrets, sessions
+from .access import GENERATION, LOCK, MEMORY_DIR, Locked
 from .arguments import coerce_time, normalize_limit
 from .bootstrap import STATE_FILE
 from .bootstrap import note_append as note_bootstrap_append
@@ -233,7 +219,7 @@ class AgentMemory:
         if canonical not in (SOUL, USER, FACT, JOURNAL):
             raise MemoryToolError(f"Not a memory file: {canonical!r}", INVALID_PARAMS)
         inside_memory = canonical in (FACT, JOURNAL)
-        with contextlib.suppress(FileNotFoundError), folders(self) as (agent, mem):
+        with contextlib.suppress(FileNotFoundError), access.folders(self) as (agent, mem):
             if not inside_memory:
                 return agent.display(agent.lookup(canonical) or canonical)
             if mem is not None:
@@ -241,7 +227,7 @@ class AgentMemory:
         return self.path / (f"{MEMORY_DIR}/{canonical}" if inside_memory else canonical)
 
     def _read_fact_bytes(self) -> bytes:
-        return read_memory(self, lambda mem: mem.read_bytes(mem.lookup(FACT)), None) or b""
+        return access.read_memory(self, lambda mem: mem.read_bytes(mem.lookup(FACT)), None) or b""
 
     @property
     @engine_boundary
@@ -253,13 +239,13 @@ class AgentMemory:
     @engine_boundary
     def soul(self) -> str:
         """Current SOUL.md text (``''`` when missing)."""
-        return _decode(read_agent_bytes(self, SOUL))
+        return _decode(access.read_agent_bytes(self, SOUL))
 
     @property
     @engine_boundary
     def user(self) -> str:
         """Current USER.md text (``''`` when missing)."""
-        return _decode(read_agent_bytes(self, USER))
+        return _decode(access.read_agent_bytes(self, USER))
 
     @engine_boundary
     def read_facts(self) -> tuple[str, str]:
@@ -270,12 +256,12 @@ class AgentMemory:
     @engine_boundary
     def read_soul(self) -> tuple[str, str]:
         """SOUL.md text and the sha256 of those very bytes, from one read."""
-        return _with_hash(read_agent_bytes(self, SOUL))
+        return _with_hash(access.read_agent_bytes(self, SOUL))
 
     @engine_boundary
     def read_user(self) -> tuple[str, str]:
         """USER.md text and the sha256 of those very bytes, from one read."""
-        return _with_hash(read_agent_bytes(self, USER))
+        return _with_hash(access.read_agent_bytes(self, USER))
 
     @property
     @engine_boundary
@@ -287,13 +273,13 @@ class AgentMemory:
     @engine_boundary
     def soul_sha256(self) -> str:
         """sha256 of SOUL.md as on disk (of ``b''`` when missing)."""
-        return sha256_hex(read_agent_bytes(self, SOUL))
+        return sha256_hex(access.read_agent_bytes(self, SOUL))
 
     @property
     @engine_boundary
     def user_sha256(self) -> str:
         """sha256 of USER.md as on disk (of ``b''`` when missing)."""
-        return sha256_hex(read_agent_bytes(self, USER))
+        return sha256_hex(access.read_agent_bytes(self, USER))
 
     @engine_boundary
     def file_sizes(self) -> dict[str, int]:
@@ -336,7 +322,7 @@ class AgentMemory:
         kept in ``memory/.history/``.
         """
         data = encode_text(text, "content", self.max_bytes, self.secret_guard)
-        with locked(self) as txn:
+        with access.locked(self) as txn:
             return self._replace_facts(txn, data, expected_sha256)
 
     def _replace_facts(self, txn: Locked, data: bytes, expected: str | None) -> WriteResult:
@@ -347,12 +333,12 @@ class AgentMemory:
         current = mem.read_bytes(name) or b""
         result = WriteResult(sha256_hex(data), sha256_hex(current), mem.display(name))
         # Compared even when the text is already there (see access.replace_agent_file).
-        check_expected(mem.display(name), expected, current)
+        access.check_expected(mem.display(name), expected, current)
         if current == data:  # flushed again, so the content is durable when this returns
             mem.fsync()
             return result
         if not current:
-            commit(mem, name, data, txn.recheck)
+            access.commit(mem, name, data, txn.recheck)
             return result
         # The old version is safe on disk before FACT.md is replaced, and removed again when
         # the replacement fails, so a failed update leaves no trace.
@@ -361,7 +347,7 @@ class AgentMemory:
             with mem.subfolder(HISTORY_DIR, create=True) as versions:
                 kept = history.keep(versions, current, self.now(), txn.recheck)
                 try:
-                    commit(mem, name, data, txn.recheck)
+                    access.commit(mem, name, data, txn.recheck)
                 except MemoryIOError:
                     raise  # FACT.md was replaced: the version kept is the one it replaced
                 except BaseException:
@@ -381,7 +367,7 @@ class AgentMemory:
 
     def _versions(self) -> list[history.Version]:
         """Stored FACT.md versions, newest first."""
-        return read_memory(self, history.versions, [], HISTORY_DIR)
+        return access.read_memory(self, history.versions, [], HISTORY_DIR)
 
     @engine_boundary
     def history(self) -> list[dict[str, Any]]:
@@ -408,7 +394,7 @@ class AgentMemory:
         """Make a stored FACT.md version current again (a normal update); returns its sha256.
         Looked up and written under one hold of the lock, so a version forgetting scrubbed
         meanwhile can never be written back."""
-        with locked(self) as txn:
+        with access.locked(self) as txn:
             stored: list[history.Version] = []
             if txn.memory.lookup(HISTORY_DIR) is not None:
                 with txn.memory.subfolder(HISTORY_DIR) as folder:
@@ -429,7 +415,7 @@ class AgentMemory:
 
     def _write_agent_file(self, canonical: str, text: str, expected: str | None) -> WriteResult:
         data = encode_text(text, "content", self.max_bytes, self.secret_guard)
-        previous, path = replace_agent_file(self, canonical, data, expected)
+        previous, path = access.replace_agent_file(self, canonical, data, expected)
         return WriteResult(sha256_hex(data), previous, path)
 
     @engine_boundary
@@ -437,27 +423,27 @@ class AgentMemory:
         """Write ``data`` to SOUL.md/USER.md when it is missing, empty, or a known stock file
         (provisioning); True when written. Never writes over user content."""
         stock = {s.lower() for s in stock_sha256}
-        with locked(self) as txn:
+        with access.locked(self) as txn:
             agent = txn.agent
             name = agent.lookup(canonical) or canonical
             agent.require_replaceable(name)
             current = agent.read_bytes(name)
             if (current and sha256_hex(current) not in stock) or current == data:
                 return False
-            commit(agent, name, data, txn.recheck)
+            access.commit(agent, name, data, txn.recheck)
             return True
 
     @engine_boundary
     def write_template_record(self, record: dict[str, Any]) -> None:
         """Write ``.template.json`` (which template this agent came from)."""
         data = (json.dumps(record, indent=2, ensure_ascii=False) + "\n").encode()
-        with locked(self) as txn:
-            commit(txn.agent, TEMPLATE_RECORD, data, txn.recheck)
+        with access.locked(self) as txn:
+            access.commit(txn.agent, TEMPLATE_RECORD, data, txn.recheck)
 
     @engine_boundary
     def template_info(self) -> dict[str, Any] | None:
         """Contents of ``.template.json``, or None when the agent has no template record."""
-        raw = read_agent_bytes(self, TEMPLATE_RECORD)
+        raw = access.read_agent_bytes(self, TEMPLATE_RECORD)
         try:
             record = json.loads(raw) if raw else None
         except ValueError:
@@ -487,7 +473,7 @@ class AgentMemory:
         appender = self._journal_appender()
         appender.fsync = self.fsync_appends
         appender.lock_timeout = self.lock_timeout
-        before = generation_of(self)
+        before = access.generation_of(self)
         try:
             appender.append(line)
         except OSError:
@@ -502,9 +488,9 @@ class AgentMemory:
         """After a failed append: whether a forget that took the lock before the line's flush
         carried the line into the journal it wrote (and flushed), so the append took effect.
         Only looked at when the generation moved, off the path of every other failure."""
-        if generation_of(self) == before:
+        if access.generation_of(self) == before:
             return False
-        with locked(self) as txn:
+        with access.locked(self) as txn:
             name = txn.memory.lookup(JOURNAL)
             data = txn.memory.read_bytes(name) if name is not None else None
             return data is not None and (data.startswith(line) or b"\n" + line in data)
@@ -573,7 +559,7 @@ class AgentMemory:
         """This agent's generation: the 32 hex digits in ``memory/.generation``, which every
         forget replaces (``""`` while missing or malformed); an index serves only the
         generation it was built for. Nothing is created."""
-        return generation_of(self)
+        return access.generation_of(self)
 
     @engine_boundary
     def build_index(self, *, background: bool = False) -> dict[str, Any]:
@@ -607,13 +593,13 @@ class AgentMemory:
         if db is None:
             return
         with contextlib.ExitStack() as stack:
-            _agent, mem = stack.enter_context(folders(self))
+            _agent, mem = stack.enter_context(access.folders(self))
             if mem is None:
                 return
             # Under the lock the generation read and the journal opened belong together, and
             # the index is registered before it exists.
-            with locked(self) as held:
-                generation = read_generation(held.memory.read_bytes(GENERATION))
+            with access.locked(self) as held:
+                generation = access.read_generation(held.memory.read_bytes(GENERATION))
                 index.register(held.memory, db, held.recheck)
                 handle = stack.enter_context(self._journal_file())
             if handle is not None:
@@ -692,7 +678,7 @@ class AgentMemory:
 
     def _held_generation(self) -> str:
         """:meth:`generation`, read through the folder the journal's reader holds."""
-        return read_generation(self._journal_reader().read_companion(GENERATION))
+        return access.read_generation(self._journal_reader().read_companion(GENERATION))
 
     @engine_boundary
     def search(
