@@ -8,7 +8,7 @@ import json
 from datetime import datetime, timezone
 
 from .. import journal
-from ..errors import INVALID_PARAMS, MemoryToolError
+from ..errors import MemoryToolError
 
 #: What ``limit`` means when it is missing or not an integer.
 DEFAULT_LIMIT = 20
@@ -38,8 +38,7 @@ def coerce_time(value: datetime | str | None, field: str) -> datetime | None:
             return journal.parse_time(value)
     raise MemoryToolError(
         f"Invalid '{field}': expected an ISO-8601 date or time, "
-        f"got {json.dumps(value, default=str)}",
-        INVALID_PARAMS,
+        f"got {json.dumps(value, default=str)}"
     )
 
 
@@ -48,7 +47,5 @@ def check_count(value: int, name: str) -> int:
     -32602 naming ``name``. A person can read a usage text; a model cannot, so the tool keeps
     :func:`normalize_limit`."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise MemoryToolError(
-            f"{name} must be a positive integer (1 or more), got {value!r}", INVALID_PARAMS
-        )
+        raise MemoryToolError(f"{name} must be a positive integer (1 or more), got {value!r}")
     return value

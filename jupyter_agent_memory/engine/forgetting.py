@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import INVALID_PARAMS, MemoryToolError, engine_boundary
+from ..errors import MemoryToolError, engine_boundary
 from ..folder import Folder, close_fd, read_all, retry_eintr, sha256_hex
 from ..journal import encode_line
 from . import history, sessions
@@ -51,35 +51,28 @@ class _Matcher:
     def __init__(self, text: str | None, pattern: str | None, find_secrets: bool) -> None:
         given = [x for x in (text, pattern) if x is not None] + ([True] if find_secrets else [])
         if len(given) != 1:
-            raise MemoryToolError(
-                "Forget needs exactly one of: a text, a pattern, or secrets=True", INVALID_PARAMS
-            )
+            raise MemoryToolError("Forget needs exactly one of: a text, a pattern, or secrets=True")
         self.text = text
         self.pattern = pattern
         self.needle: str | None = None
         self.regex: re.Pattern[str] | None = None
         if text is not None:
             if not isinstance(text, str) or not normalize(text).strip():
-                raise MemoryToolError(
-                    "The text to forget must be a non-empty string", INVALID_PARAMS
-                )
+                raise MemoryToolError("The text to forget must be a non-empty string")
             if "\n" in text:
-                raise MemoryToolError(
-                    "Forget one line of text at a time (or give a pattern)", INVALID_PARAMS
-                )
+                raise MemoryToolError("Forget one line of text at a time (or give a pattern)")
             _require_sendable(text, "text")
             self.needle = normalize(text)
         if pattern is not None:
             try:
                 self.regex = re.compile(pattern)
             except (re.error, TypeError) as exc:
-                raise MemoryToolError(f"Invalid pattern: {exc}", INVALID_PARAMS) from None
+                raise MemoryToolError(f"Invalid pattern: {exc}") from None
             _require_sendable(pattern, "pattern")
             if self.regex.search("") is not None:
                 raise MemoryToolError(
                     f"The pattern {pattern!r} matches the empty string, so it would forget "
-                    "every line: make it match what is to be forgotten",
-                    INVALID_PARAMS,
+                    "every line: make it match what is to be forgotten"
                 )
         self.describe = "secrets" if find_secrets else ("pattern" if pattern else "text")
 
@@ -152,30 +145,26 @@ def _require_sendable(value: str, field: str) -> None:
     except UnicodeEncodeError as exc:
         raise MemoryToolError(
             f"The {field} to forget is not valid Unicode text: lone surrogate "
-            f"U+{ord(value[exc.start]):04X} at position {exc.start}",
-            INVALID_PARAMS,
+            f"U+{ord(value[exc.start]):04X} at position {exc.start}"
         ) from None
 
 
 def _check_reason(reason: Any, match: _Matcher) -> str:
     """The reason, when it may be stored: it must hold neither the text nor a credential."""
     if not isinstance(reason, str):
-        raise MemoryToolError("The reason must be a string", INVALID_PARAMS)
+        raise MemoryToolError("The reason must be a string")
     if not reason:
         return ""
     try:
         reason.encode("utf-8")
     except UnicodeEncodeError:
-        raise MemoryToolError("The reason is not valid Unicode text", INVALID_PARAMS) from None
+        raise MemoryToolError("The reason is not valid Unicode text") from None
     if match(reason):
-        raise MemoryToolError(
-            "The reason must not contain what is being forgotten", INVALID_PARAMS
-        )
+        raise MemoryToolError("The reason must not contain what is being forgotten")
     if found := _credentials(reason):
         raise MemoryToolError(
             f"The reason must not contain a credential (it holds what looks like "
-            f"{found[0].kind}): it is stored in the receipt",
-            INVALID_PARAMS,
+            f"{found[0].kind}): it is stored in the receipt"
         )
     return reason
 
@@ -200,7 +189,7 @@ def forget(
     reason = _check_reason(reason, match)
     with folders(mem) as (_agent, memory):
         if memory is None:
-            raise MemoryToolError(f"{mem.path} has no memory/ folder", INVALID_PARAMS)
+            raise MemoryToolError(f"{mem.path} has no memory/ folder")
     with locked(mem) as txn:
         run = _Run(match, dry_run, txn, reason)
         if not dry_run:

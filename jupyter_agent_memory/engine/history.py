@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import NamedTuple
 
-from ..errors import INVALID_PARAMS, MemoryToolError, VersionNotFoundError
+from ..errors import MemoryToolError, VersionNotFoundError
 from ..folder import Folder, sha256_hex
 
 HISTORY_DIR = ".history"
@@ -81,8 +81,7 @@ def find(stored: list[Version], sha: str) -> tuple[str, bytes]:
     digits); -32602 when malformed or ambiguous, :class:`VersionNotFoundError` when unknown."""
     if not isinstance(sha, str) or len(sha) < 7 or not _HEX.fullmatch(sha):
         raise MemoryToolError(
-            f'Invalid version "{sha}": give a sha256 or a prefix of at least 7 hex digits',
-            INVALID_PARAMS,
+            f'Invalid version "{sha}": give a sha256 or a prefix of at least 7 hex digits'
         )
     prefix = sha.lower()
     digests = ((sha256_hex(v.content), v.content) for v in stored)
@@ -91,8 +90,7 @@ def find(stored: list[Version], sha: str) -> tuple[str, bytes]:
         raise VersionNotFoundError(f'No FACT.md version matches "{sha}"')
     if len(matches) > 1:
         raise MemoryToolError(
-            f'Version "{sha}" is ambiguous: it matches {len(matches)} versions; give more digits',
-            INVALID_PARAMS,
+            f'Version "{sha}" is ambiguous: it matches {len(matches)} versions; give more digits'
         )
     return next(iter(matches.items()))
 

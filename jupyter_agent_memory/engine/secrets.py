@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from ..errors import INVALID_PARAMS, MemoryToolError
+from ..errors import MemoryToolError
 
 #: Characters that render as nothing; ignored while looking for credentials.
 INVISIBLE = "\u00ad\u180e\u200b\u200c\u200d\u2060\ufeff"
@@ -166,6 +166,5 @@ def refuse(text: str, field: str) -> None:
             f"Refusing to store '{field}': it contains what looks like {found[0].kind}. "
             "Do not store credentials in memory (it is loaded into every future session "
             "and kept in history); keep them in the environment or a secret manager and "
-            "note only where they live",
-            INVALID_PARAMS,
+            "note only where they live"
         )

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import INVALID_PARAMS, MemoryToolError, SessionNotFoundError, engine_boundary
+from ..errors import MemoryToolError, SessionNotFoundError, engine_boundary
 from ..folder import Folder, sha256_hex
+from ..journal import format_timestamp
 from .access import locked, read_memory
 from .jstext import js_trim
 
@@ -143,8 +144,7 @@ def _require_current(txn: Locked, prompt: Prompt) -> None:
         if text is None or sha256_hex(text.encode("utf-8", "surrogatepass")) != section.sha256:
             raise StalePromptError(
                 f"{source} changed while the session started; nothing was recorded, build "
-                "the prompt again",
-                INVALID_PARAMS,
+                "the prompt again"
             )
 
 
@@ -194,8 +194,7 @@ def find(mem: AgentMemory, session_id: str) -> dict[str, Any]:
     if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id.lower()):
         raise MemoryToolError(
             f'Invalid session id "{session_id}": give an id or a prefix of at least 6 hex '
-            "digits (see the list of sessions)",
-            INVALID_PARAMS,
+            "digits (see the list of sessions)"
         )
     wanted = session_id.lower()
     matches = [r for r in receipts(mem) if str(r.get("session_id", "")).startswith(wanted)]
@@ -204,8 +203,7 @@ def find(mem: AgentMemory, session_id: str) -> dict[str, Any]:
         raise SessionNotFoundError(f'No recorded session matches "{session_id}"')
     if len(ids) > 1:
         raise MemoryToolError(
-            f'Session id "{session_id}" is ambiguous: it matches {len(ids)} sessions',
-            INVALID_PARAMS,
+            f'Session id "{session_id}" is ambiguous: it matches {len(ids)} sessions'
         )
     return matches[0]
 
@@ -229,7 +227,7 @@ def why(mem: AgentMemory, session_id: str, needle: str) -> list[Origin]:
     """Where each line of a past session's prompt that contains ``needle`` came from: a memory
     block's file, version and line number, or else the prompt builder's section."""
     if not isinstance(needle, str) or not needle.strip():
-        raise MemoryToolError("Give the text (or part of a line) to trace", INVALID_PARAMS)
+        raise MemoryToolError("Give the text (or part of a line) to trace")
     receipt = find(mem, session_id)
     text = prompt_text(mem, receipt["session_id"])
     origins: list[Origin] = []
@@ -285,11 +283,9 @@ def read_receipts(memory: Folder) -> list[dict[str, Any]]:
 def _blob(mem: AgentMemory, digest: str, what: str) -> str:
     data = read_memory(mem, lambda store: store.read_bytes(f"{digest}.txt"), None, BLOBS_DIR)
     if data is None:
-        raise MemoryToolError(f"The stored text of the {what} is gone", INVALID_PARAMS)
+        raise MemoryToolError(f"The stored text of the {what} is gone")
     if sha256_hex(data) != digest:
-        raise MemoryToolError(
-            f"The stored text of the {what} does not match its sha256 {digest}", INVALID_PARAMS
-        )
+        raise MemoryToolError(f"The stored text of the {what} does not match its sha256 {digest}")
     return data.decode("utf-8", "surrogatepass")
 
 
@@ -314,6 +310,4 @@ def _client(client: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def timestamp(mem: AgentMemory) -> str:
     """The agent's current time as receipts write it (UTC, milliseconds, ``Z``)."""
-    from ..journal import format_timestamp
-
     return format_timestamp(mem.now())

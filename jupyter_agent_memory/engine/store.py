@@ -30,7 +30,6 @@ from typing import Any
 from .. import environment, journal
 from ..errors import (
     INTERNAL_ERROR,
-    INVALID_PARAMS,
     AgentNotFoundError,
     ContentTooLargeError,
     EmptyEditError,
@@ -91,10 +90,8 @@ class CorruptJournalWarning(UserWarning):
 
 
 class AgentMemory:
-    """The long-term memory of one agent: a folder of plain files.
-
-    Create with :meth:`open`, which resolves an agent id or a folder path and makes the
-    layout. Reading a file that is missing gives ``''``; every write is atomic and locked.
+    """The long-term memory of one agent: a folder of plain files. Create with :meth:`open`;
+    a missing file reads as ``''``; every write is atomic and locked.
 
     >>> mem = AgentMemory.open("./demo-agent")          # doctest: +SKIP
     >>> mem.update_facts("- The user prefers metric units.\\n")  # doctest: +SKIP
@@ -142,13 +139,9 @@ class AgentMemory:
         cls, target: str | os.PathLike[str] | None = None,
         root: str | os.PathLike[str] | None = None, *, create: bool = True, **options: Any,
     ) -> AgentMemory:
-        """Open an agent by id (under ``root``) or by folder path, creating its layout.
-
-        ``target`` defaults to the default agent. A :class:`~pathlib.Path`, or a string that
-        contains a path separator or starts with ``.`` or ``~``, is a folder path. With
-        ``create=False`` nothing is created and a missing folder raises
-        :class:`~jupyter_agent_memory.errors.AgentNotFoundError`.
-        """
+        """Open an agent by id (under ``root``; default: the default agent) or by folder path
+        (see :func:`.paths.resolve_target`), creating its layout. With ``create=False`` nothing
+        is created and a missing folder raises :class:`AgentNotFoundError`."""
         path, agent_id, base = resolve_target(target, root)
         return cls(path, agent_id=agent_id, root=base, **options)._checked(create)
 
@@ -217,7 +210,7 @@ class AgentMemory:
         match ignoring case (an existing ``fact.md`` keeps its casing), a missing file gets its
         canonical name. Nothing is created."""
         if canonical not in (SOUL, USER, FACT, JOURNAL):
-            raise MemoryToolError(f"Not a memory file: {canonical!r}", INVALID_PARAMS)
+            raise MemoryToolError(f"Not a memory file: {canonical!r}")
         inside_memory = canonical in (FACT, JOURNAL)
         with contextlib.suppress(FileNotFoundError), access.folders(self) as (agent, mem):
             if not inside_memory:
@@ -314,13 +307,9 @@ class AgentMemory:
 
     @engine_boundary
     def update_facts(self, text: str, expected_sha256: str | None = None) -> WriteResult:
-        """Atomically replace FACT.md with ``text``; returns its :class:`WriteResult`.
-
-        With ``expected_sha256`` the write is compare-and-swap: when FACT.md no longer has
-        that hash, :class:`MemoryConflictError` is raised and nothing is written (also when
-        ``text`` is already there). The previous content, when non-empty and different, is
-        kept in ``memory/.history/``.
-        """
+        """Atomically replace FACT.md with ``text``; returns its :class:`WriteResult`. With
+        ``expected_sha256``, compare-and-swap (:class:`MemoryConflictError`, nothing written).
+        The previous content, when non-empty and different, is kept in ``memory/.history/``."""
         data = encode_text(text, "content", self.max_bytes, self.secret_guard)
         with access.locked(self) as txn:
             return self._replace_facts(txn, data, expected_sha256)
@@ -452,14 +441,11 @@ class AgentMemory:
 
     @engine_boundary
     def append(self, text: str, tags: Iterable[str] = ()) -> dict[str, Any]:
-        """Add one journal entry; returns it as stored: ``{"ts", "tags", "text"}``.
-
-        One ``write`` under the lock (on a new line after a torn one), durable when this
-        returns unless ``fsync_appends`` is off; on any failure the journal is left as it was.
-        Text or tags with a lone surrogate, and text over ``max_bytes``, are refused (-32602).
-        """
+        """Add one journal entry; returns it as stored: ``{"ts", "tags", "text"}``. One
+        ``write`` under the lock (on a new line after a torn one), durable when this returns
+        unless ``fsync_appends`` is off; on any failure the journal is left as it was."""
         if not isinstance(text, str) or not text:
-            raise MemoryToolError("'text' is required for append action", INVALID_PARAMS)
+            raise MemoryToolError("'text' is required for append action")
         encode_text(text, "text", self.max_bytes, self.secret_guard)
         if isinstance(tags, str):
             tags = [tags]
@@ -622,13 +608,8 @@ class AgentMemory:
     @engine_boundary
     def index_status(self) -> dict[str, Any]:
         """The journal index as this process sees it: ``{"path", "state", "indexed_bytes",
-        "journal_bytes", "size_bytes", "building", "keep", "registered", "error"}``.
-
-        ``path`` is None when the cache folder is unusable; ``state`` is ``"missing"``,
-        ``"stale"`` (another journal file or generation: never used), ``"behind"`` or
-        ``"ready"``; ``keep`` the keep-up-to-date setting; ``registered`` the files of every
-        index registered for this agent; ``error`` the last background build's. Creates nothing.
-        """
+        "journal_bytes", "size_bytes", "building", "keep", "registered", "error"}`` (``state``:
+        ``"missing"``, ``"stale"``, ``"behind"`` or ``"ready"``). Creates nothing."""
         index = _index_module()
         db = self._index_db()
         with self._journal_file() as handle:
@@ -685,11 +666,9 @@ class AgentMemory:
         self, query: str = "", tag: str = "", limit: int = 20,
         since: datetime | str | None = None, until: datetime | str | None = None,
     ) -> journal.SearchResult:
-        """Journal entries matching all filters, newest first (at most ``limit``).
-
-        ``query`` is a case-insensitive substring of the text, ``tag`` an exact tag compared
-        ignoring case, ``since``/``until`` an inclusive time window (ISO-8601 strings or
-        datetimes; no zone means UTC). Corrupted lines are skipped with a warning.
+        """Journal entries matching all filters, newest first (at most ``limit``): ``query`` a
+        case-insensitive substring, ``tag`` an exact tag ignoring case, ``since``/``until`` an
+        inclusive window (ISO-8601 or datetimes, UTC by default). Bad lines warn and are skipped.
         """
         result = self.search_journal(query, tag, limit, since, until)
         return result if result is not None else journal.SearchResult()
@@ -763,14 +742,13 @@ def encode_text(
     lone surrogate (naming ``field`` and the position), an encoding over ``max_bytes``, or with
     ``refuse_secrets`` a credential (naming its kind, see :mod:`.secrets`)."""
     if not isinstance(text, str):
-        raise MemoryToolError(f"'{field}' must be a string", INVALID_PARAMS)
+        raise MemoryToolError(f"'{field}' must be a string")
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise MemoryToolError(
             f"'{field}' is not valid Unicode text: lone surrogate "
-            f"U+{ord(text[exc.start]):04X} at position {exc.start}",
-            INVALID_PARAMS,
+            f"U+{ord(text[exc.start]):04X} at position {exc.start}"
         ) from None
     if max_bytes is not None and len(data) > max_bytes:
         raise ContentTooLargeError(field, len(data), max_bytes)
