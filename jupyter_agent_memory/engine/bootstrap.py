@@ -84,11 +84,8 @@ def recorded_completion(raw: bytes | str | None) -> bool | None:
 
 
 def note_append(memory: AgentMemory, entry: Mapping[str, Any]) -> None:
-    """Record the end of bootstrap when ``entry`` (just stored) is tagged ``bootstrap``.
-
-    The entry is never undone: when the state cannot be written, a
-    :class:`BootstrapStateWarning` says so and the append still succeeds.
-    """
+    """Record the end of bootstrap when ``entry`` (just stored) is tagged ``bootstrap``; when
+    that fails, a :class:`BootstrapStateWarning` says so and the entry stays."""
     if not completes_bootstrap(entry.get("tags") or ()):
         return
     try:

@@ -79,8 +79,7 @@ class _Matcher:
     def __call__(self, value: str) -> bool:
         if self.needle is not None:
             return self.needle in normalize(value)
-        # Patterns see the text as written and as normalised without case folding, as
-        # credential formats do (see _credentials).
+        # Patterns see the text as written and normalised without case folding (_credentials).
         if self.regex is not None:
             return self.regex.search(value) is not None or (
                 self.regex.search(normalize(value, fold_case=False)) is not None
@@ -215,8 +214,7 @@ def forget(
         receipt["verified"] = not remaining
         receipt["remaining"] = remaining
         txn.memory.append_line(RECEIPTS, sessions.encode_receipts([receipt]))
-    # This object's held descriptors are reopened on next use (after the lock: the lock is the
-    # innermost one, never held while taking an appender's mutex).
+    # Held descriptors are reopened on next use; closed after the lock (the innermost one).
     mem.close()
     return receipt
 
@@ -263,8 +261,7 @@ def _journal(run: _Run) -> None:
     out: list[bytes] = []
     count = 0
     for raw, text, entry in _json_lines(memory.read_bytes(name) or b""):
-        # Every string of the entry (keys included) is looked at as it decodes, so no JSON
-        # escape can hide the text; the raw line covers what does not decode.
+        # The line as written, and every string (keys too) as it decodes: no escape hides it.
         values = _strings(entry) if isinstance(entry, dict) else []
         if not (run.match(text) or any(run.match(value) for value in values)):
             out.append(raw)
@@ -343,8 +340,7 @@ def _sessions(run: _Run) -> None:
     if memory.lookup(sessions.BLOBS_DIR) is None:
         return
     receipts = sessions.read_receipts(memory)
-    # A stored prompt is scrubbed section by section, so each receipt's section sizes (which
-    # `why` uses to find the sections) can follow the text.
+    # Scrubbed section by section, so the receipts' section sizes (for `why`) can follow.
     layouts = {str(r.get("prompt_sha256")): [int(x["chars"]) for x in r["sections"]]
                for r in receipts if isinstance(r.get("sections"), list)}
     renamed: dict[str, str] = {}

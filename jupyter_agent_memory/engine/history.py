@@ -31,9 +31,7 @@ class Version(NamedTuple):
     content: bytes
 
 
-def keep(
-    history: Folder, content: bytes, now: datetime, recheck: Callable[[], None]
-) -> str | None:
+def keep(history: Folder, content: bytes, now: datetime, recheck: Callable[[], None]) -> str | None:
     """Store ``content`` as a version; the new file's name, or None when the newest version
     already holds it (left by a crash before FACT.md was replaced, or a hand edit back)."""
     short = sha256_hex(content)[:12]

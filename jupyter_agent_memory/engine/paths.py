@@ -71,12 +71,9 @@ def validate_agent_id(agent_id: object) -> str:
 def resolve_target(
     target: str | os.PathLike[str] | None, root: str | os.PathLike[str] | None = None
 ) -> tuple[Path, str | None, Path]:
-    """Resolve an agent target to ``(folder, agent_id or None, root)``, all absolute.
-
-    A :class:`~pathlib.Path`, or a string containing ``/`` or starting with ``.`` or ``~``, is
-    a folder path. Links above the folder are resolved; its own name is kept as is, so a
-    symlinked agent folder is refused when it is opened.
-    """
+    """Resolve an agent target to ``(folder, agent_id or None, root)``, all absolute. A
+    :class:`~pathlib.Path`, or a string containing ``/`` or starting with ``.`` or ``~``, is a
+    folder path; links above it are resolved, its own name is kept (a link is refused later)."""
     if target is None:
         target = default_agent_id()
     if isinstance(target, os.PathLike) or target.startswith((".", "~")) or "/" in target:

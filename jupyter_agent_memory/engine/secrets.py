@@ -62,8 +62,7 @@ FORMATS: tuple[Format, ...] = (
     _format("an AWS access key", "A(?:KIA|SIA|GPA|IDA|ROA|NPA|NVA|IPA)",
             r"[A-Z0-9]{16}(?![A-Za-z0-9_])",
             "akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa"),
-    # The label may be a variable or prose ("my AWS secret access key is ..."); the value is
-    # the 40 base64 characters that follow it.
+    # A label, as a variable or prose ("my AWS secret access key is"), then 40 base64 chars.
     _format("an AWS secret access key", "(?i:aws)",
             r"[\s_\-]{0,3}(?i:secret)(?:[\s_\-]{0,3}(?i:access))?[\s_\-]{0,3}(?i:key)"
             r"[\s\"'`:=]{0,6}(?:(?i:is|was|=>|->)[\s\"'`:=]{1,6})?"

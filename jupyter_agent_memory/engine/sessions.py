@@ -46,11 +46,8 @@ class SessionStart:
 
 @dataclass(frozen=True)
 class Origin:
-    """Where one line of a recorded prompt came from.
-
-    ``source`` is the file (None: text the prompt builder wrote, in ``section``), ``version``
-    that file's sha256 at the time, and ``line`` the 1-based line number in that version.
-    """
+    """Where one line of a recorded prompt came from: ``source`` the file (None: text the
+    prompt builder wrote), ``version`` its sha256 then, ``line`` the 1-based line in it."""
 
     section: str
     source: str | None
@@ -99,8 +96,8 @@ def record(
         "warnings": list(prompt.warnings),
     }
     line = encode_receipts([receipt])
-    # One hold of the lock for the texts, the receipt and the pruning: a forget comes wholly
-    # before or after, and neither a crash sweep nor pruning sees a text without its receipt.
+    # One hold of the lock for texts, receipt and pruning: a forget comes wholly before or
+    # after, and neither a crash sweep nor pruning sees a text before its receipt is written.
     with locked(mem) as txn:
         memory = txn.memory
         _require_current(txn, prompt)
@@ -251,15 +248,13 @@ def _origin(
     name = str(section["name"])
     if content is None:
         return Origin(name, None, None, None, line)
-    # A memory block is "<name>\n<trimmed content>\n</name>"; the system section is the
-    # trimmed file itself. Line numbers count from the file's first line.
+    # A memory block is "<name>\n<trimmed content>\n</name>"; the system section the file.
     wrapped = name in ("soul", "user", "facts")
     inner = number - 1 if wrapped else number
     last = len(body.split("\n")) - 1
     if wrapped and (number == 0 or number == last):
         return Origin(name, None, None, None, line)  # the block's own tags
-    # The builder trims the file with JavaScript's trim (Cherry Studio's rule): count the
-    # lines the trim removed so numbers are the file's own.
+    # The builder trims the file (JavaScript's trim): count the lines the trim removed.
     trimmed = js_trim(content)
     leading = content.find(trimmed) if trimmed else 0
     first_line = content[:leading].count("\n") + 1

@@ -117,8 +117,7 @@ class AgentMemory:
         self.keep_sessions = max(1, int(keep_sessions))
         self.keep_bytes = max(1, int(keep_session_bytes))
         self.secret_guard = secret_guard  # refuse writes holding credentials (secrets.py)
-        # The journal's search index: True keeps it up to date in the background, False never
-        # uses one, None follows $JUPYTER_AGENT_MEMORY_INDEX (else uses one build_index() made).
+        # The search index: True keeps it up to date, False never uses one, None: the env switch.
         self.journal_index = journal_index
         self._journal_path = self.path / MEMORY_DIR / JOURNAL  # kept: searches can cost less
 
@@ -329,8 +328,7 @@ class AgentMemory:
         if not current:
             access.commit(mem, name, data, txn.recheck)
             return result
-        # The old version is safe on disk before FACT.md is replaced, and removed again when
-        # the replacement fails, so a failed update leaves no trace.
+        # The old version is kept before FACT.md is replaced, and dropped if that fails.
         new_folder = mem.lookup(HISTORY_DIR) is None
         try:
             with mem.subfolder(HISTORY_DIR, create=True) as versions:
@@ -538,8 +536,6 @@ class AgentMemory:
             )
         return result
 
-    # The journal's index: derived data in a cache folder, never in the agent folder.
-
     @engine_boundary
     def generation(self) -> str:
         """This agent's generation: the 32 hex digits in ``memory/.generation``, which every
@@ -582,8 +578,7 @@ class AgentMemory:
             _agent, mem = stack.enter_context(access.folders(self))
             if mem is None:
                 return
-            # Under the lock the generation read and the journal opened belong together, and
-            # the index is registered before it exists.
+            # Under the lock: the generation goes with the journal, registered before built.
             with access.locked(self) as held:
                 generation = access.read_generation(held.memory.read_bytes(GENERATION))
                 index.register(held.memory, db, held.recheck)
@@ -794,8 +789,7 @@ _MEMORY_FILES = _one_of((FACT, JOURNAL, sessions.SESSIONS_LOG, FORGET_RECEIPTS, 
 
 def _sweep_temp_files(folder: Folder, ours: Callable[[str], object]) -> None:
     """Remove temp files a crashed write of ours left: regular files named as
-    :meth:`Folder.write_atomic` names the temp file of a target ``ours`` accepts, nothing
-    else, whatever its name."""
+    :meth:`Folder.write_atomic` names the temp file of a target ``ours`` accepts, nothing else."""
     for name in folder.names():
         match = _TEMP_NAME.match(name)
         st = folder.lstat(name) if match and ours(match.group("target")) else None
