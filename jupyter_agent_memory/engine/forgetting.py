@@ -49,8 +49,7 @@ class _Matcher:
     """Decides whether a piece of text holds what is to be forgotten."""
 
     def __init__(self, text: str | None, pattern: str | None, find_secrets: bool) -> None:
-        given = [x for x in (text, pattern) if x is not None] + ([True] if find_secrets else [])
-        if len(given) != 1:
+        if (text is not None) + (pattern is not None) + bool(find_secrets) != 1:
             raise MemoryToolError("Forget needs exactly one of: a text, a pattern, or secrets=True")
         self.text = text
         self.pattern = pattern

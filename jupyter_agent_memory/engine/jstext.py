@@ -37,10 +37,8 @@ def js_string(value: Any, missing: bool = False) -> str:
     """``String(value)`` for a JSON value; ``missing`` spells an absent one (``undefined``)."""
     if missing:
         return "undefined"
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)  # null, true, false
     if isinstance(value, (int, float)):
         return js_number(value)
     if isinstance(value, str):

@@ -233,9 +233,8 @@ def why(mem: AgentMemory, session_id: str, needle: str) -> list[Origin]:
         chars = int(section["chars"])
         body = text[offset : offset + chars]
         offset += chars + 2  # sections are joined by a blank line
-        content = None
-        if section.get("version"):
-            content = _blob(mem, section["version"], what=f"{section['source']} version")
+        version = section.get("version")
+        content = _blob(mem, version, what=f"{section['source']} version") if version else None
         for number, line in enumerate(body.split("\n")):
             if needle in line:
                 origins.append(_origin(section, content, body, number, line))
@@ -246,19 +245,16 @@ def _origin(
     section: dict[str, Any], content: str | None, body: str, number: int, line: str
 ) -> Origin:
     name = str(section["name"])
-    if content is None:
-        return Origin(name, None, None, None, line)
-    # A memory block is "<name>\n<trimmed content>\n</name>"; the system section the file.
+    # A memory block is "<name>\n<trimmed content>\n</name>" (its tags are the builder's); the
+    # system section is the trimmed file itself.
     wrapped = name in ("soul", "user", "facts")
-    inner = number - 1 if wrapped else number
-    last = len(body.split("\n")) - 1
-    if wrapped and (number == 0 or number == last):
-        return Origin(name, None, None, None, line)  # the block's own tags
+    if content is None or (wrapped and number in (0, body.count("\n"))):
+        return Origin(name, None, None, None, line)
     # The builder trims the file (JavaScript's trim): count the lines the trim removed.
     trimmed = js_trim(content)
     leading = content.find(trimmed) if trimmed else 0
-    first_line = content[:leading].count("\n") + 1
-    return Origin(name, str(section["source"]), str(section["version"]), first_line + inner, line)
+    number += content[:leading].count("\n") + (0 if wrapped else 1)
+    return Origin(name, str(section["source"]), str(section["version"]), number, line)
 
 
 def read_receipts(memory: Folder) -> list[dict[str, Any]]:
