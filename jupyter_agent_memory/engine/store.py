@@ -17,6 +17,7 @@ agent folder is reached through a symlink. The rest of the engine reaches the fo
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -822,13 +823,7 @@ def _sweep(agent: Folder, memory: Folder) -> None:
 
 def _make_durable_dir(path: Path) -> None:
     """``mkdir -p`` (0700) whose new entries are each flushed into their parent folder."""
-    missing = []
-    probe = path
-    while not os.path.lexists(probe):
-        missing.append(probe)
-        if probe.parent == probe:
-            break
-        probe = probe.parent
+    missing = list(itertools.takewhile(lambda p: not os.path.lexists(p), (path, *path.parents)))
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
     for made in reversed(missing):
         fsync_dir_path(made.parent)
