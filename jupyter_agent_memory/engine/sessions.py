@@ -73,14 +73,9 @@ def record(
         if section.content is not None and section.sha256 is not None:
             blobs[section.sha256] = section.content
     sections = [
-        {
-            "name": section.name,
-            "source": None if section.source is None else str(section.source),
-            "version": section.sha256,
-            "chars": section.chars,
-            "tokens": section.tokens,
-        }
-        for section in prompt.sections
+        {"name": s.name, "source": None if s.source is None else str(s.source),
+         "version": s.sha256, "chars": s.chars, "tokens": s.tokens}
+        for s in prompt.sections
     ]
     base = next((s for s in sections if s["name"] == "system"), None)
     receipt = {
