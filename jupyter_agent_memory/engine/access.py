@@ -1,19 +1,10 @@
 """How the engine reaches an agent folder: the store's small internal API.
 
-The store (:mod:`.store`) and the modules that write beside it (forgetting, sessions,
-bootstrap, provisioning) open the agent folder, take the agent's lock and commit files only
-through these functions, so every write of the engine follows the same rules:
-
-- :func:`folders` opens the agent folder and ``memory/`` by descriptor (reads take no lock),
-  and :func:`read_memory` reads through them;
-- :func:`locked` holds the agent's lock (``memory/.lock``) with both folders open, and its
-  :meth:`Locked.recheck` is run right before every rename: the folders are still the ones
-  their paths name and the lock file is still the one the lock is held on;
-- :func:`commit` replaces a file atomically and says exactly what happened when the rename
-  took effect but its folder flush failed;
-- :func:`generation_of` reads ``memory/.generation``, the token every forget replaces.
-
-The lock is the innermost lock: whoever holds it never waits for an in-process mutex.
+The store and the modules that write beside it open the folder, take the agent's lock and
+commit files only through these functions: :func:`folders` and :func:`read_memory` read with
+no lock; :func:`locked` holds ``memory/.lock``, and its :meth:`Locked.recheck` runs right
+before every rename; :func:`commit` replaces a file atomically. The lock is the innermost
+lock: whoever holds it never waits for an in-process mutex.
 """
 
 from __future__ import annotations
@@ -21,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import MemoryConflictError, MemoryIOError, UnsafePathError
@@ -40,28 +32,21 @@ LOCK = ".lock"
 GENERATION = ".generation"
 
 
+@dataclass
 class Locked:
-    """The agent folder and ``memory/`` open, with the agent's lock held (see :func:`locked`).
+    """The agent folder and ``memory/`` open, with the agent's lock held (see :func:`locked`)."""
 
-    :meth:`recheck` is what every commit runs right before its rename: the folders are still
-    the ones their paths name and the lock is still the one ``memory/.lock`` names.
-    """
-
-    def __init__(self, mem: AgentMemory, agent: Folder, memory: Folder, lock: HeldLock) -> None:
-        self.mem = mem
-        self.agent = agent
-        self.memory = memory
-        self.lock = lock
+    mem: AgentMemory
+    agent: Folder
+    memory: Folder
+    lock: HeldLock
 
     def recheck(self) -> None:
-        """Raise :class:`UnsafePathError` when a folder was swapped or the lock file lost."""
-        path = self.mem.path
-        if not self.agent.same_as(path):
-            raise UnsafePathError(f"Refusing to write: {path} was replaced while writing")
-        if not self.memory.same_as(self.memory.path):
-            raise UnsafePathError(
-                f"Refusing to write: {self.memory.path} was replaced while writing"
-            )
+        """Raise :class:`UnsafePathError` unless both folders are still the ones their paths
+        name and the lock is still the one ``memory/.lock`` names (run before every rename)."""
+        for folder, path in ((self.agent, self.mem.path), (self.memory, self.memory.path)):
+            if not folder.same_as(path):
+                raise UnsafePathError(f"Refusing to write: {path} was replaced while writing")
         self.lock.check()
 
 
@@ -118,10 +103,9 @@ def replace_agent_file(
     mem: AgentMemory, canonical: str, data: bytes, expected: str | None
 ) -> tuple[str, Path]:
     """Replace a file of the agent folder with ``data`` under the lock, compare-and-swap
-    against ``expected`` (None: unconditionally); returns the sha256 of what it replaced and
-    the file's path. The comparison holds even when ``data`` is already there: two writers
-    that read the same version and computed the same new one must not both succeed, or a
-    read-modify-write loop loses an update. Writing what is already there flushes it again."""
+    against ``expected`` (None: unconditionally); returns the replaced bytes' sha256 and the
+    path. The hash is compared even when ``data`` is already there (two writers computing the
+    same next version must not both succeed); writing it again flushes it again."""
     with locked(mem) as txn:
         agent = txn.agent
         name = agent.lookup(canonical) or canonical
@@ -158,8 +142,8 @@ def read_generation(raw: bytes | None) -> str:
 def commit(
     folder: Folder, name: str, data: bytes, recheck: Callable[[], None], scrub: bool = False
 ) -> None:
-    """``Folder.write_atomic``, with a failure after the rename told as exactly that: a
-    :class:`MemoryIOError` saying the new content is in place but may not be durable."""
+    """``Folder.write_atomic``; a failure after the rename is a :class:`MemoryIOError` saying
+    the new content is in place but may not be durable."""
     try:
         if scrub:
             folder.write_atomic(name, data, recheck, scrub=True)

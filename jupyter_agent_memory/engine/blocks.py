@@ -1,23 +1,14 @@
-"""What memory text cannot do inside its prompt block: end the block, or open a section.
+"""What memory text cannot do inside its ``<soul>``/``<user>``/``<facts>`` prompt block: end
+the block, or open one of the builder's sections. :func:`guard_block_text` escapes what a reader
+would take for either, not only its exact spelling:
 
-SOUL.md, USER.md and FACT.md reach the prompt inside ``<soul>``, ``<user>`` and ``<facts>``
-blocks. A model (or a person reading the prompt) must never mistake a line of memory for the
-end of its block or for one of the builder's own headings, so :func:`guard_block_text` escapes
-what a reader would take for either, not only its exact spelling:
+- a closing tag of any block, in any case, with spaces, invisible or full-width characters, or
+  anything after the name (``</facts x="1">``, ``</FACTS >``): ``<\\/facts>``;
+- a heading line (one to six ``#``, any indentation) naming ``Memories``, ``Bootstrap Mode`` or
+  ``Agent Knowledge``, in any case, with trailing punctuation: ``\\## Memories``;
+- the same names underlined with ``===`` or ``---``: the underline gets the backslash.
 
-- a closing tag of any block: any case, spaces or zero-width characters around or inside the
-  name, anything after the name (``</facts x="1">``, ``</facts/>``, ``</FACTS >``,
-  ``</fa\u00adcts>``), full-width ``＜`` and ``／`` too. The slash gets a backslash:
-  ``<\\/facts>``.
-- a heading line naming ``Memories``, ``Bootstrap Mode`` or ``Agent Knowledge``: one to six
-  ``#`` (or ``＃``) at any indentation, followed by any space (a no-break space too), the name
-  in any case with invisible characters anywhere, and trailing punctuation or ``#``
-  (``## Memories:``). The first ``#`` gets a backslash: ``\\## Memories``.
-- the same names underlined (``Memories`` followed by ``===`` or ``---``): the underline gets
-  a backslash, so it is text, not a heading rule.
-
-Everything else is left byte for byte, so well-formed memory reads exactly as written. The
-work is one pass over the text (and one over its lines), linear in its length.
+Everything else is left byte for byte. The work is linear in the text's length.
 """
 
 from __future__ import annotations
@@ -29,7 +20,6 @@ __all__ = ["BLOCK_NAMES", "HEADING_NAMES", "guard_block_text"]
 BLOCK_NAMES = ("soul", "user", "facts")
 HEADING_NAMES = ("memories", "bootstrap mode", "agent knowledge")
 
-# Characters that render as nothing: a reader sees through them.
 _INVISIBLE = "\u00ad\u034f\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff"
 _GAP = f"[{_INVISIBLE}]*"
 _SPACE = f"[\\s{_INVISIBLE}]"
@@ -43,9 +33,8 @@ def _letters(word: str) -> str:
         if char == " ":
             parts.append(f"{_SPACE}+")
         else:
-            wide_lower = chr(ord(char) - ord("a") + ord("ａ"))
-            wide_upper = chr(ord(char) - ord("a") + ord("Ａ"))
-            parts.append(f"[{char}{char.upper()}{wide_lower}{wide_upper}]{_GAP}")
+            wide = chr(ord(char) + 0xFEE0) + chr(ord(char.upper()) + 0xFEE0)  # "ａ", "Ａ"
+            parts.append(f"[{char}{char.upper()}{wide}]{_GAP}")
     return "".join(parts)
 
 
@@ -66,11 +55,8 @@ _MAY_HEAD = re.compile(f"[#＃]|[{_INVISIBLE}]|memories|bootstrap|knowledge", re
 
 
 def guard_block_text(text: str) -> str:
-    """``text`` made safe to place inside a ``<soul>``/``<user>``/``<facts>`` block.
-
-    See the module docstring for what is escaped; text holding none of it is returned
-    unchanged, so well-formed memory is placed byte for byte.
-    """
+    """``text`` made safe inside a memory block (see the module docstring); text holding
+    nothing to escape is returned unchanged."""
     if _MAY_CLOSE.search(text):
         text = _CLOSING_TAG.sub(lambda m: _escape_at(m, "slash"), text)
     if _MAY_HEAD.search(text):

@@ -1,16 +1,10 @@
 """First-run setup: when an agent still needs it, and how it ends.
 
-A brand-new agent gets a ``## Bootstrap Mode`` block in its prompt (see :mod:`.prompt`). The
-block asks the model to finish with a journal append tagged ``bootstrap``; that append ends
-the setup for good: ``AgentMemory.append`` calls :func:`note_append`, which records
-``bootstrap_completed`` in the agent's state file (``<agent>/.state.json``), written
-atomically under the agent's lock. Prompt builds read that small file with the other agent
-files (so no build ever scans the journal), and a SOUL.md as short as "I am Pip:
-cheerful, brief, and kind." no longer sends the user back into onboarding every session.
-
-Whether bootstrap is needed is decided in this order, as in Cherry Studio: the recorded state,
-then the configuration's ``bootstrap_completed``, then instructions, then the length of
-SOUL.md by the arithmetic of :func:`soul_is_configured`.
+A new agent gets a ``## Bootstrap Mode`` block in its prompt, asking the model to finish with a
+journal append tagged ``bootstrap``. That append ends the setup for good: :func:`note_append`
+records ``bootstrap_completed`` in ``<agent>/.state.json`` (atomically, under the agent's
+lock), which prompt builds read, so no build scans the journal. The order of the rules is
+Cherry Studio's: the recorded state, the configuration, instructions, then SOUL.md's length.
 """
 
 from __future__ import annotations
@@ -35,11 +29,8 @@ STATE_FILE = ".state.json"
 #: A SOUL.md with at most this many characters of real text is still a stub.
 SOUL_STUB_CHARS = 50
 
-# A whole line starting with "#" or ">", as JavaScript's /^#.*$/gm and /^>.*$/gm see lines
-# (Cherry Studio's test): any JavaScript line terminator ends one, and the terminator stays.
-_TEMPLATE_LINE = re.compile(
-    f"(?:\\A|(?<=[{JS_LINE_TERMINATORS}]))[#>][^{JS_LINE_TERMINATORS}]*"
-)
+# A line starting with "#" or ">", as JavaScript's /^#.*$/gm sees lines (the terminator stays).
+_TEMPLATE_LINE = re.compile(f"(?:\\A|(?<=[{JS_LINE_TERMINATORS}]))[#>][^{JS_LINE_TERMINATORS}]*")
 
 
 class BootstrapStateWarning(UserWarning):
@@ -47,12 +38,8 @@ class BootstrapStateWarning(UserWarning):
 
 
 def soul_is_configured(soul: str) -> bool:
-    """True when SOUL.md holds real content, by Cherry Studio's arithmetic exactly.
-
-    Trim the file; blank every line that starts with ``#`` or ``>`` in place (its line
-    break stays); trim again; the agent is set up when more than 50 characters remain,
-    counted as JavaScript counts them (UTF-16 code units).
-    """
+    """True when SOUL.md holds real content, by Cherry Studio's arithmetic: trimmed, with
+    lines starting with ``#`` or ``>`` blanked and trimmed again, more than 50 UTF-16 units."""
     content = js_trim(soul)
     if utf16_length(content) <= SOUL_STUB_CHARS:
         return False
@@ -61,28 +48,18 @@ def soul_is_configured(soul: str) -> bool:
 
 
 def needs_bootstrap(
-    soul: str,
-    config: Mapping[str, Any] | None = None,
-    has_user_instructions: bool = False,
+    soul: str, config: Mapping[str, Any] | None = None, has_user_instructions: bool = False,
     recorded: bool | None = None,
 ) -> bool:
-    """Whether the bootstrap block belongs in the prompt.
-
-    ``recorded`` is the agent's own state (:func:`recorded_completion`): once a
-    ``bootstrap`` append completed the setup, nothing brings the block back but an explicit
-    reset. Then ``config["bootstrap_completed"]`` (true: no; false: yes, even with
-    instructions), then instructions (no), then :func:`soul_is_configured`.
-    """
+    """Whether the bootstrap block belongs in the prompt: by the ``recorded`` state
+    (:func:`recorded_completion`), else ``config["bootstrap_completed"]`` (false: yes, even with
+    instructions), else not with instructions, else by :func:`soul_is_configured`."""
     if recorded is not None:
         return not recorded
     completed = (config or {}).get("bootstrap_completed")
-    if completed is True:
-        return False
-    if completed is False:
-        return True
-    if has_user_instructions:
-        return False
-    return not soul_is_configured(soul)
+    if isinstance(completed, bool):
+        return not completed
+    return not has_user_instructions and not soul_is_configured(soul)
 
 
 def completes_bootstrap(tags: Iterable[Any]) -> bool:
@@ -92,11 +69,9 @@ def completes_bootstrap(tags: Iterable[Any]) -> bool:
 
 def parse_state(raw: bytes | str | None) -> dict[str, Any]:
     """The state file's object, or ``{}`` when it is missing or not a JSON object."""
-    if not raw:
-        return {}
+    text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
     try:
-        text = raw if isinstance(raw, str) else raw.decode("utf-8", errors="replace")
-        state = json.loads(text)
+        state = json.loads(text or "{}")
     except ValueError:
         return {}
     return state if isinstance(state, dict) else {}
@@ -109,12 +84,8 @@ def recorded_completion(raw: bytes | str | None) -> bool | None:
 
 
 def note_append(memory: AgentMemory, entry: Mapping[str, Any]) -> None:
-    """Record the end of bootstrap when ``entry`` (just stored) is tagged ``bootstrap``.
-
-    :meth:`AgentMemory.append` calls this once the entry is durable; any other entry costs a
-    look at its tags and nothing else. The entry is never undone: if the state cannot be
-    written, a :class:`BootstrapStateWarning` says so and the append still succeeds.
-    """
+    """Record the end of bootstrap when ``entry`` (just stored) is tagged ``bootstrap``; when
+    that fails, a :class:`BootstrapStateWarning` says so and the entry stays."""
     if not completes_bootstrap(entry.get("tags") or ()):
         return
     try:
@@ -129,18 +100,15 @@ def note_append(memory: AgentMemory, entry: Mapping[str, Any]) -> None:
 
 
 def set_bootstrap_completed(memory: AgentMemory, completed: bool | None) -> None:
-    """Record (``True``), reopen (``False``) or forget (``None``) the agent's bootstrap.
-
-    ``False`` brings the bootstrap block back in the next session even when instructions
-    exist (a reset, as in Cherry Studio); ``None`` returns to the default rules.
-    """
+    """Record (``True``), reopen (``False``: the block comes back even with instructions, a
+    reset) or forget (``None``: the default rules again) the agent's bootstrap."""
     stamp = memory.now().isoformat(timespec="milliseconds").replace("+00:00", "Z")
     _record(memory, completed, stamp)
 
 
 def _record(memory: AgentMemory, completed: bool | None, ts: Any) -> None:
-    """Write the state file through the store: atomic, under the agent's lock, and
-    compare-and-swap against what was read, so a concurrent writer is never overwritten."""
+    """Write the state file atomically under the lock, compare-and-swap against what was read,
+    so a concurrent writer is never overwritten."""
     for _attempt in range(8):
         raw = read_agent_bytes(memory, STATE_FILE)
         state = parse_state(raw)

@@ -1,29 +1,12 @@
 """Forgetting that is verified: remove a text everywhere memory keeps it, then prove it.
 
-``forget`` removes a text, a pattern or every stored credential from SOUL.md, USER.md and
-FACT.md (the lines that hold it), the journal (matching entries become tombstones that keep
-their time and say why, never the content), FACT.md history, the stored session prompts and
-source texts, earlier forget receipts, and the journal's derived search index. Texts are
-compared under :func:`~jupyter_agent_memory.engine.textnorm.normalize` (NFKC, case folded,
-invisible characters dropped, spaces unified), so no spelling variant survives.
-
-Everything happens under one hold of the agent's lock, the same lock every update, restore,
-session start and pruning takes, so none of them can write a forgotten text back in between.
-Each file is replaced atomically and the replaced file's bytes are then cut away, so a
-descriptor another process still holds on it reads nothing; a crash leaves every file either
-before or after, and running forget again finishes the job (leftover temp files are swept
-first). Then ``memory/.generation`` gets a fresh random token, which every derived copy
-(indexes in any cache folder, prompt caches) compares against.
-
-Then it verifies: every file under the agent folder (and the index's cache files) is read and
-searched for the text in its raw, normalised and JSON-escaped forms, and a fresh prompt is
-built and searched too; a file that cannot be read is reported as not verified, by name. The
-receipt, appended to ``memory/FORGET.jsonl``, says which kinds of places changed and how
-many, and holds an HMAC-SHA256 of the normalised text keyed with the agent's own secret
-(``memory/.forget-key``, 0600), never the text or a plain hash of it: a short text cannot be
-recovered from the receipt by trying guesses, unless the key file is read too. A ``reason``
-is stored (in the receipt and the tombstones) only when it holds neither the forgotten text
-nor a credential; a later forget of a text scrubs it from earlier reasons as well.
+``forget`` removes a text, a pattern or every stored credential (compared under
+:func:`.textnorm.normalize`) from every place memory keeps it, under one hold of the agent's
+lock; each file is replaced atomically and the replaced bytes cut away, and running it again
+after a crash finishes the job. A fresh ``memory/.generation`` makes every derived copy stale.
+Then every file under the agent folder, the index's cache files and a fresh prompt are searched
+to verify. The receipt holds an HMAC-SHA256 keyed with the agent's own secret
+(``memory/.forget-key``), never the text or a plain hash a guess could be checked against.
 """
 
 from __future__ import annotations
@@ -41,8 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import INVALID_PARAMS, MemoryIOError, MemoryToolError
+from ..errors import MemoryToolError, engine_boundary
 from ..folder import Folder, close_fd, read_all, retry_eintr, sha256_hex
+from ..journal import encode_line
 from . import history, sessions
 from . import secrets as credentials
 from .access import GENERATION, commit, folders, locked
@@ -65,54 +49,41 @@ class _Matcher:
     """Decides whether a piece of text holds what is to be forgotten."""
 
     def __init__(self, text: str | None, pattern: str | None, find_secrets: bool) -> None:
-        given = [x for x in (text, pattern) if x is not None] + ([True] if find_secrets else [])
-        if len(given) != 1:
-            raise MemoryToolError(
-                "Forget needs exactly one of: a text, a pattern, or secrets=True", INVALID_PARAMS
-            )
+        if (text is not None) + (pattern is not None) + bool(find_secrets) != 1:
+            raise MemoryToolError("Forget needs exactly one of: a text, a pattern, or secrets=True")
         self.text = text
         self.pattern = pattern
-        self.secrets = find_secrets
         self.needle: str | None = None
         self.regex: re.Pattern[str] | None = None
         if text is not None:
             if not isinstance(text, str) or not normalize(text).strip():
-                raise MemoryToolError(
-                    "The text to forget must be a non-empty string", INVALID_PARAMS
-                )
+                raise MemoryToolError("The text to forget must be a non-empty string")
             if "\n" in text:
-                raise MemoryToolError(
-                    "Forget one line of text at a time (or give a pattern)", INVALID_PARAMS
-                )
+                raise MemoryToolError("Forget one line of text at a time (or give a pattern)")
             _require_sendable(text, "text")
             self.needle = normalize(text)
         if pattern is not None:
             try:
                 self.regex = re.compile(pattern)
             except (re.error, TypeError) as exc:
-                raise MemoryToolError(f"Invalid pattern: {exc}", INVALID_PARAMS) from None
+                raise MemoryToolError(f"Invalid pattern: {exc}") from None
             _require_sendable(pattern, "pattern")
             if self.regex.search("") is not None:
                 raise MemoryToolError(
                     f"The pattern {pattern!r} matches the empty string, so it would forget "
-                    "every line: make it match what is to be forgotten",
-                    INVALID_PARAMS,
+                    "every line: make it match what is to be forgotten"
                 )
         self.describe = "secrets" if find_secrets else ("pattern" if pattern else "text")
 
     def __call__(self, value: str) -> bool:
         if self.needle is not None:
             return self.needle in normalize(value)
-        # Patterns and credential formats see the text as written and as normalised (without
-        # case folding, which would change what they recognise): a zero-width space or a
-        # full-width digit inside a key cannot hide it.
+        # Patterns see the text as written and normalised without case folding (_credentials).
         if self.regex is not None:
             return self.regex.search(value) is not None or (
                 self.regex.search(normalize(value, fold_case=False)) is not None
             )
-        return bool(credentials.find(value)) or bool(
-            credentials.find(normalize(value, fold_case=False))
-        )
+        return bool(_credentials(value))
 
     def in_bytes(self, data: bytes) -> bool:
         """Whether raw file bytes hold the text in any form: raw, normalised, JSON-escaped."""
@@ -121,10 +92,7 @@ class _Matcher:
             return True
         if self.text is not None:
             # JSON escapes of the text, as another tool or a cache may have stored it.
-            escaped = {
-                json.dumps(self.text)[1:-1],
-                json.dumps(self.text, ensure_ascii=False)[1:-1],
-            }
+            escaped = {json.dumps(self.text, ensure_ascii=a)[1:-1] for a in (True, False)}
             normalized = normalize(text)
             if any(normalize(form) in normalized for form in escaped):
                 return True
@@ -138,12 +106,8 @@ class _Matcher:
 
     def digest(self, key: bytes) -> str:
         """The receipt's keyed hash of what was forgotten (see the module docstring)."""
-        if self.needle is not None:
-            material = "text\0" + self.needle
-        elif self.pattern is not None:
-            material = "pattern\0" + self.pattern
-        else:
-            material = "secrets\0"
+        value = self.needle if self.needle is not None else self.pattern or ""
+        material = f"{self.describe}\0{value}"
         return hmac.new(key, material.encode("utf-8", "surrogatepass"), "sha256").hexdigest()
 
 
@@ -167,110 +131,91 @@ class _Run:
         return not self.dry_run
 
 
+def _credentials(value: str) -> list[credentials.Secret]:
+    """Credentials in ``value`` as written, else as normalised without case folding (which
+    would change what formats recognise): a zero-width space inside a key cannot hide it."""
+    return credentials.find(value) or credentials.find(normalize(value, fold_case=False))
+
+
 def _require_sendable(value: str, field: str) -> None:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise MemoryToolError(
             f"The {field} to forget is not valid Unicode text: lone surrogate "
-            f"U+{ord(value[exc.start]):04X} at position {exc.start}",
-            INVALID_PARAMS,
+            f"U+{ord(value[exc.start]):04X} at position {exc.start}"
         ) from None
 
 
 def _check_reason(reason: Any, match: _Matcher) -> str:
     """The reason, when it may be stored: it must hold neither the text nor a credential."""
     if not isinstance(reason, str):
-        raise MemoryToolError("The reason must be a string", INVALID_PARAMS)
+        raise MemoryToolError("The reason must be a string")
     if not reason:
         return ""
     try:
         reason.encode("utf-8")
     except UnicodeEncodeError:
-        raise MemoryToolError("The reason is not valid Unicode text", INVALID_PARAMS) from None
+        raise MemoryToolError("The reason is not valid Unicode text") from None
     if match(reason):
-        raise MemoryToolError(
-            "The reason must not contain what is being forgotten", INVALID_PARAMS
-        )
-    found = credentials.find(reason) or credentials.find(normalize(reason, fold_case=False))
-    if found:
+        raise MemoryToolError("The reason must not contain what is being forgotten")
+    if found := _credentials(reason):
         raise MemoryToolError(
             f"The reason must not contain a credential (it holds what looks like "
-            f"{found[0].kind}): it is stored in the receipt",
-            INVALID_PARAMS,
+            f"{found[0].kind}): it is stored in the receipt"
         )
     return reason
 
 
+@engine_boundary
 def forget(
-    mem: AgentMemory,
-    text: str | None = None,
-    *,
-    pattern: str | None = None,
-    secrets: bool = False,
-    dry_run: bool = False,
-    reason: str = "",
+    mem: AgentMemory, text: str | None = None, *, pattern: str | None = None,
+    secrets: bool = False, dry_run: bool = False, reason: str = "",
 ) -> dict[str, Any]:
-    """Remove ``text`` (or ``pattern``'s matches, or every stored credential) from memory.
-
-    SOUL.md, USER.md and FACT.md lose the lines that hold it, journal entries become
-    tombstones, history versions, stored session texts and earlier receipts are scrubbed,
-    and the journal's search index is dropped; then every byte under the folder is scanned,
-    and a fresh prompt built, to verify. Public engine errors only (the ``MemoryToolError``
-    family).
+    """Remove ``text`` (or ``pattern``'s matches, or every stored credential) from SOUL.md,
+    USER.md and FACT.md (whole lines), the journal (entries become tombstones), FACT.md
+    history, stored session texts, earlier receipts and the journal's index; then verify.
 
     Returns the receipt: ``{"ts", "forgotten_sha256", "what", "reason", "dry_run",
     "changed": {kind: count}, "places": [paths relative to the agent folder],
-    "verified", "remaining": [paths]}``. ``forgotten_sha256`` is the HMAC-SHA256 keyed with
-    the agent's secret; ``remaining`` names every place still holding the text and every
-    file that could not be read (``"<path> (unreadable: <reason>)"``), and ``verified`` is
-    true only when it is empty. With ``dry_run`` nothing is written and ``changed``/``places``
-    say what would change.
+    "verified", "remaining": [paths]}``; ``remaining`` names every place still holding the
+    text and every file that could not be read (``"<path> (unreadable: <reason>)"``), and
+    ``verified`` is true only when it is empty. A ``dry_run`` writes nothing and says what
+    would change.
     """
-    try:
-        match = _Matcher(text, pattern, secrets)
-        reason = _check_reason(reason, match)
-        with folders(mem) as (_agent, memory):
-            if memory is None:
-                raise MemoryToolError(f"{mem.path} has no memory/ folder", INVALID_PARAMS)
-        with locked(mem) as txn:
-            run = _Run(match, dry_run, txn, reason)
-            if not dry_run:
-                sweep(txn)  # a killed forget's temp files hold the text too
-            _profile(run)
-            _journal(run)
-            _history(run)
-            _sessions(run)
-            _receipts(run)
-            _caches(mem, run)
-            receipt: dict[str, Any] = {
-                "ts": sessions.timestamp(mem),
-                "forgotten_sha256": _digest(match, txn, create=not dry_run),
-                "what": match.describe,
-                "reason": reason,
-                "dry_run": dry_run,
-                "changed": run.changed,
-                "places": run.places,
-                "verified": False,
-                "remaining": [],
-            }
-            if dry_run:
-                return receipt
-            # Everything derived before this point is stale, in every process and cache folder.
-            commit(txn.memory, GENERATION, (tokens.token_hex(16) + "\n").encode(), txn.recheck)
-            remaining = _scan(mem, match)
-            receipt["verified"] = not remaining
-            receipt["remaining"] = remaining
-            line = json.dumps(receipt, ensure_ascii=False, separators=(",", ":")) + "\n"
-            txn.memory.append_line(RECEIPTS, line.encode())
-        # This object's own held descriptors are reopened on next use (after the lock: the lock
-        # is the innermost one, never held while taking an appender's mutex).
-        mem.close()
-        return receipt
-    except MemoryToolError:
-        raise
-    except OSError as exc:
-        raise MemoryIOError(exc) from exc
+    match = _Matcher(text, pattern, secrets)
+    reason = _check_reason(reason, match)
+    with folders(mem) as (_agent, memory):
+        if memory is None:
+            raise MemoryToolError(f"{mem.path} has no memory/ folder")
+    with locked(mem) as txn:
+        run = _Run(match, dry_run, txn, reason)
+        if not dry_run:
+            sweep(txn)  # a killed forget's temp files hold the text too
+        for scrub in (_profile, _journal, _history, _sessions, _receipts, _caches):
+            scrub(run)
+        receipt: dict[str, Any] = {
+            "ts": sessions.timestamp(mem),
+            "forgotten_sha256": _digest(match, txn, create=not dry_run),
+            "what": match.describe,
+            "reason": reason,
+            "dry_run": dry_run,
+            "changed": run.changed,
+            "places": run.places,
+            "verified": False,
+            "remaining": [],
+        }
+        if dry_run:
+            return receipt
+        # Everything derived before this point is stale, in every process and cache folder.
+        commit(txn.memory, GENERATION, (tokens.token_hex(16) + "\n").encode(), txn.recheck)
+        remaining = _scan(mem, match)
+        receipt["verified"] = not remaining
+        receipt["remaining"] = remaining
+        txn.memory.append_line(RECEIPTS, sessions.encode_receipts([receipt]))
+    # Held descriptors are reopened on next use; closed after the lock (the innermost one).
+    mem.close()
+    return receipt
 
 
 def _digest(match: _Matcher, txn: Locked, create: bool) -> str:
@@ -287,9 +232,6 @@ def _digest(match: _Matcher, txn: Locked, create: bool) -> str:
     if create:
         commit(memory, FORGET_KEY, (key.hex() + "\n").encode(), txn.recheck)
     return match.digest(key)
-
-
-# -- each kind of place ---------------------------------------------------------------------------
 
 
 def _profile(run: _Run) -> None:
@@ -311,7 +253,6 @@ def _scrub_file(folder: Folder, canonical: str, kind: str, prefix: str, run: _Ru
 
 
 def _journal(run: _Run) -> None:
-    from ..journal import encode_line
     memory = run.txn.memory
     name = memory.lookup("JOURNAL.jsonl")
     if name is None:
@@ -319,20 +260,15 @@ def _journal(run: _Run) -> None:
     out: list[bytes] = []
     count = 0
     for raw, text, entry in _json_lines(memory.read_bytes(name) or b""):
-        # Every string of the entry (keys included) is looked at as it decodes, so no JSON
-        # escape can hide the text; the raw line covers what does not decode.
+        # The line as written, and every string (keys too) as it decodes: no escape hides it.
         values = _strings(entry) if isinstance(entry, dict) else []
-        match = run.match
-        if not (match(text) or any(match(value) for value in values)):
+        if not (run.match(text) or any(run.match(value) for value in values)):
             out.append(raw)
             continue
         count += 1
         ts = entry.get("ts") if isinstance(entry, dict) else None
-        tombstone = {
-            "ts": ts if isinstance(ts, str) else "",
-            "tags": [TOMBSTONE_TAG],
-            "text": f"[forgotten: {run.reason}]" if run.reason else PLACEHOLDER,
-        }
+        text = f"[forgotten: {run.reason}]" if run.reason else PLACEHOLDER
+        tombstone = {"ts": ts if isinstance(ts, str) else "", "tags": [TOMBSTONE_TAG], "text": text}
         out.append(encode_line(tombstone))
     if count and run.found("journal", f"memory/{name}", count):
         commit(memory, name, b"".join(out), run.txn.recheck, scrub=True)
@@ -383,9 +319,8 @@ def _history(run: _Run) -> None:
         for version in history.versions(versions):
             content = version.content.decode("utf-8", "surrogatepass")
             kept, dropped = _drop_lines(content, run.match)
-            if not dropped or not run.found(
-                "history", f"memory/{history.HISTORY_DIR}/{version.name}"
-            ):
+            place = f"memory/{history.HISTORY_DIR}/{version.name}"
+            if not dropped or not run.found("history", place):
                 continue
             stamp = version.name.split("-", 1)[0]
             if kept.strip():
@@ -404,8 +339,7 @@ def _sessions(run: _Run) -> None:
     if memory.lookup(sessions.BLOBS_DIR) is None:
         return
     receipts = sessions.read_receipts(memory)
-    # A stored prompt is scrubbed section by section, so each receipt's section sizes (which
-    # `why` uses to find the sections) can follow the text.
+    # Scrubbed section by section, so the receipts' section sizes (for `why`) can follow.
     layouts = {str(r.get("prompt_sha256")): [int(x["chars"]) for x in r["sections"]]
                for r in receipts if isinstance(r.get("sections"), list)}
     renamed: dict[str, str] = {}
@@ -417,9 +351,8 @@ def _sessions(run: _Run) -> None:
             content = (store.read_bytes(name) or b"").decode("utf-8", "surrogatepass")
             parts = _split(content, layouts.get(name[:-4]))
             scrubbed = [_drop_lines(part, run.match, placeholder=PLACEHOLDER) for part in parts]
-            if not any(removed for _kept, removed in scrubbed):
-                continue
-            if not run.found("sessions", f"memory/{sessions.BLOBS_DIR}/{name}"):
+            place = f"memory/{sessions.BLOBS_DIR}/{name}"
+            if not any(removed for _, removed in scrubbed) or not run.found("sessions", place):
                 continue
             new = "\n\n".join(kept for kept, _removed in scrubbed).encode("utf-8", "surrogatepass")
             digest = sha256_hex(new)
@@ -450,8 +383,7 @@ def _receipts(run: _Run) -> None:
             scrubbed = _scrub_strings(receipt, run.match)
             if scrubbed != receipt:
                 changed = True
-                line = json.dumps(scrubbed, ensure_ascii=False, separators=(",", ":"))
-                raw = (line + "\n").encode()
+                raw = sessions.encode_receipts([scrubbed])
         elif run.match(text):
             changed = True  # a torn line holding the text: dropped
             continue
@@ -475,27 +407,22 @@ def _split(text: str, layout: list[int] | None) -> list[str]:
     """A stored prompt cut into its sections (joined by blank lines); else the whole text."""
     if not layout or sum(layout) + 2 * (len(layout) - 1) != len(text):
         return [text]
-    parts, offset = [], 0
-    for chars in layout:
-        parts.append(text[offset : offset + chars])
-        offset += chars + 2
-    return parts
+    starts = itertools.accumulate((chars + 2 for chars in layout), initial=0)
+    return [text[start : start + chars] for start, chars in zip(starts, layout, strict=False)]
 
 
-def _follow(
-    receipt: dict[str, Any], renamed: dict[str, str], layouts: dict[str, list[int]]
-) -> None:
+def _follow(receipt: dict[str, Any], renamed: dict[str, str], sizes: dict[str, list[int]]) -> None:
     """Point a receipt at scrubbed texts, with the new sizes, and mark it."""
     touched = False
     old = receipt.get("prompt_sha256")
     sections = [s for s in receipt.get("sections") or () if isinstance(s, dict)]
     if old in renamed:
         receipt["prompt_sha256"] = renamed[old]
-        sizes = layouts.get(old, [])
-        if len(sizes) == len(sections):
-            for section, chars in zip(sections, sizes, strict=True):
+        new = sizes.get(old, [])
+        if len(new) == len(sections):
+            for section, chars in zip(sections, new, strict=True):
                 section["chars"], section["tokens"] = chars, (chars + 3) // 4
-            receipt["chars"] = sum(sizes) + 2 * (len(sizes) - 1)
+            receipt["chars"] = sum(new) + 2 * (len(new) - 1)
             receipt["tokens"] = (receipt["chars"] + 3) // 4
         touched = True
     for section in sections:
@@ -506,24 +433,18 @@ def _follow(
         receipt["forgotten"] = True
 
 
-def _caches(mem: AgentMemory, run: _Run) -> None:
-    # Every index registered in the agent folder, whatever cache folder it is in.
-    for path in mem.index_files():
+def _caches(run: _Run) -> None:
+    """Every index registered in the agent folder, whatever cache folder it is in."""
+    for path in run.txn.mem.index_files():
         if run.found("caches", str(path)):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
 
 
-# -- verification ---------------------------------------------------------------------------------
-
-
 def _walk(root: Path) -> Iterator[tuple[Path, bytes | None, OSError | None]]:
     """Every entry under ``root``, depth first in name order, never following a link:
-    ``(path, bytes of a regular file or None, the error that stopped reading it)``.
-
-    A folder that cannot be listed and a file that cannot be read are yielded with their
-    error, so a caller can never take "not read" for "clean".
-    """
+    ``(path, bytes of a regular file or None, the error that stopped reading it)``, so a
+    caller can never take "not read" for "clean"."""
     try:
         names = sorted(retry_eintr(os.listdir, root))
     except OSError as exc:
@@ -559,10 +480,6 @@ def _read_file(path: Path) -> Iterator[tuple[Path, bytes | None, OSError | None]
         yield path, None, exc
 
 
-def _unreadable(place: str, exc: OSError) -> str:
-    return f"{place} (unreadable: {exc.strerror or exc})"
-
-
 def _scan(mem: AgentMemory, match: _Matcher) -> list[str]:
     """Every file under the agent folder (and its caches) still holding the text, every one
     that could not be read, and the fresh prompt (as ``"<prompt>"``) if it holds the text."""
@@ -573,7 +490,7 @@ def _scan(mem: AgentMemory, match: _Matcher) -> list[str]:
     for path, data, error in itertools.chain(_walk(mem.path), caches):
         place = str(path.relative_to(mem.path)) if path.is_relative_to(mem.path) else str(path)
         if error is not None:
-            remaining.append(_unreadable(place, error))
+            remaining.append(f"{place} (unreadable: {error.strerror or error})")
         elif data is not None and match.in_bytes(data):
             remaining.append(place)
     try:
@@ -588,9 +505,8 @@ def _scan(mem: AgentMemory, match: _Matcher) -> list[str]:
 
 def _drop_lines(content: str, match: _Matcher, placeholder: str | None = None) -> tuple[str, int]:
     """``content`` without the lines that match (or with ``placeholder`` in their place)."""
-    lines = content.splitlines(keepends=True)
     kept, removed = [], 0
-    for line in lines:
+    for line in content.splitlines(keepends=True):
         if match(line):
             removed += 1
             if placeholder is not None:
@@ -601,12 +517,10 @@ def _drop_lines(content: str, match: _Matcher, placeholder: str | None = None) -
 
 
 def lint(mem: AgentMemory) -> list[dict[str, Any]]:
-    """Credentials already stored under the agent folder: ``{"file", "line", "kind"}`` each.
-
-    Never the secret itself; ``forget(mem, secrets=True)`` removes them. Lines are looked at
-    as written and normalised (see :mod:`.textnorm`), and a journal line's strings as they
-    decode. A file that cannot be read is a finding too (line 0, kind ``"unreadable: …"``):
-    an unread file is not a clean one.
+    """Credentials already stored under the agent folder: ``{"file", "line", "kind"}`` each,
+    never the secret itself. Lines are looked at as written and normalised, and a journal
+    line's strings as they decode; an unreadable file is a finding too (line 0, kind
+    ``"unreadable: …"``). ``forget(mem, secrets=True)`` removes them.
     """
     findings = []
     for path, data, error in _walk(mem.path):
@@ -623,6 +537,5 @@ def lint(mem: AgentMemory) -> list[dict[str, Any]]:
                 with contextlib.suppress(ValueError, RecursionError):
                     candidates += _strings(json.loads(line))
             kinds = {s.kind for candidate in candidates for s in credentials.find(candidate)}
-            for kind in sorted(kinds):
-                findings.append({"file": relative, "line": number, "kind": kind})
+            findings += [{"file": relative, "line": number, "kind": kind} for kind in sorted(kinds)]
     return findings

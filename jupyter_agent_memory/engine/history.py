@@ -1,9 +1,6 @@
-"""FACT.md history: earlier versions kept in ``memory/.history/`` (design 4.5).
-
-Each version is a file ``<utc time with microseconds>-<sha12>.md``. The store keeps a version
-before every update that changes a non-empty FACT.md and prunes the oldest beyond its limit;
-this module knows the names, how to store, list, prune and find versions, and nothing about
-locks or the rest of the agent folder (the store holds the lock around every call).
+"""FACT.md history: earlier versions kept in ``memory/.history/`` as
+``<utc time with microseconds>-<sha12>.md``. This module stores, lists, prunes and finds them;
+the store holds the agent's lock around every call.
 """
 
 from __future__ import annotations
@@ -15,7 +12,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import NamedTuple
 
-from ..errors import INVALID_PARAMS, MemoryToolError, VersionNotFoundError
+from ..errors import MemoryToolError, VersionNotFoundError
 from ..folder import Folder, sha256_hex
 
 HISTORY_DIR = ".history"
@@ -34,21 +31,15 @@ class Version(NamedTuple):
     content: bytes
 
 
-def keep(
-    history: Folder, content: bytes, now: datetime, recheck: Callable[[], None]
-) -> str | None:
-    """Store ``content`` as a version; the new file's name, or None if it was there already.
-
-    The newest version already holding ``content`` (left by a crash between keeping it and
-    replacing FACT.md, or by a hand edit back to it) is not stored twice.
-    """
+def keep(history: Folder, content: bytes, now: datetime, recheck: Callable[[], None]) -> str | None:
+    """Store ``content`` as a version; the new file's name, or None when the newest version
+    already holds it (left by a crash before FACT.md was replaced, or a hand edit back)."""
     short = sha256_hex(content)[:12]
     names = set(history.names())
-    newest = max((n for n in names if VERSION_NAME.match(n)), default=None)
-    if newest is not None:
-        match = VERSION_NAME.match(newest)
-        if match is not None and match.group(2) == short and history.read_bytes(newest) == content:
-            return None
+    newest = max((n for n in names if VERSION_NAME.match(n)), default="")
+    match = VERSION_NAME.match(newest)
+    if match and match.group(2) == short and history.read_bytes(newest) == content:
+        return None
     base = f"{now.astimezone(timezone.utc).strftime(_STAMP)}-{short}"
     name, counter = f"{base}.md", 1
     while name in names:
@@ -77,38 +68,27 @@ def versions(history: Folder) -> list[Version]:
     found = []
     for name in sorted(history.names(), reverse=True):
         match = VERSION_NAME.match(name)
-        if match is None:
-            continue
-        content = history.read_bytes(name)
-        if content is not None:
+        content = history.read_bytes(name) if match else None
+        if match and content is not None:
             found.append(Version(name, _iso(match.group(1)), content))
     return found
 
 
 def find(stored: list[Version], sha: str) -> tuple[str, bytes]:
-    """``(full sha256, content)`` of the one version whose hash starts with ``sha``.
-
-    ``sha`` is a full sha256 or a prefix of at least 7 hex digits. A malformed or ambiguous id
-    raises :class:`MemoryToolError`; one that matches nothing raises
-    :class:`~jupyter_agent_memory.errors.VersionNotFoundError`.
-    """
+    """``(full sha256, content)`` of the one version whose hash starts with ``sha`` (7+ hex
+    digits); -32602 when malformed or ambiguous, :class:`VersionNotFoundError` when unknown."""
     if not isinstance(sha, str) or len(sha) < 7 or not _HEX.fullmatch(sha):
         raise MemoryToolError(
-            f'Invalid version "{sha}": give a sha256 or a prefix of at least 7 hex digits',
-            INVALID_PARAMS,
+            f'Invalid version "{sha}": give a sha256 or a prefix of at least 7 hex digits'
         )
     prefix = sha.lower()
-    matches: dict[str, bytes] = {}
-    for version in stored:
-        digest = sha256_hex(version.content)
-        if digest.startswith(prefix):
-            matches[digest] = version.content
+    digests = ((sha256_hex(v.content), v.content) for v in stored)
+    matches = {digest: content for digest, content in digests if digest.startswith(prefix)}
     if not matches:
         raise VersionNotFoundError(f'No FACT.md version matches "{sha}"')
     if len(matches) > 1:
         raise MemoryToolError(
-            f'Version "{sha}" is ambiguous: it matches {len(matches)} versions; give more digits',
-            INVALID_PARAMS,
+            f'Version "{sha}" is ambiguous: it matches {len(matches)} versions; give more digits'
         )
     return next(iter(matches.items()))
 

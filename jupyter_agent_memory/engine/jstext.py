@@ -1,11 +1,6 @@
-"""JavaScript's string and JSON rules, where results shared with Cherry Studio depend on them.
-
-Cherry Studio's agent runtime is written in TypeScript, so some results a model or a client
-sees follow JavaScript rather than Python: which characters ``String.prototype.trim``
-removes, what a line is to a multiline regular expression, that ``.length`` counts UTF-16 code
-units, how ``String(value)`` spells a value, and the key order and escapes of
-``JSON.stringify``. The engine uses these helpers wherever a result must be the same as
-Cherry Studio's (the bootstrap length test, ``product_info``'s JSON, trimmed files).
+"""JavaScript's string and JSON rules, where results shared with Cherry Studio (written in
+TypeScript) depend on them: ``trim``, line terminators, UTF-16 ``.length``, ``String(value)``
+and ``JSON.stringify``'s key order, numbers and escapes.
 """
 
 from __future__ import annotations
@@ -15,8 +10,7 @@ import re
 from decimal import Decimal
 from typing import Any
 
-# ECMAScript WhiteSpace and LineTerminator code points: what trim() removes. Python's
-# str.strip() differs (it also strips U+001C-U+001F and U+0085, and keeps U+FEFF).
+# What trim() removes (ECMAScript WhiteSpace and LineTerminator); str.strip() differs.
 JS_WHITESPACE = (
     "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
     "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
@@ -43,10 +37,8 @@ def js_string(value: Any, missing: bool = False) -> str:
     """``String(value)`` for a JSON value; ``missing`` spells an absent one (``undefined``)."""
     if missing:
         return "undefined"
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)  # null, true, false
     if isinstance(value, (int, float)):
         return js_number(value)
     if isinstance(value, str):
@@ -57,29 +49,20 @@ def js_string(value: Any, missing: bool = False) -> str:
 
 
 def js_ordered(value: Any) -> Any:
-    """``value`` with every object's keys in JavaScript's order.
-
-    ``Object.keys`` and ``JSON.stringify`` list integer-like keys first, ascending, then the
-    other keys in insertion order.
-    """
+    """``value`` with every object's keys in JavaScript's order: integer-like keys first,
+    ascending, then the others in insertion order."""
     if isinstance(value, dict):
-        indexes = sorted(
-            (k for k in value if _ARRAY_INDEX.match(k) and int(k) <= _MAX_ARRAY_INDEX), key=int
-        )
-        chosen = set(indexes)
-        others = [k for k in value if k not in chosen]
-        return {k: js_ordered(value[k]) for k in [*indexes, *others]}
+        first = {k for k in value if _ARRAY_INDEX.match(k) and int(k) <= _MAX_ARRAY_INDEX}
+        keys = sorted(first, key=int) + [k for k in value if k not in first]
+        return {k: js_ordered(value[k]) for k in keys}
     if isinstance(value, list):
         return [js_ordered(item) for item in value]
     return value
 
 
 def js_number(value: int | float) -> str:
-    """A JSON number as JavaScript writes it (``Number.prototype.toString``).
-
-    JavaScript numbers are doubles: ``1.0`` is ``1``, ``1e21`` is ``1e+21``, ``1e-7`` is
-    ``1e-7``, and an integer beyond 2**53 comes out rounded, as ``JSON.parse`` left it.
-    """
+    """A JSON number as JavaScript writes it (a double: ``1.0`` is ``1``, ``1e21`` is
+    ``1e+21``, an integer beyond 2**53 comes out rounded, as ``JSON.parse`` left it)."""
     number = float(value)
     if number != number or number in (float("inf"), float("-inf")):
         return "null"
@@ -102,12 +85,8 @@ def js_number(value: int | float) -> str:
 
 
 def js_json(value: Any) -> str:
-    """``JSON.stringify(value)``: compact, keys in JavaScript's order, numbers spelled as
-    JavaScript spells them, non-ASCII kept and lone surrogates escaped.
-
-    Escaping lone surrogates (as JavaScript's well-formed ``JSON.stringify`` does) keeps the
-    text encodable in UTF-8, so no wire format ever chokes on it.
-    """
+    """``JSON.stringify(value)``: compact, keys and numbers as JavaScript has them, non-ASCII
+    kept and lone surrogates escaped (so the text stays encodable in UTF-8)."""
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", _stringify(js_ordered(value)))
 
 

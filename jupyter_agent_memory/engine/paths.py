@@ -1,24 +1,17 @@
-"""Where agents live: resolving an agent *target* to its folder.
-
-A target is an agent id under the agents root, or a folder path; the agent id rules of the
-design are checked here. Links *above* the agent folder (a symlinked home or temp directory)
-are resolved once, when the target is resolved; inside the agent folder nothing is followed
-(see :mod:`jupyter_agent_memory.folder`).
+"""Where agents live: resolving an agent *target* (an id under the agents root, or a folder
+path) to its folder. Links above the agent folder are resolved once, here; inside it nothing is
+followed (see :mod:`jupyter_agent_memory.folder`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from pathlib import Path
 
 from .. import environment
-from ..errors import (
-    InvalidAgentIdError,
-    InvalidWorkspaceError,
-    UnsafePathError,
-    engine_boundary,
-)
+from ..errors import InvalidAgentIdError, InvalidWorkspaceError, UnsafePathError, engine_boundary
 
 DEFAULT_AGENT = "default"
 RESERVED_AGENT_IDS = frozenset({"system"})
@@ -28,10 +21,8 @@ MAX_AGENT_ID_BYTES = 255
 
 
 def default_root() -> Path:
-    """The folder holding one sub-folder per agent.
-
-    ``$JUPYTER_AGENT_MEMORY_ROOT`` when set, else ``<jupyter data dir>/agent-memory``.
-    """
+    """The folder holding one sub-folder per agent: ``$JUPYTER_AGENT_MEMORY_ROOT`` when set,
+    else ``<jupyter data dir>/agent-memory``."""
     configured = environment.text(environment.ROOT)
     if configured:
         return Path(configured).expanduser()
@@ -46,12 +37,9 @@ def default_agent_id() -> str:
 
 
 def validate_agent_id(agent_id: object) -> str:
-    """Return ``agent_id`` when it can name a folder under the root, else raise.
-
-    An id is a non-empty string, not ``.`` or ``..``, without ``/`` or ``\\``, not starting
-    with ``@``, without control characters, at most 255 bytes of UTF-8, and not the reserved
-    name ``system`` in any case.
-    """
+    """Return ``agent_id`` when it can name a folder under the root, else raise: a non-empty
+    string, not ``.`` or ``..``, without ``/``, ``\\`` or control characters, not starting with
+    ``@``, at most 255 bytes of UTF-8, and not ``system`` in any case."""
     if not isinstance(agent_id, str) or not agent_id:
         raise InvalidAgentIdError("Invalid agent id: it must be a non-empty string")
     if agent_id in (".", ".."):
@@ -59,8 +47,7 @@ def validate_agent_id(agent_id: object) -> str:
     if "/" in agent_id or "\\" in agent_id:
         raise InvalidAgentIdError(f'Invalid agent id "{agent_id}": it cannot contain "/" or "\\"')
     if _CONTROL.search(agent_id):
-        # A folder name is shown in terminals, tables and the sidebar: no character in it
-        # may move the cursor, colour the screen or start a new row.
+        # An id is shown in terminals, tables and the sidebar: nothing may move the cursor.
         raise InvalidAgentIdError("Invalid agent id: it cannot contain control characters")
     try:
         size = len(agent_id.encode("utf-8"))
@@ -74,40 +61,25 @@ def validate_agent_id(agent_id: object) -> str:
             f"{MAX_AGENT_ID_BYTES} (a folder name)"
         )
     if agent_id.startswith("@"):
-        # Surfaces that take ids and folders in one field (the REST API's "@relative/path")
-        # read a leading "@" as a folder path: such an id could never be opened by id there.
+        # The REST API reads a leading "@" as a folder path ("@relative/path").
         raise InvalidAgentIdError(f'Invalid agent id "{agent_id}": it cannot start with "@"')
     if agent_id.lower() in RESERVED_AGENT_IDS:
         raise InvalidAgentIdError(f'Invalid agent id "{agent_id}": "system" is reserved')
     return agent_id
 
 
-def looks_like_path(target: str | os.PathLike[str]) -> bool:
-    """True when ``target`` names a folder rather than an agent id.
-
-    A :class:`pathlib.Path`, or a string containing a path separator or starting with ``.``
-    or ``~``, is a folder path; any other string is an agent id.
-    """
-    if isinstance(target, os.PathLike):
-        return True
-    return target.startswith((".", "~")) or "/" in target
-
-
 def resolve_target(
     target: str | os.PathLike[str] | None, root: str | os.PathLike[str] | None = None
 ) -> tuple[Path, str | None, Path]:
-    """Resolve an agent target to ``(folder, agent_id or None, root)``, all absolute.
-
-    Links above the agent folder are resolved here, once; the folder's own name is kept as is
-    so that a symlinked agent folder is detected (and refused) when it is opened.
-    """
+    """Resolve an agent target to ``(folder, agent_id or None, root)``, all absolute. A
+    :class:`~pathlib.Path`, or a string containing ``/`` or starting with ``.`` or ``~``, is a
+    folder path; links above it are resolved, its own name is kept (a link is refused later)."""
     if target is None:
         target = default_agent_id()
-    if looks_like_path(target):
+    if isinstance(target, os.PathLike) or target.startswith((".", "~")) or "/" in target:
         given = os.fspath(target)
         if os.path.basename(given.rstrip("/\\")) in (".", "..", "~"):
-            # An agent folder gets SOUL.md, USER.md and memory/: never spill them into the
-            # current, parent or home folder by accident.
+            # Never spill SOUL.md, USER.md and memory/ into the current, parent or home folder.
             raise UnsafePathError(
                 f'Refusing to use "{given}" as an agent folder: name a dedicated folder '
                 "(for example ./demo-agent)"
@@ -120,9 +92,8 @@ def resolve_target(
             )
         parent = Path(os.path.realpath(raw.parent))
         return parent / raw.name, None, parent
-    agent_id = os.fspath(target)  # looks_like_path ruled out a PathLike
-    folder, base = resolve_agent_id(agent_id, root)
-    return folder, agent_id, base
+    folder, base = resolve_agent_id(target, root)
+    return folder, target, base
 
 
 def resolve_root(root: str | os.PathLike[str] | None = None) -> Path:
@@ -144,11 +115,8 @@ def resolve_agent_id(
 
 
 def require_workspace(workspace: str | os.PathLike[str]) -> Path:
-    """The absolute session workspace, refusing one that is not an existing folder.
-
-    The prompt tells the model its working directory is this folder, so a mistyped path must
-    be an error on every surface instead of a confident falsehood.
-    """
+    """The absolute session workspace, refusing one that is not an existing folder (the prompt
+    tells the model this is its working directory: a typo must not become a falsehood)."""
     path = Path(os.path.abspath(Path(workspace).expanduser()))
     if not path.is_dir():
         what = "does not exist" if not os.path.lexists(path) else "is not a folder"
@@ -166,10 +134,7 @@ def list_agents(root: str | os.PathLike[str] | None = None) -> list[str]:
         return []
     ids = []
     for entry in entries:
-        if not entry.is_dir(follow_symlinks=False):
-            continue
-        try:
-            ids.append(validate_agent_id(entry.name))
-        except InvalidAgentIdError:
-            continue
+        if entry.is_dir(follow_symlinks=False):
+            with contextlib.suppress(InvalidAgentIdError):
+                ids.append(validate_agent_id(entry.name))
     return sorted(ids)

@@ -1,23 +1,15 @@
 """Credentials have no place in memory: recognising them, and refusing to store them.
 
-Memory is injected into every future session's prompt and kept in history, so a key a model
-stores once is repeated for ever. Writes whose text matches a well-known credential format
-are refused with a -32602 error that names the kind of secret and tells the model not to store
-credentials; :func:`find` is also what ``lint`` uses to report secrets already stored.
+Memory is injected into every future prompt and kept in history, so a write whose text matches
+a published, prefix-marked credential format (:data:`FORMATS`) is refused with -32602 naming
+its kind; :func:`find` is also what ``lint`` reports with. The formats are specific enough that
+prose, hashes and documented placeholders (``postgres://user:password@host``) do not match, and
+zero-width characters and soft hyphens are ignored while looking.
 
-The formats (:data:`FORMATS`) are the published, prefix-marked ones: cloud keys, tokens of the
-major model, code and messaging hosts, private key blocks, bearer tokens, passwords inside
-URLs. Each is specific enough that ordinary prose, hashes, identifiers and documented
-placeholders (``postgres://user:password@host``, ``https://${TOKEN}@host``, "bearer
-authentication") do not match; the corpus in the tests holds every format and its innocent
-look-alikes. Zero-width characters and soft hyphens are ignored while looking, so a key cannot
-slip through with one hidden inside it.
-
-Every check is linear in the text's length, whatever the text: model-written text is checked
-on every write, so one crafted write must never hold a server. Candidates are found by their
-literal prefix; each candidate is matched once, and after a failure the search goes on past
-the run of key characters the candidate started, since every later start inside that run would
-meet the same end. Parts that are not runs of key characters have bounded lengths.
+Every check is linear in the text's length. Candidates are found by their literal prefix, each
+is matched once, and after a failure the search goes on past the run of key characters the
+candidate started (every later start inside that run would meet the same end); other parts of a
+format have bounded lengths.
 """
 
 from __future__ import annotations
@@ -25,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from ..errors import INVALID_PARAMS, MemoryToolError
+from ..errors import MemoryToolError
 
 #: Characters that render as nothing; ignored while looking for credentials.
 INVISIBLE = "\u00ad\u180e\u200b\u200c\u200d\u2060\ufeff"
@@ -42,13 +34,9 @@ _PLACEHOLDER = re.compile(
 
 
 class Format(NamedTuple):
-    """One credential format.
-
-    ``kind`` is how people and models read it; ``start`` the literal (a regular expression of
-    literals) every credential begins with; ``pattern`` the whole credential, matched at a
-    start; ``hints`` lower-case strings one of which every match contains (lowered), so a text
-    holding none is skipped at once; ``word_start``: the credential begins a word.
-    """
+    """One credential format: its ``kind`` as people read it, the literal ``start`` every
+    match begins with, the whole ``pattern`` (matched at a start), and lower-case ``hints`` one
+    of which every match contains, so a text holding none is skipped at once."""
 
     kind: str
     start: re.Pattern[str]
@@ -56,9 +44,7 @@ class Format(NamedTuple):
     hints: tuple[str, ...]
 
 
-def _format(
-    kind: str, start: str, rest: str, *hints: str, word_start: bool = True
-) -> Format:
+def _format(kind: str, start: str, rest: str, *hints: str, word_start: bool = True) -> Format:
     return Format(
         kind,
         re.compile(("(?<!\\w)" if word_start else "") + f"(?:{start})"),
@@ -70,103 +56,50 @@ def _format(
 #: Every format refused on write and reported by ``lint``. ``(?!...)`` keeps a longer run
 #: of key characters from counting as a key of a fixed length.
 FORMATS: tuple[Format, ...] = (
-    _format(
-        "a private key block",
-        "-----BEGIN ",
-        r"(?:[A-Z0-9]{1,12} ){0,4}PRIVATE KEY(?: BLOCK)?-----",
-        "-----begin ",
-        word_start=False,
-    ),
-    _format(
-        "an AWS access key",
-        "A(?:KIA|SIA|GPA|IDA|ROA|NPA|NVA|IPA)",
-        r"[A-Z0-9]{16}(?![A-Za-z0-9_])",
-        "akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa",
-    ),
-    _format(
-        "an AWS secret access key",
-        # The label may be a variable or prose ("my AWS secret access key is ..."); the
-        # value is the 40 base64 characters that follow it.
-        "(?i:aws)",
-        r"[\s_\-]{0,3}(?i:secret)(?:[\s_\-]{0,3}(?i:access))?[\s_\-]{0,3}(?i:key)"
-        r"[\s\"'`:=]{0,6}(?:(?i:is|was|=>|->)[\s\"'`:=]{1,6})?"
-        r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])",
-        "aws",
-        word_start=False,
-    ),
+    _format("a private key block", "-----BEGIN ",
+            r"(?:[A-Z0-9]{1,12} ){0,4}PRIVATE KEY(?: BLOCK)?-----",
+            "-----begin ", word_start=False),
+    _format("an AWS access key", "A(?:KIA|SIA|GPA|IDA|ROA|NPA|NVA|IPA)",
+            r"[A-Z0-9]{16}(?![A-Za-z0-9_])",
+            "akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa"),
+    # A label, as a variable or prose ("my AWS secret access key is"), then 40 base64 chars.
+    _format("an AWS secret access key", "(?i:aws)",
+            r"[\s_\-]{0,3}(?i:secret)(?:[\s_\-]{0,3}(?i:access))?[\s_\-]{0,3}(?i:key)"
+            r"[\s\"'`:=]{0,6}(?:(?i:is|was|=>|->)[\s\"'`:=]{1,6})?"
+            r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])", "aws", word_start=False),
     _format("a Google API key", "AIza", r"[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])", "aiza"),
-    _format(
-        "a Google OAuth client secret",
-        "GOCSPX-",
-        r"[A-Za-z0-9_\-]{28}(?![A-Za-z0-9_\-])",
-        "gocspx-",
-    ),
+    _format("a Google OAuth client secret", "GOCSPX-",
+            r"[A-Za-z0-9_\-]{28}(?![A-Za-z0-9_\-])", "gocspx-"),
     _format("an Anthropic API key", "sk-ant-", r"[a-z]{3,6}\d{2}-[A-Za-z0-9_\-]{20,}", "sk-ant-"),
-    _format(
-        "an OpenAI API key",
-        "sk-(?!ant-)",
-        r"(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_\-]*\d)(?=[A-Za-z0-9_\-]*[A-Za-z])"
-        r"[A-Za-z0-9_\-]{32,}",
-        "sk-",
-    ),
+    _format("an OpenAI API key", "sk-(?!ant-)",
+            r"(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_\-]*\d)(?=[A-Za-z0-9_\-]*[A-Za-z])"
+            r"[A-Za-z0-9_\-]{32,}", "sk-"),
     _format("a Groq API key", "gsk_", r"[A-Za-z0-9]{52}(?![A-Za-z0-9_])", "gsk_"),
-    _format(
-        "a GitHub token",
-        "gh[pousr]_",
-        r"[A-Za-z0-9]{36,}(?![A-Za-z0-9_])",
-        "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
-    ),
+    _format("a GitHub token", "gh[pousr]_", r"[A-Za-z0-9]{36,}(?![A-Za-z0-9_])",
+            "ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
     _format("a GitHub token", "github_pat_", r"[A-Za-z0-9_]{22,}", "github_pat_"),
     _format("a GitLab token", "glpat-", r"[A-Za-z0-9_\-]{20,}", "glpat-"),
     _format("a Hugging Face token", "hf_", r"[A-Za-z0-9]{30,}(?![A-Za-z0-9_])", "hf_"),
     _format("an npm token", "npm_", r"[A-Za-z0-9]{36}(?![A-Za-z0-9_])", "npm_"),
     _format("a PyPI token", "pypi-AgEIcHlwaS5vcmc", r"[A-Za-z0-9_\-]{50,}", "pypi-ageichlwas5vcmc"),
-    _format(
-        "a Slack token",
-        "xox[abprs]-",
-        r"[A-Za-z0-9\-]{10,}",
-        "xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-",
-    ),
-    _format(
-        "a Slack webhook URL",
-        r"https://hooks\.slack\.com/",
-        r"(?:services|workflows|triggers)/T[A-Z0-9]{6,12}/[A-Z0-9]{6,12}/[A-Za-z0-9]{16,48}",
-        "hooks.slack.com/",
-        word_start=False,
-    ),
-    _format(
-        "a SendGrid API key",
-        r"SG\.",
-        r"[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}(?![A-Za-z0-9_\-])",
-        "sg.",
-    ),
-    _format(
-        "a Stripe secret key",
-        "[sr]k_(?:live|test)_",
-        r"[A-Za-z0-9]{16,}(?![A-Za-z0-9_])",
-        "k_live_", "k_test_",
-    ),
-    _format(
-        "a JSON Web Token",
-        "eyJ",
-        r"[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
-        "eyj",
-    ),
-    _format(
-        "a bearer token",
-        # A token has a digit and a letter: "Bearer authentication" is prose, not a token.
-        "(?i:bearer)",
-        r"[\t :]{1,4}(?=[A-Za-z0-9\-._~+/]{0,4096}\d)(?=[A-Za-z0-9\-._~+/]{0,4096}[A-Za-z])"
-        r"[A-Za-z0-9\-._~+/]{20,4096}=*",
-        "bearer",
-    ),
-    _format(
-        "a password in a URL",
-        "://",
-        r"[^\s/:@'\"<>]{1,256}:(?P<password>[^\s/@'\"<>]{1,256})@[^\s/'\"<>@]{1,256}",
-        "://",
-        word_start=False,
-    ),
+    _format("a Slack token", "xox[abprs]-", r"[A-Za-z0-9\-]{10,}",
+            "xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-"),
+    _format("a Slack webhook URL", r"https://hooks\.slack\.com/",
+            r"(?:services|workflows|triggers)/T[A-Z0-9]{6,12}/[A-Z0-9]{6,12}/[A-Za-z0-9]{16,48}",
+            "hooks.slack.com/", word_start=False),
+    _format("a SendGrid API key", r"SG\.",
+            r"[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}(?![A-Za-z0-9_\-])", "sg."),
+    _format("a Stripe secret key", "[sr]k_(?:live|test)_", r"[A-Za-z0-9]{16,}(?![A-Za-z0-9_])",
+            "k_live_", "k_test_"),
+    _format("a JSON Web Token", "eyJ",
+            r"[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", "eyj"),
+    # A token has a digit and a letter: "Bearer authentication" is prose, not a token.
+    _format("a bearer token", "(?i:bearer)",
+            r"[\t :]{1,4}(?=[A-Za-z0-9\-._~+/]{0,4096}\d)(?=[A-Za-z0-9\-._~+/]{0,4096}[A-Za-z])"
+            r"[A-Za-z0-9\-._~+/]{20,4096}=*", "bearer"),
+    _format("a password in a URL", "://",
+            r"[^\s/:@'\"<>]{1,256}:(?P<password>[^\s/@'\"<>]{1,256})@[^\s/'\"<>@]{1,256}",
+            "://", word_start=False),
 )
 
 
@@ -179,10 +112,8 @@ class Secret(NamedTuple):
 
 
 def find(text: str) -> list[Secret]:
-    """Every credential-shaped span of ``text``, in order of position.
-
-    Positions are those of ``text`` itself, invisible characters included.
-    """
+    """Every credential-shaped span of ``text``, in order of position (positions in ``text``
+    itself, invisible characters included)."""
     visible, positions = _without_invisible(text)
     lowered = visible.lower()
     found: list[Secret] = []
@@ -197,8 +128,7 @@ def find(text: str) -> list[Secret]:
 
 
 def _matches(text: str, fmt: Format) -> list[tuple[int, int]]:
-    """Spans of ``fmt`` in ``text``, each tried once per candidate start (see the module
-    docstring for why skipping the rest of a failed candidate's key run is exact)."""
+    """Spans of ``fmt`` in ``text``, tried once per candidate start (see the module docstring)."""
     spans = []
     pos = 0
     while (candidate := fmt.start.search(text, pos)) is not None:
@@ -230,12 +160,10 @@ def _without_invisible(text: str) -> tuple[str, list[int] | None]:
 
 def refuse(text: str, field: str) -> None:
     """Raise -32602 when ``text`` holds a credential, naming its kind and ``field``."""
-    found = find(text)
-    if found:
+    if found := find(text):
         raise MemoryToolError(
             f"Refusing to store '{field}': it contains what looks like {found[0].kind}. "
             "Do not store credentials in memory (it is loaded into every future session "
             "and kept in history); keep them in the environment or a secret manager and "
-            "note only where they live",
-            INVALID_PARAMS,
+            "note only where they live"
         )

@@ -1,16 +1,10 @@
 """Sessions on record: what each session's system prompt was, and where every line came from.
 
-When a session really starts (an MCP client initialises, the evaluation runner starts a
-session, or code calls :meth:`AgentMemory.start_session`), one receipt is appended to
-``memory/SESSIONS.jsonl``: the time, a session id, the client, the prompt's sha256, the base
-prompt's source, and per section its source file, that file's version (sha256; for FACT.md the
-same hash :meth:`AgentMemory.history` lists), characters, tokens, the budget and warnings.
-
-The exact prompt text, and each source file's text, are stored once each under
-``memory/.sessions/<sha256>.txt`` (content-addressed), so storage grows only with distinct
-prompts, a past prompt can be shown byte for byte, two sessions can be diffed, and any line of
-a past prompt can be traced to the file, version and line it came from. Previews (``%memprompt``,
-the panel, the sidebar, REST) never record. Retention is bounded by count and by bytes.
+When a session really starts, one receipt is appended to ``memory/SESSIONS.jsonl`` (time, id,
+client, the prompt's sha256, and per section its source file, that file's version, size and
+tokens). The prompt text and each source text are stored once each, content-addressed, under
+``memory/.sessions/<sha256>.txt``, so a past prompt can be shown byte for byte, diffed and
+traced line by line. Previews never record. Retention is bounded by count and by bytes.
 """
 
 from __future__ import annotations
@@ -23,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import INVALID_PARAMS, MemoryToolError, SessionNotFoundError, engine_boundary
+from ..errors import MemoryToolError, SessionNotFoundError, engine_boundary
 from ..folder import Folder, sha256_hex
+from ..journal import format_timestamp
 from .access import locked, read_memory
 from .jstext import js_trim
 
@@ -51,11 +46,8 @@ class SessionStart:
 
 @dataclass(frozen=True)
 class Origin:
-    """Where one line of a recorded prompt came from.
-
-    ``source`` is the file (None: text the prompt builder wrote, in ``section``), ``version``
-    that file's sha256 at the time, and ``line`` the 1-based line number in that version.
-    """
+    """Where one line of a recorded prompt came from: ``source`` the file (None: text the
+    prompt builder wrote), ``version`` its sha256 then, ``line`` the 1-based line in it."""
 
     section: str
     source: str | None
@@ -70,33 +62,21 @@ class Origin:
         return f"{self.source} @ {version} line {self.line}: {self.text!r}"
 
 
-# -- recording ----------------------------------------------------------------------------------
-
-
 def record(
-    mem: AgentMemory,
-    prompt: Prompt,
-    *,
-    session_id: str | None = None,
+    mem: AgentMemory, prompt: Prompt, *, session_id: str | None = None,
     client: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Append the receipt of a session that starts with ``prompt``; returns the receipt."""
     text = prompt.text
-    sections = []
     blobs: dict[str, str] = {sha256_hex(text.encode("utf-8", "surrogatepass")): text}
     for section in prompt.sections:
-        version = section.sha256
-        if section.content is not None and version is not None:
-            blobs[version] = section.content
-        sections.append(
-            {
-                "name": section.name,
-                "source": None if section.source is None else str(section.source),
-                "version": version,
-                "chars": section.chars,
-                "tokens": section.tokens,
-            }
-        )
+        if section.content is not None and section.sha256 is not None:
+            blobs[section.sha256] = section.content
+    sections = [
+        {"name": s.name, "source": None if s.source is None else str(s.source),
+         "version": s.sha256, "chars": s.chars, "tokens": s.tokens}
+        for s in prompt.sections
+    ]
     base = next((s for s in sections if s["name"] == "system"), None)
     receipt = {
         "ts": timestamp(mem),
@@ -110,30 +90,24 @@ def record(
         "budget_tokens": prompt.budget_tokens,
         "warnings": list(prompt.warnings),
     }
-    line = (json.dumps(receipt, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-    # One hold of the lock for the texts, the receipt and the pruning: a forget (which takes
-    # the same lock) comes wholly before or after, a crash sweep never removes a text being
-    # written, and pruning never sees a text whose receipt is not written yet.
+    line = encode_receipts([receipt])
+    # One hold of the lock for texts, receipt and pruning: a forget comes wholly before or
+    # after, and neither a crash sweep nor pruning sees a text before its receipt is written.
     with locked(mem) as txn:
         memory = txn.memory
         _require_current(txn, prompt)
-        stored_new = False
+        stored_bytes = 0  # only a new text can push the store over its bound
         with memory.subfolder(BLOBS_DIR, create=True) as store:
-            for digest, content in blobs.items():
-                name = f"{digest}.txt"
-                if store.lstat(name) is None:  # content-addressed: each text is kept once
-                    data = content.encode("utf-8", "surrogatepass")
-                    store.write_atomic(name, data, txn.recheck)
-                    stored_new = True
-            # Only a new text can push the store over its bound.
-            stored_bytes = (
-                sum(st.st_size for n in store.names() if (st := store.lstat(n)))
-                if stored_new
-                else 0
-            )
-        before = memory.lstat(memory.lookup(SESSIONS_LOG) or SESSIONS_LOG)
+            new = [d for d in blobs if store.lstat(f"{d}.txt") is None]  # each text kept once
+            for digest in new:
+                data = blobs[digest].encode("utf-8", "surrogatepass")
+                store.write_atomic(f"{digest}.txt", data, txn.recheck)
+            if new:
+                stored_bytes = sum(st.st_size for n in store.names() if (st := store.lstat(n)))
+        log = memory.lookup(SESSIONS_LOG) or SESSIONS_LOG
+        before = memory.lstat(log)
         size = before.st_size if before is not None else 0
-        memory.append_line(memory.lookup(SESSIONS_LOG) or SESSIONS_LOG, line)
+        memory.append_line(log, line)
         # Receipts are about the same size, so the log's size estimates their count.
         too_many = (size + len(line)) // max(1, len(line)) > mem.keep_sessions * 1.1
         if too_many or stored_bytes > mem.keep_bytes:
@@ -147,22 +121,14 @@ class StalePromptError(MemoryToolError):
 
 def _require_current(txn: Locked, prompt: Prompt) -> None:
     """Raise :class:`StalePromptError` unless every agent file the prompt was built from
-    still holds, under the lock, the very version the prompt used.
-
-    Without it, a session built just before a forget would store the forgotten text after
-    the forget finished. Files outside the agent folder (the workspace's ``system.md``) are
-    not ours to forget and are not checked.
+    still holds, under the lock, the version the prompt used (else a session built just before
+    a forget would store the forgotten text). Files outside the agent folder are not checked.
     """
-    agent_path = txn.mem.path
+    ours = {txn.mem.path: txn.agent, txn.memory.path: txn.memory}
     for section in prompt.sections:
-        if section.source is None or section.sha256 is None:
-            continue
-        source = Path(section.source)
-        if source.parent == agent_path:
-            folder = txn.agent
-        elif source.parent == txn.memory.path:
-            folder = txn.memory
-        else:
+        source = Path(section.source) if section.source is not None else None
+        folder = ours.get(source.parent) if source is not None else None
+        if source is None or folder is None or section.sha256 is None:
             continue
         data = folder.read_bytes(source.name)
         # The version is the hash of the text as the builder decoded it.
@@ -170,8 +136,7 @@ def _require_current(txn: Locked, prompt: Prompt) -> None:
         if text is None or sha256_hex(text.encode("utf-8", "surrogatepass")) != section.sha256:
             raise StalePromptError(
                 f"{source} changed while the session started; nothing was recorded, build "
-                "the prompt again",
-                INVALID_PARAMS,
+                "the prompt again"
             )
 
 
@@ -181,7 +146,7 @@ def _prune(mem: AgentMemory, txn: Locked) -> None:
     receipts = read_receipts(memory)
     kept = receipts[-mem.keep_sessions :]
     with memory.subfolder(BLOBS_DIR, create=True) as store:
-        sizes = {n: st.st_size for n in store.names() if (st := store.lstat(n)) is not None}
+        sizes = {n: st.st_size for n in store.names() if (st := store.lstat(n))}
         total = 0
         chosen: list[tuple[dict[str, Any], set[str]]] = []
         counted: set[str] = set()
@@ -194,17 +159,11 @@ def _prune(mem: AgentMemory, txn: Locked) -> None:
             counted |= names
             chosen.append((receipt, names))
         kept = [receipt for receipt, _ in reversed(chosen)]
-        memory.write_atomic(
-            memory.lookup(SESSIONS_LOG) or SESSIONS_LOG, encode_receipts(kept), txn.recheck
-        )
+        log = memory.lookup(SESSIONS_LOG) or SESSIONS_LOG
+        memory.write_atomic(log, encode_receipts(kept), txn.recheck)
         # Texts go only once no receipt on disk points at them.
-        referenced = {n for _, names in chosen for n in names}
-        removed = [
-            store.unlink(name)
-            for name in store.names()
-            if BLOB_NAME.match(name) and name not in referenced
-        ]
-        if any(removed):
+        unused = [n for n in store.names() if BLOB_NAME.match(n) and n not in counted]
+        if any([store.unlink(name) for name in unused]):  # all unlinked, then one flush
             store.fsync()
 
 
@@ -215,13 +174,10 @@ def encode_receipts(receipts: list[dict[str, Any]]) -> bytes:
     ).encode()
 
 
-# -- looking back -------------------------------------------------------------------------------
-
-
 def receipts(mem: AgentMemory) -> list[dict[str, Any]]:
     """Every recorded session, newest first."""
-    none: list[dict[str, Any]] = []
-    return list(reversed(read_memory(mem, read_receipts, none)))
+    found: list[dict[str, Any]] = read_memory(mem, read_receipts, [])
+    return found[::-1]
 
 
 @engine_boundary
@@ -230,8 +186,7 @@ def find(mem: AgentMemory, session_id: str) -> dict[str, Any]:
     if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id.lower()):
         raise MemoryToolError(
             f'Invalid session id "{session_id}": give an id or a prefix of at least 6 hex '
-            "digits (see the list of sessions)",
-            INVALID_PARAMS,
+            "digits (see the list of sessions)"
         )
     wanted = session_id.lower()
     matches = [r for r in receipts(mem) if str(r.get("session_id", "")).startswith(wanted)]
@@ -240,8 +195,7 @@ def find(mem: AgentMemory, session_id: str) -> dict[str, Any]:
         raise SessionNotFoundError(f'No recorded session matches "{session_id}"')
     if len(ids) > 1:
         raise MemoryToolError(
-            f'Session id "{session_id}" is ambiguous: it matches {len(ids)} sessions',
-            INVALID_PARAMS,
+            f'Session id "{session_id}" is ambiguous: it matches {len(ids)} sessions'
         )
     return matches[0]
 
@@ -257,24 +211,15 @@ def diff(mem: AgentMemory, first: str, second: str) -> str:
     a, b = find(mem, first), find(mem, second)
     old = prompt_text(mem, a["session_id"]).splitlines(keepends=True)
     new = prompt_text(mem, b["session_id"]).splitlines(keepends=True)
-    return "".join(
-        difflib.unified_diff(
-            old,
-            new,
-            f"session {a['session_id']} ({a['ts']})",
-            f"session {b['session_id']} ({b['ts']})",
-        )
-    )
+    label = "session {0[session_id]} ({0[ts]})".format
+    return "".join(difflib.unified_diff(old, new, label(a), label(b)))
 
 
 def why(mem: AgentMemory, session_id: str, needle: str) -> list[Origin]:
-    """Where each line of a past session's prompt that contains ``needle`` came from.
-
-    A line inside a memory block names the file, its version and the line number in that
-    version; any other line is named as text the prompt builder wrote, with its section.
-    """
+    """Where each line of a past session's prompt that contains ``needle`` came from: a memory
+    block's file, version and line number, or else the prompt builder's section."""
     if not isinstance(needle, str) or not needle.strip():
-        raise MemoryToolError("Give the text (or part of a line) to trace", INVALID_PARAMS)
+        raise MemoryToolError("Give the text (or part of a line) to trace")
     receipt = find(mem, session_id)
     text = prompt_text(mem, receipt["session_id"])
     origins: list[Origin] = []
@@ -283,13 +228,11 @@ def why(mem: AgentMemory, session_id: str, needle: str) -> list[Origin]:
         chars = int(section["chars"])
         body = text[offset : offset + chars]
         offset += chars + 2  # sections are joined by a blank line
-        content = None
-        if section.get("version"):
-            content = _blob(mem, section["version"], what=f"{section['source']} version")
+        version = section.get("version")
+        content = _blob(mem, version, what=f"{section['source']} version") if version else None
         for number, line in enumerate(body.split("\n")):
-            if needle not in line:
-                continue
-            origins.append(_origin(section, content, body, number, line))
+            if needle in line:
+                origins.append(_origin(section, content, body, number, line))
     return origins
 
 
@@ -297,24 +240,16 @@ def _origin(
     section: dict[str, Any], content: str | None, body: str, number: int, line: str
 ) -> Origin:
     name = str(section["name"])
-    if content is None:
-        return Origin(name, None, None, None, line)
-    # A memory block is "<name>\n<trimmed content>\n</name>"; the system section is the
-    # trimmed file itself. Line numbers count from the file's first line.
+    # A memory block is "<name>\n<trimmed content>\n</name>" (its tags are the builder's); the
+    # system section is the trimmed file itself.
     wrapped = name in ("soul", "user", "facts")
-    inner = number - 1 if wrapped else number
-    last = len(body.split("\n")) - 1
-    if wrapped and (number == 0 or number == last):
-        return Origin(name, None, None, None, line)  # the block's own tags
-    # The builder trims the file with JavaScript's trim (Cherry Studio's rule): count the
-    # lines the trim removed so numbers are the file's own.
+    if content is None or (wrapped and number in (0, body.count("\n"))):
+        return Origin(name, None, None, None, line)
+    # The builder trims the file (JavaScript's trim): count the lines the trim removed.
     trimmed = js_trim(content)
     leading = content.find(trimmed) if trimmed else 0
-    first_line = content[:leading].count("\n") + 1
-    return Origin(name, str(section["source"]), str(section["version"]), first_line + inner, line)
-
-
-# -- storage helpers ------------------------------------------------------------------------------
+    number += content[:leading].count("\n") + (0 if wrapped else 1)
+    return Origin(name, str(section["source"]), str(section["version"]), number, line)
 
 
 def read_receipts(memory: Folder) -> list[dict[str, Any]]:
@@ -334,20 +269,16 @@ def read_receipts(memory: Folder) -> list[dict[str, Any]]:
 def _blob(mem: AgentMemory, digest: str, what: str) -> str:
     data = read_memory(mem, lambda store: store.read_bytes(f"{digest}.txt"), None, BLOBS_DIR)
     if data is None:
-        raise MemoryToolError(f"The stored text of the {what} is gone", INVALID_PARAMS)
+        raise MemoryToolError(f"The stored text of the {what} is gone")
     if sha256_hex(data) != digest:
-        raise MemoryToolError(
-            f"The stored text of the {what} does not match its sha256 {digest}", INVALID_PARAMS
-        )
+        raise MemoryToolError(f"The stored text of the {what} does not match its sha256 {digest}")
     return data.decode("utf-8", "surrogatepass")
 
 
 def _versions(receipt: dict[str, Any]) -> set[str]:
     found = {str(receipt.get("prompt_sha256"))}
-    for section in receipt.get("sections") or ():
-        if isinstance(section, dict) and section.get("version"):
-            found.add(str(section["version"]))
-    return found
+    sections = [s for s in receipt.get("sections") or () if isinstance(s, dict)]
+    return found | {str(s["version"]) for s in sections if s.get("version")}
 
 
 #: The most characters of a client's self-chosen name or version kept in a receipt: a client
@@ -358,17 +289,11 @@ CLIENT_FIELD_CHARS = 200
 def _client(client: dict[str, Any] | None) -> dict[str, Any] | None:
     if not client:
         return None
-    kept = {}
-    for key in ("name", "version"):
-        value = client.get(key)
-        if value is not None:
-            text = str(value)
-            kept[key] = text if len(text) <= CLIENT_FIELD_CHARS else text[:CLIENT_FIELD_CHARS] + "…"
-    return kept
+    limit = CLIENT_FIELD_CHARS
+    kept = {k: str(client[k]) for k in ("name", "version") if client.get(k) is not None}
+    return {k: v if len(v) <= limit else v[:limit] + "…" for k, v in kept.items()}
 
 
 def timestamp(mem: AgentMemory) -> str:
     """The agent's current time as receipts write it (UTC, milliseconds, ``Z``)."""
-    from ..journal import format_timestamp
-
     return format_timestamp(mem.now())

@@ -6,23 +6,18 @@ Layout::
     <agent>/memory/FACT.md  JOURNAL.jsonl  .lock  .history/  .generation
     <agent>/memory/SESSIONS.jsonl  .sessions/  FORGET.jsonl  .forget-key
 
-Every write takes the advisory lock ``memory/.lock``, so updates and appends are serialised
-across processes. FACT.md, SOUL.md and USER.md are replaced atomically (temp file, fsync,
-rename, fsync of the folder); journal lines go out in one ``write`` on an ``O_APPEND``
-descriptor. Nothing inside the agent folder is ever reached through a symlink.
-
-Lock order: an in-process mutex (an appender's, a prompt builder's) is taken before the agent
-lock, never while holding it; the agent lock is the innermost lock, and updates, restores,
-forgetting, session starts and pruning all take it once, for the whole of what they change.
-
-The rest of the engine (forgetting, sessions, bootstrap, provisioning) reaches the folder
-through the small internal API of :mod:`.access` and :func:`sweep`, never through the
-store's private methods.
+Every write takes the advisory lock ``memory/.lock``, once for the whole of what it changes;
+it is the innermost lock (an in-process mutex is taken before it, never while holding it).
+FACT.md, SOUL.md and USER.md are replaced atomically (temp file, fsync, rename, fsync of the
+folder); journal lines go out in one ``write`` on an ``O_APPEND`` descriptor. Nothing inside the
+agent folder is reached through a symlink. The rest of the engine reaches the folder through
+:mod:`.access` and :func:`sweep`, never through the store's private methods.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -36,7 +31,6 @@ from typing import Any
 from .. import environment, journal
 from ..errors import (
     INTERNAL_ERROR,
-    INVALID_PARAMS,
     AgentNotFoundError,
     ContentTooLargeError,
     EmptyEditError,
@@ -48,27 +42,13 @@ from ..errors import (
 from ..folder import DEFAULT_LOCK_TIMEOUT, Folder, fsync_dir_path, retry_eintr, sha256_hex
 from ..journal.append import JournalAppender
 from ..journal.reader import DescriptorFile, JournalReader
-from . import history, secrets, sessions
-from .access import (
-    GENERATION,
-    LOCK,
-    MEMORY_DIR,
-    Locked,
-    check_expected,
-    commit,
-    folders,
-    generation_of,
-    locked,
-    read_agent_bytes,
-    read_generation,
-    read_memory,
-    replace_agent_file,
-)
+from . import access, history, secrets, sessions
+from .access import GENERATION, LOCK, MEMORY_DIR, Locked
 from .arguments import coerce_time, normalize_limit
 from .bootstrap import STATE_FILE
 from .bootstrap import note_append as note_bootstrap_append
 from .history import DEFAULT_HISTORY_LIMIT, HISTORY_DIR
-from .paths import resolve_target
+from .paths import resolve_agent_id, resolve_target
 from .sessions import DEFAULT_KEEP_BYTES, DEFAULT_KEEP_SESSIONS, Origin
 
 SOUL = "SOUL.md"
@@ -81,17 +61,15 @@ FORGET_RECEIPTS = "FORGET.jsonl"
 FORGET_KEY = ".forget-key"
 
 # One limit for FACT.md, SOUL.md, USER.md and each journal entry, whatever surface sends it:
-# memory goes into every prompt, so a runaway write must fail loudly instead of silently
-# filling the context window.
+# memory goes into every prompt, so a runaway write must fail loudly.
 DEFAULT_MAX_BYTES = 1024 * 1024
 # Temp files are named by Folder.write_atomic: "." + target name + "." + 16 hex + ".tmp".
 _TEMP_NAME = re.compile(r"^\.(?P<target>.+)\.[0-9a-f]{16}\.tmp$")
 
 
 class WriteResult(str):
-    """What a write stored: its sha256 (the value itself, a ``str`` as before), plus
-    ``previous_sha256`` (the bytes it replaced, read under the same lock) and ``path`` (the
-    file as named on disk: an existing ``fact.md`` keeps its casing)."""
+    """What a write stored: its sha256 (the ``str`` itself), plus ``previous_sha256`` (of the
+    bytes it replaced, read under the same lock) and ``path`` (the file as named on disk)."""
 
     previous_sha256: str
     path: Path
@@ -113,49 +91,36 @@ class CorruptJournalWarning(UserWarning):
 
 
 class AgentMemory:
-    """The long-term memory of one agent: a folder of plain files.
-
-    Create with :meth:`open`, which resolves an agent id or a folder path and makes the
-    layout. Reading a file that is missing gives ``''``; every write is atomic and locked.
+    """The long-term memory of one agent: a folder of plain files. Create with :meth:`open`;
+    a missing file reads as ``''``; every write is atomic and locked.
 
     >>> mem = AgentMemory.open("./demo-agent")          # doctest: +SKIP
     >>> mem.update_facts("- The user prefers metric units.\\n")  # doctest: +SKIP
     """
 
     def __init__(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        agent_id: str | None = None,
-        root: str | os.PathLike[str] | None = None,
-        fsync_appends: bool = True,
-        history_limit: int = DEFAULT_HISTORY_LIMIT,
-        clock: Callable[[], datetime] | None = None,
-        max_bytes: int = DEFAULT_MAX_BYTES,
-        lock_timeout: float | None = DEFAULT_LOCK_TIMEOUT,
-        journal_index: bool | None = None,
-        keep_sessions: int = DEFAULT_KEEP_SESSIONS,
-        keep_session_bytes: int = DEFAULT_KEEP_BYTES,
-        secret_guard: bool = True,
+        self, path: str | os.PathLike[str], *, agent_id: str | None = None,
+        root: str | os.PathLike[str] | None = None, fsync_appends: bool = True,
+        history_limit: int = DEFAULT_HISTORY_LIMIT, clock: Callable[[], datetime] | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES, lock_timeout: float | None = DEFAULT_LOCK_TIMEOUT,
+        journal_index: bool | None = None, keep_sessions: int = DEFAULT_KEEP_SESSIONS,
+        keep_session_bytes: int = DEFAULT_KEEP_BYTES, secret_guard: bool = True,
     ) -> None:
         self.path = Path(path)
         self.agent_id = agent_id
         self.root = Path(root) if root is not None else self.path.parent
         self.fsync_appends = fsync_appends
         self.history_limit = max(1, int(history_limit))
-        # Injectable so simulations (the evaluation harness) can run on their own timeline.
-        self.clock = clock
+        self.clock = clock  # injectable, so simulations can run on their own timeline
         self.max_bytes = max(1, int(max_bytes))
         self.lock_timeout = lock_timeout
         # Retention of session receipts and the prompt texts they point to (see sessions.py).
         self.keep_sessions = max(1, int(keep_sessions))
         self.keep_bytes = max(1, int(keep_session_bytes))
-        # Refuse writes holding credentials (secrets.py); off only where that is intended.
-        self.secret_guard = secret_guard
-        # The journal's derived search index: True keeps it up to date (built in the
-        # background), False never uses one, None follows $JUPYTER_AGENT_MEMORY_INDEX and
-        # else uses one that build_index() made (see the index methods below).
+        self.secret_guard = secret_guard  # refuse writes holding credentials (secrets.py)
+        # The search index: True keeps it up to date, False never uses one, None: the env switch.
         self.journal_index = journal_index
+        self._journal_path = self.path / MEMORY_DIR / JOURNAL  # kept: searches can cost less
 
     def now(self) -> datetime:
         """The current time as this agent sees it (UTC): ``clock()`` when one was given."""
@@ -171,82 +136,51 @@ class AgentMemory:
     @classmethod
     @engine_boundary
     def open(
-        cls,
-        target: str | os.PathLike[str] | None = None,
-        root: str | os.PathLike[str] | None = None,
-        *,
-        create: bool = True,
-        **options: Any,
+        cls, target: str | os.PathLike[str] | None = None,
+        root: str | os.PathLike[str] | None = None, *, create: bool = True, **options: Any,
     ) -> AgentMemory:
-        """Open an agent by id (under ``root``) or by folder path, creating its layout.
-
-        ``target`` defaults to the default agent. A :class:`~pathlib.Path`, or a string that
-        contains a path separator or starts with ``.`` or ``~``, is a folder path. With
-        ``create=False`` nothing is created and a missing folder raises
-        :class:`~jupyter_agent_memory.errors.AgentNotFoundError` (read-only commands use it).
-        """
+        """Open an agent by id (under ``root``; default: the default agent) or by folder path
+        (see :func:`.paths.resolve_target`), creating its layout. With ``create=False`` nothing
+        is created and a missing folder raises :class:`AgentNotFoundError`."""
         path, agent_id, base = resolve_target(target, root)
-        memory = cls(path, agent_id=agent_id, root=base, **options)
-        memory._require_or_create(create)
-        return memory
+        return cls(path, agent_id=agent_id, root=base, **options)._checked(create)
 
     @classmethod
     @engine_boundary
     def open_id(
-        cls,
-        agent_id: str,
-        root: str | os.PathLike[str] | None = None,
-        *,
-        create: bool = True,
+        cls, agent_id: str, root: str | os.PathLike[str] | None = None, *, create: bool = True,
         **options: Any,
     ) -> AgentMemory:
-        """Open the agent ``agent_id`` under ``root`` even when the id looks like a path.
-
-        For surfaces that receive bare ids (REST, pickers): ``.notes`` is an id here, never
-        a folder relative to the working directory.
-        """
-        from .paths import resolve_agent_id
-
+        """Open the agent ``agent_id`` under ``root`` even when the id looks like a path (for
+        surfaces that receive bare ids: ``.notes`` is an id here, never a folder)."""
         path, base = resolve_agent_id(agent_id, root)
-        memory = cls(path, agent_id=agent_id, root=base, **options)
-        memory._require_or_create(create)
-        return memory
+        return cls(path, agent_id=agent_id, root=base, **options)._checked(create)
 
-    def _require_or_create(self, create: bool) -> None:
+    def _checked(self, create: bool) -> AgentMemory:
         if create:
             self.ensure_layout()
         elif not self.exists():
             raise AgentNotFoundError(self.path, self.agent_id)
         self.check_folder()  # a tampered folder is refused at once, not at its first write
+        return self
 
     def __repr__(self) -> str:
         label = self.agent_id if self.agent_id is not None else str(self.path)
         return f"<AgentMemory {label!r} at {self.path}>"
 
-    # -- layout ----------------------------------------------------------------------------
-
     @engine_boundary
     def ensure_layout(self) -> None:
-        """Create the folder, ``memory/`` and empty SOUL.md/USER.md; sweep crash leftovers.
-
-        Idempotent and safe when several processes do it at once. A file is created only
-        when no case variant of its name exists.
-        """
+        """Create the folder, ``memory/`` and empty SOUL.md/USER.md (unless a case variant of
+        the name exists); sweep crash leftovers. Idempotent and safe in several processes."""
         _make_durable_dir(self.root)
-        made = False
         with contextlib.suppress(FileExistsError):
             retry_eintr(os.mkdir, self.path, 0o700)
-            made = True
-        if made:
             # The agent's entry in the root must be on disk before its first write counts.
             fsync_dir_path(self.path.parent)
         with Folder.open(self.path) as agent:
             names = agent.names()
-            created = False
-            for name in (SOUL, USER):
-                if agent.lookup(name, names) is None:
-                    created = agent.create_empty(name) or created
-            if created:
+            new = [agent.create_empty(n) for n in (SOUL, USER) if agent.lookup(n, names) is None]
+            if any(new):
                 agent.fsync()
             memory_name = agent.lookup(MEMORY_DIR, names) or MEMORY_DIR
             with (
@@ -257,51 +191,36 @@ class AgentMemory:
 
     @engine_boundary
     def check_folder(self) -> None:
-        """Raise unless the agent folder is valid for memory actions.
-
-        SOUL.md or USER.md that is a link (or anything but a regular file) makes the whole
-        folder invalid, with Cherry Studio's text: a prompt-injected model must not be able
-        to keep working in a folder someone has tampered with. :meth:`open` checks it, and so
-        does every memory action. A missing folder is fine here (a write creates
-        ``memory/`` only inside an existing folder).
-        """
-        try:
-            with Folder.open(self.path) as agent:
-                names = agent.names()
-                for canonical in (SOUL, USER):
-                    name = agent.lookup(canonical, names)
-                    st = agent.lstat(name) if name is not None else None
-                    if name is not None and st is not None and not stat.S_ISREG(st.st_mode):
-                        raise UnsafePathError(
-                            f"Agent data file must be a real file: {agent.display(name)}"
-                        )
-        except FileNotFoundError:
-            return
+        """Raise unless the agent folder is valid for memory actions: SOUL.md or USER.md that
+        is anything but a regular file makes the whole folder invalid (Cherry Studio's text), so
+        a prompt-injected model cannot keep working in a tampered folder. Missing is fine."""
+        with contextlib.suppress(FileNotFoundError), Folder.open(self.path) as agent:
+            names = agent.names()
+            for canonical in (SOUL, USER):
+                name = agent.lookup(canonical, names)
+                st = agent.lstat(name) if name is not None else None
+                if name is not None and st is not None and not stat.S_ISREG(st.st_mode):
+                    raise UnsafePathError(
+                        f"Agent data file must be a real file: {agent.display(name)}"
+                    )
 
     @engine_boundary
     def file_path(self, canonical: str) -> Path:
-        """Where ``SOUL.md``, ``USER.md``, ``FACT.md`` or ``JOURNAL.jsonl`` is on disk.
-
-        Names are matched ignoring case (an existing ``fact.md`` keeps its casing); a file
-        that does not exist yet gets its canonical name. Nothing is created.
-        """
-        inside_memory = canonical in (FACT, JOURNAL)
+        """Where ``SOUL.md``, ``USER.md``, ``FACT.md`` or ``JOURNAL.jsonl`` is on disk: names
+        match ignoring case (an existing ``fact.md`` keeps its casing), a missing file gets its
+        canonical name. Nothing is created."""
         if canonical not in (SOUL, USER, FACT, JOURNAL):
-            raise MemoryToolError(f"Not a memory file: {canonical!r}", INVALID_PARAMS)
-        try:
-            with folders(self) as (agent, mem):
-                if not inside_memory:
-                    return agent.display(agent.lookup(canonical) or canonical)
-                if mem is None:
-                    return self.path / MEMORY_DIR / canonical
+            raise MemoryToolError(f"Not a memory file: {canonical!r}")
+        inside_memory = canonical in (FACT, JOURNAL)
+        with contextlib.suppress(FileNotFoundError), access.folders(self) as (agent, mem):
+            if not inside_memory:
+                return agent.display(agent.lookup(canonical) or canonical)
+            if mem is not None:
                 return mem.display(mem.lookup(canonical) or canonical)
-        except FileNotFoundError:
-            return self.path / (f"{MEMORY_DIR}/{canonical}" if inside_memory else canonical)
-
-    # -- reading ---------------------------------------------------------------------------
+        return self.path / (f"{MEMORY_DIR}/{canonical}" if inside_memory else canonical)
 
     def _read_fact_bytes(self) -> bytes:
-        return read_memory(self, lambda mem: mem.read_bytes(mem.lookup(FACT)), None) or b""
+        return access.read_memory(self, lambda mem: mem.read_bytes(mem.lookup(FACT)), None) or b""
 
     @property
     @engine_boundary
@@ -313,32 +232,29 @@ class AgentMemory:
     @engine_boundary
     def soul(self) -> str:
         """Current SOUL.md text (``''`` when missing)."""
-        return _decode(read_agent_bytes(self, SOUL))
+        return _decode(access.read_agent_bytes(self, SOUL))
 
     @property
     @engine_boundary
     def user(self) -> str:
         """Current USER.md text (``''`` when missing)."""
-        return _decode(read_agent_bytes(self, USER))
+        return _decode(access.read_agent_bytes(self, USER))
 
     @engine_boundary
     def read_facts(self) -> tuple[str, str]:
-        """FACT.md text and the sha256 of those very bytes, from one read.
-
-        Editors keep the hash and send it back as ``expected_sha256``; reading both at once
-        means the hash can never belong to a newer version than the text.
-        """
+        """FACT.md text and the sha256 of those very bytes, from one read (editors send the
+        hash back as ``expected_sha256``; it can never belong to a newer version)."""
         return _with_hash(self._read_fact_bytes())
 
     @engine_boundary
     def read_soul(self) -> tuple[str, str]:
         """SOUL.md text and the sha256 of those very bytes, from one read."""
-        return _with_hash(read_agent_bytes(self, SOUL))
+        return _with_hash(access.read_agent_bytes(self, SOUL))
 
     @engine_boundary
     def read_user(self) -> tuple[str, str]:
         """USER.md text and the sha256 of those very bytes, from one read."""
-        return _with_hash(read_agent_bytes(self, USER))
+        return _with_hash(access.read_agent_bytes(self, USER))
 
     @property
     @engine_boundary
@@ -350,18 +266,18 @@ class AgentMemory:
     @engine_boundary
     def soul_sha256(self) -> str:
         """sha256 of SOUL.md as on disk (of ``b''`` when missing)."""
-        return sha256_hex(read_agent_bytes(self, SOUL))
+        return sha256_hex(access.read_agent_bytes(self, SOUL))
 
     @property
     @engine_boundary
     def user_sha256(self) -> str:
         """sha256 of USER.md as on disk (of ``b''`` when missing)."""
-        return sha256_hex(read_agent_bytes(self, USER))
+        return sha256_hex(access.read_agent_bytes(self, USER))
 
     @engine_boundary
     def file_sizes(self) -> dict[str, int]:
         """Bytes on disk of SOUL.md, USER.md, FACT.md and JOURNAL.jsonl (``lstat``; -1 when
-        missing). Nothing is read or decoded, so a file that is not UTF-8 reports its size."""
+        missing). Nothing is read or decoded."""
         sizes = {}
         for canonical in (SOUL, USER, FACT, JOURNAL):
             try:
@@ -372,47 +288,30 @@ class AgentMemory:
 
     @engine_boundary
     def file_stats(self) -> dict[str, os.stat_result]:
-        """``lstat`` of every entry of the agent folder and of ``memory/``, nothing read.
-
-        Keys are names as on disk (``"SOUL.md"``, ``"memory/FACT.md"``, …); the lock file,
-        which every writer touches without changing anything, is left out. No link is
-        followed; a missing agent folder gives ``{}``.
-        """
+        """``lstat`` of every entry of the agent folder and of ``memory/`` (keys as on disk:
+        ``"SOUL.md"``, ``"memory/FACT.md"``), but the lock file, which every writer touches.
+        Nothing is read, no link followed; a missing agent folder gives ``{}``."""
         stats: dict[str, os.stat_result] = {}
         try:
             with Folder.open(self.path) as agent:
                 names = agent.names()
-                for name in names:
-                    st = agent.lstat(name)
-                    if st is not None:
-                        stats[name] = st
+                stats.update((n, st) for n in names if (st := agent.lstat(n)) is not None)
                 memory_name = agent.lookup(MEMORY_DIR, names)
                 if memory_name is not None:
                     with agent.subfolder(memory_name) as mem:
-                        for name in mem.names():
-                            st = mem.lstat(name)
-                            if st is not None and name != LOCK:
-                                stats[f"{memory_name}/{name}"] = st
+                        found = ((n, mem.lstat(n)) for n in mem.names() if n != LOCK)
+                        stats.update((f"{memory_name}/{n}", st) for n, st in found if st)
         except FileNotFoundError:
             return {}
         return stats
 
-    # -- FACT.md ---------------------------------------------------------------------------
-
     @engine_boundary
     def update_facts(self, text: str, expected_sha256: str | None = None) -> WriteResult:
-        """Atomically replace FACT.md with ``text``; returns the new version's sha256.
-
-        The result is a :class:`WriteResult`: a ``str`` holding the sha256 that also carries
-        the replaced version's hash and the file's real path.
-
-        With ``expected_sha256`` the write is compare-and-swap: when FACT.md no longer has
-        that hash, :class:`MemoryConflictError` is raised and nothing is written (also when
-        ``text`` is what FACT.md already holds). The previous
-        content (when non-empty and different) is kept in ``memory/.history/``.
-        """
+        """Atomically replace FACT.md with ``text``; returns its :class:`WriteResult`. With
+        ``expected_sha256``, compare-and-swap (:class:`MemoryConflictError`, nothing written).
+        The previous content, when non-empty and different, is kept in ``memory/.history/``."""
         data = encode_text(text, "content", self.max_bytes, self.secret_guard)
-        with locked(self) as txn:
+        with access.locked(self) as txn:
             return self._replace_facts(txn, data, expected_sha256)
 
     def _replace_facts(self, txn: Locked, data: bytes, expected: str | None) -> WriteResult:
@@ -422,32 +321,27 @@ class AgentMemory:
         mem.require_replaceable(name)
         current = mem.read_bytes(name) or b""
         result = WriteResult(sha256_hex(data), sha256_hex(current), mem.display(name))
-        # The hash is compared even when the text is already there: two writers that read the
-        # same version and computed the same next one must not both succeed.
-        check_expected(mem.display(name), expected, current)
-        if current == data:
-            # Already there (the retry a failed folder flush asks for, or the same text
-            # again): the flush is repeated so the content is durable when this returns.
+        # Compared even when the text is already there (see access.replace_agent_file).
+        access.check_expected(mem.display(name), expected, current)
+        if current == data:  # flushed again, so the content is durable when this returns
             mem.fsync()
             return result
         if not current:
-            commit(mem, name, data, txn.recheck)
+            access.commit(mem, name, data, txn.recheck)
             return result
-        # The old version is safe on disk before FACT.md is replaced, and removed again when
-        # the replacement fails, so a failed update leaves no trace.
+        # The old version is kept before FACT.md is replaced, and dropped if that fails.
         new_folder = mem.lookup(HISTORY_DIR) is None
         try:
             with mem.subfolder(HISTORY_DIR, create=True) as versions:
                 kept = history.keep(versions, current, self.now(), txn.recheck)
                 try:
-                    commit(mem, name, data, txn.recheck)
+                    access.commit(mem, name, data, txn.recheck)
                 except MemoryIOError:
                     raise  # FACT.md was replaced: the version kept is the one it replaced
                 except BaseException:
                     history.discard(versions, kept)
                     raise
-                # Housekeeping after the update took effect: a failure here must not turn
-                # the update into an error, and an extra old version is harmless.
+                # The update took effect: an extra old version is harmless, an error is not.
                 with contextlib.suppress(OSError):
                     history.prune(versions, self.history_limit)
         except MemoryIOError:
@@ -461,7 +355,7 @@ class AgentMemory:
 
     def _versions(self) -> list[history.Version]:
         """Stored FACT.md versions, newest first."""
-        return read_memory(self, history.versions, [], HISTORY_DIR)
+        return access.read_memory(self, history.versions, [], HISTORY_DIR)
 
     @engine_boundary
     def history(self) -> list[dict[str, Any]]:
@@ -473,12 +367,8 @@ class AgentMemory:
 
     @engine_boundary
     def history_version(self, sha: str) -> tuple[str, str]:
-        """``(full sha256, text)`` of the stored FACT.md version named by ``sha``.
-
-        ``sha`` is a full sha256 or a unique prefix of at least 7 hex digits. A malformed or
-        ambiguous id raises :class:`MemoryToolError`; one that matches nothing raises
-        :class:`~jupyter_agent_memory.errors.VersionNotFoundError`.
-        """
+        """``(full sha256, text)`` of the stored FACT.md version named by ``sha`` (a full
+        sha256 or a unique prefix of 7+ hex digits; see :func:`.history.find` for errors)."""
         digest, content = history.find(self._versions(), sha)
         return digest, _decode(content)
 
@@ -490,11 +380,9 @@ class AgentMemory:
     @engine_boundary
     def restore(self, sha: str) -> WriteResult:
         """Make a stored FACT.md version current again (a normal update); returns its sha256.
-
-        The version is looked up and written under one hold of the lock, so a version that
-        forgetting scrubbed or removed meanwhile can never be written back.
-        """
-        with locked(self) as txn:
+        Looked up and written under one hold of the lock, so a version forgetting scrubbed
+        meanwhile can never be written back."""
+        with access.locked(self) as txn:
             stored: list[history.Version] = []
             if txn.memory.lookup(HISTORY_DIR) is not None:
                 with txn.memory.subfolder(HISTORY_DIR) as folder:
@@ -502,8 +390,6 @@ class AgentMemory:
             _digest, content = history.find(stored, sha)
             data = encode_text(_decode(content), "content", self.max_bytes, self.secret_guard)
             return self._replace_facts(txn, data, None)
-
-    # -- SOUL.md / USER.md -----------------------------------------------------------------
 
     @engine_boundary
     def write_soul(self, text: str, expected_sha256: str | None = None) -> WriteResult:
@@ -515,65 +401,50 @@ class AgentMemory:
         """Atomically replace USER.md (optionally compare-and-swap); returns its sha256."""
         return self._write_agent_file(USER, text, expected_sha256)
 
-    def _write_agent_file(
-        self, canonical: str, text: str, expected: str | None
-    ) -> WriteResult:
+    def _write_agent_file(self, canonical: str, text: str, expected: str | None) -> WriteResult:
         data = encode_text(text, "content", self.max_bytes, self.secret_guard)
-        previous, path = replace_agent_file(self, canonical, data, expected)
+        previous, path = access.replace_agent_file(self, canonical, data, expected)
         return WriteResult(sha256_hex(data), previous, path)
 
     @engine_boundary
     def replace_if_stock(self, canonical: str, data: bytes, stock_sha256: Iterable[str]) -> bool:
-        """Write ``data`` to SOUL.md/USER.md when it is missing, empty, or a known stock file.
-
-        Used by provisioning; returns True when written. Never writes over user content.
-        """
+        """Write ``data`` to SOUL.md/USER.md when it is missing, empty, or a known stock file
+        (provisioning); True when written. Never writes over user content."""
         stock = {s.lower() for s in stock_sha256}
-        with locked(self) as txn:
+        with access.locked(self) as txn:
             agent = txn.agent
             name = agent.lookup(canonical) or canonical
             agent.require_replaceable(name)
             current = agent.read_bytes(name)
-            if current and sha256_hex(current) not in stock:
+            if (current and sha256_hex(current) not in stock) or current == data:
                 return False
-            if current == data:
-                return False
-            commit(agent, name, data, txn.recheck)
+            access.commit(agent, name, data, txn.recheck)
             return True
 
     @engine_boundary
     def write_template_record(self, record: dict[str, Any]) -> None:
         """Write ``.template.json`` (which template this agent came from)."""
         data = (json.dumps(record, indent=2, ensure_ascii=False) + "\n").encode()
-        with locked(self) as txn:
-            commit(txn.agent, TEMPLATE_RECORD, data, txn.recheck)
+        with access.locked(self) as txn:
+            access.commit(txn.agent, TEMPLATE_RECORD, data, txn.recheck)
 
     @engine_boundary
     def template_info(self) -> dict[str, Any] | None:
         """Contents of ``.template.json``, or None when the agent has no template record."""
-        raw = read_agent_bytes(self, TEMPLATE_RECORD)
-        if not raw:
-            return None
+        raw = access.read_agent_bytes(self, TEMPLATE_RECORD)
         try:
-            record = json.loads(raw)
+            record = json.loads(raw) if raw else None
         except ValueError:
             return None
         return record if isinstance(record, dict) else None
 
-    # -- journal ---------------------------------------------------------------------------
-
     @engine_boundary
     def append(self, text: str, tags: Iterable[str] = ()) -> dict[str, Any]:
-        """Add one journal entry; returns it as stored: ``{"ts", "tags", "text"}``.
-
-        The line is written in one ``write`` under the lock; when the file does not end in a
-        newline (a torn write), the entry starts on a new line. It returns once the line is
-        durable (``fsync``, unless ``fsync_appends`` is off); on any failure the journal is
-        left exactly as it was (see :mod:`~jupyter_agent_memory.journal.append`). Text or
-        tags with a lone surrogate, and text over ``max_bytes``, are refused (-32602).
-        """
+        """Add one journal entry; returns it as stored: ``{"ts", "tags", "text"}``. One
+        ``write`` under the lock (on a new line after a torn one), durable when this returns
+        unless ``fsync_appends`` is off; on any failure the journal is left as it was."""
         if not isinstance(text, str) or not text:
-            raise MemoryToolError("'text' is required for append action", INVALID_PARAMS)
+            raise MemoryToolError("'text' is required for append action")
         encode_text(text, "text", self.max_bytes, self.secret_guard)
         if isinstance(tags, str):
             tags = [tags]
@@ -587,7 +458,7 @@ class AgentMemory:
         appender = self._journal_appender()
         appender.fsync = self.fsync_appends
         appender.lock_timeout = self.lock_timeout
-        before = generation_of(self)
+        before = access.generation_of(self)
         try:
             appender.append(line)
         except OSError:
@@ -599,17 +470,12 @@ class AgentMemory:
         return entry
 
     def _carried_by_forget(self, before: str, line: bytes) -> bool:
-        """After a failed append: whether a forget that ran meanwhile carried the line into
-        the journal it wrote (and flushed), so the append did take effect.
-
-        The flush of a line runs after the lock is let go; a forget taking the lock in
-        between rewrites the journal with the line in it, and the appender's clean-up then
-        works on the replaced file. Looking only when the generation moved keeps this off the
-        path of every other failure.
-        """
-        if generation_of(self) == before:
+        """After a failed append: whether a forget that took the lock before the line's flush
+        carried the line into the journal it wrote (and flushed), so the append took effect.
+        Only looked at when the generation moved, off the path of every other failure."""
+        if access.generation_of(self) == before:
             return False
-        with locked(self) as txn:
+        with access.locked(self) as txn:
             name = txn.memory.lookup(JOURNAL)
             data = txn.memory.read_bytes(name) if name is not None else None
             return data is not None and (data.startswith(line) or b"\n" + line in data)
@@ -619,12 +485,8 @@ class AgentMemory:
         appender = self.__dict__.get("_appender")
         if appender is None:
             appender = JournalAppender(
-                self.path,
-                memory_dir=MEMORY_DIR,
-                journal=JOURNAL,
-                lock=LOCK,
-                lock_timeout=self.lock_timeout,
-                fsync=self.fsync_appends,
+                self.path, memory_dir=MEMORY_DIR, journal=JOURNAL, lock=LOCK,
+                lock_timeout=self.lock_timeout, fsync=self.fsync_appends,
             )
             appender = self.__dict__.setdefault("_appender", appender)
         return appender
@@ -653,12 +515,8 @@ class AgentMemory:
 
     @engine_boundary
     def search_journal(
-        self,
-        query: str = "",
-        tag: str = "",
-        limit: int = 20,
-        since: datetime | str | None = None,
-        until: datetime | str | None = None,
+        self, query: str = "", tag: str = "", limit: int = 20,
+        since: datetime | str | None = None, until: datetime | str | None = None,
     ) -> journal.SearchResult | None:
         """Like :meth:`search`, but None when the journal file does not exist."""
         since_time, until_time = coerce_time(since, "since"), coerce_time(until, "until")
@@ -669,40 +527,29 @@ class AgentMemory:
             if handle is None:
                 return None
             result = journal.search(
-                handle,
-                query=query or "",
-                tag=tag or "",
-                limit=normalize_limit(limit),
-                since=since_time,
-                until=until_time,
-                index=self._open_index,
+                handle, query=query or "", tag=tag or "", limit=normalize_limit(limit),
+                since=since_time, until=until_time, index=self._open_index,
             )
         if result.skipped:
             warnings.warn(
-                f"Skipped {result.skipped} corrupted line(s) of "
-                f"{result.scanned} read in {self.path / MEMORY_DIR / JOURNAL}",
-                CorruptJournalWarning,
-                stacklevel=3,
+                f"Skipped {result.skipped} corrupted line(s) of {result.scanned} read in "
+                f"{self._journal_path}", CorruptJournalWarning, stacklevel=3,
             )
         return result
-
-    # -- the journal's index (derived data in a cache folder, never in the agent folder) ---
 
     @engine_boundary
     def generation(self) -> str:
         """This agent's generation: the 32 hex digits in ``memory/.generation``, which every
-        forget replaces (``""`` while the file is missing or holds anything else). An index
-        records the generation it was built for and serves no other. Read-only: nothing is
-        created."""
-        return generation_of(self)
+        forget replaces (``""`` while missing or malformed); an index serves only the
+        generation it was built for. Nothing is created."""
+        return access.generation_of(self)
 
     @engine_boundary
     def build_index(self, *, background: bool = False) -> dict[str, Any]:
         """Build the journal's search index, or bring it up to date, and return
-        :meth:`index_status`. Nothing ever builds it inside a search. With ``background`` the
-        build runs in a thread of this process and this returns at once; searches meanwhile
-        use the part built so far and scan the rest. The index lives in the cache folder
-        (``$JUPYTER_AGENT_MEMORY_CACHE``, else the user cache) and is registered in
+        :meth:`index_status` (no search ever builds one). With ``background`` it is built in
+        a thread and searches meanwhile scan what is not indexed yet. It lives in the cache
+        folder (``$JUPYTER_AGENT_MEMORY_CACHE``, else the user cache), registered in
         ``memory/.indexes.json`` so forgetting finds it; -32603 when that folder is unusable."""
         index = _index_module()
         db = self._index_db()
@@ -729,13 +576,12 @@ class AgentMemory:
         if db is None:
             return
         with contextlib.ExitStack() as stack:
-            _agent, mem = stack.enter_context(folders(self))
+            _agent, mem = stack.enter_context(access.folders(self))
             if mem is None:
                 return
-            # Under the lock, the generation read and the journal opened belong together (a
-            # forget takes the lock too), and the index is registered before it exists.
-            with locked(self) as held:
-                generation = read_generation(held.memory.read_bytes(GENERATION))
+            # Under the lock: the generation goes with the journal, registered before built.
+            with access.locked(self) as held:
+                generation = access.read_generation(held.memory.read_bytes(GENERATION))
                 index.register(held.memory, db, held.recheck)
                 handle = stack.enter_context(self._journal_file())
             if handle is not None:
@@ -743,9 +589,8 @@ class AgentMemory:
 
     @engine_boundary
     def drop_index(self) -> dict[str, Any]:
-        """Delete this agent's journal indexes: every one registered in the agent folder (in
-        any cache folder of this machine) and the one in this process's cache folder.
-        Searches scan the journal until the next build. Returns ``{"dropped": [paths]}``."""
+        """Delete this agent's journal indexes (every one registered in the agent folder, and
+        the one in this process's cache folder); returns ``{"dropped": [paths]}``."""
         index = _index_module()
         return {"dropped": [str(p) for p in index.drop_registered(*self._index_places())]}
 
@@ -753,24 +598,14 @@ class AgentMemory:
     def index_files(self) -> list[Path]:
         """Every existing file of this agent's journal indexes (those registered in the agent
         folder, and the one in this process's cache folder). Changes nothing."""
-        try:
-            index = _index_module()
-        except MemoryToolError:
-            return []  # without sqlite3 no index was made here
-        return index.registered_index_files(*self._index_places())
+        index = _index_module(required=False)
+        return [] if index is None else index.registered_index_files(*self._index_places())
 
     @engine_boundary
     def index_status(self) -> dict[str, Any]:
         """The journal index as this process sees it: ``{"path", "state", "indexed_bytes",
-        "journal_bytes", "size_bytes", "building", "keep", "registered", "error"}``.
-
-        ``path`` is the database in this process's cache folder (None when that folder is
-        unusable); ``state`` is ``"missing"``, ``"stale"`` (built for another journal file or
-        generation: never used), ``"behind"`` (searches scan the part not indexed yet) or
-        ``"ready"``; ``size_bytes`` its size on disk; ``building`` whether this process is
-        building it in the background; ``keep`` whether the keep-up-to-date setting is on;
-        ``registered`` the existing files of every index registered for this agent; ``error``
-        the last background build's error (None after a success). Creates nothing."""
+        "journal_bytes", "size_bytes", "building", "keep", "registered", "error"}`` (``state``:
+        ``"missing"``, ``"stale"``, ``"behind"`` or ``"ready"``). Creates nothing."""
         index = _index_module()
         db = self._index_db()
         with self._journal_file() as handle:
@@ -778,33 +613,25 @@ class AgentMemory:
         key = os.fspath(db) if db is not None else ""
         status["building"] = index.building(key)
         status["keep"] = self._keeps_index()
-        status["registered"] = [str(p) for p in index.registered_index_files(self._memory_path())]
+        registered = index.registered_index_files(self._index_places()[0])
+        status["registered"] = [str(p) for p in registered]
         status["error"] = index.last_error(key)
         return status
 
     def _index_db(self) -> Path | None:
         """The index database in this process's cache folder (None when unusable)."""
-        # Kept: a search can cost less than building this path each time.
-        journal_path = self.__dict__.get("_journal_path")
-        if journal_path is None:
-            journal_path = self.__dict__["_journal_path"] = self.path / MEMORY_DIR / JOURNAL
-        return _index_module().index_path(journal_path, self.path)
-
-    def _memory_path(self) -> Path:
-        return self.file_path(JOURNAL).parent
+        return _index_module().index_path(self._journal_path, self.path)
 
     def _index_places(self) -> tuple[Path, Path | None]:
-        return self._memory_path(), self._index_db()
+        """``memory/`` as named on disk (its registry of indexes), and :meth:`_index_db`."""
+        return self.file_path(JOURNAL).parent, self._index_db()
 
     def _keeps_index(self) -> bool:
         """Whether the keep-up-to-date setting is on (-32602 for a bad environment value)."""
         if self.journal_index is not None:
             return bool(self.journal_index)
-        try:
-            index = _index_module()
-        except MemoryToolError:
-            return False
-        return index.keep_setting(None) is True
+        index = _index_module(required=False)
+        return index is not None and index.keep_setting(None) is True
 
     def _index_in_background(self) -> None:
         db = self._index_db()
@@ -814,13 +641,10 @@ class AgentMemory:
     def _open_index(self, read: Callable[[int, int], bytes], st: os.stat_result) -> Any:
         """The journal's index for a search it can narrow (a
         :data:`~jupyter_agent_memory.journal.IndexOpener`), or None: no index, the setting is
-        off, or this Python has no ``sqlite3``. It never builds one; with the keep setting on,
-        a missing or lagging index is brought up to date in the background meanwhile."""
-        try:
-            index = _index_module()
-        except MemoryToolError:
-            return None
-        keep = index.keep_setting(self.journal_index)
+        off, or no ``sqlite3``. Never built here; with the keep setting on, a missing or
+        lagging one is brought up to date in the background meanwhile."""
+        index = _index_module(required=False)
+        keep = index.keep_setting(self.journal_index) if index is not None else False
         db = self._index_db() if keep is not False else None
         if db is None:
             return None
@@ -831,22 +655,16 @@ class AgentMemory:
 
     def _held_generation(self) -> str:
         """:meth:`generation`, read through the folder the journal's reader holds."""
-        return read_generation(self._journal_reader().read_companion(GENERATION))
+        return access.read_generation(self._journal_reader().read_companion(GENERATION))
 
     @engine_boundary
     def search(
-        self,
-        query: str = "",
-        tag: str = "",
-        limit: int = 20,
-        since: datetime | str | None = None,
-        until: datetime | str | None = None,
+        self, query: str = "", tag: str = "", limit: int = 20,
+        since: datetime | str | None = None, until: datetime | str | None = None,
     ) -> journal.SearchResult:
-        """Journal entries matching all filters, newest first (at most ``limit``).
-
-        ``query`` is a case-insensitive substring of the text, ``tag`` an exact tag compared
-        ignoring case, ``since``/``until`` an inclusive time window (ISO-8601 strings or
-        datetimes; no zone means UTC). Corrupted lines are skipped with a warning.
+        """Journal entries matching all filters, newest first (at most ``limit``): ``query`` a
+        case-insensitive substring, ``tag`` an exact tag ignoring case, ``since``/``until`` an
+        inclusive window (ISO-8601 or datetimes, UTC by default). Bad lines warn and are skipped.
         """
         result = self.search_journal(query, tag, limit, since, until)
         return result if result is not None else journal.SearchResult()
@@ -864,24 +682,17 @@ class AgentMemory:
 
     @engine_boundary
     def tag_counts(self) -> dict[str, int]:
-        """Every tag in the journal (spelled as first seen, matched ignoring case) → count.
-
-        Tags are grouped with ``str.lower``, the comparison a tag search uses, so each count
-        is exactly what searching for that tag would find.
-        """
+        """Every tag in the journal (spelled as first seen) → count, grouped with ``str.lower``
+        as a tag search compares, so each count is what searching for that tag finds."""
         counts: dict[str, int] = {}
         spelling: dict[str, str] = {}
         for entry in self.entries():
             tags = entry.get("tags")
-            if not isinstance(tags, list):
-                continue
-            for tag in tags:
+            for tag in tags if isinstance(tags, list) else ():
                 if isinstance(tag, str):
                     key = spelling.setdefault(tag.lower(), tag)
                     counts[key] = counts.get(key, 0) + 1
         return counts
-
-    # -- sessions on record ----------------------------------------------------------------
 
     @engine_boundary
     def sessions(self) -> list[dict[str, Any]]:
@@ -903,8 +714,6 @@ class AgentMemory:
         """Where each line of a recorded prompt containing ``text`` came from."""
         return sessions.why(self, session_id, text)
 
-    # -- the memory tool -------------------------------------------------------------------
-
     @engine_boundary
     def call_tool(self, args: dict[str, Any]) -> str:
         """Run the ``memory`` tool with ``args``; returns its exact result text."""
@@ -914,12 +723,9 @@ class AgentMemory:
 
 
 def check_edit_body(text: str) -> str:
-    """The one guard of the human editing surfaces (CLI ``fact --set``, ``%%fact_update``,
-    the panel, the sidebar): a FACT.md that is empty after trimming is refused.
-
-    The ``memory`` tool refuses only ``""`` (as Cherry Studio's does), because a model
-    sends exactly what it means; an empty editor buffer is almost always an accident.
-    """
+    """The guard of the human editing surfaces (CLI, magics, panel, sidebar): a FACT.md empty
+    after trimming is refused. The ``memory`` tool refuses only ``""``, as Cherry Studio's does:
+    a model sends what it means, an empty editor buffer is almost always an accident."""
     if not isinstance(text, str) or not text.strip():
         raise EmptyEditError()
     return text
@@ -928,23 +734,17 @@ def check_edit_body(text: str) -> str:
 def encode_text(
     text: str, field: str, max_bytes: int | None = None, refuse_secrets: bool = False
 ) -> bytes:
-    """``text`` as UTF-8, refusing what no wire format could carry back.
-
-    A lone surrogate (half an emoji) raises -32602 naming ``field`` and the position, so
-    nothing unencodable is ever stored; with ``max_bytes``, a longer encoding raises -32602
-    naming the size and the limit; with ``refuse_secrets``, text holding a credential raises
-    -32602 naming its kind (see :mod:`~jupyter_agent_memory.engine.secrets`). Every write of model
-    or user text goes through here.
-    """
+    """``text`` as UTF-8 (every write of model or user text goes through here); -32602 for a
+    lone surrogate (naming ``field`` and the position), an encoding over ``max_bytes``, or with
+    ``refuse_secrets`` a credential (naming its kind, see :mod:`.secrets`)."""
     if not isinstance(text, str):
-        raise MemoryToolError(f"'{field}' must be a string", INVALID_PARAMS)
+        raise MemoryToolError(f"'{field}' must be a string")
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise MemoryToolError(
             f"'{field}' is not valid Unicode text: lone surrogate "
-            f"U+{ord(text[exc.start]):04X} at position {exc.start}",
-            INVALID_PARAMS,
+            f"U+{ord(text[exc.start]):04X} at position {exc.start}"
         ) from None
     if max_bytes is not None and len(data) > max_bytes:
         raise ContentTooLargeError(field, len(data), max_bytes)
@@ -961,49 +761,40 @@ def _with_hash(data: bytes) -> tuple[str, str]:
     return _decode(data), sha256_hex(data)
 
 
-def _index_module() -> Any:
-    """The journal index module (it needs ``sqlite3``, which some Pythons lack).
-
-    Always through the import system: a module another thread is still executing is already
-    in ``sys.modules``, and only ``import`` waits for it to finish."""
+def _index_module(required: bool = True) -> Any:
+    """The journal index module (it needs ``sqlite3``, which some Pythons lack: -32603, or None
+    when not ``required``). Always imported: only ``import`` waits for a module another thread
+    is still executing."""
     try:
         from ..journal import index
     except ImportError as exc:
+        if not required:
+            return None
         raise MemoryToolError(
             f"The journal index needs Python's sqlite3 module: {exc}", INTERNAL_ERROR
         ) from None
     return index
 
 
-# The files each folder's atomic writes target (compared ignoring case, as lookups are).
-_AGENT_FILES = frozenset(n.casefold() for n in (SOUL, USER, TEMPLATE_RECORD, STATE_FILE))
-_MEMORY_FILES = frozenset(
-    n.casefold()
-    for n in (
-        FACT, JOURNAL, sessions.SESSIONS_LOG, FORGET_RECEIPTS, GENERATION, FORGET_KEY,
-        journal.INDEX_REGISTRY,
-    )
-)
+def _one_of(names: Iterable[str]) -> Callable[[str], bool]:
+    """Whether a name is one of ``names``, compared ignoring case (as lookups are)."""
+    folded = frozenset(name.casefold() for name in names)
+    return lambda name: name.casefold() in folded
 
 
-def _sweep_temp_files(folder: Folder, targets: frozenset[str] | re.Pattern[str]) -> None:
-    """Remove temp files a crashed write of ours left: nothing else, whatever its name.
+# The files each folder's atomic writes target.
+_AGENT_FILES = _one_of((SOUL, USER, TEMPLATE_RECORD, STATE_FILE))
+_MEMORY_FILES = _one_of((FACT, JOURNAL, sessions.SESSIONS_LOG, FORGET_RECEIPTS, GENERATION,
+                         FORGET_KEY, journal.INDEX_REGISTRY))
 
-    Only regular files named as :meth:`Folder.write_atomic` names the temp file of one of
-    ``targets`` (names compared ignoring case, or a pattern the names of that folder's files
-    match) are removed; a user's file or folder that merely looks like one is left alone.
-    """
+
+def _sweep_temp_files(folder: Folder, ours: Callable[[str], object]) -> None:
+    """Remove temp files a crashed write of ours left: regular files named as
+    :meth:`Folder.write_atomic` names the temp file of a target ``ours`` accepts, nothing else."""
     for name in folder.names():
         match = _TEMP_NAME.match(name)
-        if match is None:
-            continue
-        target = match.group("target")
-        if isinstance(targets, frozenset):
-            ours = target.casefold() in targets
-        else:
-            ours = targets.match(target) is not None
-        st = folder.lstat(name)
-        if ours and st is not None and stat.S_ISREG(st.st_mode):
+        st = folder.lstat(name) if match and ours(match.group("target")) else None
+        if st is not None and stat.S_ISREG(st.st_mode):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(name, dir_fd=folder.fd)
 
@@ -1011,7 +802,7 @@ def _sweep_temp_files(folder: Folder, targets: frozenset[str] | re.Pattern[str])
 def sweep_leftovers(folder: Folder, names: Iterable[str]) -> None:
     """Remove temp files a crashed atomic write of one of ``names`` left in ``folder`` (under
     the lock): provisioning uses it for the template's files, whose names only it knows."""
-    _sweep_temp_files(folder, frozenset(name.casefold() for name in names))
+    _sweep_temp_files(folder, _one_of(names))
 
 
 def sweep(txn: Locked) -> None:
@@ -1024,21 +815,15 @@ def _sweep(agent: Folder, memory: Folder) -> None:
     _sweep_temp_files(memory, _MEMORY_FILES)
     if memory.lookup(HISTORY_DIR) is not None:
         with memory.subfolder(HISTORY_DIR) as versions:
-            _sweep_temp_files(versions, history.VERSION_NAME)
+            _sweep_temp_files(versions, history.VERSION_NAME.match)
     if memory.lookup(sessions.BLOBS_DIR) is not None:
         with memory.subfolder(sessions.BLOBS_DIR) as blobs:
-            _sweep_temp_files(blobs, sessions.BLOB_NAME)
+            _sweep_temp_files(blobs, sessions.BLOB_NAME.match)
 
 
 def _make_durable_dir(path: Path) -> None:
     """``mkdir -p`` (0700) whose new entries are each flushed into their parent folder."""
-    missing = []
-    probe = path
-    while not os.path.lexists(probe):
-        missing.append(probe)
-        if probe.parent == probe:
-            break
-        probe = probe.parent
+    missing = list(itertools.takewhile(lambda p: not os.path.lexists(p), (path, *path.parents)))
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
     for made in reversed(missing):
         fsync_dir_path(made.parent)
