@@ -76,9 +76,9 @@ def _note_use(reader: JournalReader) -> None:
         old.close()
 
 
-class JournalReader:
-    """Read access to ``<agent>/<memory_dir>/<journal>`` (canonical names; existing case
-    variants are used, the exact name winning, as everywhere in the store)."""
+class KeptJournal:
+    """``<agent>/<memory_dir>/<journal>`` with its folders, kept open between uses (canonical
+    names; existing case variants are used, the exact name winning, as everywhere)."""
 
     def __init__(self, path: Path, *, memory_dir: str, journal: str) -> None:
         self.path = path
@@ -90,39 +90,64 @@ class JournalReader:
         self._fd = -1
         self._paths: tuple[str, str] = ("", "")
         self._ids: tuple[tuple[int, int, bool], ...] = ()
+        # Everything open, for the finalizer: descriptors must not outlive the AgentMemory.
         self._handles: list[object] = []
-        self._companion: tuple[object, bytes | None] = (None, None)
         self._finalizer = weakref.finalize(self, close_handles, self._handles)
-        self._serial = next(_serials)
 
     def close(self) -> None:
         """Close the folders and the journal kept open (reopened by the next use)."""
         with self._mutex:
             self._drop()
-        with _held_lock:
-            _held.pop(self._serial, None)
 
     def _drop(self) -> None:
         close_handles(self._handles)
         self._mem = None
         self._fd = -1
 
+    def _keep(self, agent: Folder, mem: Folder, *fds: int) -> None:
+        """Take the paths and identities of the open folders and ``fds``, to check them by."""
+        self._paths = (os.fspath(self.path), os.fspath(mem.path))
+        self._ids = tuple(identity(os.fstat(held)) for held in (agent.fd, mem.fd, *fds))
+
+    def _folders_unchanged(self) -> bool:
+        """Whether the agent folder and ``memory/`` paths still name the folders held."""
+        agent_path, mem_path = self._paths
+        return identity(os.lstat(agent_path)) == self._ids[0] and (
+            identity(os.lstat(mem_path)) == self._ids[1]
+        )
+
+    def _exact_name_held(self, mem: Folder) -> bool:
+        """False when a file with the exact name now exists beside the case variant held."""
+        return self._name == self.journal or mem.lstat(self.journal) is None
+
+
+class JournalReader(KeptJournal):
+    """Read access to the journal (see the module docstring)."""
+
+    def __init__(self, path: Path, *, memory_dir: str, journal: str) -> None:
+        super().__init__(path, memory_dir=memory_dir, journal=journal)
+        self._companion: tuple[object, bytes | None] = (None, None)
+        self._serial = next(_serials)
+
+    def close(self) -> None:
+        """Close the folders and the journal kept open (reopened by the next use)."""
+        super().close()
+        with _held_lock:
+            _held.pop(self._serial, None)
+
     def _still_valid(self) -> bool:
         mem = self._mem
         if mem is None or self._fd < 0:
             return False
-        agent_path, mem_path = self._paths
-        agent_id, mem_id, journal_id = self._ids
         try:
-            if identity(os.lstat(agent_path)) != agent_id or identity(os.lstat(mem_path)) != mem_id:
+            if not self._folders_unchanged():
                 return False
             named = os.stat(self._name, dir_fd=mem.fd, follow_symlinks=False)
         except OSError:
             return False
-        if identity(named) != journal_id or named.st_nlink != 1:
+        if identity(named) != self._ids[2] or named.st_nlink != 1:
             return False  # reopening raises the store's refusal for a second hard link
-        # A file with the exact name now wins over the case variant held.
-        return self._name == self.journal or mem.lstat(self.journal) is None
+        return self._exact_name_held(mem)
 
     def _open(self) -> None:
         """Open everything afresh; ``_fd`` stays -1 when there is no journal."""
@@ -144,8 +169,7 @@ class JournalReader:
                 return
             self._handles.append(fd)
             self._mem, self._name, self._fd = mem, name, fd
-            self._paths = (os.fspath(self.path), os.fspath(mem.path))
-            self._ids = tuple(identity(os.fstat(held)) for held in (agent.fd, mem.fd, fd))
+            self._keep(agent, mem, fd)
         except BaseException:
             self._drop()
             raise
