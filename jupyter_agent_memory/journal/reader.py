@@ -1,16 +1,11 @@
 """Reading the journal: the file kept open between searches of one ``AgentMemory``.
 
-Opening ``<agent>/memory/JOURNAL.jsonl`` safely takes two folder listings (names are matched
-ignoring case) and three descriptors, which costs more than a search that the index or the
-newest block answers. :class:`JournalReader` opens them once and, on each later use, checks
-with three ``stat`` calls that the agent folder, ``memory/`` and the journal's name still name
-the very objects it holds (nothing swapped in, no symlink, no second hard link, a journal
-replaced by forgetting is noticed), reopening everything when not. It never creates anything.
-
-Each use gets a descriptor of its own (a ``dup``), so a search in one thread is never
-disturbed by another thread reopening the shared one. At most :data:`MAX_HELD_READERS` readers
-of the process hold their files at once (the least recently used one closes them), so a
-program that keeps many ``AgentMemory`` objects never runs out of descriptors.
+Opening ``memory/JOURNAL.jsonl`` safely (two listings, three descriptors) costs more than a
+search the newest block answers, so :class:`JournalReader` opens it once and checks on each use,
+with three ``stat`` calls, that the paths still name what it holds (nothing swapped in, no
+link, no second hard link, no replacement by forgetting), reopening when not; it creates
+nothing. Each use gets its own ``dup``. At most :data:`MAX_HELD_READERS` readers of the
+process hold files at once (the least recently used closes them).
 """
 
 from __future__ import annotations
@@ -66,8 +61,7 @@ def _note_use(reader: JournalReader) -> None:
             _held.move_to_end(serial)
             return
         _held[serial] = weakref.ref(reader)
-        # (A reader that died meanwhile keeps its place until it is the oldest: the bound on
-        # live holders holds all the same.)
+        # (A dead reader keeps its place until it is the oldest: the bound holds all the same.)
         while len(_held) > MAX_HELD_READERS:
             _old, ref = _held.popitem(last=False)
             if (old := ref()) is not None:
@@ -168,13 +162,10 @@ class JournalReader(KeptJournal):
             except FileNotFoundError:
                 return
             self._handles.append(fd)
-            self._mem, self._name, self._fd = mem, name, fd
             self._keep(agent, mem, fd)
-        except BaseException:
-            self._drop()
-            raise
+            self._mem, self._name, self._fd = mem, name, fd
         finally:
-            if self._fd < 0:  # nothing worth keeping: absence is checked afresh next time
+            if self._fd < 0:  # a failure, or nothing worth keeping: checked afresh next time
                 self._drop()
 
     @contextlib.contextmanager
@@ -198,10 +189,9 @@ class JournalReader(KeptJournal):
             os.close(fd)
 
     def read_companion(self, name: str) -> bytes | None:
-        """The content of the file ``name`` (exact name) in the held ``memory/`` folder, read
-        without following a link; None when it, or the journal, is missing. For a small file
-        a search needs beside the journal it just opened: the folder held is the one that
-        :meth:`opened` checked (checked again only when nothing is held)."""
+        """The content of the small file ``name`` (exact name, links refused) beside the
+        journal, in the ``memory/`` folder :meth:`opened` just checked (checked again only when
+        nothing is held); None when it, or the journal, is missing."""
         with self._mutex:
             if self._mem is None:
                 try:
@@ -210,8 +200,7 @@ class JournalReader(KeptJournal):
                     return None
             if self._mem is None:
                 return None
-            # One stat tells whether the file is the one read last time (a replaced or
-            # rewritten file has another inode, size or time): then it is not read again.
+            # The file read last time (same inode, size and time) is not read again.
             try:
                 st = os.stat(name, dir_fd=self._mem.fd, follow_symlinks=False)
             except FileNotFoundError:
@@ -223,9 +212,8 @@ class JournalReader(KeptJournal):
 
 
 class DescriptorFile:
-    """The binary-file methods the journal functions use (``fileno``, ``seek``, ``read``)
-    over a descriptor its caller owns and closes; cheaper to make than an ``io`` object,
-    which matters to searches that take microseconds."""
+    """The binary-file methods the journal functions use (``fileno``, ``seek``, ``read``) over
+    a descriptor its caller owns; cheaper than an ``io`` object for microsecond searches."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
