@@ -138,12 +138,10 @@ class JournalAppender(KeptJournal):
             return False
         return identity(named) == self._ids[2]
 
-    def _checked_fd(self) -> int:
-        """The journal's descriptor (-1 when there is no journal yet), everything reopened
-        when anything was swapped."""
+    def _check(self) -> None:
+        """Reopen everything when anything was swapped."""
         if not self._still_valid():
             self._open()
-        return self._fd
 
     def _follow_replacement(self) -> None:
         """Under the lock: when the journal was replaced since the check (forgetting rewrites
@@ -154,28 +152,15 @@ class JournalAppender(KeptJournal):
         named = mem.lstat(self._name)
         if named is not None and identity(named) == self._ids[3]:
             return
-        with contextlib.suppress(ValueError):
-            self._handles.remove(self._fd)
-        with contextlib.suppress(OSError):
-            os.close(self._fd)
-        self._fd = -1
+        self._release_journal()
         name = mem.lookup(self.journal)
         if name is not None:
             self._use_journal(name, mem.open_file(name, os.O_RDWR | os.O_APPEND))
 
-    def _refuse_links(self, st: os.stat_result) -> None:
-        if st.st_nlink > 1:
-            assert self._mem is not None
-            path = self._mem.display(self._name)
-            raise UnsafePathError(
-                f"Refusing to use {path}: it has {st.st_nlink} hard links; memory files "
-                "must not share their data with another file"
-            )
-
     def append(self, line: bytes) -> None:
         """Append ``line`` (one complete line ending in ``\\n``); return once it is durable."""
         with self._mutex:
-            self._checked_fd()
+            self._check()
             with self._locked():
                 self._follow_replacement()
                 created = self._fd < 0
@@ -183,7 +168,13 @@ class JournalAppender(KeptJournal):
                     self._create_journal()
                 fd = self._fd
                 st = os.fstat(fd)
-                self._refuse_links(st)
+                if st.st_nlink > 1:  # the message of Folder.open_file
+                    assert self._mem is not None
+                    raise UnsafePathError(
+                        f"Refusing to use {self._mem.display(self._name)}: it has "
+                        f"{st.st_nlink} hard links; memory files must not share their data "
+                        "with another file"
+                    )
                 start = st.st_size
                 data = line
                 if start and os.pread(fd, 1, start - 1) != b"\n":
@@ -251,8 +242,13 @@ class JournalAppender(KeptJournal):
         with contextlib.suppress(OSError):
             os.unlink(self._name, dir_fd=mem.fd)
             mem.fsync()
+        self._release_journal()
+
+    def _release_journal(self) -> None:
+        """Close the journal's descriptor (the folders and the lock stay open)."""
         fd, self._fd = self._fd, -1
-        self._handles.remove(fd)
+        with contextlib.suppress(ValueError):
+            self._handles.remove(fd)
         with contextlib.suppress(OSError):
             os.close(fd)
 
@@ -268,7 +264,7 @@ class JournalAppender(KeptJournal):
         """Remove a line whose flush failed: truncate it away, or blank it when not last."""
         # Best effort: the flush error is what the caller must see, not a second one.
         with contextlib.suppress(Exception), self._mutex:
-            self._checked_fd()
+            self._check()
             mem = self._mem
             assert mem is not None
             with self._locked():

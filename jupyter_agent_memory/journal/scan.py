@@ -1,12 +1,8 @@
 """Searching the journal: newest first, reading the file backwards in blocks.
 
-Every function takes a binary file object the caller opened (the store opens files with
-``O_NOFOLLOW``); nothing here opens a path by name.
-
-Lines: the file is split on ``b"\\n"`` only; a final segment without one (a torn write) is an
-ordinary line. A blank line is ignored; a line holding one JSON object (``json.loads`` rules:
-the last duplicate key wins) is an *entry*, with non-UTF-8 bytes and escaped lone surrogates
-read as U+FFFD; any other line is *corrupted*: skipped, counted, never failing a search.
+Every function takes a binary file object the caller opened; nothing here opens a path.
+Lines are split on ``b"\\n"`` only (a torn last line is an ordinary line); a blank one is
+ignored, one holding a JSON object is an entry, any other is corrupted: skipped and counted.
 
 Matching (one :class:`~jupyter_agent_memory.journal.format.Matcher` serves every search):
 
@@ -22,14 +18,13 @@ How :func:`search` avoids decoding every line: it reads backwards in blocks of w
 (64 KiB first, doubling up to ``block_size``), stops at the ``limit``-th match, and decodes
 only *candidate* lines, every other line being proven unable to match:
 
-- with a ``query`` (else a ``tag``), the lines whose ``bytes.lower()`` holds the needle, plus
-  those where an escape or a special character could hide it (:class:`_Needle`); after 16
-  such lines in a block, the rest of it is searched in its text view (:data:`_TEXT_VIEW`);
-- with a time window and no query, lines in our layout whose timestamp lies outside it are
-  skipped undecoded, a block at a time when its lines are in time order (:class:`_Window`);
-- with an ``index``, a query of three or more characters decodes only the lines it names and
-  a window reads only the parts it overlaps; the part not indexed yet is scanned, and any
-  failure of the index means a plain search.
+- with a ``query`` (else a ``tag``), the lines whose ``bytes.lower()`` holds the needle, or
+  where an escape or a special character could hide it (:class:`_Needle`); after 16 in a
+  block, the rest of it is searched in its text view (:data:`_TEXT_VIEW`);
+- with a window and no query, lines in our layout with a timestamp outside it are skipped, a
+  block at a time when its lines are in time order (:class:`_Window`);
+- with an ``index``, only the lines it names or the parts of a window it overlaps (see
+  :mod:`~jupyter_agent_memory.journal.index`); any failure of it means a plain search.
 
 Counters: ``scanned`` counts the lines decoded (every line for :func:`reference_search`),
 ``skipped`` the corrupted ones among them (a line never decoded could not have matched), and
@@ -131,14 +126,13 @@ def _lines(block: bytes) -> list[bytes]:
     return lines
 
 
-def _find_all(data: Any, pattern: Any, lo: int = 0, hi: int | None = None) -> list[int]:
-    """Offsets of ``pattern`` in ``data[lo:hi]`` (bytes or str), ascending."""
-    hi = len(data) if hi is None else hi
+def _find_all(data: Any, pattern: Any, lo: int = 0) -> list[int]:
+    """Offsets of ``pattern`` in ``data[lo:]`` (bytes or str), ascending."""
     hits = []
-    hit = data.find(pattern, lo, hi)
+    hit = data.find(pattern, lo)
     while hit >= 0:
         hits.append(hit)
-        hit = data.find(pattern, hit + 1, hi)
+        hit = data.find(pattern, hit + 1)
     return hits
 
 
