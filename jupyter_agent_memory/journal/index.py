@@ -181,6 +181,7 @@ def _connect(db: Path, *, write: bool) -> sqlite3.Connection:
             if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=OFF")
+            _create_tables(conn)
         except sqlite3.Error:
             conn.close()
             raise
@@ -353,8 +354,7 @@ def describe(db: Path | None, f: BinaryIO | None, generation: str) -> dict[str, 
     try:
         state = _state(_connect(db, write=False))
     except sqlite3.Error:
-        out["state"] = "stale"
-        return out
+        state = {}  # judged stale below
     out["indexed_bytes"] = state.get("end") if isinstance(state.get("end"), int) else 0
     if read is None or st is None or _judge(state, read, st, generation) != "valid":
         out["state"] = "stale"
@@ -422,14 +422,12 @@ def build(
         raise OSError(f"cannot index {f!r}: it has no file descriptor")
     try:
         conn = _connect(db, write=True)
-        _create_tables(conn)
         start = _state(conn)
     except sqlite3.DatabaseError:
         start = {}  # not a database, or a damaged one: start afresh
     if _judge(start, read, st, generation) != "valid":
         drop(db)
         conn = _connect(db, write=True)
-        _create_tables(conn)
         conn.executemany(
             "INSERT OR REPLACE INTO state VALUES (?, ?)",
             [("schema", _SCHEMA), ("identity", _identity(st)), ("generation", generation),

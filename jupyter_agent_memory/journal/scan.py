@@ -320,9 +320,7 @@ _TS_PREFIX = b'{"ts":"'
 # Every spelling of the key "ts" in JSON: each letter raw or as a \u escape.
 _TS_KEY = re.compile(rb'"(?:t|\\u0074)(?:s|\\u0073)"')
 # The start of a line in our layout, capturing its timestamp (a literal prefix: found fast).
-_TS_LINE = re.compile(
-    rb'\n\{"ts":"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z)"'
-)
+_TS_LINE = re.compile(rb'\n\{"ts":"(' + _CANONICAL_TS_BYTES.pattern + rb')"')
 
 
 class _Window:
