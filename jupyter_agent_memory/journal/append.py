@@ -182,7 +182,10 @@ class JournalAppender(KeptJournal):
                 try:
                     write_all(fd, data)
                 except BaseException:
-                    self._truncate(fd, start)
+                    with contextlib.suppress(OSError):  # cut back to the old size
+                        if os.fstat(fd).st_size > start:
+                            os.ftruncate(fd, start)
+                            os.fsync(fd)
                     if created:
                         self._remove_created()
                     raise
@@ -251,14 +254,6 @@ class JournalAppender(KeptJournal):
             self._handles.remove(fd)
         with contextlib.suppress(OSError):
             os.close(fd)
-
-    @staticmethod
-    def _truncate(fd: int, size: int) -> None:
-        """Cut the journal back to ``size`` after a failed write (under the lock)."""
-        with contextlib.suppress(OSError):
-            if os.fstat(fd).st_size > size:
-                os.ftruncate(fd, size)
-                os.fsync(fd)
 
     def _undo(self, fd: int, start: int, end: int, line_size: int) -> None:
         """Remove a line whose flush failed: truncate it away, or blank it when not last."""

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from ..folder import Folder, read_all
+from ..folder import Folder, close_fd, read_all
 
 #: The registry of an agent's journal indexes, a file beside the journal in ``memory/``.
 INDEX_REGISTRY = ".indexes.json"
@@ -32,14 +32,13 @@ def identity(st: os.stat_result) -> tuple[int, int, bool]:
     return (st.st_dev, st.st_ino, stat.S_ISLNK(st.st_mode))
 
 
-def close_handles(handles: list[object]) -> None:
+def close_handles(handles: list[Folder | int]) -> None:
     """Close kept folders and descriptors, newest first, ignoring errors."""
     for handle in reversed(handles):
-        with contextlib.suppress(OSError):
-            if isinstance(handle, Folder):
-                handle.close()
-            else:
-                os.close(handle)  # type: ignore[arg-type]
+        if isinstance(handle, Folder):
+            handle.close()
+        else:
+            close_fd(handle)
     handles.clear()
 
 
@@ -85,7 +84,7 @@ class KeptJournal:
         self._paths: tuple[str, str] = ("", "")
         self._ids: tuple[tuple[int, int, bool], ...] = ()
         # Everything open, for the finalizer: descriptors must not outlive the AgentMemory.
-        self._handles: list[object] = []
+        self._handles: list[Folder | int] = []
         self._finalizer = weakref.finalize(self, close_handles, self._handles)
 
     def close(self) -> None:
