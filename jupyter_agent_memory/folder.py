@@ -80,8 +80,7 @@ class NotDurableError(OSError):
     read back, yet a power loss may undo the rename. ``filename`` is the file renamed."""
 
 
-# A deadline (time.monotonic) bounding every lock wait of this context: a server gives a lock
-# only what is left of the request's time, so the documented wait is never multiplied.
+# A deadline (time.monotonic) bounding every lock wait of this context (a request's time).
 _LOCK_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     "jupyter_agent_memory_lock_deadline", default=None
 )

@@ -47,8 +47,7 @@ class JournalAppender(KeptJournal):
         self.fsync = fsync
         self._lock_fd = -1
         self._lock_path = path
-        # Flushes of this appender's threads (see _flush_written): per journal descriptor,
-        # the write the last good flush covered and the writes a failed flush covered.
+        # Per journal descriptor, the writes good and failed flushes covered (_flush_written).
         self._flush_mutex = threading.Lock()
         self._opened = 0
         self._written = (0, 0)

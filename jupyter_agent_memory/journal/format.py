@@ -53,8 +53,7 @@ def parse_time(value: str) -> datetime:
     if not isinstance(value, str):
         raise ValueError(f"expected an ISO-8601 string, got {type(value).__name__}")
     if _CANONICAL_TS.fullmatch(value):
-        # Fast path for the journal's own format (a window search parses every ts); the same
-        # result as the general path, fromisoformat validating every range.
+        # Our own format, fast (a window search parses every ts); fromisoformat checks ranges.
         try:
             return datetime.fromisoformat(value[:-1]).replace(tzinfo=timezone.utc)
         except ValueError:

@@ -51,13 +51,11 @@ INDEX_ERRORS = (OSError, sqlite3.Error)
 _SCHEMA = 2
 _RUN_BYTES = 32 * 1024
 _READ_BLOCK = 4 * 1024 * 1024  # journal bytes per build transaction
-# A build adding this much (and at least what was indexed before) merges the full-text
-# index into one segment: a query reads every segment.
+# A build adding this much (and what was there before) merges the segments a query reads.
 _OPTIMIZE_BYTES = 8 * 1024 * 1024
 _FINGERPRINT = 4096
 _BUILD_TIMEOUT = 5.0  # seconds a build waits for another build's transaction
-# A reader never waits for a writer (WAL), only this long for SQLite's whole-database locks
-# (creating it, recovering its log); then the search scans instead.
+# A reader waits only this long for SQLite's whole-database locks, then scans instead.
 _READ_TIMEOUT = 0.05
 _MAX_REGISTERED = 64
 _SIDECARS = ("", "-wal", "-shm", "-journal")

@@ -157,15 +157,12 @@ _U_ESCAPE = re.compile(rb"\\u([0-9a-fA-F]{4})")
 _KELVIN = "\u212a".encode()
 _DOTTED_I = "\u0130".encode()
 
-# The text view of whole lines: one item per line, a line in our layout cut down to what
-# follows ``"text":"``, any other line kept whole. It loses no match: on a valid JSON line
-# the optional part can only match ``ts`` (a string without backslashes: its first quote ends
-# it), then ``tags`` (an array holding no ``]``: its first ``]`` closes it), then the key
-# ``text`` and its value's opening quote; the last duplicate key wins, so the matched text
-# starts there or later.
+# The text view: each line in our layout cut down to what follows ``"text":"``, any other
+# kept whole. No match is lost: on valid JSON the optional part matches only ``ts`` (a string
+# without backslashes), ``tags`` (an array holding no ``]``), then the key ``text`` and its
+# value's quote; the last duplicate key wins, so the matched text starts there or later.
 _TEXT_VIEW = re.compile(rb'(?:\{"ts":"[^"\\\n]*","tags":\[[^\]\\\n]*\],"text":")?([^\n]*)\n')
-# Our layout's keys as written, a lowered canonical timestamp's characters, and those a
-# needle must not hold to be counted in strings.
+# Our layout's keys, a lowered timestamp's characters, what a counted needle must not hold.
 _KEY_PIECES = (b'{"ts":"', b'","tags":[', b'],"text":"')
 _TIMESTAMP_CHARS = frozenset("0123456789-t:.z")
 _PROOF_BREAKERS = frozenset('"\\[]{},:\n\0')
@@ -567,11 +564,7 @@ def iter_entries(
 ) -> Iterator[dict[str, Any]]:
     """Every entry of ``f``, oldest first, read in blocks of ``block_size`` bytes; each
     corrupted line is skipped, calling ``on_corrupt(line_number, raw_line)`` (1-based)."""
-    f.seek(0)
-    pending: list[bytes] = []
-    number = 0
-
-    def emit(line: bytes) -> Iterator[dict[str, Any]]:
+    for number, line in enumerate(_forward_lines(f, max(1, int(block_size))), 1):
         entry = decode_line(line)
         if entry is CORRUPT:
             if on_corrupt is not None:
@@ -579,21 +572,17 @@ def iter_entries(
         elif entry is not None:
             yield entry
 
-    while True:
-        chunk = f.read(max(1, int(block_size)))
-        if not chunk:
-            break
-        newline = chunk.rfind(b"\n")
-        if newline < 0:
+
+def _forward_lines(f: BinaryIO, block_size: int) -> Iterator[bytes]:
+    """Every line of ``f`` from its start, read in blocks of ``block_size`` bytes."""
+    f.seek(0)
+    pending: list[bytes] = []
+    while chunk := f.read(block_size):
+        newline = chunk.rfind(b"\n") + 1
+        if not newline:
             pending.append(chunk)
             continue
-        data = b"".join([*pending, chunk[: newline + 1]])
-        pending = [chunk[newline + 1 :]] if newline + 1 < len(chunk) else []
-        lines = data.split(b"\n")
-        lines.pop()  # data ends with a newline
-        for line in lines:
-            number += 1
-            yield from emit(line)
+        yield from _lines(b"".join([*pending, chunk[:newline]]))
+        pending = [chunk[newline:]] if newline < len(chunk) else []
     if pending:
-        number += 1
-        yield from emit(b"".join(pending))
+        yield b"".join(pending)
