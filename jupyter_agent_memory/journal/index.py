@@ -60,6 +60,13 @@ _READ_TIMEOUT = 0.05
 _MAX_REGISTERED = 64
 _SIDECARS = ("", "-wal", "-shm", "-journal")
 _DB_NAME = re.compile(r"[0-9a-f]{32}\.sqlite")
+_TABLES = """
+    CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS runs (start INTEGER PRIMARY KEY, stop INTEGER NOT NULL,
+        lo TEXT, hi TEXT);
+    CREATE VIRTUAL TABLE IF NOT EXISTS texts USING fts5(body, content='',
+        tokenize='trigram case_sensitive 1');
+"""
 
 
 def keep_setting(value: bool | None) -> bool | None:
@@ -179,7 +186,7 @@ def _connect(db: Path, *, write: bool) -> sqlite3.Connection:
             if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=OFF")
-            _create_tables(conn)
+            conn.executescript(_TABLES)
         except sqlite3.Error:
             conn.close()
             raise
@@ -198,18 +205,6 @@ def _close(key: str) -> None:
         if held is not None:
             with contextlib.suppress(sqlite3.Error):
                 held[2].close()
-
-
-def _create_tables(conn: sqlite3.Connection) -> None:
-    conn.execute("CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value) WITHOUT ROWID")
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS runs (start INTEGER PRIMARY KEY, stop INTEGER NOT NULL, "
-        "lo TEXT, hi TEXT)"
-    )
-    conn.execute(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS texts USING fts5(body, content='', "
-        "tokenize='trigram case_sensitive 1')"
-    )
 
 
 def _state(conn: sqlite3.Connection) -> dict[str, Any]:
