@@ -292,27 +292,29 @@ class Folder:
         old = -1
         try:
             try:
-                try:
-                    write_all(fd, data)
-                    full_fsync(fd)
-                finally:
-                    close_fd(fd)
-                if scrub:
-                    with contextlib.suppress(FileNotFoundError):
-                        old = self.open_file(name, os.O_WRONLY)  # the file ``name`` names now
-                recheck()
-                self.require_replaceable(name)
-                retry_eintr(os.replace, temp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    retry_eintr(os.unlink, temp, dir_fd=self.fd)
-                raise
-            try:
-                self.fsync()
-            except OSError as exc:
-                raise NotDurableError(
-                    exc.errno, exc.strerror or str(exc), str(self.display(name))
-                ) from exc
+                write_all(fd, data)
+                full_fsync(fd)
+            finally:
+                close_fd(fd)
+            if scrub:
+                with contextlib.suppress(FileNotFoundError):
+                    old = self.open_file(name, os.O_WRONLY)  # the file ``name`` names now
+            recheck()
+            self.require_replaceable(name)
+            retry_eintr(os.replace, temp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                retry_eintr(os.unlink, temp, dir_fd=self.fd)
+            if old >= 0:
+                close_fd(old)
+            raise
+        try:
+            self.fsync()
+        except OSError as exc:
+            raise NotDurableError(
+                exc.errno, exc.strerror or str(exc), str(self.display(name))
+            ) from exc
+        else:
             if old >= 0:
                 os.ftruncate(old, 0)
         finally:
