@@ -123,9 +123,8 @@ def encode_line(entry: dict[str, Any]) -> bytes:
             return text.encode("utf-8") + b"\n"
         except UnicodeEncodeError:
             pass  # a lone surrogate: the general path below escapes it
-    ordered = {key: entry[key] for key in _FIRST_KEYS if key in entry}
-    for key, value in entry.items():
-        ordered.setdefault(key, value)
+    # ts, tags and text first, then the other keys in their order.
+    ordered = {**{key: entry[key] for key in _FIRST_KEYS if key in entry}, **entry}
     text = _LINE_ENCODER.encode(ordered)
     try:
         data = text.encode("utf-8")
@@ -231,12 +230,10 @@ class Matcher:
             text = entry.get("text")
             if not isinstance(text, str) or self.query not in text.lower():
                 return False
-        if self.tag:
-            tags = entry.get("tags")
-            if not isinstance(tags, list):
-                return False
-            tag = self.tag
-            if not any(isinstance(item, str) and item.lower() == tag for item in tags):
-                return False
-        return True
+        if not self.tag:
+            return True
+        tags, tag = entry.get("tags"), self.tag
+        return isinstance(tags, list) and any(
+            isinstance(item, str) and item.lower() == tag for item in tags
+        )
 

@@ -173,10 +173,9 @@ class JournalReader(KeptJournal):
         when there is no journal. Raises the store's errors for unsafe paths."""
         with self._mutex:
             if not self._still_valid():
-                try:
+                # The agent folder or memory/ vanishing meanwhile means no journal.
+                with contextlib.suppress(FileNotFoundError):
                     self._open()
-                except FileNotFoundError:
-                    pass  # the agent folder or memory/ vanished meanwhile: no journal
             fd = os.dup(self._fd) if self._fd >= 0 else -1
         if fd < 0:
             yield None
@@ -193,10 +192,8 @@ class JournalReader(KeptJournal):
         nothing is held); None when it, or the journal, is missing."""
         with self._mutex:
             if self._mem is None:
-                try:
+                with contextlib.suppress(FileNotFoundError):
                     self._open()
-                except FileNotFoundError:
-                    return None
             if self._mem is None:
                 return None
             # The file read last time (same inode, size and time) is not read again.
