@@ -537,45 +537,37 @@ def drop_registered(memory_folder: Path, journal: Path | None = None) -> list[Pa
     return _remove(registered_index_files(memory_folder, journal))
 
 
-_workers: dict[str, _Worker] = {}
+# Keys whose build runs in the background -> whether another pass was asked for meanwhile.
+_workers: dict[str, bool] = {}
 _errors: dict[str, str] = {}
 _workers_lock = threading.Lock()
 
 
-class _Worker(threading.Thread):
-    """Runs ``work`` until no one asked for another pass meanwhile."""
-
-    def __init__(self, key: str, work: Callable[[], object]) -> None:
-        super().__init__(name="journal-index", daemon=True)
-        self.key = key
-        self.work = work
-        self.again = True
-
-    def run(self) -> None:
-        while True:
-            with _workers_lock:
-                if not self.again:
-                    if _workers.get(self.key) is self:
-                        del _workers[self.key]
-                    return
-                self.again = False
-            try:
-                self.work()
-                _errors.pop(self.key, None)
-            except Exception as exc:  # derived data: remembered for the status, never raised
-                _errors[self.key] = f"{type(exc).__name__}: {exc}"
+def _passes(key: str, work: Callable[[], object]) -> None:
+    """Run ``work`` until no one asked for another pass meanwhile."""
+    while True:
+        with _workers_lock:
+            if not _workers.get(key):
+                _workers.pop(key, None)
+                return
+            _workers[key] = False
+        try:
+            work()
+            _errors.pop(key, None)
+        except Exception as exc:  # derived data: remembered for the status, never raised
+            _errors[key] = f"{type(exc).__name__}: {exc}"
 
 
 def in_background(key: str, work: Callable[[], object]) -> None:
     """Run ``work`` (a build) in this process's background thread for ``key`` (once more after
     its current pass when one runs already). Returns at once."""
     with _workers_lock:
-        worker = _workers.get(key)
-        if worker is not None:
-            worker.again = True
-            return
-        worker = _workers[key] = _Worker(key, work)
-    worker.start()
+        running = key in _workers
+        _workers[key] = True
+    if not running:
+        worker = threading.Thread(target=_passes, args=(key, work), name="journal-index")
+        worker.daemon = True
+        worker.start()
 
 
 def building(key: str) -> bool:
