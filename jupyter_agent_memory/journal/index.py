@@ -489,13 +489,10 @@ def _registered(mem: Folder) -> list[Path]:
     except ValueError:
         return []
     listed = record.get("indexes") if isinstance(record, dict) else None
-    found = []
-    for item in listed if isinstance(listed, list) else ():
-        if isinstance(item, str) and os.path.isabs(item):
-            path = Path(item)
-            if _DB_NAME.fullmatch(path.name) and path.parent.name == "journal-index":
-                found.append(path)
-    return found
+    if not isinstance(listed, list):
+        return []
+    paths = [Path(item) for item in listed if isinstance(item, str) and os.path.isabs(item)]
+    return [p for p in paths if _DB_NAME.fullmatch(p.name) and p.parent.name == "journal-index"]
 
 
 def register(mem: Folder, db: Path, recheck: Callable[[], None]) -> None:
