@@ -294,10 +294,7 @@ class IndexView:
 
 
 def open_view(
-    db: Path,
-    read: Callable[[int, int], bytes],
-    st: os.stat_result,
-    generation: Callable[[], str],
+    db: Path, read: Callable[[int, int], bytes], st: os.stat_result, generation: Callable[[], str]
 ) -> IndexView | None:
     """The index ``db`` for the journal read by ``read`` (its ``fstat`` ``st``), or None when
     there is none or it does not describe this journal (one of a generation other than
@@ -401,9 +398,7 @@ def _rows(base: int, block: bytes) -> tuple[list[tuple[int, str]], list[tuple[An
     return texts, runs
 
 
-def build(
-    db: Path, f: BinaryIO, generation: str, *, generation_now: Callable[[], str]
-) -> int:
+def build(db: Path, f: BinaryIO, generation: str, *, generation_now: Callable[[], str]) -> int:
     """Bring the index ``db`` of the journal open as ``f`` up to its end, from where it stops
     (a missing or stale one afresh, in a new file, so a search reading the old one keeps a
     whole view). Commits every few MiB, so searches use the part built so far. ``generation``
