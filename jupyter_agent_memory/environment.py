@@ -1,10 +1,7 @@
-"""The environment variables the package reads, and the one rule for reading them.
-
-Every variable is listed in :data:`VARIABLES` with what it does; nothing else in the package
-reads ``os.environ`` (a test checks it). Switches take one vocabulary, whatever the variable:
-``1``/``true``/``yes``/``on`` and ``0``/``false``/``no``/``off``, in any case, with spaces
-around ignored; unset or empty means the default, and anything else is a clear error naming
-the variable, never a silent guess.
+"""The environment variables the package reads (all in :data:`VARIABLES`; nothing else reads
+``os.environ``), and the one rule for switches: ``1``/``true``/``yes``/``on`` or
+``0``/``false``/``no``/``off`` in any case, spaces ignored; unset or empty is the default, and
+anything else an error naming the variable.
 """
 
 from __future__ import annotations
@@ -44,10 +41,8 @@ def text(name: str) -> str | None:
 
 
 def switch(name: str, default: bool | None = None) -> bool | None:
-    """The variable as a switch: True, False, or ``default`` when unset or empty.
-
-    Raises -32602 naming the variable and the accepted values for anything else.
-    """
+    """The variable as a switch: True, False, or ``default`` when unset or empty; anything
+    else raises -32602 naming the variable and the accepted values."""
     _known(name)
     raw = os.environ.get(name, "")
     value = raw.strip().lower()

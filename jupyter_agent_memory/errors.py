@@ -1,9 +1,5 @@
-"""Errors raised by the engine.
-
-Every surface (magics, REST, MCP, CLI) reports these messages unchanged, so the wording lives
-here and in the engine modules only. Codes follow JSON-RPC, because the ``memory`` tool is
-usually reached through a tool-calling protocol that speaks it.
-"""
+"""Errors raised by the engine; every surface reports their messages unchanged. Codes follow
+JSON-RPC, which the tool-calling protocols reaching the ``memory`` tool speak."""
 
 from __future__ import annotations
 
@@ -18,10 +14,8 @@ INTERNAL_ERROR = -32603
 
 class MemoryToolError(Exception):
     """A ``memory`` tool call (or any engine operation) that could not be carried out.
-
-    ``code`` is ``-32602`` for invalid arguments and ``-32603`` for internal problems
-    (unsafe paths, I/O failures, conflicts). ``str(error)`` is the message alone.
-    """
+    ``code``: -32602 for invalid arguments, -32603 for internal problems (unsafe paths, I/O
+    failures, conflicts); ``str(error)`` is the message alone."""
 
     def __init__(self, message: str, code: int = INVALID_PARAMS) -> None:
         super().__init__(message)
@@ -69,12 +63,8 @@ class TemplateError(MemoryToolError, ValueError):
 
 
 class AgentNotFoundError(MemoryToolError):
-    """A read-only command named an agent whose folder does not exist; nothing was created.
-
-    Only explicit commands create agents (``init``, ``%agent_memory TARGET``,
-    ``AgentMemory.open`` with ``create=True``, REST ``POST agents``), so a typo never leaves a
-    folder behind. ``path`` is the resolved folder.
-    """
+    """A read-only command named an agent whose folder (``path``) does not exist; nothing was
+    created (only explicit commands create agents, so a typo never leaves a folder behind)."""
 
     def __init__(self, path: object, label: str | None = None) -> None:
         name = label if label is not None else str(path)
@@ -87,11 +77,8 @@ class AgentNotFoundError(MemoryToolError):
 
 
 class LockTimeoutError(MemoryToolError):
-    """Another process held an agent's lock for longer than the configured wait.
-
-    Nothing was written. Raised instead of waiting for ever, so a stuck writer elsewhere
-    never stalls a server, a notebook or an MCP session.
-    """
+    """Another process held an agent's lock longer than the configured wait; nothing was
+    written (a stuck writer never stalls a server, a notebook or an MCP session)."""
 
     def __init__(self, path: object, timeout: float) -> None:
         super().__init__(
@@ -129,12 +116,9 @@ class EmptyEditError(MemoryToolError, ValueError):
 
 
 class MemoryIOError(MemoryToolError, OSError):
-    """The filesystem failed an engine operation (disk full, permission denied, ...).
-
-    Public engine methods raise only the :class:`MemoryToolError` family; an I/O failure is
-    wrapped in this class, which is also an :class:`OSError` carrying the original ``errno``
-    and ``filename``, so ``except OSError`` keeps working. Code -32603.
-    """
+    """The filesystem failed an engine operation (disk full, permission denied, ...); also an
+    :class:`OSError` with the original ``errno`` and ``filename``, so ``except OSError`` keeps
+    working. Code -32603."""
 
     def __init__(self, error: OSError) -> None:
         where = f" ({error.filename})" if error.filename else ""
@@ -149,13 +133,8 @@ R = TypeVar("R")
 
 
 def engine_boundary(function: Callable[P, R]) -> Callable[P, R]:
-    """Let only the :class:`MemoryToolError` family out of a public engine function.
-
-    An ``OSError`` becomes :class:`MemoryIOError` (still an ``OSError``), so every surface
-    catches exactly one family and maps it the same way. The store's public methods, the
-    prompt builder's, the template functions, ``list_agents`` and ``sessions.find`` are all
-    behind it.
-    """
+    """Let only the :class:`MemoryToolError` family out of a public engine function: an
+    ``OSError`` becomes :class:`MemoryIOError`, so every surface catches one family."""
 
     @functools.wraps(function)
     def guarded(*args: P.args, **kwargs: P.kwargs) -> R:

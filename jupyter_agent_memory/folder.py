@@ -32,32 +32,19 @@ if os.name != "posix":  # pragma: no cover - checked on the platforms we run on
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 
-_NOFOLLOW = os.O_NOFOLLOW
-_DIRECTORY = os.O_DIRECTORY
-_CLOEXEC = os.O_CLOEXEC
-# O_NONBLOCK keeps a FIFO planted under a memory file name from hanging a read.
-_NONBLOCK = os.O_NONBLOCK
+_OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
-# How long a writer waits for another process's lock before giving up with a clear error.
-# A held lock must never stall a server or a notebook indefinitely.
+# How long a writer waits for another process's lock: a held lock never stalls us for ever.
 DEFAULT_LOCK_TIMEOUT = 10.0
-# errno values by which a filesystem says it cannot fsync a directory at all; any other
-# failure means the rename may not be durable and is reported.
-_FSYNC_UNSUPPORTED = frozenset(
-    {errno.EINVAL, errno.EBADF, errno.ENOTSUP, errno.EOPNOTSUPP}
-)
-
+# How a filesystem says it cannot fsync a directory at all; any other failure is reported.
+_FSYNC_UNSUPPORTED = frozenset({errno.EINVAL, errno.EBADF, errno.ENOTSUP, errno.EOPNOTSUPP})
 
 T = TypeVar("T")
 
 
 def retry_eintr(call: Callable[..., T], *args: object, **kwargs: object) -> T:
-    """``call(*args, **kwargs)``, repeated while it fails with ``EINTR``.
-
-    Python repeats the calls that read, write, open, flush, truncate and lock when a signal
-    interrupts them; this covers the ones it does not (listing, ``lstat`` by name, rename,
-    unlink, ``mkdir``, ``rmdir``), so an interrupted system call never surfaces as an error.
-    """
+    """``call(*args, **kwargs)``, repeated while it fails with ``EINTR`` (for the calls Python
+    does not retry itself: listing, ``lstat`` by name, rename, unlink, ``mkdir``, ``rmdir``)."""
     while True:
         try:
             return call(*args, **kwargs)
@@ -66,13 +53,9 @@ def retry_eintr(call: Callable[..., T], *args: object, **kwargs: object) -> T:
 
 
 def close_fd(fd: int) -> None:
-    """Close ``fd``, ignoring any error it reports.
-
-    Linux releases the descriptor even when close fails, and every descriptor closed here was
-    only read, has already been flushed with fsync (whose error is the one that counts), or
-    was written with no promise of durability: an
-    error from close would turn an operation that is complete into a reported failure.
-    """
+    """Close ``fd``, ignoring any error: Linux releases it anyway, and every descriptor closed
+    here was only read, already fsynced (that error counts) or written with no durability
+    promise, so a close error would turn a complete operation into a reported failure."""
     with contextlib.suppress(OSError):
         os.close(fd)
 
@@ -97,9 +80,7 @@ class NotDurableError(OSError):
     read back, yet a power loss may undo the rename. ``filename`` is the file renamed."""
 
 
-# A deadline (time.monotonic) that bounds every lock wait of this context: a server that
-# already made a request wait (for a worker, for its agent's turn) gives the lock only what
-# is left of the request's time, so the documented wait is never multiplied.
+# A deadline (time.monotonic) bounding every lock wait of this context (a request's time).
 _LOCK_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     "jupyter_agent_memory_lock_deadline", default=None
 )
@@ -120,8 +101,7 @@ def match_name(names: list[str], canonical: str) -> str | None:
     if canonical in names:
         return canonical
     folded = canonical.casefold()
-    variants = sorted(n for n in names if n.casefold() == folded)
-    return variants[0] if variants else None
+    return min((n for n in names if n.casefold() == folded), default=None)
 
 
 _KINDS = (
@@ -166,13 +146,7 @@ class Folder:
     @classmethod
     def open(cls, path: Path) -> Folder:
         """Open ``path`` as a real directory (its last component must not be a link)."""
-        try:
-            fd = os.open(path, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC)
-        except OSError as exc:
-            raise _unsafe_or_raise(exc, path, lambda: os.lstat(path), "a directory") from None
-        folder = cls(fd, path)
-        folder._require_dir()
-        return folder
+        return cls._open_dir(path, lambda: os.open(path, _OPEN_DIR), lambda: os.lstat(path))
 
     def __enter__(self) -> Folder:
         return self
@@ -186,13 +160,20 @@ class Folder:
             fd, self.fd = self.fd, -1
             close_fd(fd)  # after a commit, a close error must not call it a failure
 
-    def _require_dir(self) -> None:
-        st = os.fstat(self.fd)
-        if not stat.S_ISDIR(st.st_mode):
-            self.close()
-            raise UnsafePathError(f"Refusing to use {self.path}: it is not a directory")
-
-    # -- names -----------------------------------------------------------------------------
+    @classmethod
+    def _open_dir(
+        cls, path: Path, opener: Callable[[], int], lstat: Callable[[], os.stat_result]
+    ) -> Folder:
+        """The folder ``opener()`` opens (``lstat`` names what is there when it fails)."""
+        try:
+            fd = opener()
+        except OSError as exc:
+            raise _unsafe_or_raise(exc, path, lstat, "a directory") from None
+        folder = cls(fd, path)
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+            folder.close()
+            raise UnsafePathError(f"Refusing to use {path}: it is not a directory")
+        return folder
 
     def names(self) -> list[str]:
         """Entry names in this folder."""
@@ -205,9 +186,12 @@ class Folder:
     def lstat(self, name: str) -> os.stat_result | None:
         """``lstat`` of an entry, or None when it does not exist."""
         try:
-            return retry_eintr(os.stat, name, dir_fd=self.fd, follow_symlinks=False)
+            return self._lstat_or_raise(name)
         except FileNotFoundError:
             return None
+
+    def _lstat_or_raise(self, name: str) -> os.stat_result:
+        return retry_eintr(os.stat, name, dir_fd=self.fd, follow_symlinks=False)
 
     def unlink(self, name: str) -> bool:
         """Remove the entry ``name``; False when it was already gone."""
@@ -221,8 +205,6 @@ class Folder:
         """The absolute path of an entry, for messages."""
         return self.path / name
 
-    # -- sub-folders -----------------------------------------------------------------------
-
     def subfolder(self, name: str, create: bool = False) -> Folder:
         """Open the real sub-directory ``name``; with ``create``, make it (0700) first."""
         made = False
@@ -230,53 +212,43 @@ class Folder:
             with contextlib.suppress(FileExistsError):
                 retry_eintr(os.mkdir, name, DIR_MODE, dir_fd=self.fd)
                 made = True
-        path = self.display(name)
-        try:
-            fd = os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=self.fd)
-        except OSError as exc:
-            raise _unsafe_or_raise(
-                exc, path, lambda: self._lstat_or_raise(name), "a directory"
-            ) from None
-        folder = Folder(fd, path)
-        folder._require_dir()
+        folder = Folder._open_dir(
+            self.display(name),
+            lambda: os.open(name, _OPEN_DIR, dir_fd=self.fd),
+            lambda: self._lstat_or_raise(name),
+        )
         if made:
             # The new folder's own entry must be on disk before anything inside it counts.
             self.fsync()
         return folder
 
-    def _lstat_or_raise(self, name: str) -> os.stat_result:
-        return retry_eintr(os.stat, name, dir_fd=self.fd, follow_symlinks=False)
-
-    # -- files -----------------------------------------------------------------------------
-
     def open_file(self, name: str, flags: int, mode: int = FILE_MODE) -> int:
         """Open a regular file without following links; returns the descriptor."""
         path = self.display(name)
+        # O_NONBLOCK: a FIFO planted under a memory file name never hangs the open.
+        flags |= os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
         try:
-            fd = os.open(name, flags | _NOFOLLOW | _CLOEXEC | _NONBLOCK, mode, dir_fd=self.fd)
+            fd = os.open(name, flags, mode, dir_fd=self.fd)
         except OSError as exc:
             raise _unsafe_or_raise(
                 exc, path, lambda: self._lstat_or_raise(name), "a regular file"
             ) from None
         try:
             st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise UnsafePathError(
+                    f"Refusing to use {path}: it is {describe(st)}, not a regular file"
+                )
+            if st.st_nlink > 1:
+                # A hard link's data may live outside the agent folder, as a symlink's would.
+                raise UnsafePathError(
+                    f"Refusing to use {path}: it has {st.st_nlink} hard links; memory files "
+                    "must not share their data with another file"
+                )
         except BaseException:
             close_fd(fd)
             raise
-        if not stat.S_ISREG(st.st_mode):
-            close_fd(fd)
-            raise UnsafePathError(
-                f"Refusing to use {path}: it is {describe(st)}, not a regular file"
-            )
-        if st.st_nlink > 1:
-            # A hard link is a second name for a file that may live outside the agent folder:
-            # writing or reading through it would escape the folder as a symlink would.
-            os.close(fd)
-            raise UnsafePathError(
-                f"Refusing to use {path}: it has {st.st_nlink} hard links; memory files "
-                "must not share their data with another file"
-            )
-        # Regular files ignore O_NONBLOCK for I/O, but clear it so behaviour is plain.
+        # Regular files ignore O_NONBLOCK for I/O; cleared so behaviour is plain.
         with contextlib.suppress(OSError, AttributeError):
             os.set_blocking(fd, True)
         return fd
@@ -297,12 +269,8 @@ class Folder:
     def create_empty(self, name: str) -> bool:
         """Create an empty 0600 file unless it exists; True when this call created it."""
         try:
-            fd = os.open(
-                name,
-                os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC,
-                FILE_MODE,
-                dir_fd=self.fd,
-            )
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            fd = os.open(name, flags, FILE_MODE, dir_fd=self.fd)
         except FileExistsError:
             return False
         close_fd(fd)
@@ -313,14 +281,11 @@ class Folder:
     ) -> None:
         """Replace ``name`` with ``data``: temp file, fsync, re-check, rename, fsync folder.
 
-        ``recheck`` runs right before the rename and raises when the folder chain (or the
-        lock) is no longer what it was; the temp file is removed on any error before the
-        rename, so such an error means nothing changed. After the rename only the folder
-        flush can fail: that raises :class:`NotDurableError` (the new content is in place).
-
-        With ``scrub``, the replaced file's bytes are cut away (the old inode truncated once
-        the rename is durable), so a descriptor still open on it anywhere, in any process,
-        reads nothing: forgetting uses it.
+        ``recheck`` runs right before the rename and raises when the folders (or the lock)
+        changed; any error before the rename removes the temp file, so nothing changed. After
+        it only the folder flush can fail: :class:`NotDurableError` (the new content is in).
+        With ``scrub`` (forgetting), the replaced inode is truncated once the rename is
+        durable, so a descriptor still open on it anywhere reads nothing.
         """
         temp = f".{name}.{secrets.token_hex(8)}.tmp"
         fd = self.open_file(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
@@ -346,15 +311,14 @@ class Folder:
         try:
             self.fsync()
         except OSError as exc:
-            if old >= 0:
-                close_fd(old)
             raise NotDurableError(
                 exc.errno, exc.strerror or str(exc), str(self.display(name))
             ) from exc
-        if old >= 0:
-            try:
+        else:
+            if old >= 0:
                 os.ftruncate(old, 0)
-            finally:
+        finally:
+            if old >= 0:
                 close_fd(old)
 
     def require_replaceable(self, name: str) -> None:
@@ -364,11 +328,8 @@ class Folder:
             raise UnsafePathError(f"Refusing to write {self.display(name)}: it is {describe(st)}")
 
     def fsync(self) -> None:
-        """Flush the directory entry table to disk (makes a rename durable).
-
-        Only a filesystem that cannot fsync directories at all is tolerated; any other
-        failure is raised, because the rename may then be lost in a crash.
-        """
+        """Flush the directory's entries to disk (makes a rename durable); raises any failure
+        but a filesystem's inability to fsync directories at all."""
         try:
             full_fsync(self.fd)
         except OSError as exc:
@@ -376,14 +337,11 @@ class Folder:
                 raise
 
     def append_line(self, name: str, line: bytes, durable: bool = True) -> None:
-        """Append one complete line to ``name`` (created 0600 when missing); call under the
-        lock of the folder's writers.
+        """Append one complete line to ``name`` (created 0600), under the writers' lock.
 
-        The journal's rules: when the file does not end in a newline (a torn write from a
-        crash), the line starts on a new one, so it is never glued to the broken line; a
-        short write continues; with ``durable`` the file (and, when it was created, the
-        folder) is flushed before returning. On any failure the file is cut back to its old
-        size (and a file this call created is removed), so an error means nothing was added.
+        After a torn last line the new one starts on a line of its own; with ``durable`` the
+        file (and a folder it was created in) is flushed. On any failure the file is cut back
+        (a file this call created is removed), so an error means nothing was added.
         """
         created = self.lstat(name) is None
         fd = self.open_file(name, os.O_RDWR | os.O_APPEND | os.O_CREAT)
@@ -422,12 +380,10 @@ class Folder:
     def locked(self, name: str, timeout: float | None = DEFAULT_LOCK_TIMEOUT) -> Iterator[HeldLock]:
         """Hold an exclusive advisory lock on the file ``name`` (created if needed).
 
-        Waits at most ``timeout`` seconds (``None``: for ever) for another holder, then
-        raises :class:`~jupyter_agent_memory.errors.LockTimeoutError` naming the lock file.
-        A lock taken on a file that lost its name meanwhile (someone deleted or replaced the
-        lock file) is let go and taken again on the file the name holds now, so two writers
-        can never both hold "the" lock; :meth:`HeldLock.check` repeats that test right
-        before a change is committed.
+        Waits at most ``timeout`` seconds (``None``: for ever), then raises
+        :class:`~jupyter_agent_memory.errors.LockTimeoutError`. A lock on a file that lost its
+        name meanwhile (deleted or replaced) is taken again on the file the name holds now, so
+        two writers never both hold "the" lock; :meth:`HeldLock.check` repeats that test.
         """
         path = self.display(name)
         deadline = lock_wait_deadline(timeout)
@@ -484,9 +440,8 @@ def lock_wait_deadline(timeout: float | None) -> float | None:
     return outer if ours is None else min(ours, outer)
 
 
-# A waiter first gives up the processor a few times (an append holds the lock for one write,
-# so its holder is usually microseconds from letting go), then polls from 50 microseconds,
-# doubling up to 2 ms: hand-overs stay fast and a long wait stays cheap.
+# A waiter first yields the processor a few times (an append holds the lock for one write),
+# then polls from 50 microseconds, doubling up to 2 ms: fast hand-overs, cheap long waits.
 _YIELDS = 8
 _FIRST_PAUSE = 50e-6
 _MAX_PAUSE = 0.002
@@ -497,7 +452,7 @@ def acquire_lock(
 ) -> None:
     """Take the exclusive ``flock`` on ``fd`` by ``deadline`` (``time.monotonic``; None: wait
     for ever), else raise :class:`~jupyter_agent_memory.errors.LockTimeoutError` naming
-    ``path`` and ``timeout`` (the wait the caller asked for). The one lock poller."""
+    ``path`` and ``timeout`` (the wait asked for)."""
     import fcntl
 
     started = time.monotonic()
@@ -525,9 +480,9 @@ def acquire_lock(
 
 
 def fsync_dir_path(path: Path) -> None:
-    """Flush the entries of the folder ``path`` (above an agent folder, where links were
-    resolved once and may be followed); see :meth:`Folder.fsync` for what is tolerated."""
-    fd = os.open(path, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    """:meth:`Folder.fsync` for the folder ``path`` above an agent folder (where links were
+    resolved once and may be followed)."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         Folder(fd, path).fsync()
     finally:

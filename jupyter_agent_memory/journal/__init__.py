@@ -1,14 +1,9 @@
-"""The journal (``memory/JOURNAL.jsonl``): its line format, appending, reading and searching.
+"""The journal (``memory/JOURNAL.jsonl``): its line format (:mod:`.format`), appending
+(:mod:`.append`), reading (:mod:`.reader`), searching (:mod:`.scan`) and the optional index
+(:mod:`.index`, imported on first use: it needs ``sqlite3``).
 
 This layer knows files and bytes, nothing of agents, prompts or surfaces; the engine's store
-is its only writer. Modules:
-
-- :mod:`.format`: the line format, timestamps, the one decoder and the matching rules;
-- :mod:`.append`: one durable ``write`` per entry under the agent's lock;
-- :mod:`.reader`: the journal file kept open between searches, checked before each use;
-- :mod:`.scan`: newest-first search by reading the file backwards in blocks;
-- :mod:`.index`: the optional derived index, built only when asked (imported on first use:
-  it needs ``sqlite3``).
+is its only writer.
 """
 
 from __future__ import annotations

@@ -1,20 +1,15 @@
 """Appending journal lines: one ``write`` under the lock, the disk flush after it.
 
-:class:`JournalAppender` serves every append of one ``AgentMemory``. It keeps the agent folder,
-``memory/`` and the journal open between appends and checks on each append, with a few
-``stat`` calls, that they are still the very objects their paths name (nothing swapped in,
-no symlink, no second hard link), reopening them when not. The lock is held only while the
-line is written; the ``fsync`` that makes it durable runs after the lock is released, so the
-flushes of writers in several processes overlap and the filesystem commits their lines
-together instead of each queueing behind the others'. ``append`` returns only
-once its line is durable.
+:class:`JournalAppender` serves every append of one ``AgentMemory``, keeping the agent folder,
+``memory/`` and the journal open and checking with a few ``stat`` calls on each append that
+they are still what their paths name (reopening them when not). The lock is held only for the
+``write``; the ``fsync`` runs after it, so writers in several processes flush together
+(measured: more appends get through). ``append`` returns once its line is durable.
 
-Failures leave the journal as it was: when the ``write`` fails part-way (a full disk, a file
-size limit), the file is truncated back to its old size before the lock is released; when the
-``fsync`` fails, the lock is taken again and the line is removed (truncated away when it is
-still the last one; when other lines were appended after it, its bytes are overwritten with
-spaces, which readers ignore as a blank line). So an error never leaves an entry behind, and a
-retry never stores it twice.
+Failures leave the journal as it was: a failed ``write`` is truncated away under the lock; a
+failed ``fsync`` takes the lock again and removes the line (truncated when still last, else
+overwritten with spaces, a blank line to readers). So an error never leaves an entry behind,
+and a retry never stores it twice.
 """
 
 from __future__ import annotations
@@ -24,27 +19,17 @@ import errno
 import fcntl
 import os
 import threading
-import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import UnsafePathError
 from ..folder import Folder, acquire_lock, full_fsync, lock_wait_deadline, write_all
-from .reader import close_handles, identity
-
-# Sharing disk flushes: the fsync runs after the write lock is released, so appenders in
-# several processes flush at the same time and the filesystem commits their lines together
-# (measured: more appends get through than with flushes taken in turn). Threads of one
-# appender share one open file description, where a writeback error reaches only one fsync,
-# so they take turns and share a durable mark instead (JournalAppender._flush_written).
+from .reader import KeptJournal, identity
 
 
-class JournalAppender:
-    """Appends complete lines to ``<agent>/memory/<journal>`` (see the module docstring).
-
-    ``memory_dir``, ``journal`` and ``lock`` are the canonical names (existing case variants
-    are used, the exact name winning, as everywhere in the store).
-    """
+class JournalAppender(KeptJournal):
+    """Appends complete lines to the journal (see the module docstring); ``lock`` is the
+    canonical name of the lock file in ``memory/``."""
 
     def __init__(
         self,
@@ -56,66 +41,39 @@ class JournalAppender:
         lock_timeout: float | None,
         fsync: bool = True,
     ) -> None:
-        self.path = path
-        self.memory_dir = memory_dir
-        self.journal = journal
+        super().__init__(path, memory_dir=memory_dir, journal=journal)
         self.lock = lock
         self.lock_timeout = lock_timeout
         self.fsync = fsync
-        self._mutex = threading.Lock()
-        self._agent: Folder | None = None
-        self._mem: Folder | None = None
-        self._name = ""
-        self._fd = -1
         self._lock_fd = -1
-        self._paths: tuple[str, str] = ("", "")
-        self._ids: tuple[tuple[int, int, bool], ...] = ()
         self._lock_path = path
-        # Flushes of this appender's threads, one at a time (see _flush_written): which write
-        # the last good flush covered, and which writes a failed flush covered, per journal
-        # descriptor (the error is reported to one fsync of a shared descriptor only).
+        # Per journal descriptor, the writes good and failed flushes covered (_flush_written).
         self._flush_mutex = threading.Lock()
         self._opened = 0
         self._written = (0, 0)
         self._durable = (0, 0)
         self._failed: dict[int, int] = {}
-        # Everything open, for the finalizer: descriptors must not outlive the AgentMemory.
-        self._handles: list[object] = []
-        self._finalizer = weakref.finalize(self, close_handles, self._handles)
-
-    def close(self) -> None:
-        """Close the folders and the journal kept open between appends."""
-        with self._mutex:
-            self._drop()
 
     def _drop(self) -> None:
-        close_handles(self._handles)
-        self._agent = self._mem = None
-        self._fd = self._lock_fd = -1
-
-    # -- handles ---------------------------------------------------------------------------
+        super()._drop()
+        self._lock_fd = -1
 
     def _still_valid(self) -> bool:
-        """Whether every kept handle is still what its path names (four ``lstat`` calls; the
-        identities of the open handles were taken when they were opened)."""
+        """Whether every kept handle is still what its path names (four ``lstat`` calls)."""
         mem = self._mem
         if mem is None or self._lock_fd < 0:
             return False
         if self._fd < 0:  # no journal yet: valid while there still is none
             return mem.lookup(self.journal) is None
-        agent_path, mem_path = self._paths
-        agent_id, mem_id, lock_id, journal_id = self._ids
         try:
-            if identity(os.lstat(agent_path)) != agent_id or identity(os.lstat(mem_path)) != mem_id:
+            if not self._folders_unchanged():
                 return False
-            if identity(os.stat(self.lock, dir_fd=mem.fd, follow_symlinks=False)) != lock_id:
-                return False
-            if identity(os.stat(self._name, dir_fd=mem.fd, follow_symlinks=False)) != journal_id:
-                return False
+            for name, held in ((self.lock, self._ids[2]), (self._name, self._ids[3])):
+                if identity(os.stat(name, dir_fd=mem.fd, follow_symlinks=False)) != held:
+                    return False
         except OSError:
             return False
-        # A file with the exact name now wins over the case variant we hold.
-        return self._name == self.journal or mem.lstat(self.journal) is None
+        return self._exact_name_held(mem)
 
     def _open(self) -> None:
         self._drop()
@@ -133,9 +91,8 @@ class JournalAppender:
         self._handles.append(mem)
         lock_fd = mem.open_file(self.lock, os.O_RDWR | os.O_CREAT)
         self._handles.append(lock_fd)
-        self._agent, self._mem, self._lock_fd = agent, mem, lock_fd
-        self._paths = (os.fspath(self.path), os.fspath(mem.path))
-        self._ids = tuple(identity(os.fstat(held)) for held in (agent.fd, mem.fd, lock_fd))
+        self._mem, self._lock_fd = mem, lock_fd
+        self._keep(agent, mem, lock_fd)
         self._lock_path = mem.display(self.lock)
         name = mem.lookup(self.journal)
         if name is not None:  # a missing journal is created under the lock, by append
@@ -157,11 +114,8 @@ class JournalAppender:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        """The store's lock (``memory/.lock``), on the descriptor kept open for it.
-
-        A lock taken on a lock file that lost its name (deleted or replaced meanwhile) is
-        let go and taken again on the file the name holds now, with every handle reopened.
-        """
+        """The store's lock (``memory/.lock``) on the descriptor kept for it; a lock file that
+        lost its name meanwhile is let go and the lock taken again, every handle reopened."""
         deadline = lock_wait_deadline(self.lock_timeout)
         while True:
             acquire_lock(self._lock_fd, deadline, self._lock_path, self.lock_timeout)
@@ -183,47 +137,29 @@ class JournalAppender:
             return False
         return identity(named) == self._ids[2]
 
-    def _checked_fd(self) -> int:
-        """The journal's descriptor (-1 when there is no journal yet), everything reopened
-        when anything was swapped."""
+    def _check(self) -> None:
+        """Reopen everything when anything was swapped."""
         if not self._still_valid():
             self._open()
-        return self._fd
 
     def _follow_replacement(self) -> None:
-        """Under the lock: when the journal was replaced since the handles were checked
-        (forgetting rewrites it atomically under this same lock), use the file its name
-        names now, so no line goes into the replaced file."""
+        """Under the lock: when the journal was replaced since the check (forgetting rewrites
+        it under this lock), use the file its name names now, never the replaced one."""
         mem = self._mem
         if mem is None or self._fd < 0:
             return
         named = mem.lstat(self._name)
         if named is not None and identity(named) == self._ids[3]:
             return
-        with contextlib.suppress(ValueError):
-            self._handles.remove(self._fd)
-        with contextlib.suppress(OSError):
-            os.close(self._fd)
-        self._fd = -1
+        self._release_journal()
         name = mem.lookup(self.journal)
         if name is not None:
             self._use_journal(name, mem.open_file(name, os.O_RDWR | os.O_APPEND))
 
-    def _refuse_links(self, st: os.stat_result) -> None:
-        if st.st_nlink > 1:
-            assert self._mem is not None
-            path = self._mem.display(self._name)
-            raise UnsafePathError(
-                f"Refusing to use {path}: it has {st.st_nlink} hard links; memory files "
-                "must not share their data with another file"
-            )
-
-    # -- appending -------------------------------------------------------------------------
-
     def append(self, line: bytes) -> None:
         """Append ``line`` (one complete line ending in ``\\n``); return once it is durable."""
         with self._mutex:
-            self._checked_fd()
+            self._check()
             with self._locked():
                 self._follow_replacement()
                 created = self._fd < 0
@@ -231,7 +167,13 @@ class JournalAppender:
                     self._create_journal()
                 fd = self._fd
                 st = os.fstat(fd)
-                self._refuse_links(st)
+                if st.st_nlink > 1:  # the message of Folder.open_file
+                    assert self._mem is not None
+                    raise UnsafePathError(
+                        f"Refusing to use {self._mem.display(self._name)}: it has "
+                        f"{st.st_nlink} hard links; memory files must not share their data "
+                        "with another file"
+                    )
                 start = st.st_size
                 data = line
                 if start and os.pread(fd, 1, start - 1) != b"\n":
@@ -239,7 +181,10 @@ class JournalAppender:
                 try:
                     write_all(fd, data)
                 except BaseException:
-                    self._truncate(fd, start)
+                    with contextlib.suppress(OSError):  # cut back to the old size
+                        if os.fstat(fd).st_size > start:
+                            os.ftruncate(fd, start)
+                            os.fsync(fd)
                     if created:
                         self._remove_created()
                     raise
@@ -255,20 +200,17 @@ class JournalAppender:
                 self._undo(sync_fd, start, start + len(data), len(line))
                 raise
         finally:
-            # A second descriptor of a description still open: closing it can report nothing
-            # about the line, so no error of it may turn a durable append into a failure.
+            # A dup of a description still open: its close reports nothing about the line.
             with contextlib.suppress(OSError):
                 os.close(sync_fd)
 
     def _flush_written(self, fd: int, written: tuple[int, int]) -> None:
         """Make the write ``written`` (journal descriptor, write number) durable.
 
-        Threads sharing this appender share the journal's open file description, and Linux
-        reports a failed writeback to only one ``fsync`` of a description: a second thread
-        flushing at the same time would hear "success" for a line that never reached the
-        disk. So this appender's flushes run one at a time, each remembering which writes it
-        covered: a write covered by a failed flush fails too (and is removed by the caller),
-        and one covered by a good flush that started after it returns at once.
+        This appender's threads share one open file description, whose failed writeback Linux
+        reports to one ``fsync`` only; so flushes run one at a time, each remembering the
+        writes it covered: a write covered by a failed flush fails too (the caller removes
+        it), and one covered by a good flush that started after it returns at once.
         """
         opened, number = written
         with self._flush_mutex:
@@ -280,8 +222,7 @@ class JournalAppender:
                 )
             if self._durable[0] == opened and self._durable[1] >= number:
                 return
-            # A good flush covers the writes done before it started; a failed one may have
-            # lost any write done before it returned.
+            # A good flush covers the writes before it started; a failed one, before it ended.
             covered = self._written_on(opened, number)
             try:
                 full_fsync(fd)
@@ -303,24 +244,21 @@ class JournalAppender:
         with contextlib.suppress(OSError):
             os.unlink(self._name, dir_fd=mem.fd)
             mem.fsync()
+        self._release_journal()
+
+    def _release_journal(self) -> None:
+        """Close the journal's descriptor (the folders and the lock stay open)."""
         fd, self._fd = self._fd, -1
-        self._handles.remove(fd)
+        with contextlib.suppress(ValueError):
+            self._handles.remove(fd)
         with contextlib.suppress(OSError):
             os.close(fd)
-
-    @staticmethod
-    def _truncate(fd: int, size: int) -> None:
-        """Cut the journal back to ``size`` after a failed write (under the lock)."""
-        with contextlib.suppress(OSError):
-            if os.fstat(fd).st_size > size:
-                os.ftruncate(fd, size)
-                os.fsync(fd)
 
     def _undo(self, fd: int, start: int, end: int, line_size: int) -> None:
         """Remove a line whose flush failed: truncate it away, or blank it when not last."""
         # Best effort: the flush error is what the caller must see, not a second one.
         with contextlib.suppress(Exception), self._mutex:
-            self._checked_fd()
+            self._check()
             mem = self._mem
             assert mem is not None
             with self._locked():

@@ -1,16 +1,10 @@
 """The journal line format: timestamps, encoding a line, decoding one, and the matching rules.
 
-One compact JSON object per line, keys ``ts``, ``tags``, ``text`` first (then any extra keys
-another tool wrote), separators ``(',', ':')``, non-ASCII kept raw, UTF-8, ending in ``\\n``.
-``ts`` is UTC with milliseconds and ``Z``: ``2026-11-29T10:04:05.678Z``.
-
-Decoding never yields text that cannot be encoded again: bytes that are not UTF-8 and JSON
-escapes of lone surrogates (``"\\ud83d"``, written by other tools) both come back as U+FFFD, in
-keys and values alike, and the line is kept. :func:`decode_line` is the only decoder; the fast
-search, the plain whole-file algorithm (``reference_search``), ``iter_entries`` and the index
-all use it, so they agree on every line.
-
-Matching rules are :class:`Matcher`'s (documented in :mod:`~jupyter_agent_memory.journal.scan`).
+One compact JSON object per line, keys ``ts``, ``tags``, ``text`` first, non-ASCII kept raw,
+UTF-8, ending in ``\\n``; ``ts`` is UTC with milliseconds: ``2026-11-29T10:04:05.678Z``.
+Non-UTF-8 bytes and escaped lone surrogates (``"\\ud83d"``) decode as U+FFFD, in keys and
+values alike, so decoded text can always be encoded again. :func:`decode_line` is the one
+decoder every search, ``iter_entries`` and the index use, so they agree on every line.
 """
 
 from __future__ import annotations
@@ -20,19 +14,7 @@ import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-__all__ = [
-    "CORRUPT",
-    "Matcher",
-    "decode_line",
-    "encode_line",
-    "format_timestamp",
-    "parse_time",
-]
-
 _FIRST_KEYS = ("ts", "tags", "text")
-
-
-# -- timestamps --------------------------------------------------------------------------------
 
 
 def format_timestamp(dt: datetime) -> str:
@@ -45,9 +27,7 @@ def format_timestamp(dt: datetime) -> str:
     )
 
 
-# A strict, version-independent ISO-8601 subset (``datetime.fromisoformat`` accepts different
-# forms on different Python versions): a date, optionally followed by ``T`` or a space and a
-# time with optional seconds, fraction and zone.
+# A strict ISO-8601 subset, the same on every Python version (unlike ``fromisoformat``).
 _ISO_TIME = re.compile(
     r"""
     (?P<year>[0-9]{4})-(?P<month>[0-9]{2})-(?P<day>[0-9]{2})
@@ -73,8 +53,7 @@ def parse_time(value: str) -> datetime:
     if not isinstance(value, str):
         raise ValueError(f"expected an ISO-8601 string, got {type(value).__name__}")
     if _CANONICAL_TS.fullmatch(value):
-        # Fast path for the journal's own format (same result as the general path below; a
-        # time-window search parses one ts per entry). fromisoformat validates every range.
+        # Our own format, fast (a window search parses every ts); fromisoformat checks ranges.
         try:
             return datetime.fromisoformat(value[:-1]).replace(tzinfo=timezone.utc)
         except ValueError:
@@ -95,14 +74,8 @@ def parse_time(value: str) -> datetime:
     fraction = (parts["fraction"] or "")[:6].ljust(6, "0")
     try:
         return datetime(
-            int(parts["year"]),
-            int(parts["month"]),
-            int(parts["day"]),
-            int(parts["hour"] or 0),
-            int(parts["minute"] or 0),
-            int(parts["second"] or 0),
-            int(fraction),
-            tzinfo=tz,
+            int(parts["year"]), int(parts["month"]), int(parts["day"]), int(parts["hour"] or 0),
+            int(parts["minute"] or 0), int(parts["second"] or 0), int(fraction), tzinfo=tz
         )
     except ValueError:
         raise ValueError(f"not an ISO-8601 date or time (out of range): {value!r}") from None
@@ -115,20 +88,15 @@ def _aware(dt: datetime | None) -> datetime | None:
     return dt
 
 
-# -- encoding ----------------------------------------------------------------------------------
-
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 _LINE_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 # JSON for one string, exactly as the encoder above writes it.
 _json_string: Any = getattr(json.encoder, "encode_basestring")  # noqa: B009
 
 
 def _plain_line(entry: dict[str, Any]) -> str | None:
-    """The JSON of an entry holding just ``ts``, ``tags`` and ``text`` as strings (what every
-    append writes), put together directly: the same text the encoder makes, several times
-    faster. None for any other entry."""
+    """The encoder's JSON, several times faster, for an entry of just ``ts``, ``tags`` and
+    ``text`` as strings (what every append writes); None for any other entry."""
     if len(entry) != 3:
         return None
     ts, tags, text = entry.get("ts"), entry.get("tags"), entry.get("text")
@@ -137,18 +105,15 @@ def _plain_line(entry: dict[str, Any]) -> str | None:
     if not all(type(tag) is str for tag in tags):
         return None
     quote = _json_string
-    return (
-        f'{{"ts":{quote(ts)},"tags":[{",".join(map(quote, tags))}],"text":{quote(text)}}}'
-    )
+    return f'{{"ts":{quote(ts)},"tags":[{",".join(map(quote, tags))}],"text":{quote(text)}}}'
 
 
 def encode_line(entry: dict[str, Any]) -> bytes:
     """One journal line for ``entry``: compact JSON, ``ts``/``tags``/``text`` first, ``\\n``-ended.
 
-    Non-ASCII text stays raw UTF-8. A lone surrogate (which UTF-8 cannot carry) is written as a
-    ``\\uXXXX`` escape, which readers see as U+FFFD (``AgentMemory.append`` refuses such text
-    before it gets here). Raises ``TypeError`` for a non-dict or an
-    unserialisable value and ``ValueError`` for NaN/infinity.
+    Non-ASCII text stays raw; a lone surrogate is written as a ``\\uXXXX`` escape (read as
+    U+FFFD). Raises ``TypeError`` for a non-dict or an unserialisable value and
+    ``ValueError`` for NaN/infinity.
     """
     if not isinstance(entry, dict):
         raise TypeError(f"a journal entry must be a dict, got {type(entry).__name__}")
@@ -158,34 +123,28 @@ def encode_line(entry: dict[str, Any]) -> bytes:
             return text.encode("utf-8") + b"\n"
         except UnicodeEncodeError:
             pass  # a lone surrogate: the general path below escapes it
-    ordered = {key: entry[key] for key in _FIRST_KEYS if key in entry}
-    for key, value in entry.items():
-        ordered.setdefault(key, value)
+    # ts, tags and text first, then the other keys in their order.
+    ordered = {**{key: entry[key] for key in _FIRST_KEYS if key in entry}, **entry}
     text = _LINE_ENCODER.encode(ordered)
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError:
         # Surrogates only occur inside JSON strings, where an escape is equally valid.
         data = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
-    # json.dumps escapes every control character, so the line cannot contain a raw newline.
+    # Every control character is escaped, so the line holds no raw newline.
     return data + b"\n"
 
-
-# -- decoding and matching ---------------------------------------------------------------------
 
 #: What :func:`decode_line` returns for a line that holds no entry.
 CORRUPT = object()
 
-# A JSON escape of a UTF-16 surrogate; paired ones decode to one character, lone ones are
-# repaired after decoding. Cheap to look for: our own writer never produces one.
+# A JSON escape of a UTF-16 surrogate (never ours); lone ones are repaired after decoding.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
 
 
 def decode_line(line: bytes) -> Any:
     """The entry on ``line``; ``None`` for a blank line; :data:`CORRUPT` for anything else.
-
-    Invalid UTF-8 and lone-surrogate escapes are read as U+FFFD (module docstring).
-    """
+    Invalid UTF-8 and lone-surrogate escapes are read as U+FFFD."""
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError:
@@ -209,17 +168,14 @@ _scan_once: Any = getattr(json.JSONDecoder(), "scan_once")  # noqa: B009
 
 
 def _loads(text: str) -> Any:
-    """``json.loads(text)``, calling the C scanner directly for a line that is one JSON value
-    from its first character to its last (every line our writer makes); anything else, such
-    as surrounding blanks or an error, takes ``json.loads`` itself, so results and errors
-    are the same."""
+    """``json.loads(text)``, calling the C scanner directly when ``text`` is exactly one JSON
+    value (every line our writer makes); anything else (blanks around it, an error) takes
+    ``json.loads`` itself, so results and errors are the same."""
     try:
         value, end = _scan_once(text, 0)
     except StopIteration:
-        return json.loads(text)
-    if end != len(text):
-        return json.loads(text)
-    return value
+        end = -1
+    return value if end == len(text) else json.loads(text)
 
 
 def _repair(value: Any) -> Any:
@@ -245,16 +201,13 @@ class Matcher:
         self.until = _aware(until)
 
     def matches(self, entry: dict[str, Any]) -> bool:
-        """Whether ``entry`` passes every filter (the rules are listed in the search module)."""
+        """Whether ``entry`` passes every filter (the rules: the search module's docstring)."""
         if not self._matches_text_and_tags(entry):
             return False
         if self.since is None and self.until is None:
             return True
-        ts = entry.get("ts")
-        if not isinstance(ts, str):
-            return False
         try:
-            when = parse_time(ts)
+            when = parse_time(entry.get("ts", ""))  # ValueError for a ts that is not a string too
         except ValueError:
             return False
         if self.since is not None and when < self.since:
@@ -262,10 +215,8 @@ class Matcher:
         return self.until is None or when <= self.until
 
     def matches_inside_window(self, entry: dict[str, Any]) -> bool:
-        """:meth:`matches` for an entry whose ``ts`` is already known to be a canonical
-        timestamp inside ``[since, until]`` when compared as text (the byte-level window
-        prefilter proved it): only whether that text is a real date and time is left to check, as
-        :func:`parse_time` would."""
+        """:meth:`matches` for an entry whose ``ts`` the window prefilter proved canonical and
+        inside the window as text: only whether it is a real date and time is left to check."""
         if not self._matches_text_and_tags(entry):
             return False
         try:
@@ -279,12 +230,10 @@ class Matcher:
             text = entry.get("text")
             if not isinstance(text, str) or self.query not in text.lower():
                 return False
-        if self.tag:
-            tags = entry.get("tags")
-            if not isinstance(tags, list):
-                return False
-            tag = self.tag
-            if not any(isinstance(item, str) and item.lower() == tag for item in tags):
-                return False
-        return True
+        if not self.tag:
+            return True
+        tags, tag = entry.get("tags"), self.tag
+        return isinstance(tags, list) and any(
+            isinstance(item, str) and item.lower() == tag for item in tags
+        )
 

@@ -1,40 +1,26 @@
 """The optional journal index: a derived SQLite database that lets a search skip most lines.
 
-The journal stays the only truth; an index can be deleted at any time and is rebuilt only when
-asked.
+The journal stays the only truth; an index can be deleted at any time and is built only when
+asked: by :func:`build` (``AgentMemory.build_index()``, ``jupyter-agent-memory index build``)
+or in a background thread (:func:`in_background`), never inside a search.
 
-Where it lives. In a cache folder outside every agent folder (``$JUPYTER_AGENT_MEMORY_CACHE``,
-else ``$XDG_CACHE_HOME/jupyter-agent-memory``, else ``~/.cache/jupyter-agent-memory``), one
-database per journal: ``journal-index/<32 hex digits>.sqlite``. A cache folder that is the
-agent folder or lies inside it is never used.
+It lives in a cache folder outside every agent folder (:func:`cache_dir`), one database per
+journal, ``journal-index/<32 hex digits>.sqlite``. For the first ``end`` bytes of the journal
+(whole lines) it holds a trigram FTS5 index (``case_sensitive 1``) of ``text.lower()`` keyed
+by line offset, and a time map: runs of about 32 KiB with the earliest and latest time their
+entries' ``ts`` parse to (entries without a parseable ``ts`` never match a window).
 
-What it holds, for the first ``end`` bytes of the journal (whole lines):
+A query of three or more characters (no NUL) decodes only the lines the trigrams name, each
+confirmed by the matcher; a window reads only the runs it overlaps; the part past ``end`` is
+always scanned. So a lagging index is never wrong, only slower, and a search during a build
+uses what the build has committed, without waiting.
 
-* a trigram full-text index (SQLite FTS5, ``tokenize='trigram case_sensitive 1'``) of
-  ``text.lower()`` for every entry whose text is a string, keyed by the line's byte offset;
-* a time map: the lines cut into runs of about 32 KiB, each with the earliest and the latest
-  time its entries' ``ts`` parse to (UTC, to the microsecond, as the matcher compares them);
-  entries without a parseable ``ts`` never match a window, so they need no place in it.
-
-How a search uses it. A substring query of three or more characters (and no NUL) decodes
-only the lines the trigram index names, newest first, each confirmed by the same matcher as
-every search; a time window reads only the runs it overlaps. The part of the journal past
-``end`` is always scanned. So an index that lags behind is never wrong, only slower, and a
-search during a build uses what the build has committed so far, without waiting for it.
-
-When it is built. Never inside a search: by :func:`build` (``AgentMemory.build_index()``,
-``jupyter-agent-memory index build``), or in a background thread (:func:`in_background`) for
-an agent that keeps its index up to date.
-
-When it is stale. An index records the journal file's identity (device and inode), a
-fingerprint of the start and the end of the part it covers, and the agent's *generation*
-(``memory/.generation``, replaced by every forget). A search uses it only when all three still
-hold, and an index of another generation is deleted as soon as a search or a build sees it.
-Every index is also registered in the agent folder (``memory/.indexes.json``, written by
-:func:`register` under the agent's lock), so forgetting finds and deletes the indexes of
-every cache folder on this machine (:func:`registered_index_files`, :func:`drop_registered`).
-The journal is append-only; an edit in the middle that keeps the file's size, identity and
-both fingerprints is the one change an index cannot notice.
+An index is used only while the journal's identity (device, inode), a fingerprint of the
+start and end of the part it covers and the agent's generation (``memory/.generation``,
+replaced by every forget) all hold; one of another generation is deleted when seen. Every
+index is registered in ``memory/.indexes.json`` (:func:`register`, under the agent's lock),
+so forgetting deletes the indexes of every cache folder (:func:`drop_registered`). An edit
+in the middle that keeps size, identity and both fingerprints is the one change it misses.
 """
 
 from __future__ import annotations
@@ -59,62 +45,41 @@ from .format import _CANONICAL_TS, CORRUPT, decode_line, parse_time
 from .reader import INDEX_REGISTRY, file_reader
 from .scan import IndexFailed
 
-__all__ = [
-    "INDEX_ERRORS",
-    "IndexView",
-    "build",
-    "building",
-    "cache_dir",
-    "describe",
-    "drop",
-    "drop_registered",
-    "in_background",
-    "index_path",
-    "keep_setting",
-    "last_error",
-    "narrows",
-    "open_view",
-    "register",
-    "registered_index_files",
-    "window_keys",
-]
-
 #: What a failing index raises; a search then goes on without it.
 INDEX_ERRORS = (OSError, sqlite3.Error)
 
 _SCHEMA = 2
 _RUN_BYTES = 32 * 1024
 _READ_BLOCK = 4 * 1024 * 1024  # journal bytes per build transaction
-# A build that adds at least this much (and at least as much as was indexed before) ends by
-# merging the full-text index into one segment: a query reads every segment, and a fresh
-# build leaves many.
+# A build adding this much (and what was there before) merges the segments a query reads.
 _OPTIMIZE_BYTES = 8 * 1024 * 1024
 _FINGERPRINT = 4096
 _BUILD_TIMEOUT = 5.0  # seconds a build waits for another build's transaction
-# A reader never waits for a writer (WAL), only, at most this long, for the moments SQLite
-# locks a database whole (creating it, recovering its log); then the search scans instead.
+# A reader waits only this long for SQLite's whole-database locks, then scans instead.
 _READ_TIMEOUT = 0.05
 _MAX_REGISTERED = 64
 _SIDECARS = ("", "-wal", "-shm", "-journal")
 _DB_NAME = re.compile(r"[0-9a-f]{32}\.sqlite")
-
-
-# -- settings and places -----------------------------------------------------------------------
+_TABLES = """
+    CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS runs (start INTEGER PRIMARY KEY, stop INTEGER NOT NULL,
+        lo TEXT, hi TEXT);
+    CREATE VIRTUAL TABLE IF NOT EXISTS texts USING fts5(body, content='',
+        tokenize='trigram case_sensitive 1');
+"""
 
 
 def keep_setting(value: bool | None) -> bool | None:
     """The effective index setting: ``value``, else the ``$JUPYTER_AGENT_MEMORY_INDEX`` switch.
-
-    True (``on``): keep the index up to date, built in the background; False (``off``): never
-    use one; None (unset): use one that was built, and build none.
-    """
+    True: keep it up to date in the background; False: never use one; None: use one built."""
     if value is not None:
         return bool(value)
     return environment.switch(environment.INDEX)
 
 
 def cache_dir() -> Path:
-    """The folder for derived caches (``$JUPYTER_AGENT_MEMORY_CACHE`` or the user cache)."""
+    """The folder for derived caches: ``$JUPYTER_AGENT_MEMORY_CACHE``, else
+    ``$XDG_CACHE_HOME/jupyter-agent-memory``, else ``~/.cache/jupyter-agent-memory``."""
     configured = environment.text(environment.CACHE)
     if configured:
         return Path(configured).expanduser()
@@ -145,18 +110,9 @@ def index_path(journal: Path, agent: Path, cache: Path | None = None) -> Path | 
     return _paths[key]
 
 
-def narrows(query: str) -> bool:
-    """Whether the trigram index can narrow a search for ``query`` (lower-cased)."""
-    return len(query) >= 3 and "\0" not in query
-
-
 def _time_key(moment: datetime) -> str:
     """``moment`` in UTC as fixed-width text, so that text order is time order."""
-    utc = moment.astimezone(timezone.utc)
-    return (
-        f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:"
-        f"{utc.second:02d}.{utc.microsecond:06d}"
-    )
+    return moment.astimezone(timezone.utc).replace(tzinfo=None).isoformat(timespec="microseconds")
 
 
 def window_keys(since: datetime | None, until: datetime | None) -> tuple[str, str] | None:
@@ -173,13 +129,12 @@ def window_keys(since: datetime | None, until: datetime | None) -> tuple[str, st
 
 
 def _entry_span(ts: Any) -> tuple[str, str] | None:
-    """The keys an entry's ``ts`` may take (one key twice), or None when no window can match
-    it; the widest span when its time is at the ends of what UTC can express."""
+    """The keys an entry's ``ts`` may take (one key twice; the widest span at the ends of
+    time), or None when no window can match it."""
     if not isinstance(ts, str):
         return None
     if _CANONICAL_TS.fullmatch(ts):
-        # A canonical timestamp that is no real date never matches: a key for it only
-        # widens its run.
+        # One that is no real date never matches: its key only widens its run.
         key = ts[:-1] + "000"
         return key, key
     try:
@@ -189,9 +144,6 @@ def _entry_span(ts: Any) -> tuple[str, str] | None:
     except OverflowError:
         return "", "~"
     return key, key
-
-
-# -- connections ---------------------------------------------------------------------------------
 
 
 class _Connections(threading.local):
@@ -229,12 +181,12 @@ def _connect(db: Path, *, write: bool) -> sqlite3.Connection:
             os.close(fd)
         conn = sqlite3.connect(key, isolation_level=None, timeout=_BUILD_TIMEOUT)
         try:
-            # Derived data: durability does not matter (a damaged index is rebuilt), speed
-            # does, and readers must never wait for the writer (WAL; switching to it takes
-            # a moment's exclusive lock, so only a new database does).
+            # Derived data: speed over durability (a damaged index is rebuilt); readers
+            # never wait for the writer (WAL; switching locks a moment: new databases only).
             if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=OFF")
+            conn.executescript(_TABLES)
         except sqlite3.Error:
             conn.close()
             raise
@@ -253,18 +205,6 @@ def _close(key: str) -> None:
         if held is not None:
             with contextlib.suppress(sqlite3.Error):
                 held[2].close()
-
-
-def _create_tables(conn: sqlite3.Connection) -> None:
-    conn.execute("CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value) WITHOUT ROWID")
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS runs (start INTEGER PRIMARY KEY, stop INTEGER NOT NULL, "
-        "lo TEXT, hi TEXT)"
-    )
-    conn.execute(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS texts USING fts5(body, content='', "
-        "tokenize='trigram case_sensitive 1')"
-    )
 
 
 def _state(conn: sqlite3.Connection) -> dict[str, Any]:
@@ -298,16 +238,10 @@ def _judge(
     return "valid"
 
 
-# -- reading -------------------------------------------------------------------------------------
-
-
 class IndexView:
-    """An index found valid for one journal file, as one search reads it (its methods raise
-    :class:`~jupyter_agent_memory.journal.scan.IndexFailed` when the database fails).
-
-    ``end``: the journal bytes it covers (whole lines); everything past it is the search's to
-    scan. Lines another build indexes meanwhile (past ``end``) are never named.
-    """
+    """An index found valid for one journal file, as one search reads it; its methods raise
+    :class:`~jupyter_agent_memory.journal.scan.IndexFailed` when the database fails. ``end``:
+    the bytes it covers; it never names a line past it (the search scans those)."""
 
     def __init__(self, conn: sqlite3.Connection, end: int) -> None:
         self.conn = conn
@@ -315,9 +249,8 @@ class IndexView:
 
     def text_candidates(self, needle: str) -> Iterator[int] | None:
         """Offsets of the lines whose lowered text may hold ``needle`` (lower-cased), newest
-        first; None when the trigram index cannot narrow it (under three characters, or a
-        NUL)."""
-        if not narrows(needle):
+        first; None when trigrams cannot narrow it (under three characters, or a NUL)."""
+        if len(needle) < 3 or "\0" in needle:
             return None
         return self._candidates('"' + needle.replace('"', '""') + '"')
 
@@ -361,15 +294,11 @@ class IndexView:
 
 
 def open_view(
-    db: Path,
-    read: Callable[[int, int], bytes],
-    st: os.stat_result,
-    generation: Callable[[], str],
+    db: Path, read: Callable[[int, int], bytes], st: os.stat_result, generation: Callable[[], str]
 ) -> IndexView | None:
     """The index ``db`` for the journal read by ``read`` (its ``fstat`` ``st``), or None when
-    there is none or it does not describe this journal; ``generation()`` is the agent's
-    generation now (asked only when there is an index). An index of another generation is
-    deleted. Creates nothing; raises ``IndexFailed`` for a database that fails."""
+    there is none or it does not describe this journal (one of a generation other than
+    ``generation()`` is deleted). Creates nothing; raises ``IndexFailed`` when it fails."""
     key = os.fspath(db)
     try:
         conn = _connect(db, write=False)
@@ -396,11 +325,10 @@ def open_view(
 
 def describe(db: Path | None, f: BinaryIO | None, generation: str) -> dict[str, Any]:
     """What the index ``db`` holds for the journal open as ``f`` (None when there is none):
-    ``{"path", "state", "indexed_bytes", "journal_bytes", "size_bytes"}``, where
-    ``state`` is ``"missing"``, ``"stale"`` (it describes another file or generation: not
-    used, rebuilt by the next build), ``"behind"`` (searches scan what it does not cover yet)
-    or ``"ready"``. Creates nothing."""
-    files = [Path(f"{db}{suffix}") for suffix in _SIDECARS] if db is not None else []
+    ``{"path", "state", "indexed_bytes", "journal_bytes", "size_bytes"}``; ``state`` is
+    ``"missing"``, ``"stale"`` (of another file or generation: rebuilt by the next build),
+    ``"behind"`` (searches scan the rest) or ``"ready"``. Creates nothing."""
+    files = _files(db) if db is not None else []
     out: dict[str, Any] = {
         "path": None if db is None else str(db),
         "state": "missing",
@@ -416,17 +344,13 @@ def describe(db: Path | None, f: BinaryIO | None, generation: str) -> dict[str, 
     try:
         state = _state(_connect(db, write=False))
     except sqlite3.Error:
-        out["state"] = "stale"
-        return out
+        state = {}  # judged stale below
     out["indexed_bytes"] = state.get("end") if isinstance(state.get("end"), int) else 0
     if read is None or st is None or _judge(state, read, st, generation) != "valid":
         out["state"] = "stale"
     else:
         out["state"] = "ready" if out["indexed_bytes"] == st.st_size else "behind"
     return out
-
-
-# -- building --------------------------------------------------------------------------------------
 
 
 def _whole_lines(
@@ -462,8 +386,7 @@ def _rows(base: int, block: bytes) -> tuple[list[tuple[int, str]], list[tuple[An
             if entry is not None and entry is not CORRUPT:
                 text = entry.get("text")
                 if isinstance(text, str):
-                    # SQLite's tokenizer stops at NUL; queries holding one take the scan, so
-                    # any other character in its place loses no match.
+                    # The tokenizer stops at NUL; queries holding one scan, so losing it is safe.
                     texts.append((offset, text.lower().replace("\0", "\ufffd")))
                 span = _entry_span(entry.get("ts"))
                 if span is not None:
@@ -475,28 +398,24 @@ def _rows(base: int, block: bytes) -> tuple[list[tuple[int, str]], list[tuple[An
     return texts, runs
 
 
-def build(
-    db: Path, f: BinaryIO, generation: str, *, generation_now: Callable[[], str]
-) -> int:
-    """Bring the index ``db`` of the journal open as ``f`` up to the journal's end, from where
-    it stops (from the start when it is missing or stale, in a new file so that a search
-    reading the old one keeps a whole view). ``generation`` is the agent's generation when
-    ``f`` was opened; when ``generation_now()`` differs at the end (a forget ran meanwhile),
-    the index is deleted. Commits every few MiB, so searches use the part built so far.
-    Returns the bytes indexed. Raises :data:`INDEX_ERRORS`."""
+def build(db: Path, f: BinaryIO, generation: str, *, generation_now: Callable[[], str]) -> int:
+    """Bring the index ``db`` of the journal open as ``f`` up to its end, from where it stops
+    (a missing or stale one afresh, in a new file, so a search reading the old one keeps a
+    whole view). Commits every few MiB, so searches use the part built so far. ``generation``
+    is the agent's when ``f`` was opened; when ``generation_now()`` differs at the end (a
+    forget ran), the index is deleted. Returns the bytes indexed; raises :data:`INDEX_ERRORS`.
+    """
     read, st = file_reader(f)
     if st is None:
         raise OSError(f"cannot index {f!r}: it has no file descriptor")
     try:
         conn = _connect(db, write=True)
-        _create_tables(conn)
         start = _state(conn)
     except sqlite3.DatabaseError:
         start = {}  # not a database, or a damaged one: start afresh
     if _judge(start, read, st, generation) != "valid":
         drop(db)
         conn = _connect(db, write=True)
-        _create_tables(conn)
         conn.executemany(
             "INSERT OR REPLACE INTO state VALUES (?, ?)",
             [("schema", _SCHEMA), ("identity", _identity(st)), ("generation", generation),
@@ -537,19 +456,25 @@ def build(
     return end
 
 
-def drop(db: Path) -> list[Path]:
-    """Delete the index ``db`` (the database and its companions); returns what was deleted."""
-    _close(os.fspath(db))
+def _files(db: Path) -> list[Path]:
+    """The database ``db`` and its companion files."""
+    return [Path(f"{db}{suffix}") for suffix in _SIDECARS]
+
+
+def _remove(paths: list[Path]) -> list[Path]:
+    """Close this thread's connections to ``paths`` and delete them; returns what was."""
     removed = []
-    for suffix in _SIDECARS:
-        path = Path(f"{db}{suffix}")
+    for path in paths:
+        _close(os.fspath(path))
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
             removed.append(path)
     return removed
 
 
-# -- the registry in the agent folder ------------------------------------------------------------
+def drop(db: Path) -> list[Path]:
+    """Delete the index ``db`` (the database and its companions); returns what was deleted."""
+    return _remove(_files(db))
 
 
 def _registered(mem: Folder) -> list[Path]:
@@ -559,19 +484,15 @@ def _registered(mem: Folder) -> list[Path]:
     except ValueError:
         return []
     listed = record.get("indexes") if isinstance(record, dict) else None
-    found = []
-    for item in listed if isinstance(listed, list) else ():
-        if isinstance(item, str) and os.path.isabs(item):
-            path = Path(item)
-            if _DB_NAME.fullmatch(path.name) and path.parent.name == "journal-index":
-                found.append(path)
-    return found
+    if not isinstance(listed, list):
+        return []
+    paths = [Path(item) for item in listed if isinstance(item, str) and os.path.isabs(item)]
+    return [p for p in paths if _DB_NAME.fullmatch(p.name) and p.parent.name == "journal-index"]
 
 
 def register(mem: Folder, db: Path, recheck: Callable[[], None]) -> None:
-    """Add ``db`` to the registry of the memory folder ``mem`` (the caller holds the agent's
-    lock; ``recheck`` is the store's check that the folders are still its own). Entries
-    whose database is gone are dropped meanwhile."""
+    """Add ``db`` to the registry of the memory folder ``mem``, dropping entries whose database
+    is gone (under the agent's lock; ``recheck``: the store's check of its folders)."""
     known = _registered(mem)
     kept = [path for path in known if path == db or path.exists()]
     if db not in kept:
@@ -583,9 +504,8 @@ def register(mem: Folder, db: Path, recheck: Callable[[], None]) -> None:
 
 
 def registered_index_files(memory_folder: Path, journal: Path | None = None) -> list[Path]:
-    """Every existing file of every index registered in ``memory_folder`` (databases and
-    their companions; regular files only), plus, with ``journal``, those of its index in this
-    process's cache folder. Reads the registry without following links; changes nothing."""
+    """The existing regular files of every index registered in ``memory_folder`` and, with
+    ``journal``, of its index in this process's cache folder (links never followed)."""
     try:
         with Folder.open(memory_folder) as mem:
             databases = _registered(mem)
@@ -597,8 +517,7 @@ def registered_index_files(memory_folder: Path, journal: Path | None = None) -> 
             databases.append(local)
     files = []
     for db in databases:
-        for suffix in _SIDECARS:
-            path = Path(f"{db}{suffix}")
+        for path in _files(db):
             with contextlib.suppress(OSError):
                 if stat.S_ISREG(os.lstat(path).st_mode):
                     files.append(path)
@@ -607,56 +526,40 @@ def registered_index_files(memory_folder: Path, journal: Path | None = None) -> 
 
 def drop_registered(memory_folder: Path, journal: Path | None = None) -> list[Path]:
     """Delete every file :func:`registered_index_files` names; returns what was deleted."""
-    removed = []
-    for path in registered_index_files(memory_folder, journal):
-        _close(os.fspath(path))
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-            removed.append(path)
-    return removed
+    return _remove(registered_index_files(memory_folder, journal))
 
 
-# -- building in the background ----------------------------------------------------------------
-
-_workers: dict[str, _Worker] = {}
+# Keys whose build runs in the background -> whether another pass was asked for meanwhile.
+_workers: dict[str, bool] = {}
 _errors: dict[str, str] = {}
 _workers_lock = threading.Lock()
 
 
-class _Worker(threading.Thread):
-    """Runs ``work`` until no one asked for another pass meanwhile."""
-
-    def __init__(self, key: str, work: Callable[[], object]) -> None:
-        super().__init__(name="journal-index", daemon=True)
-        self.key = key
-        self.work = work
-        self.again = True
-
-    def run(self) -> None:
-        while True:
-            with _workers_lock:
-                if not self.again:
-                    if _workers.get(self.key) is self:
-                        del _workers[self.key]
-                    return
-                self.again = False
-            try:
-                self.work()
-                _errors.pop(self.key, None)
-            except Exception as exc:  # derived data: remembered for the status, never raised
-                _errors[self.key] = f"{type(exc).__name__}: {exc}"
+def _passes(key: str, work: Callable[[], object]) -> None:
+    """Run ``work`` until no one asked for another pass meanwhile."""
+    while True:
+        with _workers_lock:
+            if not _workers.get(key):
+                _workers.pop(key, None)
+                return
+            _workers[key] = False
+        try:
+            work()
+            _errors.pop(key, None)
+        except Exception as exc:  # derived data: remembered for the status, never raised
+            _errors[key] = f"{type(exc).__name__}: {exc}"
 
 
 def in_background(key: str, work: Callable[[], object]) -> None:
-    """Run ``work`` (a build) in this process's background thread for ``key``; when one runs
-    already, it runs ``work`` once more after its current pass. Returns at once."""
+    """Run ``work`` (a build) in this process's background thread for ``key`` (once more after
+    its current pass when one runs already). Returns at once."""
     with _workers_lock:
-        worker = _workers.get(key)
-        if worker is not None:
-            worker.again = True
-            return
-        worker = _workers[key] = _Worker(key, work)
-    worker.start()
+        running = key in _workers
+        _workers[key] = True
+    if not running:
+        worker = threading.Thread(target=_passes, args=(key, work), name="journal-index")
+        worker.daemon = True
+        worker.start()
 
 
 def building(key: str) -> bool:

@@ -1,16 +1,11 @@
 """Reading the journal: the file kept open between searches of one ``AgentMemory``.
 
-Opening ``<agent>/memory/JOURNAL.jsonl`` safely takes two folder listings (names are matched
-ignoring case) and three descriptors, which costs more than a search that the index or the
-newest block answers. :class:`JournalReader` opens them once and, on each later use, checks
-with three ``stat`` calls that the agent folder, ``memory/`` and the journal's name still name
-the very objects it holds (nothing swapped in, no symlink, no second hard link, a journal
-replaced by forgetting is noticed), reopening everything when not. It never creates anything.
-
-Each use gets a descriptor of its own (a ``dup``), so a search in one thread is never
-disturbed by another thread reopening the shared one. At most :data:`MAX_HELD_READERS` readers
-of the process hold their files at once (the least recently used one closes them), so a
-program that keeps many ``AgentMemory`` objects never runs out of descriptors.
+Opening ``memory/JOURNAL.jsonl`` safely (two listings, three descriptors) costs more than a
+search the newest block answers, so :class:`JournalReader` opens it once and checks on each use,
+with three ``stat`` calls, that the paths still name what it holds (nothing swapped in, no
+link, no second hard link, no replacement by forgetting), reopening when not; it creates
+nothing. Each use gets its own ``dup``. At most :data:`MAX_HELD_READERS` readers of the
+process hold files at once (the least recently used closes them).
 """
 
 from __future__ import annotations
@@ -26,7 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from ..folder import Folder, read_all
+from ..folder import Folder, close_fd, read_all
 
 #: The registry of an agent's journal indexes, a file beside the journal in ``memory/``.
 INDEX_REGISTRY = ".indexes.json"
@@ -37,14 +32,13 @@ def identity(st: os.stat_result) -> tuple[int, int, bool]:
     return (st.st_dev, st.st_ino, stat.S_ISLNK(st.st_mode))
 
 
-def close_handles(handles: list[object]) -> None:
+def close_handles(handles: list[Folder | int]) -> None:
     """Close kept folders and descriptors, newest first, ignoring errors."""
     for handle in reversed(handles):
-        with contextlib.suppress(OSError):
-            if isinstance(handle, Folder):
-                handle.close()
-            else:
-                os.close(handle)  # type: ignore[arg-type]
+        if isinstance(handle, Folder):
+            handle.close()
+        else:
+            close_fd(handle)
     handles.clear()
 
 
@@ -66,8 +60,7 @@ def _note_use(reader: JournalReader) -> None:
             _held.move_to_end(serial)
             return
         _held[serial] = weakref.ref(reader)
-        # (A reader that died meanwhile keeps its place until it is the oldest: the bound on
-        # live holders holds all the same.)
+        # (A dead reader keeps its place until it is the oldest: the bound holds all the same.)
         while len(_held) > MAX_HELD_READERS:
             _old, ref = _held.popitem(last=False)
             if (old := ref()) is not None:
@@ -76,9 +69,9 @@ def _note_use(reader: JournalReader) -> None:
         old.close()
 
 
-class JournalReader:
-    """Read access to ``<agent>/<memory_dir>/<journal>`` (canonical names; existing case
-    variants are used, the exact name winning, as everywhere in the store)."""
+class KeptJournal:
+    """``<agent>/<memory_dir>/<journal>`` with its folders, kept open between uses (canonical
+    names; existing case variants are used, the exact name winning, as everywhere)."""
 
     def __init__(self, path: Path, *, memory_dir: str, journal: str) -> None:
         self.path = path
@@ -90,39 +83,64 @@ class JournalReader:
         self._fd = -1
         self._paths: tuple[str, str] = ("", "")
         self._ids: tuple[tuple[int, int, bool], ...] = ()
-        self._handles: list[object] = []
-        self._companion: tuple[object, bytes | None] = (None, None)
+        # Everything open, for the finalizer: descriptors must not outlive the AgentMemory.
+        self._handles: list[Folder | int] = []
         self._finalizer = weakref.finalize(self, close_handles, self._handles)
-        self._serial = next(_serials)
 
     def close(self) -> None:
         """Close the folders and the journal kept open (reopened by the next use)."""
         with self._mutex:
             self._drop()
-        with _held_lock:
-            _held.pop(self._serial, None)
 
     def _drop(self) -> None:
         close_handles(self._handles)
         self._mem = None
         self._fd = -1
 
+    def _keep(self, agent: Folder, mem: Folder, *fds: int) -> None:
+        """Take the paths and identities of the open folders and ``fds``, to check them by."""
+        self._paths = (os.fspath(self.path), os.fspath(mem.path))
+        self._ids = tuple(identity(os.fstat(held)) for held in (agent.fd, mem.fd, *fds))
+
+    def _folders_unchanged(self) -> bool:
+        """Whether the agent folder and ``memory/`` paths still name the folders held."""
+        agent_path, mem_path = self._paths
+        return identity(os.lstat(agent_path)) == self._ids[0] and (
+            identity(os.lstat(mem_path)) == self._ids[1]
+        )
+
+    def _exact_name_held(self, mem: Folder) -> bool:
+        """False when a file with the exact name now exists beside the case variant held."""
+        return self._name == self.journal or mem.lstat(self.journal) is None
+
+
+class JournalReader(KeptJournal):
+    """Read access to the journal (see the module docstring)."""
+
+    def __init__(self, path: Path, *, memory_dir: str, journal: str) -> None:
+        super().__init__(path, memory_dir=memory_dir, journal=journal)
+        self._companion: tuple[object, bytes | None] = (None, None)
+        self._serial = next(_serials)
+
+    def close(self) -> None:
+        """Close the folders and the journal kept open (reopened by the next use)."""
+        super().close()
+        with _held_lock:
+            _held.pop(self._serial, None)
+
     def _still_valid(self) -> bool:
         mem = self._mem
         if mem is None or self._fd < 0:
             return False
-        agent_path, mem_path = self._paths
-        agent_id, mem_id, journal_id = self._ids
         try:
-            if identity(os.lstat(agent_path)) != agent_id or identity(os.lstat(mem_path)) != mem_id:
+            if not self._folders_unchanged():
                 return False
             named = os.stat(self._name, dir_fd=mem.fd, follow_symlinks=False)
         except OSError:
             return False
-        if identity(named) != journal_id or named.st_nlink != 1:
+        if identity(named) != self._ids[2] or named.st_nlink != 1:
             return False  # reopening raises the store's refusal for a second hard link
-        # A file with the exact name now wins over the case variant held.
-        return self._name == self.journal or mem.lstat(self.journal) is None
+        return self._exact_name_held(mem)
 
     def _open(self) -> None:
         """Open everything afresh; ``_fd`` stays -1 when there is no journal."""
@@ -143,14 +161,10 @@ class JournalReader:
             except FileNotFoundError:
                 return
             self._handles.append(fd)
+            self._keep(agent, mem, fd)
             self._mem, self._name, self._fd = mem, name, fd
-            self._paths = (os.fspath(self.path), os.fspath(mem.path))
-            self._ids = tuple(identity(os.fstat(held)) for held in (agent.fd, mem.fd, fd))
-        except BaseException:
-            self._drop()
-            raise
         finally:
-            if self._fd < 0:  # nothing worth keeping: absence is checked afresh next time
+            if self._fd < 0:  # a failure, or nothing worth keeping: checked afresh next time
                 self._drop()
 
     @contextlib.contextmanager
@@ -159,10 +173,9 @@ class JournalReader:
         when there is no journal. Raises the store's errors for unsafe paths."""
         with self._mutex:
             if not self._still_valid():
-                try:
+                # The agent folder or memory/ vanishing meanwhile means no journal.
+                with contextlib.suppress(FileNotFoundError):
                     self._open()
-                except FileNotFoundError:
-                    pass  # the agent folder or memory/ vanished meanwhile: no journal
             fd = os.dup(self._fd) if self._fd >= 0 else -1
         if fd < 0:
             yield None
@@ -174,20 +187,16 @@ class JournalReader:
             os.close(fd)
 
     def read_companion(self, name: str) -> bytes | None:
-        """The content of the file ``name`` (exact name) in the held ``memory/`` folder, read
-        without following a link; None when it, or the journal, is missing. For a small file
-        a search needs beside the journal it just opened: the folder held is the one that
-        :meth:`opened` checked (checked again only when nothing is held)."""
+        """The content of the small file ``name`` (exact name, links refused) beside the
+        journal, in the ``memory/`` folder :meth:`opened` just checked (checked again only when
+        nothing is held); None when it, or the journal, is missing."""
         with self._mutex:
             if self._mem is None:
-                try:
+                with contextlib.suppress(FileNotFoundError):
                     self._open()
-                except FileNotFoundError:
-                    return None
             if self._mem is None:
                 return None
-            # One stat tells whether the file is the one read last time (a replaced or
-            # rewritten file has another inode, size or time): then it is not read again.
+            # The file read last time (same inode, size and time) is not read again.
             try:
                 st = os.stat(name, dir_fd=self._mem.fd, follow_symlinks=False)
             except FileNotFoundError:
@@ -199,9 +208,8 @@ class JournalReader:
 
 
 class DescriptorFile:
-    """The binary-file methods the journal functions use (``fileno``, ``seek``, ``read``)
-    over a descriptor its caller owns and closes; cheaper to make than an ``io`` object,
-    which matters to searches that take microseconds."""
+    """The binary-file methods the journal functions use (``fileno``, ``seek``, ``read``) over
+    a descriptor its caller owns; cheaper than an ``io`` object for microsecond searches."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd

@@ -1,61 +1,34 @@
 """Searching the journal: newest first, reading the file backwards in blocks.
 
-The line format, the one decoder and the matching rules live in
-:mod:`~jupyter_agent_memory.journal.format`, the optional index in
-:mod:`~jupyter_agent_memory.journal.index`. Every function here works on a binary file object
-that the caller has already opened (the store opens files with ``O_NOFOLLOW`` and hands them
-in); nothing here opens a path by name.
+Every function takes a binary file object the caller opened; nothing here opens a path.
+Lines are split on ``b"\\n"`` only (a torn last line is an ordinary line); a blank one is
+ignored, one holding a JSON object is an entry, any other is corrupted: skipped and counted.
 
-Lines and entries
------------------
-The file is split on ``b"\\n"`` only. A final segment without ``\\n`` (a write torn by a crash)
-is an ordinary line: it counts when it happens to be a complete JSON object.
+Matching (one :class:`~jupyter_agent_memory.journal.format.Matcher` serves every search):
 
-- A *blank* line (only whitespace) is ignored: it is neither an entry nor corrupted.
-- A line is an *entry* when it holds one JSON object (``json.loads`` rules, so ``NaN`` and
-  duplicate keys behave as in Python: the last duplicate wins). Bytes that are not UTF-8 and
-  escaped lone surrogates are read as U+FFFD; such a line is kept, never dropped.
-- Any other line is *corrupted*: it is skipped, counted, and never fails a search.
-
-Matching (the same :class:`~jupyter_agent_memory.journal.format.Matcher` serves every search)
----------------------------------------------------------------------------------------------
-- ``query``: ``query.lower() in text.lower()``. An entry whose ``text`` is not a string never
-  matches a non-empty query.
-- ``tag``: some item of ``tags`` is a string equal to ``tag`` ignoring case (``str.lower``).
-  When ``tags`` is not a list the entry has no tags, so it never matches a non-empty tag.
-- ``since`` / ``until``: both inclusive, on ``ts`` parsed by ``parse_time``. When a window
-  is given, an entry whose ``ts`` is missing, not a string or unparseable never matches.
+- ``query``: ``query.lower() in text.lower()``; a ``text`` that is not a string never matches.
+- ``tag``: some item of ``tags`` is a string equal to ``tag`` ignoring case (``str.lower``);
+  ``tags`` that is not a list holds no tags.
+- ``since`` / ``until``: inclusive, on ``ts`` parsed by ``parse_time``; with a window, an entry
+  whose ``ts`` is missing, not a string or unparseable never matches.
 - Empty ``query`` / ``tag`` and ``None`` bounds filter nothing.
-- Results are the last ``limit`` matches in file order, newest first, each entry exactly as
-  parsed from the file (extra keys included).
+- Results are the last ``limit`` matches in file order, newest first, each entry as parsed.
 
-How a search avoids decoding every line
----------------------------------------
-:func:`search` reads the file backwards in blocks of whole lines (64 KiB first, doubling up to
-``block_size``) and stops at the ``limit``-th match, so its memory does not depend on the
-journal's size and a frequent tag costs a few lines. It decodes only *candidate* lines and
-checks each with the matcher; every other line is one it has proven cannot match:
+How :func:`search` avoids decoding every line: it reads backwards in blocks of whole lines
+(64 KiB first, doubling up to ``block_size``), stops at the ``limit``-th match, and decodes
+only *candidate* lines, every other line being proven unable to match:
 
-- with a ``query`` (else a ``tag``), the candidates are the lines whose ``bytes.lower()`` holds
-  the lower-cased needle (a tag between its JSON quotes), plus the lines where an escape or
-  one of two special characters could hide it (:class:`_Needle` gives the argument). Once 16
-  lines of one block have held a query, the rest of that block is searched in its *text view*
-  (:data:`_TEXT_VIEW`), which keeps only the text of each line in our own layout, so a query
-  that also fills every line's keys or timestamp (``tag``, ``2025``) costs a search of the texts
-  instead of a decode per line;
-- with a time window and no query, lines in our own layout whose timestamp lies outside the
-  window are skipped without decoding, a whole block at a time when its lines are in time
-  order (:class:`_Window`);
-- with an index (passed in as ``index``), a substring query of three or more characters
-  decodes only the lines the index names, and a time window reads only the parts of the file
-  it overlaps; the part of the file not indexed yet is scanned as above, and any failure of
-  the index means a plain search instead.
+- with a ``query`` (else a ``tag``), the lines whose ``bytes.lower()`` holds the needle, or
+  where an escape or a special character could hide it (:class:`_Needle`); after 16 in a
+  block, the rest of it is searched in its text view (:data:`_TEXT_VIEW`);
+- with a window and no query, lines in our layout with a timestamp outside it are skipped, a
+  block at a time when its lines are in time order (:class:`_Window`);
+- with an ``index``, only the lines it names or the parts of a window it overlaps (see
+  :mod:`~jupyter_agent_memory.journal.index`); any failure of it means a plain search.
 
-Counters: ``SearchResult.scanned`` counts the lines a search decoded (every line for
-:func:`reference_search`; for :func:`search`, the candidates from the end back to where it
-stopped), ``SearchResult.skipped`` the corrupted lines among them (a line proven unable to
-match is never decoded, so its corruption goes unnoticed: it could not have matched), and
-``SearchResult.indexed`` whether the index narrowed the search.
+Counters: ``scanned`` counts the lines decoded (every line for :func:`reference_search`),
+``skipped`` the corrupted ones among them (a line never decoded could not have matched), and
+``indexed`` whether the index narrowed the search.
 """
 
 from __future__ import annotations
@@ -71,31 +44,20 @@ from typing import Any, BinaryIO
 from .format import _CANONICAL_TS, CORRUPT, Matcher, decode_line, format_timestamp
 from .reader import file_reader
 
-__all__ = ["DEFAULT_BLOCK_SIZE", "IndexFailed", "IndexOpener", "SearchResult", "iter_entries",
-           "reference_search", "search"]
-
 #: The largest block :func:`search` and :func:`iter_entries` read at once, by default.
 DEFAULT_BLOCK_SIZE = 1024 * 1024
-# The first backward block is small, so that a search the newest entries answer costs
-# microseconds; a window's first block smaller still (its matches are usually near the end of
-# the range it reads).
+# Small first blocks, so a search the newest entries answer costs microseconds.
 _FIRST_BLOCK = 64 * 1024
 _WINDOW_FIRST_BLOCK = 8 * 1024
-# Candidate lines of one block found by lowering and ``rfind`` before the rest of the block
-# is searched in its text view.
+# Candidate lines of one block found by ``rfind`` before the rest goes to the text view.
 _DENSE_LINES = 16
-# Candidate lines named by the index that a search reads one by one before it scans the rest
-# of the file instead (each costs a read; a scan reads in big blocks).
+# Index-named lines read one by one (a read each) before scanning the rest is cheaper.
 _CANDIDATE_BUDGET = 4096
 
 
 class SearchResult(list):
-    """Matching journal entries, newest first.
-
-    Attributes: ``scanned`` — lines the search decoded; ``skipped`` — the corrupted lines
-    among them; ``indexed`` — whether the journal's index narrowed the search (see the module
-    docstring).
-    """
+    """Matching journal entries, newest first, with the counters ``scanned``, ``skipped`` and
+    ``indexed`` (see the module docstring)."""
 
     def __init__(
         self, entries: Any = (), *, skipped: int = 0, scanned: int = 0, indexed: bool = False
@@ -106,26 +68,19 @@ class SearchResult(list):
         self.indexed = indexed
 
     def __repr__(self) -> str:
-        entries = list.__repr__(self)
         return (
-            f"SearchResult({entries}, skipped={self.skipped}, scanned={self.scanned}, "
-            f"indexed={self.indexed})"
+            f"SearchResult({list.__repr__(self)}, skipped={self.skipped}, "
+            f"scanned={self.scanned}, indexed={self.indexed})"
         )
-
-
-# -- reading the file --------------------------------------------------------------------------
 
 
 def _backward_blocks(
     read: Callable[[int, int], bytes], floor: int, end: int, first: int, largest: int
 ) -> Iterator[tuple[bytes, int]]:
-    """``[floor, end)`` of the file as ``(buf, lo)`` pairs, last part first, where ``buf[lo:]``
-    is a run of whole lines and ``buf[:lo]`` the tail of a line that the next pair holds whole.
-
-    ``floor`` is a line start. Reads only up to ``end`` (the size the file had when the search
-    began), so concurrent appends do not shift the blocks. Blocks grow from ``first`` to
-    ``largest`` bytes; a longer line is read whole.
-    """
+    """``[floor, end)`` as ``(buf, lo)`` pairs, last part first: ``buf[lo:]`` is whole lines,
+    ``buf[:lo]`` the tail of a line the next pair holds whole. ``floor`` is a line start;
+    ``end`` is fixed, so appends meanwhile shift nothing. Blocks grow from ``first`` to
+    ``largest`` bytes; a longer line is read whole."""
     step = first
     while end > floor:
         start = max(floor, end - step)
@@ -171,19 +126,13 @@ def _lines(block: bytes) -> list[bytes]:
     return lines
 
 
-def _reversed_lines(block: bytes) -> Iterator[bytes]:
-    """Every line of ``block`` (whole lines), last line first."""
-    return reversed(_lines(block))
-
-
-def _find_all(data: Any, pattern: Any, lo: int = 0, hi: int | None = None) -> list[int]:
-    """Offsets of ``pattern`` in ``data[lo:hi]`` (bytes or str), ascending."""
-    hi = len(data) if hi is None else hi
+def _find_all(data: Any, pattern: Any, lo: int = 0) -> list[int]:
+    """Offsets of ``pattern`` in ``data[lo:]`` (bytes or str), ascending."""
     hits = []
-    hit = data.find(pattern, lo, hi)
+    hit = data.find(pattern, lo)
     while hit >= 0:
         hits.append(hit)
-        hit = data.find(pattern, hit + 1, hi)
+        hit = data.find(pattern, hit + 1)
     return hits
 
 
@@ -199,32 +148,21 @@ def _line_numbers(data: Any, offsets: Iterable[int], lo: int = 0) -> set[int]:
     return numbers
 
 
-# -- candidate lines for a query or a tag --------------------------------------------------------
-
 # JSON's two-character escapes: the byte after the backslash -> the character it stands for.
 _SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r",
                    "t": "\t"}
 _U_ESCAPE = re.compile(rb"\\u([0-9a-fA-F]{4})")
-# The only non-ASCII characters whose str.lower() holds an ASCII character: KELVIN SIGN
-# lowers to "k"; I WITH DOT ABOVE to "i" and a combining dot, so it can only supply the last
-# character of an ASCII match.
+# The only non-ASCII characters whose str.lower() holds ASCII: KELVIN SIGN ("k"), and I WITH
+# DOT ABOVE ("i" and a combining dot, so only the last character of an ASCII match).
 _KELVIN = "\u212a".encode()
 _DOTTED_I = "\u0130".encode()
 
-# The text view of a run of whole lines: one item per line, each line in our own layout cut
-# down to what follows ``"text":"``, any other line kept whole.
-#
-# Why it loses no match. The optional part matches only a line that starts with ``{"ts":"``,
-# bytes without quotes or backslashes, ``","tags":[``, bytes without ``]`` or backslashes, and
-# ``],"text":"``. On a line that is valid JSON (only those can match) that is an object whose
-# first members are ``ts`` (a string: without a backslash, its first quote ends it) and
-# ``tags`` (an array: nothing inside holds a ``]``, so there is no nested array and its first
-# ``]`` closes it), then the key ``text`` and the opening quote of its string value. JSON keeps
-# the last of duplicate keys, so the text a search matches begins there or later, inside what
-# the view keeps.
+# The text view: each line in our layout cut down to what follows ``"text":"``, any other
+# kept whole. No match is lost: on valid JSON the optional part matches only ``ts`` (a string
+# without backslashes), ``tags`` (an array holding no ``]``), then the key ``text`` and its
+# value's quote; the last duplicate key wins, so the matched text starts there or later.
 _TEXT_VIEW = re.compile(rb'(?:\{"ts":"[^"\\\n]*","tags":\[[^\]\\\n]*\],"text":")?([^\n]*)\n')
-# Our layout's keys as written (with the quotes around them), the characters of a lower-cased
-# canonical timestamp, and the characters a needle must not hold to be counted in strings.
+# Our layout's keys, a lowered timestamp's characters, what a counted needle must not hold.
 _KEY_PIECES = (b'{"ts":"', b'","tags":[', b'],"text":"')
 _TIMESTAMP_CHARS = frozenset("0123456789-t:.z")
 _PROOF_BREAKERS = frozenset('"\\[]{},:\n\0')
@@ -233,24 +171,20 @@ _PROOF_BREAKERS = frozenset('"\\[]{},:\n\0')
 class _Needle:
     """A lower-cased string that every matching line holds, and how to find those lines.
 
-    Why nothing that matches is dropped. Take an entry whose ``text.lower()`` contains ``s``
-    (for a tag: an item equal to ``s`` ignoring case, so the line holds ``"s"`` with its JSON
-    quotes). Inside a JSON string every character is written raw except where the line uses an
-    escape (``\\"``, ``\\n``, ``\\u00e9``…). ``str.lower`` maps characters one by one, except
-    the Greek final sigma, which looks at its neighbours; a JSON string is delimited by ``"``,
-    which is neither cased nor case-ignorable, so lowering a whole line lowers each string as
-    lowering it alone would. Hence, with no escape involved, the lowered line holds the needle.
-    A matching line can only lack it when
+    Why no match is dropped: an entry matching ``s`` (for a tag, ``"s"`` with its quotes) holds
+    it raw in its line unless an escape (``\\"``, ``\\u00e9``…) is involved. ``str.lower``
+    maps characters one by one except the final sigma, and ``"`` is neither cased nor
+    case-ignorable, so lowering a whole line lowers each string as lowering it alone would.
+    A matching line can only lack the needle when
 
-    1. an escape stands for a character that may be part of the match: for an ASCII ``s``, an
-       escape whose character's lower case shares a character with ``s``; for any other ``s``,
-       any escape at all (which also covers surrogate pairs and the sigma rule);
-    2. ``s`` is ASCII, the line was lowered as bytes (``bytes.lower`` changes ASCII letters
-       only) and it holds one of the two non-ASCII characters whose lower case holds ASCII
-       (``_KELVIN`` when ``s`` holds ``k``, ``_DOTTED_I`` when a query ends with ``i``).
+    1. an escape stands for a character that may be part of the match: for an ASCII ``s``, one
+       whose lower case shares a character with ``s``; otherwise any escape (which also covers
+       surrogate pairs and the sigma rule);
+    2. ``s`` is ASCII, the line was lowered as bytes (ASCII letters only) and it holds
+       ``_KELVIN`` (``s`` holds ``k``) or ``_DOTTED_I`` (a query ends with ``i``).
 
-    Lines holding one of those are candidates too. Every candidate is decoded and checked by
-    the matcher, so an extra candidate costs time, never a result.
+    Those lines are candidates too; every candidate is checked by the matcher, so an extra one
+    costs time, never a result.
     """
 
     def __init__(self, s: str, *, quoted: bool) -> None:
@@ -267,8 +201,7 @@ class _Needle:
             if not quoted and s.endswith("i"):
                 self.specials.append(_DOTTED_I)
             self.lowers = any("a" <= c <= "z" or "A" <= c <= "Z" for c in s)
-            # Patterns whose every match holds the needle in a string no text is (see
-            # _only_in_keys_and_timestamps), with how many times.
+            # Patterns whose every match holds the needle (so many times) outside any text.
             self.structural: list[tuple[bytes, int]] = []
             if s and not self.chars & _PROOF_BREAKERS:
                 needle = self.needle
@@ -308,17 +241,12 @@ class _Needle:
 
     def _only_in_keys_and_timestamps(self, low: bytes, lo: int, end: int) -> bool:
         """Whether every occurrence of the needle in ``low[lo:end]`` is in a key name of our
-        layout or at the start of a timestamp: then no text there holds it (but through an
-        escape or a special character).
+        layout or starts a timestamp, so no text holds it (but through an escape or special).
 
-        Why counting proves it. The needle holds no quote, bracket, brace, comma, colon or
-        backslash, so each occurrence lies inside one JSON string, or outside every string,
-        never across a boundary; counting (greedy, non-overlapping) adds up over strings.
-        Each match of a pattern of :attr:`structural` (``","tags":[``, or ``{"ts":"`` and
-        the needle: raw quotes, so structure, never inside a string) names one key-name string
-        or timestamp value holding the needle, never a text value, and no two matches name
-        the same string. So when the needle's count equals the sum of theirs, no other string
-        holds it, and no text in particular.
+        Why counting proves it: the needle holds no JSON punctuation, so each occurrence lies
+        within one string or outside all, and counts add up over strings. Each match of a
+        :attr:`structural` pattern (raw quotes: structure) names one distinct key or timestamp
+        string holding the needle; when the counts agree, no other string (no text) holds it.
         """
         if not self.structural:
             return False
@@ -365,11 +293,9 @@ class _Needle:
                 yield lines[number]
 
     def _unicode_candidates(self, block: bytes) -> Iterator[bytes]:
-        """The same for a non-ASCII needle: found in the block decoded and lowered as a whole;
-        every line holding a backslash is a candidate too."""
-        # Undecodable bytes become U+FFFD exactly as the decoder reads them, and the decoded
-        # block has the same newlines (a newline byte is never part of a multi-byte sequence,
-        # and lowering neither makes nor removes one), so line numbers agree.
+        """The same for a non-ASCII needle, found in the block decoded and lowered whole (with
+        the decoder's U+FFFD and the same newlines, so line numbers agree); every line holding
+        a backslash is a candidate too."""
         lowered = block.decode("utf-8", "replace").lower()
         numbers = _line_numbers(lowered, _find_all(lowered, self.text))
         numbers |= _line_numbers(block, _find_all(block, b"\\"))
@@ -386,30 +312,21 @@ class _Needle:
         return b"\\" in line or self.text in line.decode("utf-8", "replace").lower()
 
 
-# -- the time-window prefilter -----------------------------------------------------------------
-
 _CANONICAL_TS_BYTES = re.compile(_CANONICAL_TS.pattern.encode("ascii"))
 _TS_PREFIX = b'{"ts":"'
-# Every spelling of the key "ts" in JSON: each letter raw or as a \u escape (4 digits, no hex
-# letters, so case does not matter).
+# Every spelling of the key "ts" in JSON: each letter raw or as a \u escape.
 _TS_KEY = re.compile(rb'"(?:t|\\u0074)(?:s|\\u0073)"')
-# The start of a line in our own layout, capturing its canonical timestamp. (After a newline:
-# a literal prefix the regular expression engine finds fast.)
-_TS_LINE = re.compile(
-    rb'\n\{"ts":"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z)"'
-)
+# The start of a line in our layout, capturing its timestamp (a literal prefix: found fast).
+_TS_LINE = re.compile(rb'\n\{"ts":"(' + _CANONICAL_TS_BYTES.pattern + rb')"')
 
 
 class _Window:
     """Rejects, without decoding, lines whose ``ts`` lies outside ``[since, until]``.
 
-    Only lines in our own layout qualify: ``{"ts":"`` then a canonical timestamp and its
-    closing quote, and no other ``"ts"`` token in the line, spelled raw or with escapes such as
-    ``"t\\u0073"`` (JSON keeps the last duplicate key; inside a string a quote is always
-    escaped, so a raw ``"ts"`` is a key or a whole value). Canonical timestamps are fixed-width
-    UTC, so comparing them as bytes compares the times; the bounds are rounded inwards to the
-    millisecond, the journal's precision. A rejected line would fail the window check after
-    decoding too; every other line is decoded as usual.
+    Only lines in our layout qualify: ``{"ts":"``, a canonical timestamp and its quote, and no
+    other ``"ts"`` key, raw or escaped like ``"t\\u0073"`` (the last duplicate key wins; a raw
+    ``"ts"`` is never inside a string). Canonical timestamps compare as bytes as the times do;
+    the bounds are rounded inwards to the millisecond, the journal's precision.
     """
 
     def __init__(self, since: datetime | None, until: datetime | None) -> None:
@@ -440,9 +357,8 @@ class _Window:
         return False
 
     def trim(self, block: bytes) -> list[bytes] | None:
-        """The lines of ``block`` (whole lines) that :meth:`rejects` lets through, last line
-        first, found by bisection when every line is in our layout and in time order; None
-        when they are not (then each line has to be judged on its own)."""
+        """The lines of ``block`` :meth:`rejects` lets through, last first, found by bisection
+        when every line is in our layout and in time order; else None (judge each line)."""
         lines = _lines(block)
         count = len(lines)
         if count == 0 or block.count(b'"ts"') != count or b"\\u007" in block:
@@ -465,11 +381,8 @@ def _window(matcher: Matcher) -> _Window | None:
         return None
 
 
-# -- public search -----------------------------------------------------------------------------
-
-#: How a search opens an index: given ``read(pos, size)`` and the journal's ``fstat``, an
-#: :class:`~jupyter_agent_memory.journal.index.IndexView` or None (see :func:`search`). The
-#: view's methods raise :class:`IndexFailed` when it cannot answer.
+#: How a search opens an index: ``(read(pos, size), fstat)`` -> an
+#: :class:`~jupyter_agent_memory.journal.index.IndexView` (raising :class:`IndexFailed`) or None.
 IndexOpener = Callable[[Callable[[int, int], bytes], os.stat_result], Any]
 
 
@@ -484,14 +397,10 @@ def search(
     index: IndexOpener | None = None,
     block_size: int = DEFAULT_BLOCK_SIZE,
 ) -> SearchResult:
-    """The last ``limit`` entries matching every filter, newest first.
-
-    Reads ``f`` backwards in blocks of at most ``block_size`` bytes (a longer line is read
-    whole) and stops at the ``limit``-th match; results are identical to
-    :func:`reference_search`. ``index`` is called, only for a search an index can narrow, to
-    open the journal's index (see :mod:`~jupyter_agent_memory.journal.index`); when it gives
-    one, ``indexed`` is set on the result. See the module docstring for matching rules and
-    counters.
+    """The last ``limit`` entries matching every filter, newest first, exactly as
+    :func:`reference_search` finds them, reading ``f`` backwards in blocks of at most
+    ``block_size`` bytes. ``index`` is called only for a search an index can narrow; when it
+    gives a view, ``indexed`` is set. Rules and counters: the module docstring.
     """
     matcher = Matcher(query, tag, since, until)
     limit = max(1, int(limit))
@@ -512,8 +421,7 @@ def search(
 
 
 class IndexFailed(Exception):
-    """The index could not answer (a damaged or vanished database): the search goes on
-    without it."""
+    """The index could not answer (a damaged or vanished database): search without it."""
 
 
 def _indexed_plan(
@@ -562,8 +470,8 @@ def _run(
     result = SearchResult()
 
     def take(line: bytes, inside_window: bool = False) -> bool:
-        """Decode and match one line; True once ``limit`` matches are in. ``inside_window``:
-        the window prefilter proved the line's timestamp lies inside the window."""
+        """Decode and match one line (``inside_window``: the prefilter proved its ``ts`` in
+        the window); True once ``limit`` matches are in."""
         result.scanned += 1
         entry = decode_line(line)
         if entry is CORRUPT:
@@ -584,7 +492,7 @@ def _run(
                     if tag_needle is None or tag_needle.may_match(line):
                         yield line, True
                 return
-        lines = primary.candidates(buf, lo) if primary is not None else _reversed_lines(buf[lo:])
+        lines = primary.candidates(buf, lo) if primary is not None else reversed(_lines(buf[lo:]))
         for line in lines:
             if secondary is not None and not secondary.may_match(line):
                 continue
@@ -607,9 +515,8 @@ def _run(
         line = _line_at(read, offset, end)
         budget -= 1
         if budget < 0:
-            # Too many candidates for a few matches (a common query with a rare tag, say):
-            # scanning the rest is cheaper. Every line after this one was already seen or
-            # proven unable to match, so the scan ends with it.
+            # Too many candidates (a common query, a rare tag): scan the rest instead, ending
+            # with this line (every later one was seen or proven unable to match).
             scan(0, min(end, offset + len(line) + 1))
             return result
         if secondary is not None and not secondary.may_match(line):
@@ -630,18 +537,14 @@ def reference_search(
     since: datetime | None = None,
     until: datetime | None = None,
 ) -> SearchResult:
-    """The plain algorithm :func:`search` must agree with (kept for tests and benchmarks).
-
-    Reads the whole file, decodes every line, filters, takes the last ``limit`` matches in file
-    order and reverses them. ``skipped`` counts every corrupted line of the file.
-    """
+    """The plain algorithm :func:`search` must agree with (for tests and benchmarks): decode
+    every line, keep the last ``limit`` matches, newest first; ``skipped`` counts every
+    corrupted line."""
     matcher = Matcher(query, tag, since, until)
     limit = max(1, int(limit))
     f.seek(0)
     data = f.read()
-    lines = data.split(b"\n")
-    if data.endswith(b"\n") or not data:
-        lines.pop()
+    lines = _lines(data) if data else []
     matches = []
     skipped = 0
     for line in lines:
@@ -659,17 +562,9 @@ def iter_entries(
     on_corrupt: Callable[[int, bytes], None] | None = None,
     block_size: int = DEFAULT_BLOCK_SIZE,
 ) -> Iterator[dict[str, Any]]:
-    """Every entry of ``f``, oldest first; corrupted lines are skipped.
-
-    ``on_corrupt(line_number, raw_line)`` (1-based) is called for each corrupted line, for
-    callers that want to warn. Reads in blocks of ``block_size`` bytes, so memory does not
-    depend on the file's size.
-    """
-    f.seek(0)
-    pending: list[bytes] = []
-    number = 0
-
-    def emit(line: bytes) -> Iterator[dict[str, Any]]:
+    """Every entry of ``f``, oldest first, read in blocks of ``block_size`` bytes; each
+    corrupted line is skipped, calling ``on_corrupt(line_number, raw_line)`` (1-based)."""
+    for number, line in enumerate(_forward_lines(f, max(1, int(block_size))), 1):
         entry = decode_line(line)
         if entry is CORRUPT:
             if on_corrupt is not None:
@@ -677,21 +572,17 @@ def iter_entries(
         elif entry is not None:
             yield entry
 
-    while True:
-        chunk = f.read(max(1, int(block_size)))
-        if not chunk:
-            break
-        newline = chunk.rfind(b"\n")
-        if newline < 0:
+
+def _forward_lines(f: BinaryIO, block_size: int) -> Iterator[bytes]:
+    """Every line of ``f`` from its start, read in blocks of ``block_size`` bytes."""
+    f.seek(0)
+    pending: list[bytes] = []
+    while chunk := f.read(block_size):
+        newline = chunk.rfind(b"\n") + 1
+        if not newline:
             pending.append(chunk)
             continue
-        data = b"".join([*pending, chunk[: newline + 1]])
-        pending = [chunk[newline + 1 :]] if newline + 1 < len(chunk) else []
-        lines = data.split(b"\n")
-        lines.pop()  # data ends with a newline
-        for line in lines:
-            number += 1
-            yield from emit(line)
+        yield from _lines(b"".join([*pending, chunk[:newline]]))
+        pending = [chunk[newline:]] if newline < len(chunk) else []
     if pending:
-        number += 1
-        yield from emit(b"".join(pending))
+        yield b"".join(pending)
