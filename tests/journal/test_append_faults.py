@@ -165,8 +165,14 @@ def test_sigkill_during_append_loops_loses_no_acknowledged_entry(
     sizes = "10,300,2000,500,70000,800,150,40,120000,90"
     for round_ in range(3):
         procs = [spawn(WRITER, folder, f"r{round_}w{w}", -1, 0, sizes) for w in range(2)]
+        before = len(acked)
         readers = [_collect(proc, acked) for proc in procs]
-        time.sleep(0.3 + rng.random() * 0.3)  # interpreter start-up, then some appends
+        # Kill once the writers are appending (start-up takes seconds on a loaded machine),
+        # at a random moment after that.
+        deadline = time.monotonic() + 60
+        while len(acked) < before + 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(rng.random() * 0.3)
         for proc in procs:
             os.kill(proc.pid, signal.SIGKILL)
             kills += 1
