@@ -108,6 +108,13 @@ def soak(tmp_path: Path, seconds: float, workers: int, seed: int) -> dict[str, o
 
     for _ in range(workers):
         start()
+    # Kills start once a worker has acknowledged a write: on a loaded machine the interpreter's
+    # start-up alone can outlast many kill intervals, and a soak of only start-ups tests nothing.
+    started = time.monotonic() + 60
+    while time.monotonic() < started and not any(
+        out.read_bytes().startswith(b"A ") or b"\nA " in out.read_bytes() for out in outputs
+    ):
+        time.sleep(0.02)
     kills = 0
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
