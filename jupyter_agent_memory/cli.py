@@ -58,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the command line."""
     from .__about__ import __version__
     from .engine.tool import DEFAULT_LIMIT
+    from .mcp_server.limits import HttpLimits
 
     agent_help = "agent id under the agents root, or a folder path (default: the default agent)"
     json_help = "print JSON for scripts instead of text for people"
@@ -113,7 +114,64 @@ def build_parser() -> argparse.ArgumentParser:
         help="warn when the memory exceeds TOKENS (overrides the template's budget)",
     )
 
-    _add_mcp_arguments(command("mcp"))
+    mcp = command("mcp")
+    mcp.description = (
+        "Serve an existing agent over the Model Context Protocol: the memory tool, "
+        "resources for SOUL.md, USER.md, FACT.md, the journal and the session prompt, and "
+        "instructions that carry the session context. One line on stderr names the folder."
+    )
+    mcp.add_argument(
+        "--transport", choices=["stdio", "streamable-http"], default="stdio",
+        help="stdio (default) or streamable-http",
+    )
+    mcp.add_argument("--host", default="127.0.0.1", help="HTTP: address to bind (127.0.0.1)")
+    mcp.add_argument("--port", type=int, default=8765, help="HTTP: port (8765; 0 picks one)")
+    mcp.add_argument(
+        "--token", default=None,
+        help=f"HTTP: require 'Authorization: Bearer TOKEN' (or set ${environment.MCP_TOKEN})",
+    )
+    mcp.add_argument(
+        "--allow-origin", action="append", default=[], metavar="ORIGIN",
+        help="HTTP: also accept this Origin, e.g. http://example.test:3000 (repeatable)",
+    )
+    mcp.add_argument(
+        "--allow-host", action="append", default=[], metavar="HOST",
+        help="HTTP: also accept this Host header, e.g. mybox:8765 or mybox:* (repeatable)",
+    )
+    limits = HttpLimits()
+    count = _positive(int, "a whole number of at least 1")
+    seconds = _positive(float, "a positive number of seconds")
+    # Each flag sets the HttpLimits field of the same name.
+    for flag, parse, metavar, text in (
+        ("--max-sessions", count, "N", "open sessions in all ({}; 503 past that)"),
+        ("--max-sessions-per-client", count, "N",
+         "open sessions from one client address ({}; 429 past that)"),
+        ("--session-idle-timeout", seconds, "SECONDS",
+         "close a session with no request in flight for this long ({})"),
+        ("--request-timeout", seconds, "SECONDS",
+         "a request's headers, then its body, must each arrive within this ({}; 408 otherwise)"),
+        ("--max-connections", count, "N", "open sockets at once ({}; 503 past that)"),
+    ):
+        default = getattr(limits, flag[2:].replace("-", "_"))
+        mcp.add_argument(
+            flag, type=parse, default=default, metavar=metavar,
+            help="HTTP: " + text.format(f"{default:g}"),
+        )
+    mcp.add_argument(
+        "--read-tool", action="store_true",
+        help="also offer memory_read (FACT.md and the latest journal entries), for clients "
+        "that neither show instructions nor attach resources",
+    )
+    mcp.add_argument(
+        "--workspace", metavar="DIR", help="session workspace for system.md (default: cwd)"
+    )
+    mcp.add_argument(
+        "--tool-name", default=None, metavar="NAME",
+        help="how the model sees the memory tool in the prompt (default: as MCP hosts name it)",
+    )
+    mcp.add_argument(
+        "--budget-tokens", type=int, metavar="N", help="warn when the memory exceeds N tokens"
+    )
     actions = command("index").add_subparsers(dest="action", metavar="ACTION", required=True)
     command("build", actions, "build the index, or bring it up to date, now")
     command("drop", actions, "delete every index of this agent on this machine")
@@ -175,68 +233,6 @@ def _positive(convert: Callable[[str], float], expected: str) -> Callable[[str],
     return parse
 
 
-def _add_mcp_arguments(mcp: argparse.ArgumentParser) -> None:
-    from .mcp_server.limits import HttpLimits
-
-    mcp.description = (
-        "Serve an existing agent over the Model Context Protocol: the memory tool, "
-        "resources for SOUL.md, USER.md, FACT.md, the journal and the session prompt, and "
-        "instructions that carry the session context. One line on stderr names the folder."
-    )
-    mcp.add_argument(
-        "--transport", choices=["stdio", "streamable-http"], default="stdio",
-        help="stdio (default) or streamable-http",
-    )
-    mcp.add_argument("--host", default="127.0.0.1", help="HTTP: address to bind (127.0.0.1)")
-    mcp.add_argument("--port", type=int, default=8765, help="HTTP: port (8765; 0 picks one)")
-    mcp.add_argument(
-        "--token", default=None,
-        help=f"HTTP: require 'Authorization: Bearer TOKEN' (or set ${environment.MCP_TOKEN})",
-    )
-    mcp.add_argument(
-        "--allow-origin", action="append", default=[], metavar="ORIGIN",
-        help="HTTP: also accept this Origin, e.g. http://example.test:3000 (repeatable)",
-    )
-    mcp.add_argument(
-        "--allow-host", action="append", default=[], metavar="HOST",
-        help="HTTP: also accept this Host header, e.g. mybox:8765 or mybox:* (repeatable)",
-    )
-    limits = HttpLimits()
-    count = _positive(int, "a whole number of at least 1")
-    seconds = _positive(float, "a positive number of seconds")
-    # Each flag sets the HttpLimits field of the same name.
-    for flag, parse, metavar, text in (
-        ("--max-sessions", count, "N", "open sessions in all ({}; 503 past that)"),
-        ("--max-sessions-per-client", count, "N",
-         "open sessions from one client address ({}; 429 past that)"),
-        ("--session-idle-timeout", seconds, "SECONDS",
-         "close a session with no request in flight for this long ({})"),
-        ("--request-timeout", seconds, "SECONDS",
-         "a request's headers, then its body, must each arrive within this ({}; 408 otherwise)"),
-        ("--max-connections", count, "N", "open sockets at once ({}; 503 past that)"),
-    ):
-        default = getattr(limits, flag[2:].replace("-", "_"))
-        mcp.add_argument(
-            flag, type=parse, default=default, metavar=metavar,
-            help="HTTP: " + text.format(f"{default:g}"),
-        )
-    mcp.add_argument(
-        "--read-tool", action="store_true",
-        help="also offer memory_read (FACT.md and the latest journal entries), for clients "
-        "that neither show instructions nor attach resources",
-    )
-    mcp.add_argument(
-        "--workspace", metavar="DIR", help="session workspace for system.md (default: cwd)"
-    )
-    mcp.add_argument(
-        "--tool-name", default=None, metavar="NAME",
-        help="how the model sees the memory tool in the prompt (default: as MCP hosts name it)",
-    )
-    mcp.add_argument(
-        "--budget-tokens", type=int, metavar="N", help="warn when the memory exceeds N tokens"
-    )
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     args = build_parser().parse_args(argv)
@@ -260,8 +256,11 @@ def _open(args: argparse.Namespace, create: bool = False) -> AgentMemory:
     return AgentMemory.open(args.agent, create=create)
 
 
-def _print_json(value: object) -> None:
-    print(json.dumps(value, indent=2, ensure_ascii=False))
+def _json(args: argparse.Namespace, value: object) -> bool:
+    """Print ``value`` as JSON when ``--json`` was given; whether it was."""
+    if args.json:
+        print(json.dumps(value, indent=2, ensure_ascii=False))
+    return bool(args.json)
 
 
 def _init(args: argparse.Namespace) -> int:
@@ -286,8 +285,7 @@ def _fact(args: argparse.Namespace) -> int:
         print(memory.call_tool({"action": "update", "content": content}))
     elif args.history:
         versions = memory.history()
-        if args.json:
-            _print_json(versions)
+        if _json(args, versions):
             return 0
         if not versions:
             print("No previous FACT.md versions.")
@@ -299,7 +297,7 @@ def _fact(args: argparse.Namespace) -> int:
         text, sha = memory.read_facts()
         path = memory.file_path("FACT.md")
         if args.json:
-            _print_json({"path": str(path), "content": text, "sha256": sha})
+            _json(args, {"path": str(path), "content": text, "sha256": sha})
         elif text:
             sys.stdout.write(_terminal(text))
         else:
@@ -387,12 +385,11 @@ def _prompt(args: argparse.Namespace) -> int:
     builder = PromptBuilder(tool_name=args.tool_name or None, budget_tokens=args.budget)
     # The warning is reported below as one plain line, not as a Python warning.
     prompt = builder.build_session(memory, workspace, warn=False)
-    if args.json:
-        _print_json({
-            "text": prompt.text, "tokens": prompt.tokens, "memory_tokens": prompt.memory_tokens,
-            "budget_tokens": prompt.budget_tokens, "warnings": list(prompt.warnings),
-            "sections": prompt.section_dicts(),
-        })
+    if _json(args, {
+        "text": prompt.text, "tokens": prompt.tokens, "memory_tokens": prompt.memory_tokens,
+        "budget_tokens": prompt.budget_tokens, "warnings": list(prompt.warnings),
+        "sections": prompt.section_dicts(),
+    }):
         return 0
     print(_terminal(prompt.text))
     # Sizes go to stderr so the prompt on stdout stays exactly what a session gets.
@@ -455,8 +452,7 @@ def _index(args: argparse.Namespace) -> int:
     memory = _open(args)
     if args.action == "drop":
         dropped = memory.drop_index()
-        if args.json:
-            _print_json(dropped)
+        if _json(args, dropped):
             return 0
         files = dropped["dropped"]
         print(f"Dropped {len(files)} index file{'' if len(files) == 1 else 's'}.")
@@ -464,8 +460,7 @@ def _index(args: argparse.Namespace) -> int:
             print(f"  {_shown(path)}")
         return 0
     status = memory.build_index() if args.action == "build" else memory.index_status()
-    if args.json:
-        _print_json(status)
+    if _json(args, status):
         return 0
     print(f"state: {status['state']}" + (" (building)" if status["building"] else ""))
     print(f"indexed: {status['indexed_bytes']:,} of {status['journal_bytes']:,} journal bytes")
@@ -482,8 +477,7 @@ def _agents(args: argparse.Namespace) -> int:
 
     root = default_root()
     agents = list_agents(root)
-    if args.json:
-        _print_json({"root": str(root), "agents": agents})
+    if _json(args, {"root": str(root), "agents": agents}):
         return 0
     print(f"Agents under {root}:" if agents else f"No agents under {root} yet.")
     for agent_id in agents:
@@ -514,16 +508,15 @@ def _demo(args: argparse.Namespace) -> int:
     written = [("update", update), ("append", append)]
     prompt = PromptBuilder().build_session(memory)
     steps = _next_steps(memory)
-    if args.json:
-        _print_json({
-            "agent": memory.agent_id,
-            "path": str(memory.path),
-            "template": definition.template_id,
-            "session_1": [{"action": action, "result": text} for action, text in written],
-            "prompt": prompt.text,
-            "sections": [{"name": s.name, "tokens": s.tokens} for s in prompt.sections],
-            "next": [{"what": what, "commands": commands} for what, commands in steps],
-        })
+    if _json(args, {
+        "agent": memory.agent_id,
+        "path": str(memory.path),
+        "template": definition.template_id,
+        "session_1": [{"action": action, "result": text} for action, text in written],
+        "prompt": prompt.text,
+        "sections": [{"name": s.name, "tokens": s.tokens} for s in prompt.sections],
+        "next": [{"what": what, "commands": commands} for what, commands in steps],
+    }):
         return 0
     rule = "-" * 72
     print(f"Agent {definition.name!r} at {memory.path}\n")
@@ -547,6 +540,7 @@ def _demo(args: argparse.Namespace) -> int:
 def _next_steps(memory: Any) -> list[tuple[str, list[str]]]:
     """What to try after the demo, as commands that work pasted into this shell."""
     import importlib.util
+    import shutil
 
     target = memory.agent_id or str(memory.path)
     lab = [_beside_python("jupyter"), "lab"]
@@ -555,7 +549,10 @@ def _next_steps(memory: Any) -> list[tuple[str, list[str]]]:
         lab.append(f"--AgentMemoryServer.default_agent={memory.agent_id}")
     if os.path.isfile(QUICKSTART):
         lab.append(QUICKSTART)
-    mcp = [f'{{"command": "{_script_path()}", "args": ["mcp", "--agent", "{target}"]}}']
+    # The command's absolute path, as GUI apps (which have no PATH) need it.
+    script = os.path.join(os.path.dirname(sys.executable), PROG)
+    script = script if os.path.exists(script) else shutil.which(PROG) or PROG
+    mcp = [f'{{"command": "{script}", "args": ["mcp", "--agent", "{target}"]}}']
     if importlib.util.find_spec("mcp") is None:
         mcp.insert(0, f'{_beside_python("pip")} install "jupyter-agent-memory[mcp]"')
     return [
@@ -575,14 +572,6 @@ def _beside_python(name: str) -> str:
     return relative if not relative.startswith("..") else beside
 
 
-def _script_path() -> str:
-    """The absolute path of this command, as GUI apps (which have no PATH) need it."""
-    import shutil
-
-    beside = os.path.join(os.path.dirname(sys.executable), PROG)
-    return beside if os.path.exists(beside) else shutil.which(PROG) or PROG
-
-
 def _sessions(args: argparse.Namespace) -> int:
     from .engine.sessions import find as find_session
 
@@ -590,9 +579,7 @@ def _sessions(args: argparse.Namespace) -> int:
     if args.view == "show":
         receipt = find_session(memory, args.session)
         text = memory.session_prompt(args.session)
-        if args.json:
-            _print_json({"receipt": receipt, "text": text})
-        else:
+        if not _json(args, {"receipt": receipt, "text": text}):
             _write_exact(text)
         return 0
     if args.view == "diff":
@@ -600,7 +587,7 @@ def _sessions(args: argparse.Namespace) -> int:
         if args.json:
             first = find_session(memory, args.first)["session_id"]
             second = find_session(memory, args.second)["session_id"]
-            _print_json({"first": first, "second": second, "diff": diff})
+            _json(args, {"first": first, "second": second, "diff": diff})
         elif diff:
             # A prompt rarely ends with a newline, nor then does its diff: end the output.
             _write_exact(diff if diff.endswith("\n") else diff + "\n")
@@ -612,15 +599,14 @@ def _sessions(args: argparse.Namespace) -> int:
         if args.json:
             from dataclasses import asdict
 
-            _print_json([asdict(origin) for origin in origins])
+            _json(args, [asdict(origin) for origin in origins])
         elif origins:
             print(*origins, sep="\n")
         else:
             print(f"No line of that session's prompt contains {args.text!r}.", file=sys.stderr)
         return 0 if origins else 1
     receipts = memory.sessions()
-    if args.json:
-        _print_json(receipts)
+    if _json(args, receipts):
         return 0
     if not receipts:
         print(f"No sessions recorded for {memory.agent_id or memory.path} yet.")
@@ -674,9 +660,7 @@ def _forget(args: argparse.Namespace) -> int:
         memory, text, pattern=args.pattern, secrets=args.secrets, dry_run=args.dry_run,
         reason=args.reason,
     )
-    if args.json:
-        _print_json(receipt)
-    else:
+    if not _json(args, receipt):
         for status, line in forget_report(receipt):
             print(line, file=sys.stderr if status == "error" else sys.stdout)
     return 1 if not receipt.get("dry_run") and not receipt.get("verified") else 0
@@ -692,8 +676,7 @@ def _lint(args: argparse.Namespace) -> int:
     command = f"{PROG} forget --secrets"
     if args.agent is not None:
         command += f" --agent {shlex.quote(str(args.agent))}"
-    if args.json:
-        _print_json({"secrets": findings, "forget": command if findings else None})
+    if _json(args, {"secrets": findings, "forget": command if findings else None}):
         return 1 if findings else 0
     if not findings:
         print(f"No credentials stored in {memory.agent_id or memory.path}.")

@@ -15,11 +15,11 @@ import os
 import re
 import threading
 import time
-import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
+from weakref import WeakValueDictionary
 
 import tornado.web
 from jupyter_server.auth.decorator import authorized
@@ -92,8 +92,7 @@ class AgentCreatedResponse(TypedDict):
 
 
 class FactsResponse(TypedDict):
-    """``GET agents/{id}/facts``: ``content`` cut to the view bound, ``chars`` and ``sha256``
-    of the whole file; ``html`` (``render=html``) is ``content`` rendered as ``%fact`` does."""
+    """``GET agents/{id}/facts``: ``content`` cut to the view bound (``html`` with it rendered)."""
 
     agent: str
     path: str
@@ -105,8 +104,7 @@ class FactsResponse(TypedDict):
 
 
 class HandoverResponse(TypedDict):
-    """``POST handover``: the agent a notebook's kernel uses, by the id every route knows it
-    by (``how``: ``agents-root``, ``server-root`` or ``handed-over``)."""
+    """``POST handover``: the agent a notebook's kernel uses, by the id every route knows."""
 
     agent: str
     path: str
@@ -152,8 +150,7 @@ class ConflictResponse(TypedDict):
 
 
 class JournalResponse(TypedDict):
-    """``GET agents/{id}/journal``: matches newest first, lines skipped and read, and whether
-    the journal's index narrowed the search."""
+    """``GET agents/{id}/journal``: matches newest first, with the search's counts."""
 
     agent: str
     entries: list[dict[str, Any]]
@@ -228,8 +225,7 @@ class SessionsResponse(TypedDict):
 
 
 class SessionResponse(TypedDict):
-    """``GET agents/{id}/sessions/{sid}``: the receipt and the exact prompt (cut to the view
-    bound; ``chars`` is the whole prompt's length)."""
+    """``GET agents/{id}/sessions/{sid}``: the receipt and the prompt (cut to the view bound)."""
 
     agent: str
     receipt: dict[str, Any]
@@ -295,8 +291,7 @@ _KIND_STATUS = ((UnsafePathError, 403), (ContentTooLargeError, 413), (LockTimeou
 
 
 def _engine_error(exc: MemoryToolError) -> ApiError:
-    """An engine exception as a status code with the engine's message: 409 (with both hashes),
-    403, 413, 503, an I/O error's own status, 400 for invalid arguments, else 500."""
+    """An engine exception as a status code (else 500) with the engine's message."""
     if isinstance(exc, MemoryConflictError):
         return ApiError(409, exc.message, expected=exc.expected, actual=exc.actual)
     for kind, status in _KIND_STATUS:
@@ -310,12 +305,6 @@ def _engine_error(exc: MemoryToolError) -> ApiError:
 def _api(method: Callable[..., Any]) -> Callable[..., Any]:
     """A handler verb that is ``@tornado.web.authenticated`` and ``@authorized``."""
     return tornado.web.authenticated(authorized(method))
-
-
-def _within_deadline(deadline: float, func: Callable[[], T]) -> T:
-    """``func()`` with every agent-lock wait in it ending by ``deadline``."""
-    with lock_deadline(deadline):
-        return func()
 
 
 class _State:
@@ -333,8 +322,7 @@ class _State:
         # Each agent may use a quarter of the workers, so writers waiting for one agent's lock
         # never take every thread. A gate lives while requests hold or await it.
         self.per_agent = max(1, config.worker_threads // 4)
-        self.gates: weakref.WeakValueDictionary[str, asyncio.Semaphore]
-        self.gates = weakref.WeakValueDictionary()
+        self.gates: WeakValueDictionary[str, asyncio.Semaphore] = WeakValueDictionary()
         self.handovers = Handovers()
         self._builder: PromptBuilder | None = None
         # The builder caches files and prompts; builds run in worker threads, one at a time.
@@ -405,8 +393,8 @@ class AgentMemoryHandler(APIHandler):
                 await asyncio.wait_for(gate.acquire(), timeout)
             except asyncio.TimeoutError:
                 raise LockTimeoutError(f"{writes_to}/memory/.lock", timeout) from None
-            try:
-                return await loop.run_in_executor(state.executor, _within_deadline, deadline, func)
+            try:  # as a decorator, lock_deadline bounds the lock waits inside func
+                return await loop.run_in_executor(state.executor, lock_deadline(deadline)(func))
             finally:
                 gate.release()
         except MemoryToolError as exc:  # the engine's one error family (I/O included)
@@ -427,11 +415,8 @@ class AgentMemoryHandler(APIHandler):
         limit = self.state.config.max_body_bytes
         size = len(self.request.body or b"")
         if size > limit:
-            raise ApiError(
-                413,
-                f"Request body is {size} bytes; the limit is {limit} bytes "
-                "(AgentMemoryServer.max_body_bytes)",
-            )
+            raise ApiError(413, f"Request body is {size} bytes; the limit is {limit} bytes "
+                                "(AgentMemoryServer.max_body_bytes)")
         try:
             data = json.loads(self.request.body or b"")
         except (ValueError, UnicodeDecodeError) as exc:
@@ -442,12 +427,9 @@ class AgentMemoryHandler(APIHandler):
             raise ApiError(400, "Request body must be a JSON object")
         unknown = sorted(set(data) - set(fields)) if fields is not None else []
         if unknown:
-            raise ApiError(
-                400,
-                f"Unknown field{'s' if len(unknown) > 1 else ''} "
-                f"{', '.join(repr(name) for name in unknown)} in the request; "
-                f"expected {', '.join(fields or ())}",
-            )
+            raise ApiError(400, f"Unknown field{'s' if len(unknown) > 1 else ''} "
+                                f"{', '.join(repr(name) for name in unknown)} in the request; "
+                                f"expected {', '.join(fields or ())}")
         return data
 
     def view_bound(self) -> int | None:
@@ -460,11 +442,8 @@ class AgentMemoryHandler(APIHandler):
         if value.lower() == "all":
             return None
         if not value.isdigit() or not value.isascii():
-            raise ApiError(
-                400,
-                f"'max_chars' must be a whole number of characters (0 for all) or 'all'; "
-                f"got {raw!r}",
-            )
+            raise ApiError(400, "'max_chars' must be a whole number of characters (0 for all) "
+                                f"or 'all'; got {raw!r}")
         digits = value.lstrip("0")
         # More digits than any text has characters: the whole text (int() refuses very long
         # digit strings outright).
@@ -518,11 +497,8 @@ def _path_agent_parts(agent_id: str) -> list[str]:
     relative = agent_id[len(PATH_AGENT_PREFIX) :]
     parts = relative.split("/")
     if "\\" in relative or "\x00" in relative or any(p in ("", ".", "..") for p in parts):
-        raise ApiError(
-            400,
-            f'Invalid agent folder "{relative}": give a folder path relative to the server\'s '
-            "root, without '.', '..', empty parts or backslashes",
-        )
+        raise ApiError(400, f'Invalid agent folder "{relative}": give a folder path relative to '
+                            "the server's root, without '.', '..', empty parts or backslashes")
     return parts
 
 
@@ -656,24 +632,36 @@ class UserHandler(FactsHandler):
     file_name = USER
 
 
-class JournalHandler(AgentMemoryHandler):
-    """``GET`` searches the journal (newest first); ``POST {text, tags}`` appends an entry."""
+class _View(AgentMemoryHandler):
+    """Base of a ``GET`` on one agent: :meth:`view` runs in a worker thread with the URL's ids
+    and the ``query_names`` arguments (``max_chars`` as :meth:`view_bound`), checked first."""
+
+    query_names: tuple[str, ...] = ()
+    #: ``view(mem, agent_id, **ids_and_query)``: the reply's body, from the open agent.
+    view: Callable[..., Any]
 
     @_api
-    async def get(self, agent: str) -> None:
-        """Search with the engine's rules for query, tag, limit, since and until."""
+    async def get(self, agent: str, **ids: Any) -> None:
+        """Reply with :meth:`view` of the existing agent."""
         agent_id = self.agent_id(agent)
-        query, tag, limit, since, until = (
-            self.get_query_argument(n, None) for n in ("query", "tag", "limit", "since", "until")
-        )
+        for name in self.query_names:
+            bound = name == "max_chars"
+            ids[name] = self.view_bound() if bound else self.get_query_argument(name, None)
+        self.reply(await self.on_agent(agent_id, lambda mem: self.view(mem, agent_id, **ids)))
 
-        def work(mem: AgentMemory) -> JournalResponse:
-            result = mem.search(query=query or "", tag=tag or "", limit=normalize_limit(limit),
-                                since=since or None, until=until or None)
-            return {"agent": agent_id, "entries": list(result), "skipped": result.skipped,
-                    "scanned": result.scanned, "indexed": result.indexed}
 
-        self.reply(await self.on_agent(agent_id, work))
+class JournalHandler(_View):
+    """``GET`` searches the journal (newest first) with the engine's rules for query, tag,
+    limit, since and until; ``POST {text, tags}`` appends an entry."""
+
+    query_names = ("query", "tag", "limit", "since", "until")
+
+    def view(self, mem: AgentMemory, agent_id: str, query: str | None, tag: str | None,
+             limit: str | None, since: str | None, until: str | None) -> JournalResponse:
+        result = mem.search(query=query or "", tag=tag or "", limit=normalize_limit(limit),
+                            since=since or None, until=until or None)
+        return {"agent": agent_id, "entries": list(result), "skipped": result.skipped,
+                "scanned": result.scanned, "indexed": result.indexed}
 
     @_api
     async def post(self, agent: str) -> None:
@@ -688,39 +676,32 @@ class JournalHandler(AgentMemoryHandler):
         self.reply(reply, 201)
 
 
-class PromptHandler(AgentMemoryHandler):
-    """``GET`` the system prompt the agent would get, with section sizes."""
+class PromptHandler(_View):
+    """``GET`` the system prompt the agent would get, built with the server's root directory
+    as the workspace. ``text`` is cut to ``max_chars`` and ``base`` and ``context`` to the
+    parts of it the cut text holds; the sizes and sections describe the whole prompt."""
 
-    @_api
-    async def get(self, agent: str) -> None:
-        """Build the prompt with the server's root directory as the workspace. ``text`` is cut
-        to ``max_chars`` and ``base`` and ``context`` to the parts of it the cut text holds;
-        the sizes and sections describe the whole prompt."""
-        agent_id = self.agent_id(agent)
-        state = self.state
-        bound = self.view_bound()
+    query_names = ("max_chars",)
 
-        def work(mem: AgentMemory) -> PromptResponse:
-            prompt = state.build_prompt(mem)
-            shown, truncated = bounded_text(prompt.text, bound)
-            base, context = prompt.base, prompt.context
-            if truncated:
-                # Cut where the text is cut (text is base, a blank line, then context), so
-                # the view never carries the prompt twice.
-                if base is None:
-                    context = shown
-                else:
-                    base, context = shown[: len(base)], shown[len(base) + 2 :]
-            return {
-                "agent": agent_id, "workspace": str(state.workspace), "text": shown,
-                "chars": len(prompt.text), "truncated": truncated, "base": base,
-                "context": context, "bootstrap": bool(prompt.bootstrap),
-                "tokens": int(prompt.tokens), "memory_tokens": int(prompt.memory_tokens),
-                "budget_tokens": prompt.budget_tokens, "over_budget": bool(prompt.over_budget),
-                "warnings": list(prompt.warnings), "sections": prompt.section_dicts(),
-            }
-
-        self.reply(await self.on_agent(agent_id, work))
+    def view(self, mem: AgentMemory, agent_id: str, max_chars: int | None) -> PromptResponse:
+        prompt = self.state.build_prompt(mem)
+        shown, truncated = bounded_text(prompt.text, max_chars)
+        base, context = prompt.base, prompt.context
+        if truncated:
+            # Cut where the text is cut (text is base, a blank line, then context), so the view
+            # never carries the prompt twice.
+            if base is None:
+                context = shown
+            else:
+                base, context = shown[: len(base)], shown[len(base) + 2 :]
+        return {
+            "agent": agent_id, "workspace": str(self.state.workspace), "text": shown,
+            "chars": len(prompt.text), "truncated": truncated, "base": base,
+            "context": context, "bootstrap": bool(prompt.bootstrap),
+            "tokens": int(prompt.tokens), "memory_tokens": int(prompt.memory_tokens),
+            "budget_tokens": prompt.budget_tokens, "over_budget": bool(prompt.over_budget),
+            "warnings": list(prompt.warnings), "sections": prompt.section_dicts(),
+        }
 
 
 class HandoverHandler(AgentMemoryHandler):
@@ -755,34 +736,23 @@ class HandoverHandler(AgentMemoryHandler):
         self.reply(await self.run(work))
 
 
-class HistoryHandler(AgentMemoryHandler):
-    """``GET`` the stored FACT.md versions, newest first."""
+class HistoryHandler(_View):
+    """``GET`` the stored FACT.md versions, newest first, as ``{ts, sha256, size}``."""
 
-    @_api
-    async def get(self, agent: str) -> None:
-        """List versions as ``{ts, sha256, size}`` (the engine's own shape)."""
-        agent_id = self.agent_id(agent)
-        versions = await self.on_agent(agent_id, lambda mem: mem.history())
-        self.reply({"agent": agent_id, "versions": versions})
+    def view(self, mem: AgentMemory, agent_id: str) -> dict[str, Any]:
+        return {"agent": agent_id, "versions": mem.history()}
 
 
-class VersionHandler(AgentMemoryHandler):
-    """``GET`` the text of one stored FACT.md version."""
+class VersionHandler(_View):
+    """``GET`` the text of one stored FACT.md version by full sha256 or unique prefix."""
 
-    @_api
-    async def get(self, agent: str, sha: str) -> None:
-        """Return one version by full sha256 or unique prefix (engine rules)."""
-        agent_id = self.agent_id(agent)
-
-        def work(mem: AgentMemory) -> VersionResponse:
-            try:
-                full, content = mem.history_version(sha)
-            except VersionNotFoundError as exc:
-                # Malformed or ambiguous ids stay 400; the message is the engine's either way.
-                raise ApiError(404, exc.message) from None
-            return {"agent": agent_id, "sha256": full, "content": content}
-
-        self.reply(await self.on_agent(agent_id, work))
+    def view(self, mem: AgentMemory, agent_id: str, sha: str) -> VersionResponse:
+        try:
+            full, content = mem.history_version(sha)
+        except VersionNotFoundError as exc:
+            # Malformed or ambiguous ids stay 400; the message is the engine's either way.
+            raise ApiError(404, exc.message) from None
+        return {"agent": agent_id, "sha256": full, "content": content}
 
 
 def _receipt(mem: AgentMemory, session_id: str) -> dict[str, Any]:
@@ -794,75 +764,56 @@ def _receipt(mem: AgentMemory, session_id: str) -> dict[str, Any]:
         raise ApiError(404, exc.message) from None
 
 
-class SessionsHandler(AgentMemoryHandler):
+class SessionsHandler(_View):
     """``GET`` the receipts of recorded session starts, newest first."""
 
-    @_api
-    async def get(self, agent: str) -> None:
-        """List receipts (time, id, client, prompt sha256, sections, sizes, warnings)."""
-        agent_id = self.agent_id(agent)
-        sessions = await self.on_agent(agent_id, lambda mem: mem.sessions())
-        reply: SessionsResponse = {"agent": agent_id, "sessions": sessions}
-        self.reply(reply)
+    def view(self, mem: AgentMemory, agent_id: str) -> SessionsResponse:
+        return {"agent": agent_id, "sessions": mem.sessions()}
 
 
-class SessionHandler(AgentMemoryHandler):
-    """``GET`` one recorded session: its receipt and the exact prompt it started with."""
+class SessionHandler(_View):
+    """``GET`` one recorded session (full id or a prefix of at least 6 hex digits): its receipt
+    and the exact prompt it started with, cut to ``max_chars``."""
 
-    @_api
-    async def get(self, agent: str, sid: str) -> None:
-        """By full id or a prefix of at least 6 hex digits (engine rules); ``text`` is cut
-        to ``max_chars`` (``chars`` is the whole prompt's length)."""
-        agent_id = self.agent_id(agent)
-        bound = self.view_bound()
+    query_names = ("max_chars",)
 
-        def work(mem: AgentMemory) -> SessionResponse:
-            receipt = _receipt(mem, sid)
-            text = mem.session_prompt(receipt["session_id"])
-            shown, truncated = bounded_text(text, bound)
-            return {"agent": agent_id, "receipt": receipt, "text": shown,
-                    "chars": len(text), "truncated": truncated}
-
-        self.reply(await self.on_agent(agent_id, work))
+    def view(
+        self, mem: AgentMemory, agent_id: str, sid: str, max_chars: int | None
+    ) -> SessionResponse:
+        receipt = _receipt(mem, sid)
+        text = mem.session_prompt(receipt["session_id"])
+        shown, truncated = bounded_text(text, max_chars)
+        return {"agent": agent_id, "receipt": receipt, "text": shown, "chars": len(text),
+                "truncated": truncated}
 
 
-class SessionDiffHandler(AgentMemoryHandler):
+class SessionDiffHandler(_View):
     """``GET`` a unified diff from one recorded session's prompt to another's."""
 
-    @_api
-    async def get(self, agent: str, sid: str, other: str) -> None:
-        """Both ids as for one session; ``diff`` is "" when the prompts were identical."""
-        agent_id = self.agent_id(agent)
-
-        def work(mem: AgentMemory) -> SessionDiffResponse:
-            first = _receipt(mem, sid)["session_id"]
-            second = _receipt(mem, other)["session_id"]
-            diff = mem.diff_sessions(first, second)
-            return {"agent": agent_id, "first": first, "second": second, "diff": diff}
-
-        self.reply(await self.on_agent(agent_id, work))
+    def view(self, mem: AgentMemory, agent_id: str, sid: str, other: str) -> SessionDiffResponse:
+        first = _receipt(mem, sid)["session_id"]
+        second = _receipt(mem, other)["session_id"]
+        diff = mem.diff_sessions(first, second)
+        return {"agent": agent_id, "first": first, "second": second, "diff": diff}
 
 
-class SessionWhyHandler(AgentMemoryHandler):
-    """``GET ?text=...``: where each line of a recorded prompt holding ``text`` came from."""
+class SessionWhyHandler(_View):
+    """``GET ?text=...``: where each line of a recorded prompt holding ``text`` came from (file,
+    version and line, or the builder section it belongs to)."""
 
-    @_api
-    async def get(self, agent: str, sid: str) -> None:
-        """File, version and line per matching line, or the builder section it belongs to."""
-        agent_id = self.agent_id(agent)
-        needle = self.get_query_argument("text", "")
+    query_names = ("text",)
 
-        def work(mem: AgentMemory) -> SessionWhyResponse:
-            session_id = _receipt(mem, sid)["session_id"]
-            origins: list[SessionOrigin] = [
-                {"section": origin.section, "source": origin.source, "version": origin.version,
-                 "line": origin.line, "text": origin.text, "description": str(origin)}
-                for origin in mem.why(session_id, needle)
-            ]
-            return {"agent": agent_id, "session_id": session_id, "text": needle,
-                    "origins": origins}
-
-        self.reply(await self.on_agent(agent_id, work))
+    def view(
+        self, mem: AgentMemory, agent_id: str, sid: str, text: str | None
+    ) -> SessionWhyResponse:
+        session_id = _receipt(mem, sid)["session_id"]
+        origins: list[SessionOrigin] = [
+            {"section": origin.section, "source": origin.source, "version": origin.version,
+             "line": origin.line, "text": origin.text, "description": str(origin)}
+            for origin in mem.why(session_id, text or "")
+        ]
+        return {"agent": agent_id, "session_id": session_id, "text": text or "",
+                "origins": origins}
 
 
 #: The fields a forget request may hold (anything else is refused): their types, defaults and

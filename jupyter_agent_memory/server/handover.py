@@ -64,12 +64,9 @@ class Handovers:
         over under it (or it was forgotten)."""
         folder = self._paths.get(handle)
         if folder is None:
-            raise HandoverError(
-                404,
-                f'No agent folder was handed over as "{handle}": a folder outside the '
-                "server's root is reachable only after its notebook's kernel reports it "
-                "(Show the Notebook's Agent Memory)",
-            )
+            raise HandoverError(404, f'No agent folder was handed over as "{handle}": a folder '
+                                "outside the server's root is reachable only after its notebook's "
+                                "kernel reports it (Show the Notebook's Agent Memory)")
         return folder
 
 
@@ -98,11 +95,8 @@ async def ask_kernel(kernel_manager: Any, kernel_id: str, timeout: float) -> dic
         while reply.get("parent_header", {}).get("msg_id") != msg_id:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise HandoverError(
-                    504,
-                    f"The kernel did not answer within {timeout:g} s (is a cell still "
-                    "running?); try again when it is idle",
-                )
+                raise HandoverError(504, f"The kernel did not answer within {timeout:g} s (is a "
+                                    "cell still running?); try again when it is idle")
             with contextlib.suppress(Empty):  # the deadline check above reports it
                 reply = await client.get_shell_msg(timeout=left)
     finally:
@@ -110,11 +104,8 @@ async def ask_kernel(kernel_manager: Any, kernel_id: str, timeout: float) -> dic
     result = (reply.get("content", {}).get("user_expressions") or {}).get("agent") or {}
     if result.get("status") != "ok":
         reason = result.get("evalue") or "no answer"
-        raise HandoverError(
-            409,
-            f"The kernel could not tell where its agent is ({reason}); is "
-            "jupyter-agent-memory installed in the kernel's environment?",
-        )
+        raise HandoverError(409, f"The kernel could not tell where its agent is ({reason}); is "
+                            "jupyter-agent-memory installed in the kernel's environment?")
     try:
         answer = json.loads(result["data"]["text/plain"])
     except (KeyError, TypeError, ValueError):
@@ -136,11 +127,8 @@ def reported_folder(answer: dict[str, Any]) -> Path:
     if not isinstance(path, str) or not os.path.isabs(path):
         raise HandoverError(502, "The kernel reported no absolute agent folder")
     if not os.path.isdir(path):
-        raise HandoverError(
-            409,
-            f"The notebook's agent folder {path} does not exist yet: run a memory magic "
-            "(for example %fact) in the notebook first",
-        )
+        raise HandoverError(409, f"The notebook's agent folder {path} does not exist yet: run a "
+                            "memory magic (for example %fact) in the notebook first")
     return Path(os.path.realpath(path))
 
 
@@ -152,10 +140,7 @@ def agent_for(
     (``"handed-over"``)."""
     if agent_id and folder == Path(os.path.realpath(agents_root)) / agent_id:
         return agent_id, "agents-root"
-    try:
-        relative = folder.relative_to(os.path.realpath(workspace))
-    except ValueError:
-        relative = None
-    if relative is not None and relative.parts:
-        return f"@{relative.as_posix()}", "server-root"
+    workspace = Path(os.path.realpath(workspace))
+    if folder != workspace and folder.is_relative_to(workspace):
+        return f"@{folder.relative_to(workspace).as_posix()}", "server-root"
     return handovers.handle_for(folder), "handed-over"
