@@ -57,8 +57,16 @@ Options such as --agent and --json go before or after the sub-command.
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the command line."""
     from .__about__ import __version__
+    from .engine.paths import default_root
+    from .engine.templates import list_templates
     from .engine.tool import DEFAULT_LIMIT
     from .mcp_server.limits import HttpLimits
+
+    try:
+        root = str(default_root())
+    except Exception as exc:  # --help must work even where the root cannot be resolved
+        root = f"(cannot be resolved: {exc})"
+    templates = ", ".join(str(name) for name in list_templates()) or "none"
 
     agent_help = "agent id under the agents root, or a folder path (default: the default agent)"
     json_help = "print JSON for scripts instead of text for people"
@@ -69,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Long-term memory for LLM agents, as plain files you can see.",
-        epilog=_epilog(),
+        epilog=EPILOG.format(prog=PROG, templates=templates, root=root),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--agent", metavar="TARGET", default=None, help=agent_help)
@@ -206,18 +214,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _epilog() -> str:
-    from .engine.paths import default_root
-    from .engine.templates import list_templates
-
-    try:
-        root = str(default_root())
-    except Exception as exc:  # --help must work even where the root cannot be resolved
-        root = f"(cannot be resolved: {exc})"
-    templates = ", ".join(str(name) for name in list_templates()) or "none"
-    return EPILOG.format(prog=PROG, templates=templates, root=root)
-
-
 def _positive(convert: Callable[[str], float], expected: str) -> Callable[[str], Any]:
     """An argparse type: ``convert(text)`` when it is above 0 and finite."""
 
@@ -348,22 +344,16 @@ def _journal(args: argparse.Namespace) -> int:
     if not result:
         print(NO_JOURNAL if result is None else NO_MATCHES)  # the tool's texts
         return 0
-    for entry in result:
-        print(format_entry(entry))
+    for entry in result:  # time, tags, text (indented lines); what a model wrote is inert
+        tags = entry.get("tags")
+        tags = tags if isinstance(tags, list) else []
+        shown = " ".join(f"#{_shown(t)}" for t in tags if isinstance(t, str))
+        lines = str(entry.get("text", "")).split("\n")
+        body = ("\n" + " " * 27).join(_shown(line) for line in lines)
+        print(f"{_shown(entry.get('ts', '?')):<25}  {shown + '  ' if shown else ''}{body}")
     if result.indexed:
         print("(the journal's index narrowed this search)", file=sys.stderr)
     return 0
-
-
-def format_entry(entry: dict[str, object]) -> str:
-    """One journal entry as a compact line for people: time, tags, text (indented lines).
-    Everything a model wrote is inert: an entry cannot colour the terminal or forge a row."""
-    tags = entry.get("tags")
-    tags = tags if isinstance(tags, list) else []
-    shown = " ".join(f"#{_shown(t)}" for t in tags if isinstance(t, str))
-    lines = str(entry.get("text", "")).split("\n")
-    body = ("\n" + " " * 27).join(_shown(line) for line in lines)
-    return f"{_shown(entry.get('ts', '?')):<25}  {shown + '  ' if shown else ''}{body}"
 
 
 def _terminal(text: str) -> str:
@@ -412,8 +402,7 @@ def _mcp(args: argparse.Namespace) -> int:
     try:
         memory.ensure_layout()  # sweeps crash leftovers; never creates the agent folder itself
     except MemoryToolError as exc:
-        # A refused folder (memory/ is a symlink, say) still gets a server, so the model sees
-        # the engine's refusal on every call instead of a connection that just closes.
+        # A refused folder (memory/ a symlink, say) is still served: the model sees the refusal.
         problem = str(exc)
     try:
         from dataclasses import fields
@@ -509,9 +498,7 @@ def _demo(args: argparse.Namespace) -> int:
     prompt = PromptBuilder().build_session(memory)
     steps = _next_steps(memory)
     if _json(args, {
-        "agent": memory.agent_id,
-        "path": str(memory.path),
-        "template": definition.template_id,
+        "agent": memory.agent_id, "path": str(memory.path), "template": definition.template_id,
         "session_1": [{"action": action, "result": text} for action, text in written],
         "prompt": prompt.text,
         "sections": [{"name": s.name, "tokens": s.tokens} for s in prompt.sections],
@@ -652,8 +639,7 @@ def _forget(args: argparse.Namespace) -> int:
     text = args.text
     if text == "-":
         text = _read_text("-")
-        # The line's own ending is not part of the text: "\r\n" from a Windows file or
-        # console must not make forgetting look for a text that ends in "\r".
+        # The line's own ending ("\r\n" from Windows too) is not part of the text.
         ending = next((end for end in ("\r\n", "\n", "\r") if text.endswith(end)), "")
         text = text.removesuffix(ending)
     receipt = forget(

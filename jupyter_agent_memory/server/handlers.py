@@ -314,8 +314,7 @@ class _State:
     def __init__(self, config: AgentMemoryServer, workspace: Path) -> None:
         self.config = config
         self.workspace = workspace
-        # Our own bounded pool: engine work never queues behind other extensions' jobs in
-        # the loop's default executor, and never grows without bound.
+        # Our own bounded pool: engine work never queues behind other extensions' jobs.
         self.executor = ThreadPoolExecutor(
             max_workers=config.worker_threads, thread_name_prefix="agent-memory"
         )
@@ -336,8 +335,7 @@ class _State:
                     tool_name=self.config.tool_name,
                     budget_tokens=self.config.prompt_budget_tokens or None,
                 )
-            # As a session would build it: the agent's template settings apply. A preview's
-            # budget warning goes into the reply, not into the server's log on every request.
+            # As a session builds it (template settings apply); budget warnings go in the reply.
             return self._builder.build_session(mem, workspace=self.workspace, warn=False)
 
 
@@ -384,8 +382,7 @@ class AgentMemoryHandler(APIHandler):
         try:
             if writes_to is None:
                 return await loop.run_in_executor(state.executor, func)
-            # One deadline for the whole write: the waits for the agent's slot and for its
-            # lock together never exceed the lock timeout, however many writes queue.
+            # One deadline for the whole write: the slot and lock waits together stay within it.
             timeout = state.config.lock_timeout
             deadline = time.monotonic() + timeout
             gate = state.gates.setdefault(writes_to, asyncio.Semaphore(state.per_agent))
@@ -445,8 +442,7 @@ class AgentMemoryHandler(APIHandler):
             raise ApiError(400, "'max_chars' must be a whole number of characters (0 for all) "
                                 f"or 'all'; got {raw!r}")
         digits = value.lstrip("0")
-        # More digits than any text has characters: the whole text (int() refuses very long
-        # digit strings outright).
+        # More digits than any text has characters (int() refuses too many): the whole text.
         return int(digits) if digits and len(digits) <= 15 else None
 
     def agent_id(self, raw: object) -> str:
@@ -527,12 +523,9 @@ class AgentsHandler(AgentMemoryHandler):
 
         def work() -> AgentsResponse:
             root = config.resolved_root()
-            return {
-                "root": str(root),
-                "default_agent": config.resolved_default_agent(),
-                "agents": list_agents(root),
-                "templates": [str(name) for name in list_templates()],
-            }
+            return {"root": str(root), "default_agent": config.resolved_default_agent(),
+                    "agents": list_agents(root),
+                    "templates": [str(name) for name in list_templates()]}
 
         self.reply(await self.run(work))
 
@@ -609,8 +602,7 @@ class FactsHandler(AgentMemoryHandler):
 
         def work(mem: AgentMemory) -> dict[str, Any]:
             if self.file_name == FACT and isinstance(content, str):
-                # People edit here: an empty buffer is refused, as in every editor (SOUL.md
-                # and USER.md may be empty).
+                # People edit here: an empty buffer is refused (SOUL.md, USER.md may be empty).
                 check_edit_body(content)
             write = {FACT: mem.update_facts, SOUL: mem.write_soul, USER: mem.write_user}
             written = write[self.file_name](content, expected_sha256=expected)
@@ -688,8 +680,7 @@ class PromptHandler(_View):
         shown, truncated = bounded_text(prompt.text, max_chars)
         base, context = prompt.base, prompt.context
         if truncated:
-            # Cut where the text is cut (text is base, a blank line, then context), so the view
-            # never carries the prompt twice.
+            # Cut both where the text (base, a blank line, context) is cut: never sent twice.
             if base is None:
                 context = shown
             else:
@@ -835,8 +826,7 @@ class ForgetHandler(AgentMemoryHandler):
         """Remove a text, every match of a pattern, or every stored credential (200 with the
         receipt; ``receipt.verified`` false means a copy was still found, in ``remaining``)."""
         agent_id = self.agent_id(agent)
-        # Forgetting cannot be undone: a misspelt "dry_run" must not turn a rehearsal into
-        # the real thing.
+        # Forgetting cannot be undone: a misspelt "dry_run" must not make a rehearsal real.
         body = self.json_body(tuple(_FORGET_FIELDS))
         args: dict[str, Any] = {}
         for name, (kind, default, what) in _FORGET_FIELDS.items():

@@ -77,9 +77,8 @@ async def ask_kernel(kernel_manager: Any, kernel_id: str, timeout: float) -> dic
     from jupyter_client.session import Session
 
     kernel = kernel_manager.get_kernel(kernel_id)
-    # A session of our own: a client sharing the manager's would record every broadcast
-    # message's signature in the same replay history, and the notebook's own connection would
-    # then drop those messages as duplicates.
+    # A session of our own: sharing the manager's would put every broadcast's signature in its
+    # replay history, and the notebook's own connection would drop those as duplicates.
     shared = kernel.session
     client = kernel.client(session=Session(
         key=shared.key, signature_scheme=shared.signature_scheme, username="agent-memory"
