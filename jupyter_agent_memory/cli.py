@@ -12,6 +12,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -75,8 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--agent", metavar="TARGET", default=argparse.SUPPRESS, help=agent_help)
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help=json_help)
     parser = argparse.ArgumentParser(
-        prog=PROG,
-        description="Long-term memory for LLM agents, as plain files you can see.",
+        prog=PROG, description="Long-term memory for LLM agents, as plain files you can see.",
         epilog=EPILOG.format(prog=PROG, templates=templates, root=root),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -92,25 +92,21 @@ def build_parser() -> argparse.ArgumentParser:
     init = command("init")
     init.add_argument("--template", metavar="NAME", help="built-in template name or folder")
     group = command("fact").add_mutually_exclusive_group()
-    group.add_argument(
-        "--set", metavar="FILE", help="replace FACT.md with FILE ('-' reads standard input)"
-    )
+    group.add_argument("--set", metavar="FILE",
+                       help="replace FACT.md with FILE ('-' reads standard input)")
     group.add_argument("--history", action="store_true", help="list previous FACT.md versions")
     group.add_argument("--restore", metavar="SHA", help="restore a previous FACT.md version")
 
     verbs = command("journal").add_subparsers(dest="verb", metavar="VERB", required=True)
     append = command("append", verbs, "add a journal entry")
     append.add_argument("text", help="the entry text")
-    append.add_argument(
-        "-t", "--tag", action="append", default=[], metavar="TAG", help="a tag (repeatable)"
-    )
+    append.add_argument("-t", "--tag", action="append", default=[], metavar="TAG",
+                        help="a tag (repeatable)")
     search = command("search", verbs, "search the journal, newest first")
     search.add_argument("query", nargs="?", default="", help="case-insensitive substring")
     search.add_argument("-t", "--tag", default="", metavar="TAG", help="only entries with TAG")
-    search.add_argument(
-        "-n", "--limit", type=int, default=DEFAULT_LIMIT, metavar="N",
-        help="most entries (%(default)s)",
-    )
+    search.add_argument("-n", "--limit", type=int, default=DEFAULT_LIMIT, metavar="N",
+                        help="most entries (%(default)s)")
     search.add_argument("--since", default=None, help="ISO-8601 start of the time window")
     search.add_argument("--until", default=None, help="ISO-8601 end of the time window")
 
@@ -128,10 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
         "resources for SOUL.md, USER.md, FACT.md, the journal and the session prompt, and "
         "instructions that carry the session context. One line on stderr names the folder."
     )
-    mcp.add_argument(
-        "--transport", choices=["stdio", "streamable-http"], default="stdio",
-        help="stdio (default) or streamable-http",
-    )
+    mcp.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio",
+                     help="stdio (default) or streamable-http")
     mcp.add_argument("--host", default="127.0.0.1", help="HTTP: address to bind (127.0.0.1)")
     mcp.add_argument("--port", type=int, default=8765, help="HTTP: port (8765; 0 picks one)")
     mcp.add_argument(
@@ -161,25 +155,21 @@ def build_parser() -> argparse.ArgumentParser:
         ("--max-connections", count, "N", "open sockets at once ({}; 503 past that)"),
     ):
         default = getattr(limits, flag[2:].replace("-", "_"))
-        mcp.add_argument(
-            flag, type=parse, default=default, metavar=metavar,
-            help="HTTP: " + text.format(f"{default:g}"),
-        )
+        mcp.add_argument(flag, type=parse, default=default, metavar=metavar,
+                         help="HTTP: " + text.format(f"{default:g}"))
     mcp.add_argument(
         "--read-tool", action="store_true",
         help="also offer memory_read (FACT.md and the latest journal entries), for clients "
         "that neither show instructions nor attach resources",
     )
-    mcp.add_argument(
-        "--workspace", metavar="DIR", help="session workspace for system.md (default: cwd)"
-    )
+    mcp.add_argument("--workspace", metavar="DIR",
+                     help="session workspace for system.md (default: cwd)")
     mcp.add_argument(
         "--tool-name", default=None, metavar="NAME",
         help="how the model sees the memory tool in the prompt (default: as MCP hosts name it)",
     )
-    mcp.add_argument(
-        "--budget-tokens", type=int, metavar="N", help="warn when the memory exceeds N tokens"
-    )
+    mcp.add_argument("--budget-tokens", type=int, metavar="N",
+                     help="warn when the memory exceeds N tokens")
     actions = command("index").add_subparsers(dest="action", metavar="ACTION", required=True)
     command("build", actions, "build the index, or bring it up to date, now")
     command("drop", actions, "delete every index of this agent on this machine")
@@ -207,9 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
     what.add_argument("--pattern", metavar="REGEX", help="forget every match of REGEX")
     what.add_argument("--secrets", action="store_true", help="forget every stored credential")
     forget.add_argument("--dry-run", action="store_true", help="only list what would change")
-    forget.add_argument(
-        "--reason", default="", metavar="TEXT", help="why, kept in the journal's tombstones"
-    )
+    forget.add_argument("--reason", default="", metavar="TEXT",
+                        help="why, kept in the journal's tombstones")
     command("lint")
     return parser
 
@@ -405,8 +394,6 @@ def _mcp(args: argparse.Namespace) -> int:
         # A refused folder (memory/ a symlink, say) is still served: the model sees the refusal.
         problem = str(exc)
     try:
-        from dataclasses import fields
-
         from .mcp_server import MemoryService, require_mcp, serve_http, serve_stdio
         from .mcp_server.limits import HttpLimits
 
@@ -511,9 +498,7 @@ def _demo(args: argparse.Namespace) -> int:
     for action, text in written:
         print(f'  memory(action="{action}")  -> {text}')
     print("\nSession 2 starts with this system prompt (the agent remembers):")
-    print(rule)
-    print(_terminal(prompt.text))
-    print(rule)
+    print(rule, _terminal(prompt.text), rule, sep="\n")
     sizes = ", ".join(f"{s.name} {s.tokens}" for s in prompt.sections)
     print(f"About {prompt.tokens} tokens (by section: {sizes}).\n")
     print("Next:")
@@ -584,8 +569,6 @@ def _sessions(args: argparse.Namespace) -> int:
     if args.view == "why":
         origins = memory.why(args.session, args.text)
         if args.json:
-            from dataclasses import asdict
-
             _json(args, [asdict(origin) for origin in origins])
         elif origins:
             print(*origins, sep="\n")
@@ -604,18 +587,15 @@ def _sessions(args: argparse.Namespace) -> int:
         client = client if isinstance(client, dict) else {}
         # The client names itself, so its name is a stranger's text, of any length: it must
         # not move the cursor, colour the terminal, start a new row or fill the screen.
-        named = _shown(
-            " ".join(str(client[k]) for k in ("name", "version") if client.get(k)) or "-"
-        )
+        named = " ".join(str(client[k]) for k in ("name", "version") if client.get(k))
+        named = _shown(named or "-")
         if len(named) > CLIENT_COLUMN:
             named = named[: CLIENT_COLUMN - 1] + "…"
         if receipt.get("forgotten"):
             named += "  (text forgotten since)"
-        print(
-            f"{_shown(receipt.get('ts', '?')):<24}  {_shown(receipt['session_id']):<16}  "
-            f"{_shown(receipt.get('tokens', '?')):>6}  "
-            f"{_shown(receipt.get('prompt_sha256', ''))[:12]:<12}  {named}"
-        )
+        print(f"{_shown(receipt.get('ts', '?')):<24}  {_shown(receipt['session_id']):<16}  "
+              f"{_shown(receipt.get('tokens', '?')):>6}  "
+              f"{_shown(receipt.get('prompt_sha256', ''))[:12]:<12}  {named}")
     return 0
 
 
@@ -642,10 +622,8 @@ def _forget(args: argparse.Namespace) -> int:
         # The line's own ending ("\r\n" from Windows too) is not part of the text.
         ending = next((end for end in ("\r\n", "\n", "\r") if text.endswith(end)), "")
         text = text.removesuffix(ending)
-    receipt = forget(
-        memory, text, pattern=args.pattern, secrets=args.secrets, dry_run=args.dry_run,
-        reason=args.reason,
-    )
+    receipt = forget(memory, text, pattern=args.pattern, secrets=args.secrets,
+                     dry_run=args.dry_run, reason=args.reason)
     if not _json(args, receipt):
         for status, line in forget_report(receipt):
             print(line, file=sys.stderr if status == "error" else sys.stdout)

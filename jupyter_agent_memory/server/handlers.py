@@ -315,9 +315,8 @@ class _State:
         self.config = config
         self.workspace = workspace
         # Our own bounded pool: engine work never queues behind other extensions' jobs.
-        self.executor = ThreadPoolExecutor(
-            max_workers=config.worker_threads, thread_name_prefix="agent-memory"
-        )
+        self.executor = ThreadPoolExecutor(max_workers=config.worker_threads,
+                                           thread_name_prefix="agent-memory")
         # Each agent may use a quarter of the workers, so writers waiting for one agent's lock
         # never take every thread. A gate lives while requests hold or await it.
         self.per_agent = max(1, config.worker_threads // 4)

@@ -85,10 +85,8 @@ async def ask_kernel(kernel_manager: Any, kernel_id: str, timeout: float) -> dic
     ))
     client.start_channels()
     try:
-        msg_id = client.execute(
-            "", silent=True, store_history=False, allow_stdin=False,
-            user_expressions={"agent": KERNEL_EXPRESSION},
-        )  # fmt: skip
+        msg_id = client.execute("", silent=True, store_history=False, allow_stdin=False,
+                                user_expressions={"agent": KERNEL_EXPRESSION})
         deadline = time.monotonic() + timeout
         reply: dict[str, Any] = {}
         while reply.get("parent_header", {}).get("msg_id") != msg_id:
