@@ -113,10 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     prompt = command("prompt")
     prompt.add_argument("--workspace", metavar="DIR", help="session workspace (default: cwd)")
     prompt.add_argument("--tool-name", default=None, help="how the model sees the memory tool")
-    prompt.add_argument(
-        "--budget", type=int, default=None, metavar="TOKENS",
-        help="warn when the memory exceeds TOKENS (overrides the template's budget)",
-    )
+    prompt.add_argument("--budget", type=int, default=None, metavar="TOKENS",
+                        help="warn when the memory exceeds TOKENS (overrides the template's "
+                        "budget)")
 
     mcp = command("mcp")
     mcp.description = (
@@ -128,18 +127,14 @@ def build_parser() -> argparse.ArgumentParser:
                      help="stdio (default) or streamable-http")
     mcp.add_argument("--host", default="127.0.0.1", help="HTTP: address to bind (127.0.0.1)")
     mcp.add_argument("--port", type=int, default=8765, help="HTTP: port (8765; 0 picks one)")
-    mcp.add_argument(
-        "--token", default=None,
-        help=f"HTTP: require 'Authorization: Bearer TOKEN' (or set ${environment.MCP_TOKEN})",
-    )
-    mcp.add_argument(
-        "--allow-origin", action="append", default=[], metavar="ORIGIN",
-        help="HTTP: also accept this Origin, e.g. http://example.test:3000 (repeatable)",
-    )
-    mcp.add_argument(
-        "--allow-host", action="append", default=[], metavar="HOST",
-        help="HTTP: also accept this Host header, e.g. mybox:8765 or mybox:* (repeatable)",
-    )
+    mcp.add_argument("--token", default=None, help="HTTP: require 'Authorization: Bearer "
+                     f"TOKEN' (or set ${environment.MCP_TOKEN})")
+    mcp.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                     help="HTTP: also accept this Origin, e.g. http://example.test:3000 "
+                     "(repeatable)")
+    mcp.add_argument("--allow-host", action="append", default=[], metavar="HOST",
+                     help="HTTP: also accept this Host header, e.g. mybox:8765 or mybox:* "
+                     "(repeatable)")
     limits = HttpLimits()
     count = _positive(int, "a whole number of at least 1")
     seconds = _positive(float, "a positive number of seconds")
@@ -157,17 +152,14 @@ def build_parser() -> argparse.ArgumentParser:
         default = getattr(limits, flag[2:].replace("-", "_"))
         mcp.add_argument(flag, type=parse, default=default, metavar=metavar,
                          help="HTTP: " + text.format(f"{default:g}"))
-    mcp.add_argument(
-        "--read-tool", action="store_true",
-        help="also offer memory_read (FACT.md and the latest journal entries), for clients "
-        "that neither show instructions nor attach resources",
-    )
+    mcp.add_argument("--read-tool", action="store_true",
+                     help="also offer memory_read (FACT.md and the latest journal entries), for "
+                     "clients that neither show instructions nor attach resources")
     mcp.add_argument("--workspace", metavar="DIR",
                      help="session workspace for system.md (default: cwd)")
-    mcp.add_argument(
-        "--tool-name", default=None, metavar="NAME",
-        help="how the model sees the memory tool in the prompt (default: as MCP hosts name it)",
-    )
+    mcp.add_argument("--tool-name", default=None, metavar="NAME",
+                     help="how the model sees the memory tool in the prompt (default: as MCP "
+                     "hosts name it)")
     mcp.add_argument("--budget-tokens", type=int, metavar="N",
                      help="warn when the memory exceeds N tokens")
     actions = command("index").add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -190,10 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     forget = command("forget")
     what = forget.add_mutually_exclusive_group(required=True)
-    what.add_argument(
-        "text", nargs="?", metavar="TEXT",
-        help="the text to forget ('-' reads it from standard input, out of the shell history)",
-    )
+    what.add_argument("text", nargs="?", metavar="TEXT",
+                      help="the text to forget ('-' reads it from standard input, out of the "
+                      "shell history)")
     what.add_argument("--pattern", metavar="REGEX", help="forget every match of REGEX")
     what.add_argument("--secrets", action="store_true", help="forget every stored credential")
     forget.add_argument("--dry-run", action="store_true", help="only list what would change")
@@ -307,9 +298,8 @@ def _read_text(source: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         where = "standard input" if source == "-" else source
-        raise MemoryToolError(
-            f"Cannot read {where}: not UTF-8 text ({exc.reason} at byte {exc.start})"
-        ) from None
+        raise MemoryToolError(f"Cannot read {where}: not UTF-8 text "
+                              f"({exc.reason} at byte {exc.start})") from None
 
 
 def _journal(args: argparse.Namespace) -> int:
@@ -411,16 +401,13 @@ def _mcp(args: argparse.Namespace) -> int:
         return 0
     limits = HttpLimits(**{field.name: getattr(args, field.name) for field in fields(HttpLimits)})
     try:
-        serve_http(
-            service, host=args.host, port=args.port,
-            token=args.token or environment.text(environment.MCP_TOKEN),
-            allowed_hosts=tuple(args.allow_host), allowed_origins=tuple(args.allow_origin),
-            problem=problem, limits=limits,
-        )
+        serve_http(service, host=args.host, port=args.port,
+                   token=args.token or environment.text(environment.MCP_TOKEN),
+                   allowed_hosts=tuple(args.allow_host), allowed_origins=tuple(args.allow_origin),
+                   problem=problem, limits=limits)
     except OSError as exc:  # the server's own socket (a port in use), not the engine
-        raise MemoryToolError(
-            f"Cannot serve on {args.host}:{args.port}: {exc.strerror or exc}", INTERNAL_ERROR
-        ) from None
+        raise MemoryToolError(f"Cannot serve on {args.host}:{args.port}: {exc.strerror or exc}",
+                              INTERNAL_ERROR) from None
     return 0
 
 
@@ -600,8 +587,7 @@ def _sessions(args: argparse.Namespace) -> int:
 
 
 def _write_exact(text: str) -> None:
-    """``text`` on stdout as its exact UTF-8 bytes (no newline added, lone surrogates kept);
-    on a terminal, inert (see :func:`_terminal`)."""
+    """``text`` on stdout as its exact UTF-8 bytes (surrogates kept); inert on a terminal."""
     stream = getattr(sys.stdout, "buffer", None)
     if stream is None or sys.stdout.isatty():
         sys.stdout.write(_terminal(text))

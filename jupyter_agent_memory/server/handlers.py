@@ -308,8 +308,7 @@ def _api(method: Callable[..., Any]) -> Callable[..., Any]:
 
 
 class _State:
-    """What the handlers share: settings, the workspace, the worker pool and its per-agent
-    gates, the handed-over folders and one cached prompt builder."""
+    """What the handlers share: settings, workspace, worker pool, gates, handovers, builder."""
 
     def __init__(self, config: AgentMemoryServer, workspace: Path) -> None:
         self.config = config
@@ -401,8 +400,7 @@ class AgentMemoryHandler(APIHandler):
     async def on_agent(
         self, agent_id: str, work: Callable[[AgentMemory], T], write: bool = False
     ) -> T:
-        """``work`` on the existing agent ``agent_id`` through :meth:`run`; a ``write`` waits
-        for the agent's slot."""
+        """``work`` on the existing agent through :meth:`run` (a ``write`` waits for its slot)."""
         return await self.run(lambda: work(self.open_agent(agent_id)), agent_id if write else None)
 
     def json_body(self, fields: tuple[str, ...] | None = None) -> dict[str, Any]:
@@ -429,8 +427,7 @@ class AgentMemoryHandler(APIHandler):
         return data
 
     def view_bound(self) -> int | None:
-        """``max_chars``: how much text a view sends (absent: :data:`DEFAULT_VIEW_CHARS`;
-        ``0`` or ``all``: None, the whole text)."""
+        """``max_chars`` (absent: :data:`DEFAULT_VIEW_CHARS`; ``0`` or ``all``: None, all)."""
         raw = self.get_query_argument("max_chars", None)
         if raw is None:
             return DEFAULT_VIEW_CHARS
@@ -445,9 +442,8 @@ class AgentMemoryHandler(APIHandler):
         return int(digits) if digits and len(digits) <= 15 else None
 
     def agent_id(self, raw: object) -> str:
-        """Validate an agent id from the URL or a body (400 with the engine's message):
-        ``@projects/demo-agent`` is a folder below the server's root, ``~`` and 16 hex digits
-        a handed-over one."""
+        """A valid agent id (else 400): an engine id, ``@folder/below/the/server/root`` or a
+        handed-over folder's ``~`` and 16 hex digits."""
         if isinstance(raw, str) and raw.startswith(PATH_AGENT_PREFIX):
             _path_agent_parts(raw)
             return raw
@@ -461,8 +457,7 @@ class AgentMemoryHandler(APIHandler):
             raise _engine_error(exc) from None
 
     def open_agent(self, agent_id: str) -> AgentMemory:
-        """Open an existing agent, creating nothing (blocking: call through :meth:`run`); 404
-        when it does not exist, so a mistyped URL leaves nothing behind."""
+        """Open an existing agent (blocking); 404 when missing: a mistyped URL creates nothing."""
         state = self.state
         timeout = state.config.lock_timeout
         if agent_id.startswith(PATH_AGENT_PREFIX):
@@ -498,8 +493,7 @@ def _path_agent_parts(agent_id: str) -> list[str]:
 
 
 def _below_workspace(workspace: Path, agent_id: str) -> Path:
-    """The existing folder an ``@relative/path`` agent id names; a link anywhere on the way
-    is refused (403), so the folder is really below the server's root."""
+    """The existing folder an ``@relative/path`` agent id names; 403 for a link on the way."""
     parts = _path_agent_parts(agent_id)
     relative = "/".join(parts)
     folder = workspace.joinpath(*parts)
@@ -567,8 +561,7 @@ class FactsHandler(AgentMemoryHandler):
 
     @_api
     async def get(self, agent: str) -> None:
-        """Return the file's text (up to ``max_chars``) and the sha256 to send back when
-        saving; FACT.md also as HTML with ``render=html``."""
+        """The text (up to ``max_chars``), its sha256 and, for ``render=html``, FACT.md's HTML."""
         agent_id = self.agent_id(agent)
         bound = self.view_bound()
         render = self.get_query_argument("render", None) if self.file_name == FACT else None
@@ -624,11 +617,10 @@ class UserHandler(FactsHandler):
 
 
 class _View(AgentMemoryHandler):
-    """Base of a ``GET`` on one agent: :meth:`view` runs in a worker thread with the URL's ids
-    and the ``query_names`` arguments (``max_chars`` as :meth:`view_bound`), checked first."""
+    """A ``GET`` on one agent: ``view`` gets the URL's ids and the checked ``query_names``."""
 
     query_names: tuple[str, ...] = ()
-    #: ``view(mem, agent_id, **ids_and_query)``: the reply's body, from the open agent.
+    #: ``view(mem, agent_id, **ids_and_query)``, run in a worker thread: the reply's body.
     view: Callable[..., Any]
 
     @_api
@@ -642,8 +634,7 @@ class _View(AgentMemoryHandler):
 
 
 class JournalHandler(_View):
-    """``GET`` searches the journal (newest first) with the engine's rules for query, tag,
-    limit, since and until; ``POST {text, tags}`` appends an entry."""
+    """``GET`` searches the journal (newest first, engine rules); ``POST {text, tags}`` appends."""
 
     query_names = ("query", "tag", "limit", "since", "until")
 
@@ -668,9 +659,8 @@ class JournalHandler(_View):
 
 
 class PromptHandler(_View):
-    """``GET`` the system prompt the agent would get, built with the server's root directory
-    as the workspace. ``text`` is cut to ``max_chars`` and ``base`` and ``context`` to the
-    parts of it the cut text holds; the sizes and sections describe the whole prompt."""
+    """``GET`` the system prompt the agent would get in the server's root directory: ``text``,
+    ``base`` and ``context`` cut to ``max_chars``; sizes and sections of the whole prompt."""
 
     query_names = ("max_chars",)
 
@@ -762,8 +752,7 @@ class SessionsHandler(_View):
 
 
 class SessionHandler(_View):
-    """``GET`` one recorded session (full id or a prefix of at least 6 hex digits): its receipt
-    and the exact prompt it started with, cut to ``max_chars``."""
+    """``GET`` one recorded session by id or prefix: its receipt and prompt (to ``max_chars``)."""
 
     query_names = ("max_chars",)
 
@@ -788,8 +777,7 @@ class SessionDiffHandler(_View):
 
 
 class SessionWhyHandler(_View):
-    """``GET ?text=...``: where each line of a recorded prompt holding ``text`` came from (file,
-    version and line, or the builder section it belongs to)."""
+    """``GET ?text=...``: where each line of a recorded prompt holding ``text`` came from."""
 
     query_names = ("text",)
 
@@ -863,8 +851,7 @@ HANDLERS: list[tuple[str, type[AgentMemoryHandler]]] = [
 
 
 class NotFoundHandler(AgentMemoryHandler):
-    """Any other path under the API prefix: a JSON 404 like every other error of the API,
-    never jupyter_server's HTML page (a client parses every error the same way)."""
+    """Any other path under the API prefix: a JSON 404 like every other error, not HTML."""
 
     def _missing(self, *args: Any) -> None:
         raise ApiError(404, f"No such agent-memory API route: {self.request.path}")

@@ -60,8 +60,7 @@ class Handovers:
         return handle
 
     def path_of(self, handle: str) -> Path:
-        """The folder ``handle`` stands for; :class:`HandoverError` 404 when none was handed
-        over under it (or it was forgotten)."""
+        """The folder ``handle`` stands for; :class:`HandoverError` 404 if unknown or forgotten."""
         folder = self._paths.get(handle)
         if folder is None:
             raise HandoverError(404, f'No agent folder was handed over as "{handle}": a folder '
@@ -132,9 +131,8 @@ def reported_folder(answer: dict[str, Any]) -> Path:
 def agent_for(
     folder: Path, agent_id: str | None, agents_root: Path, workspace: Path, handovers: Handovers
 ) -> tuple[str, str]:
-    """The id every route knows ``folder`` by, and how: ``("id", "agents-root")`` for an agent
-    of the agents root, ``("@rel", "server-root")`` below the server's root, else a handle
-    (``"handed-over"``)."""
+    """The id every route knows ``folder`` by, and how: its id (``agents-root``), ``@relative``
+    below the server's root (``server-root``), else a handle (``handed-over``)."""
     if agent_id and folder == Path(os.path.realpath(agents_root)) / agent_id:
         return agent_id, "agents-root"
     workspace = Path(os.path.realpath(workspace))
