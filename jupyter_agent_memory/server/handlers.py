@@ -28,9 +28,14 @@ from jupyter_server.utils import url_path_join
 
 from .. import (
     AgentMemory,
+    AgentNotFoundError,
+    ContentTooLargeError,
+    LockTimeoutError,
     MemoryConflictError,
+    MemoryIOError,
     MemoryToolError,
     PromptBuilder,
+    SessionNotFoundError,
     UnsafePathError,
     VersionNotFoundError,
     list_agents,
@@ -42,14 +47,7 @@ from ..engine.forgetting import forget
 from ..engine.sessions import find as find_session
 from ..engine.store import FACT, SOUL, USER, check_edit_body
 from ..engine.tool import normalize_limit
-from ..errors import (
-    INVALID_PARAMS,
-    AgentNotFoundError,
-    ContentTooLargeError,
-    LockTimeoutError,
-    MemoryIOError,
-    SessionNotFoundError,
-)
+from ..errors import INVALID_PARAMS
 from ..folder import lock_deadline
 from ..render import markdown_html
 from .config import AgentMemoryServer
