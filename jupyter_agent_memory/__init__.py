@@ -3,18 +3,14 @@
 An agent's memory is a folder: ``SOUL.md`` (who the agent is), ``USER.md`` (who the user is),
 ``memory/FACT.md`` (durable knowledge, rewritten whole by the ``memory`` tool) and
 ``memory/JOURNAL.jsonl`` (an append-only event log the tool searches). A
-:class:`PromptBuilder` loads SOUL, USER and FACT back into the system prompt of the next
-session.
-
-Quick start::
+:class:`PromptBuilder` loads SOUL, USER and FACT back into the next session's system prompt::
 
     from jupyter_agent_memory import AgentMemory, PromptBuilder
     mem = AgentMemory.open("./demo-agent")
     mem.call_tool({"action": "update", "content": "- The user prefers metric units.\\n"})
     print(PromptBuilder().build(mem).text)
 
-In IPython or Jupyter: ``%load_ext jupyter_agent_memory``. Public names are loaded on first
-use, so loading the extension stays cheap.
+In IPython or Jupyter: ``%load_ext jupyter_agent_memory`` (public names load on first use).
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,7 +58,16 @@ Options such as --agent and --json go before or after the sub-command.
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the command line."""
     from .__about__ import __version__
+    from .engine.paths import default_root
+    from .engine.templates import list_templates
     from .engine.tool import DEFAULT_LIMIT
+    from .mcp_server.limits import HttpLimits
+
+    try:
+        root = str(default_root())
+    except Exception as exc:  # --help must work even where the root cannot be resolved
+        root = f"(cannot be resolved: {exc})"
+    templates = ", ".join(str(name) for name in list_templates()) or "none"
 
     agent_help = "agent id under the agents root, or a folder path (default: the default agent)"
     json_help = "print JSON for scripts instead of text for people"
@@ -66,9 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--agent", metavar="TARGET", default=argparse.SUPPRESS, help=agent_help)
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help=json_help)
     parser = argparse.ArgumentParser(
-        prog=PROG,
-        description="Long-term memory for LLM agents, as plain files you can see.",
-        epilog=_epilog(),
+        prog=PROG, description="Long-term memory for LLM agents, as plain files you can see.",
+        epilog=EPILOG.format(prog=PROG, templates=templates, root=root),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--agent", metavar="TARGET", default=None, help=agent_help)
@@ -83,37 +92,76 @@ def build_parser() -> argparse.ArgumentParser:
     init = command("init")
     init.add_argument("--template", metavar="NAME", help="built-in template name or folder")
     group = command("fact").add_mutually_exclusive_group()
-    group.add_argument(
-        "--set", metavar="FILE", help="replace FACT.md with FILE ('-' reads standard input)"
-    )
+    group.add_argument("--set", metavar="FILE",
+                       help="replace FACT.md with FILE ('-' reads standard input)")
     group.add_argument("--history", action="store_true", help="list previous FACT.md versions")
     group.add_argument("--restore", metavar="SHA", help="restore a previous FACT.md version")
 
     verbs = command("journal").add_subparsers(dest="verb", metavar="VERB", required=True)
     append = command("append", verbs, "add a journal entry")
     append.add_argument("text", help="the entry text")
-    append.add_argument(
-        "-t", "--tag", action="append", default=[], metavar="TAG", help="a tag (repeatable)"
-    )
+    append.add_argument("-t", "--tag", action="append", default=[], metavar="TAG",
+                        help="a tag (repeatable)")
     search = command("search", verbs, "search the journal, newest first")
     search.add_argument("query", nargs="?", default="", help="case-insensitive substring")
     search.add_argument("-t", "--tag", default="", metavar="TAG", help="only entries with TAG")
-    search.add_argument(
-        "-n", "--limit", type=int, default=DEFAULT_LIMIT, metavar="N",
-        help="most entries (%(default)s)",
-    )
+    search.add_argument("-n", "--limit", type=int, default=DEFAULT_LIMIT, metavar="N",
+                        help="most entries (%(default)s)")
     search.add_argument("--since", default=None, help="ISO-8601 start of the time window")
     search.add_argument("--until", default=None, help="ISO-8601 end of the time window")
 
     prompt = command("prompt")
     prompt.add_argument("--workspace", metavar="DIR", help="session workspace (default: cwd)")
     prompt.add_argument("--tool-name", default=None, help="how the model sees the memory tool")
-    prompt.add_argument(
-        "--budget", type=int, default=None, metavar="TOKENS",
-        help="warn when the memory exceeds TOKENS (overrides the template's budget)",
-    )
+    prompt.add_argument("--budget", type=int, default=None, metavar="TOKENS",
+                        help="warn when the memory exceeds TOKENS (overrides the template's "
+                        "budget)")
 
-    _add_mcp_arguments(command("mcp"))
+    mcp = command("mcp")
+    mcp.description = (
+        "Serve an existing agent over the Model Context Protocol: the memory tool, "
+        "resources for SOUL.md, USER.md, FACT.md, the journal and the session prompt, and "
+        "instructions that carry the session context. One line on stderr names the folder."
+    )
+    mcp.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio",
+                     help="stdio (default) or streamable-http")
+    mcp.add_argument("--host", default="127.0.0.1", help="HTTP: address to bind (127.0.0.1)")
+    mcp.add_argument("--port", type=int, default=8765, help="HTTP: port (8765; 0 picks one)")
+    mcp.add_argument("--token", default=None, help="HTTP: require 'Authorization: Bearer "
+                     f"TOKEN' (or set ${environment.MCP_TOKEN})")
+    mcp.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                     help="HTTP: also accept this Origin, e.g. http://example.test:3000 "
+                     "(repeatable)")
+    mcp.add_argument("--allow-host", action="append", default=[], metavar="HOST",
+                     help="HTTP: also accept this Host header, e.g. mybox:8765 or mybox:* "
+                     "(repeatable)")
+    limits = HttpLimits()
+    count = _positive(int, "a whole number of at least 1")
+    seconds = _positive(float, "a positive number of seconds")
+    # Each flag sets the HttpLimits field of the same name.
+    for flag, parse, metavar, text in (
+        ("--max-sessions", count, "N", "open sessions in all ({}; 503 past that)"),
+        ("--max-sessions-per-client", count, "N",
+         "open sessions from one client address ({}; 429 past that)"),
+        ("--session-idle-timeout", seconds, "SECONDS",
+         "close a session with no request in flight for this long ({})"),
+        ("--request-timeout", seconds, "SECONDS",
+         "a request's headers, then its body, must each arrive within this ({}; 408 otherwise)"),
+        ("--max-connections", count, "N", "open sockets at once ({}; 503 past that)"),
+    ):
+        default = getattr(limits, flag[2:].replace("-", "_"))
+        mcp.add_argument(flag, type=parse, default=default, metavar=metavar,
+                         help="HTTP: " + text.format(f"{default:g}"))
+    mcp.add_argument("--read-tool", action="store_true",
+                     help="also offer memory_read (FACT.md and the latest journal entries), for "
+                     "clients that neither show instructions nor attach resources")
+    mcp.add_argument("--workspace", metavar="DIR",
+                     help="session workspace for system.md (default: cwd)")
+    mcp.add_argument("--tool-name", default=None, metavar="NAME",
+                     help="how the model sees the memory tool in the prompt (default: as MCP "
+                     "hosts name it)")
+    mcp.add_argument("--budget-tokens", type=int, metavar="N",
+                     help="warn when the memory exceeds N tokens")
     actions = command("index").add_subparsers(dest="action", metavar="ACTION", required=True)
     command("build", actions, "build the index, or bring it up to date, now")
     command("drop", actions, "delete every index of this agent on this machine")
@@ -134,30 +182,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     forget = command("forget")
     what = forget.add_mutually_exclusive_group(required=True)
-    what.add_argument(
-        "text", nargs="?", metavar="TEXT",
-        help="the text to forget ('-' reads it from standard input, out of the shell history)",
-    )
+    what.add_argument("text", nargs="?", metavar="TEXT",
+                      help="the text to forget ('-' reads it from standard input, out of the "
+                      "shell history)")
     what.add_argument("--pattern", metavar="REGEX", help="forget every match of REGEX")
     what.add_argument("--secrets", action="store_true", help="forget every stored credential")
     forget.add_argument("--dry-run", action="store_true", help="only list what would change")
-    forget.add_argument(
-        "--reason", default="", metavar="TEXT", help="why, kept in the journal's tombstones"
-    )
+    forget.add_argument("--reason", default="", metavar="TEXT",
+                        help="why, kept in the journal's tombstones")
     command("lint")
     return parser
-
-
-def _epilog() -> str:
-    from .engine.paths import default_root
-    from .engine.templates import list_templates
-
-    try:
-        root = str(default_root())
-    except Exception as exc:  # --help must work even where the root cannot be resolved
-        root = f"(cannot be resolved: {exc})"
-    templates = ", ".join(str(name) for name in list_templates()) or "none"
-    return EPILOG.format(prog=PROG, templates=templates, root=root)
 
 
 def _positive(convert: Callable[[str], float], expected: str) -> Callable[[str], Any]:
@@ -173,68 +207,6 @@ def _positive(convert: Callable[[str], float], expected: str) -> Callable[[str],
         return value
 
     return parse
-
-
-def _add_mcp_arguments(mcp: argparse.ArgumentParser) -> None:
-    from .mcp_server.limits import HttpLimits
-
-    mcp.description = (
-        "Serve an existing agent over the Model Context Protocol: the memory tool, "
-        "resources for SOUL.md, USER.md, FACT.md, the journal and the session prompt, and "
-        "instructions that carry the session context. One line on stderr names the folder."
-    )
-    mcp.add_argument(
-        "--transport", choices=["stdio", "streamable-http"], default="stdio",
-        help="stdio (default) or streamable-http",
-    )
-    mcp.add_argument("--host", default="127.0.0.1", help="HTTP: address to bind (127.0.0.1)")
-    mcp.add_argument("--port", type=int, default=8765, help="HTTP: port (8765; 0 picks one)")
-    mcp.add_argument(
-        "--token", default=None,
-        help=f"HTTP: require 'Authorization: Bearer TOKEN' (or set ${environment.MCP_TOKEN})",
-    )
-    mcp.add_argument(
-        "--allow-origin", action="append", default=[], metavar="ORIGIN",
-        help="HTTP: also accept this Origin, e.g. http://example.test:3000 (repeatable)",
-    )
-    mcp.add_argument(
-        "--allow-host", action="append", default=[], metavar="HOST",
-        help="HTTP: also accept this Host header, e.g. mybox:8765 or mybox:* (repeatable)",
-    )
-    limits = HttpLimits()
-    count = _positive(int, "a whole number of at least 1")
-    seconds = _positive(float, "a positive number of seconds")
-    # Each flag sets the HttpLimits field of the same name.
-    for flag, parse, metavar, text in (
-        ("--max-sessions", count, "N", "open sessions in all ({}; 503 past that)"),
-        ("--max-sessions-per-client", count, "N",
-         "open sessions from one client address ({}; 429 past that)"),
-        ("--session-idle-timeout", seconds, "SECONDS",
-         "close a session with no request in flight for this long ({})"),
-        ("--request-timeout", seconds, "SECONDS",
-         "a request's headers, then its body, must each arrive within this ({}; 408 otherwise)"),
-        ("--max-connections", count, "N", "open sockets at once ({}; 503 past that)"),
-    ):
-        default = getattr(limits, flag[2:].replace("-", "_"))
-        mcp.add_argument(
-            flag, type=parse, default=default, metavar=metavar,
-            help="HTTP: " + text.format(f"{default:g}"),
-        )
-    mcp.add_argument(
-        "--read-tool", action="store_true",
-        help="also offer memory_read (FACT.md and the latest journal entries), for clients "
-        "that neither show instructions nor attach resources",
-    )
-    mcp.add_argument(
-        "--workspace", metavar="DIR", help="session workspace for system.md (default: cwd)"
-    )
-    mcp.add_argument(
-        "--tool-name", default=None, metavar="NAME",
-        help="how the model sees the memory tool in the prompt (default: as MCP hosts name it)",
-    )
-    mcp.add_argument(
-        "--budget-tokens", type=int, metavar="N", help="warn when the memory exceeds N tokens"
-    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -260,8 +232,11 @@ def _open(args: argparse.Namespace, create: bool = False) -> AgentMemory:
     return AgentMemory.open(args.agent, create=create)
 
 
-def _print_json(value: object) -> None:
-    print(json.dumps(value, indent=2, ensure_ascii=False))
+def _json(args: argparse.Namespace, value: object) -> bool:
+    """Print ``value`` as JSON when ``--json`` was given; whether it was."""
+    if args.json:
+        print(json.dumps(value, indent=2, ensure_ascii=False))
+    return bool(args.json)
 
 
 def _init(args: argparse.Namespace) -> int:
@@ -286,8 +261,7 @@ def _fact(args: argparse.Namespace) -> int:
         print(memory.call_tool({"action": "update", "content": content}))
     elif args.history:
         versions = memory.history()
-        if args.json:
-            _print_json(versions)
+        if _json(args, versions):
             return 0
         if not versions:
             print("No previous FACT.md versions.")
@@ -299,7 +273,7 @@ def _fact(args: argparse.Namespace) -> int:
         text, sha = memory.read_facts()
         path = memory.file_path("FACT.md")
         if args.json:
-            _print_json({"path": str(path), "content": text, "sha256": sha})
+            _json(args, {"path": str(path), "content": text, "sha256": sha})
         elif text:
             sys.stdout.write(_terminal(text))
         else:
@@ -324,9 +298,8 @@ def _read_text(source: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         where = "standard input" if source == "-" else source
-        raise MemoryToolError(
-            f"Cannot read {where}: not UTF-8 text ({exc.reason} at byte {exc.start})"
-        ) from None
+        raise MemoryToolError(f"Cannot read {where}: not UTF-8 text "
+                              f"({exc.reason} at byte {exc.start})") from None
 
 
 def _journal(args: argparse.Namespace) -> int:
@@ -350,22 +323,16 @@ def _journal(args: argparse.Namespace) -> int:
     if not result:
         print(NO_JOURNAL if result is None else NO_MATCHES)  # the tool's texts
         return 0
-    for entry in result:
-        print(format_entry(entry))
+    for entry in result:  # time, tags, text (indented lines); what a model wrote is inert
+        tags = entry.get("tags")
+        tags = tags if isinstance(tags, list) else []
+        shown = " ".join(f"#{_shown(t)}" for t in tags if isinstance(t, str))
+        lines = str(entry.get("text", "")).split("\n")
+        body = ("\n" + " " * 27).join(_shown(line) for line in lines)
+        print(f"{_shown(entry.get('ts', '?')):<25}  {shown + '  ' if shown else ''}{body}")
     if result.indexed:
         print("(the journal's index narrowed this search)", file=sys.stderr)
     return 0
-
-
-def format_entry(entry: dict[str, object]) -> str:
-    """One journal entry as a compact line for people: time, tags, text (indented lines).
-    Everything a model wrote is inert: an entry cannot colour the terminal or forge a row."""
-    tags = entry.get("tags")
-    tags = tags if isinstance(tags, list) else []
-    shown = " ".join(f"#{_shown(t)}" for t in tags if isinstance(t, str))
-    lines = str(entry.get("text", "")).split("\n")
-    body = ("\n" + " " * 27).join(_shown(line) for line in lines)
-    return f"{_shown(entry.get('ts', '?')):<25}  {shown + '  ' if shown else ''}{body}"
 
 
 def _terminal(text: str) -> str:
@@ -387,12 +354,11 @@ def _prompt(args: argparse.Namespace) -> int:
     builder = PromptBuilder(tool_name=args.tool_name or None, budget_tokens=args.budget)
     # The warning is reported below as one plain line, not as a Python warning.
     prompt = builder.build_session(memory, workspace, warn=False)
-    if args.json:
-        _print_json({
-            "text": prompt.text, "tokens": prompt.tokens, "memory_tokens": prompt.memory_tokens,
-            "budget_tokens": prompt.budget_tokens, "warnings": list(prompt.warnings),
-            "sections": prompt.section_dicts(),
-        })
+    if _json(args, {
+        "text": prompt.text, "tokens": prompt.tokens, "memory_tokens": prompt.memory_tokens,
+        "budget_tokens": prompt.budget_tokens, "warnings": list(prompt.warnings),
+        "sections": prompt.section_dicts(),
+    }):
         return 0
     print(_terminal(prompt.text))
     # Sizes go to stderr so the prompt on stdout stays exactly what a session gets.
@@ -415,12 +381,9 @@ def _mcp(args: argparse.Namespace) -> int:
     try:
         memory.ensure_layout()  # sweeps crash leftovers; never creates the agent folder itself
     except MemoryToolError as exc:
-        # A refused folder (memory/ is a symlink, say) still gets a server, so the model sees
-        # the engine's refusal on every call instead of a connection that just closes.
+        # A refused folder (memory/ a symlink, say) is still served: the model sees the refusal.
         problem = str(exc)
     try:
-        from dataclasses import fields
-
         from .mcp_server import MemoryService, require_mcp, serve_http, serve_stdio
         from .mcp_server.limits import HttpLimits
 
@@ -438,16 +401,13 @@ def _mcp(args: argparse.Namespace) -> int:
         return 0
     limits = HttpLimits(**{field.name: getattr(args, field.name) for field in fields(HttpLimits)})
     try:
-        serve_http(
-            service, host=args.host, port=args.port,
-            token=args.token or environment.text(environment.MCP_TOKEN),
-            allowed_hosts=tuple(args.allow_host), allowed_origins=tuple(args.allow_origin),
-            problem=problem, limits=limits,
-        )
+        serve_http(service, host=args.host, port=args.port,
+                   token=args.token or environment.text(environment.MCP_TOKEN),
+                   allowed_hosts=tuple(args.allow_host), allowed_origins=tuple(args.allow_origin),
+                   problem=problem, limits=limits)
     except OSError as exc:  # the server's own socket (a port in use), not the engine
-        raise MemoryToolError(
-            f"Cannot serve on {args.host}:{args.port}: {exc.strerror or exc}", INTERNAL_ERROR
-        ) from None
+        raise MemoryToolError(f"Cannot serve on {args.host}:{args.port}: {exc.strerror or exc}",
+                              INTERNAL_ERROR) from None
     return 0
 
 
@@ -455,8 +415,7 @@ def _index(args: argparse.Namespace) -> int:
     memory = _open(args)
     if args.action == "drop":
         dropped = memory.drop_index()
-        if args.json:
-            _print_json(dropped)
+        if _json(args, dropped):
             return 0
         files = dropped["dropped"]
         print(f"Dropped {len(files)} index file{'' if len(files) == 1 else 's'}.")
@@ -464,8 +423,7 @@ def _index(args: argparse.Namespace) -> int:
             print(f"  {_shown(path)}")
         return 0
     status = memory.build_index() if args.action == "build" else memory.index_status()
-    if args.json:
-        _print_json(status)
+    if _json(args, status):
         return 0
     print(f"state: {status['state']}" + (" (building)" if status["building"] else ""))
     print(f"indexed: {status['indexed_bytes']:,} of {status['journal_bytes']:,} journal bytes")
@@ -482,8 +440,7 @@ def _agents(args: argparse.Namespace) -> int:
 
     root = default_root()
     agents = list_agents(root)
-    if args.json:
-        _print_json({"root": str(root), "agents": agents})
+    if _json(args, {"root": str(root), "agents": agents}):
         return 0
     print(f"Agents under {root}:" if agents else f"No agents under {root} yet.")
     for agent_id in agents:
@@ -514,16 +471,13 @@ def _demo(args: argparse.Namespace) -> int:
     written = [("update", update), ("append", append)]
     prompt = PromptBuilder().build_session(memory)
     steps = _next_steps(memory)
-    if args.json:
-        _print_json({
-            "agent": memory.agent_id,
-            "path": str(memory.path),
-            "template": definition.template_id,
-            "session_1": [{"action": action, "result": text} for action, text in written],
-            "prompt": prompt.text,
-            "sections": [{"name": s.name, "tokens": s.tokens} for s in prompt.sections],
-            "next": [{"what": what, "commands": commands} for what, commands in steps],
-        })
+    if _json(args, {
+        "agent": memory.agent_id, "path": str(memory.path), "template": definition.template_id,
+        "session_1": [{"action": action, "result": text} for action, text in written],
+        "prompt": prompt.text,
+        "sections": [{"name": s.name, "tokens": s.tokens} for s in prompt.sections],
+        "next": [{"what": what, "commands": commands} for what, commands in steps],
+    }):
         return 0
     rule = "-" * 72
     print(f"Agent {definition.name!r} at {memory.path}\n")
@@ -531,9 +485,7 @@ def _demo(args: argparse.Namespace) -> int:
     for action, text in written:
         print(f'  memory(action="{action}")  -> {text}')
     print("\nSession 2 starts with this system prompt (the agent remembers):")
-    print(rule)
-    print(_terminal(prompt.text))
-    print(rule)
+    print(rule, _terminal(prompt.text), rule, sep="\n")
     sizes = ", ".join(f"{s.name} {s.tokens}" for s in prompt.sections)
     print(f"About {prompt.tokens} tokens (by section: {sizes}).\n")
     print("Next:")
@@ -547,6 +499,7 @@ def _demo(args: argparse.Namespace) -> int:
 def _next_steps(memory: Any) -> list[tuple[str, list[str]]]:
     """What to try after the demo, as commands that work pasted into this shell."""
     import importlib.util
+    import shutil
 
     target = memory.agent_id or str(memory.path)
     lab = [_beside_python("jupyter"), "lab"]
@@ -555,7 +508,10 @@ def _next_steps(memory: Any) -> list[tuple[str, list[str]]]:
         lab.append(f"--AgentMemoryServer.default_agent={memory.agent_id}")
     if os.path.isfile(QUICKSTART):
         lab.append(QUICKSTART)
-    mcp = [f'{{"command": "{_script_path()}", "args": ["mcp", "--agent", "{target}"]}}']
+    # The command's absolute path, as GUI apps (which have no PATH) need it.
+    script = os.path.join(os.path.dirname(sys.executable), PROG)
+    script = script if os.path.exists(script) else shutil.which(PROG) or PROG
+    mcp = [f'{{"command": "{script}", "args": ["mcp", "--agent", "{target}"]}}']
     if importlib.util.find_spec("mcp") is None:
         mcp.insert(0, f'{_beside_python("pip")} install "jupyter-agent-memory[mcp]"')
     return [
@@ -575,14 +531,6 @@ def _beside_python(name: str) -> str:
     return relative if not relative.startswith("..") else beside
 
 
-def _script_path() -> str:
-    """The absolute path of this command, as GUI apps (which have no PATH) need it."""
-    import shutil
-
-    beside = os.path.join(os.path.dirname(sys.executable), PROG)
-    return beside if os.path.exists(beside) else shutil.which(PROG) or PROG
-
-
 def _sessions(args: argparse.Namespace) -> int:
     from .engine.sessions import find as find_session
 
@@ -590,9 +538,7 @@ def _sessions(args: argparse.Namespace) -> int:
     if args.view == "show":
         receipt = find_session(memory, args.session)
         text = memory.session_prompt(args.session)
-        if args.json:
-            _print_json({"receipt": receipt, "text": text})
-        else:
+        if not _json(args, {"receipt": receipt, "text": text}):
             _write_exact(text)
         return 0
     if args.view == "diff":
@@ -600,7 +546,7 @@ def _sessions(args: argparse.Namespace) -> int:
         if args.json:
             first = find_session(memory, args.first)["session_id"]
             second = find_session(memory, args.second)["session_id"]
-            _print_json({"first": first, "second": second, "diff": diff})
+            _json(args, {"first": first, "second": second, "diff": diff})
         elif diff:
             # A prompt rarely ends with a newline, nor then does its diff: end the output.
             _write_exact(diff if diff.endswith("\n") else diff + "\n")
@@ -610,17 +556,14 @@ def _sessions(args: argparse.Namespace) -> int:
     if args.view == "why":
         origins = memory.why(args.session, args.text)
         if args.json:
-            from dataclasses import asdict
-
-            _print_json([asdict(origin) for origin in origins])
+            _json(args, [asdict(origin) for origin in origins])
         elif origins:
             print(*origins, sep="\n")
         else:
             print(f"No line of that session's prompt contains {args.text!r}.", file=sys.stderr)
         return 0 if origins else 1
     receipts = memory.sessions()
-    if args.json:
-        _print_json(receipts)
+    if _json(args, receipts):
         return 0
     if not receipts:
         print(f"No sessions recorded for {memory.agent_id or memory.path} yet.")
@@ -631,24 +574,20 @@ def _sessions(args: argparse.Namespace) -> int:
         client = client if isinstance(client, dict) else {}
         # The client names itself, so its name is a stranger's text, of any length: it must
         # not move the cursor, colour the terminal, start a new row or fill the screen.
-        named = _shown(
-            " ".join(str(client[k]) for k in ("name", "version") if client.get(k)) or "-"
-        )
+        named = " ".join(str(client[k]) for k in ("name", "version") if client.get(k))
+        named = _shown(named or "-")
         if len(named) > CLIENT_COLUMN:
             named = named[: CLIENT_COLUMN - 1] + "…"
         if receipt.get("forgotten"):
             named += "  (text forgotten since)"
-        print(
-            f"{_shown(receipt.get('ts', '?')):<24}  {_shown(receipt['session_id']):<16}  "
-            f"{_shown(receipt.get('tokens', '?')):>6}  "
-            f"{_shown(receipt.get('prompt_sha256', ''))[:12]:<12}  {named}"
-        )
+        print(f"{_shown(receipt.get('ts', '?')):<24}  {_shown(receipt['session_id']):<16}  "
+              f"{_shown(receipt.get('tokens', '?')):>6}  "
+              f"{_shown(receipt.get('prompt_sha256', ''))[:12]:<12}  {named}")
     return 0
 
 
 def _write_exact(text: str) -> None:
-    """``text`` on stdout as its exact UTF-8 bytes (no newline added, lone surrogates kept);
-    on a terminal, inert (see :func:`_terminal`)."""
+    """``text`` on stdout as its exact UTF-8 bytes (surrogates kept); inert on a terminal."""
     stream = getattr(sys.stdout, "buffer", None)
     if stream is None or sys.stdout.isatty():
         sys.stdout.write(_terminal(text))
@@ -666,17 +605,12 @@ def _forget(args: argparse.Namespace) -> int:
     text = args.text
     if text == "-":
         text = _read_text("-")
-        # The line's own ending is not part of the text: "\r\n" from a Windows file or
-        # console must not make forgetting look for a text that ends in "\r".
+        # The line's own ending ("\r\n" from Windows too) is not part of the text.
         ending = next((end for end in ("\r\n", "\n", "\r") if text.endswith(end)), "")
         text = text.removesuffix(ending)
-    receipt = forget(
-        memory, text, pattern=args.pattern, secrets=args.secrets, dry_run=args.dry_run,
-        reason=args.reason,
-    )
-    if args.json:
-        _print_json(receipt)
-    else:
+    receipt = forget(memory, text, pattern=args.pattern, secrets=args.secrets,
+                     dry_run=args.dry_run, reason=args.reason)
+    if not _json(args, receipt):
         for status, line in forget_report(receipt):
             print(line, file=sys.stderr if status == "error" else sys.stdout)
     return 1 if not receipt.get("dry_run") and not receipt.get("verified") else 0
@@ -692,8 +626,7 @@ def _lint(args: argparse.Namespace) -> int:
     command = f"{PROG} forget --secrets"
     if args.agent is not None:
         command += f" --agent {shlex.quote(str(args.agent))}"
-    if args.json:
-        _print_json({"secrets": findings, "forget": command if findings else None})
+    if _json(args, {"secrets": findings, "forget": command if findings else None}):
         return 1 if findings else 0
     if not findings:
         print(f"No credentials stored in {memory.agent_id or memory.path}.")

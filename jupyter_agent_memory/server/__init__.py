@@ -8,12 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+# The package's entry point, also here so this module works as a ``jpserver_extensions`` key.
+from .. import _jupyter_server_extension_points as _jupyter_server_extension_points
 from .routes import API_PREFIX, ROUTES
-
-
-def _jupyter_server_extension_points() -> list[dict[str, str]]:
-    """Point jupyter_server at this module (also usable as ``jpserver_extensions`` key)."""
-    return [{"module": "jupyter_agent_memory.server"}]
 
 
 def _load_jupyter_server_extension(serverapp: Any) -> None:

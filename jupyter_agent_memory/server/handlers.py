@@ -15,11 +15,11 @@ import os
 import re
 import threading
 import time
-import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
+from weakref import WeakValueDictionary
 
 import tornado.web
 from jupyter_server.auth.decorator import authorized
@@ -28,9 +28,14 @@ from jupyter_server.utils import url_path_join
 
 from .. import (
     AgentMemory,
+    AgentNotFoundError,
+    ContentTooLargeError,
+    LockTimeoutError,
     MemoryConflictError,
+    MemoryIOError,
     MemoryToolError,
     PromptBuilder,
+    SessionNotFoundError,
     UnsafePathError,
     VersionNotFoundError,
     list_agents,
@@ -42,14 +47,7 @@ from ..engine.forgetting import forget
 from ..engine.sessions import find as find_session
 from ..engine.store import FACT, SOUL, USER, check_edit_body
 from ..engine.tool import normalize_limit
-from ..errors import (
-    INVALID_PARAMS,
-    AgentNotFoundError,
-    ContentTooLargeError,
-    LockTimeoutError,
-    MemoryIOError,
-    SessionNotFoundError,
-)
+from ..errors import INVALID_PARAMS
 from ..folder import lock_deadline
 from ..render import markdown_html
 from .config import AgentMemoryServer
@@ -92,8 +90,7 @@ class AgentCreatedResponse(TypedDict):
 
 
 class FactsResponse(TypedDict):
-    """``GET agents/{id}/facts``: ``content`` cut to the view bound, ``chars`` and ``sha256``
-    of the whole file; ``html`` (``render=html``) is ``content`` rendered as ``%fact`` does."""
+    """``GET agents/{id}/facts``: ``content`` cut to the view bound (``html`` with it rendered)."""
 
     agent: str
     path: str
@@ -105,8 +102,7 @@ class FactsResponse(TypedDict):
 
 
 class HandoverResponse(TypedDict):
-    """``POST handover``: the agent a notebook's kernel uses, by the id every route knows it
-    by (``how``: ``agents-root``, ``server-root`` or ``handed-over``)."""
+    """``POST handover``: the agent a notebook's kernel uses, by the id every route knows."""
 
     agent: str
     path: str
@@ -152,8 +148,7 @@ class ConflictResponse(TypedDict):
 
 
 class JournalResponse(TypedDict):
-    """``GET agents/{id}/journal``: matches newest first, lines skipped and read, and whether
-    the journal's index narrowed the search."""
+    """``GET agents/{id}/journal``: matches newest first, with the search's counts."""
 
     agent: str
     entries: list[dict[str, Any]]
@@ -228,8 +223,7 @@ class SessionsResponse(TypedDict):
 
 
 class SessionResponse(TypedDict):
-    """``GET agents/{id}/sessions/{sid}``: the receipt and the exact prompt (cut to the view
-    bound; ``chars`` is the whole prompt's length)."""
+    """``GET agents/{id}/sessions/{sid}``: the receipt and the prompt (cut to the view bound)."""
 
     agent: str
     receipt: dict[str, Any]
@@ -295,8 +289,7 @@ _KIND_STATUS = ((UnsafePathError, 403), (ContentTooLargeError, 413), (LockTimeou
 
 
 def _engine_error(exc: MemoryToolError) -> ApiError:
-    """An engine exception as a status code with the engine's message: 409 (with both hashes),
-    403, 413, 503, an I/O error's own status, 400 for invalid arguments, else 500."""
+    """An engine exception as a status code (else 500) with the engine's message."""
     if isinstance(exc, MemoryConflictError):
         return ApiError(409, exc.message, expected=exc.expected, actual=exc.actual)
     for kind, status in _KIND_STATUS:
@@ -312,29 +305,19 @@ def _api(method: Callable[..., Any]) -> Callable[..., Any]:
     return tornado.web.authenticated(authorized(method))
 
 
-def _within_deadline(deadline: float, func: Callable[[], T]) -> T:
-    """``func()`` with every agent-lock wait in it ending by ``deadline``."""
-    with lock_deadline(deadline):
-        return func()
-
-
 class _State:
-    """What the handlers share: settings, the workspace, the worker pool and its per-agent
-    gates, the handed-over folders and one cached prompt builder."""
+    """What the handlers share: settings, workspace, worker pool, gates, handovers, builder."""
 
     def __init__(self, config: AgentMemoryServer, workspace: Path) -> None:
         self.config = config
         self.workspace = workspace
-        # Our own bounded pool: engine work never queues behind other extensions' jobs in
-        # the loop's default executor, and never grows without bound.
-        self.executor = ThreadPoolExecutor(
-            max_workers=config.worker_threads, thread_name_prefix="agent-memory"
-        )
+        # Our own bounded pool: engine work never queues behind other extensions' jobs.
+        self.executor = ThreadPoolExecutor(max_workers=config.worker_threads,
+                                           thread_name_prefix="agent-memory")
         # Each agent may use a quarter of the workers, so writers waiting for one agent's lock
         # never take every thread. A gate lives while requests hold or await it.
         self.per_agent = max(1, config.worker_threads // 4)
-        self.gates: weakref.WeakValueDictionary[str, asyncio.Semaphore]
-        self.gates = weakref.WeakValueDictionary()
+        self.gates: WeakValueDictionary[str, asyncio.Semaphore] = WeakValueDictionary()
         self.handovers = Handovers()
         self._builder: PromptBuilder | None = None
         # The builder caches files and prompts; builds run in worker threads, one at a time.
@@ -348,8 +331,7 @@ class _State:
                     tool_name=self.config.tool_name,
                     budget_tokens=self.config.prompt_budget_tokens or None,
                 )
-            # As a session would build it: the agent's template settings apply. A preview's
-            # budget warning goes into the reply, not into the server's log on every request.
+            # As a session builds it (template settings apply); budget warnings go in the reply.
             return self._builder.build_session(mem, workspace=self.workspace, warn=False)
 
 
@@ -396,8 +378,7 @@ class AgentMemoryHandler(APIHandler):
         try:
             if writes_to is None:
                 return await loop.run_in_executor(state.executor, func)
-            # One deadline for the whole write: the waits for the agent's slot and for its
-            # lock together never exceed the lock timeout, however many writes queue.
+            # One deadline for the whole write: the slot and lock waits together stay within it.
             timeout = state.config.lock_timeout
             deadline = time.monotonic() + timeout
             gate = state.gates.setdefault(writes_to, asyncio.Semaphore(state.per_agent))
@@ -405,8 +386,8 @@ class AgentMemoryHandler(APIHandler):
                 await asyncio.wait_for(gate.acquire(), timeout)
             except asyncio.TimeoutError:
                 raise LockTimeoutError(f"{writes_to}/memory/.lock", timeout) from None
-            try:
-                return await loop.run_in_executor(state.executor, _within_deadline, deadline, func)
+            try:  # as a decorator, lock_deadline bounds the lock waits inside func
+                return await loop.run_in_executor(state.executor, lock_deadline(deadline)(func))
             finally:
                 gate.release()
         except MemoryToolError as exc:  # the engine's one error family (I/O included)
@@ -417,8 +398,7 @@ class AgentMemoryHandler(APIHandler):
     async def on_agent(
         self, agent_id: str, work: Callable[[AgentMemory], T], write: bool = False
     ) -> T:
-        """``work`` on the existing agent ``agent_id`` through :meth:`run`; a ``write`` waits
-        for the agent's slot."""
+        """``work`` on the existing agent through :meth:`run` (a ``write`` waits for its slot)."""
         return await self.run(lambda: work(self.open_agent(agent_id)), agent_id if write else None)
 
     def json_body(self, fields: tuple[str, ...] | None = None) -> dict[str, Any]:
@@ -427,11 +407,8 @@ class AgentMemoryHandler(APIHandler):
         limit = self.state.config.max_body_bytes
         size = len(self.request.body or b"")
         if size > limit:
-            raise ApiError(
-                413,
-                f"Request body is {size} bytes; the limit is {limit} bytes "
-                "(AgentMemoryServer.max_body_bytes)",
-            )
+            raise ApiError(413, f"Request body is {size} bytes; the limit is {limit} bytes "
+                                "(AgentMemoryServer.max_body_bytes)")
         try:
             data = json.loads(self.request.body or b"")
         except (ValueError, UnicodeDecodeError) as exc:
@@ -442,17 +419,13 @@ class AgentMemoryHandler(APIHandler):
             raise ApiError(400, "Request body must be a JSON object")
         unknown = sorted(set(data) - set(fields)) if fields is not None else []
         if unknown:
-            raise ApiError(
-                400,
-                f"Unknown field{'s' if len(unknown) > 1 else ''} "
-                f"{', '.join(repr(name) for name in unknown)} in the request; "
-                f"expected {', '.join(fields or ())}",
-            )
+            raise ApiError(400, f"Unknown field{'s' if len(unknown) > 1 else ''} "
+                                f"{', '.join(repr(name) for name in unknown)} in the request; "
+                                f"expected {', '.join(fields or ())}")
         return data
 
     def view_bound(self) -> int | None:
-        """``max_chars``: how much text a view sends (absent: :data:`DEFAULT_VIEW_CHARS`;
-        ``0`` or ``all``: None, the whole text)."""
+        """``max_chars`` (absent: :data:`DEFAULT_VIEW_CHARS`; ``0`` or ``all``: None, all)."""
         raw = self.get_query_argument("max_chars", None)
         if raw is None:
             return DEFAULT_VIEW_CHARS
@@ -460,20 +433,15 @@ class AgentMemoryHandler(APIHandler):
         if value.lower() == "all":
             return None
         if not value.isdigit() or not value.isascii():
-            raise ApiError(
-                400,
-                f"'max_chars' must be a whole number of characters (0 for all) or 'all'; "
-                f"got {raw!r}",
-            )
+            raise ApiError(400, "'max_chars' must be a whole number of characters (0 for all) "
+                                f"or 'all'; got {raw!r}")
         digits = value.lstrip("0")
-        # More digits than any text has characters: the whole text (int() refuses very long
-        # digit strings outright).
+        # More digits than any text has characters (int() refuses too many): the whole text.
         return int(digits) if digits and len(digits) <= 15 else None
 
     def agent_id(self, raw: object) -> str:
-        """Validate an agent id from the URL or a body (400 with the engine's message):
-        ``@projects/demo-agent`` is a folder below the server's root, ``~`` and 16 hex digits
-        a handed-over one."""
+        """A valid agent id (else 400): an engine id, ``@folder/below/the/server/root`` or a
+        handed-over folder's ``~`` and 16 hex digits."""
         if isinstance(raw, str) and raw.startswith(PATH_AGENT_PREFIX):
             _path_agent_parts(raw)
             return raw
@@ -487,8 +455,7 @@ class AgentMemoryHandler(APIHandler):
             raise _engine_error(exc) from None
 
     def open_agent(self, agent_id: str) -> AgentMemory:
-        """Open an existing agent, creating nothing (blocking: call through :meth:`run`); 404
-        when it does not exist, so a mistyped URL leaves nothing behind."""
+        """Open an existing agent (blocking); 404 when missing: a mistyped URL creates nothing."""
         state = self.state
         timeout = state.config.lock_timeout
         if agent_id.startswith(PATH_AGENT_PREFIX):
@@ -518,17 +485,13 @@ def _path_agent_parts(agent_id: str) -> list[str]:
     relative = agent_id[len(PATH_AGENT_PREFIX) :]
     parts = relative.split("/")
     if "\\" in relative or "\x00" in relative or any(p in ("", ".", "..") for p in parts):
-        raise ApiError(
-            400,
-            f'Invalid agent folder "{relative}": give a folder path relative to the server\'s '
-            "root, without '.', '..', empty parts or backslashes",
-        )
+        raise ApiError(400, f'Invalid agent folder "{relative}": give a folder path relative to '
+                            "the server's root, without '.', '..', empty parts or backslashes")
     return parts
 
 
 def _below_workspace(workspace: Path, agent_id: str) -> Path:
-    """The existing folder an ``@relative/path`` agent id names; a link anywhere on the way
-    is refused (403), so the folder is really below the server's root."""
+    """The existing folder an ``@relative/path`` agent id names; 403 for a link on the way."""
     parts = _path_agent_parts(agent_id)
     relative = "/".join(parts)
     folder = workspace.joinpath(*parts)
@@ -551,12 +514,9 @@ class AgentsHandler(AgentMemoryHandler):
 
         def work() -> AgentsResponse:
             root = config.resolved_root()
-            return {
-                "root": str(root),
-                "default_agent": config.resolved_default_agent(),
-                "agents": list_agents(root),
-                "templates": [str(name) for name in list_templates()],
-            }
+            return {"root": str(root), "default_agent": config.resolved_default_agent(),
+                    "agents": list_agents(root),
+                    "templates": [str(name) for name in list_templates()]}
 
         self.reply(await self.run(work))
 
@@ -599,8 +559,7 @@ class FactsHandler(AgentMemoryHandler):
 
     @_api
     async def get(self, agent: str) -> None:
-        """Return the file's text (up to ``max_chars``) and the sha256 to send back when
-        saving; FACT.md also as HTML with ``render=html``."""
+        """The text (up to ``max_chars``), its sha256 and, for ``render=html``, FACT.md's HTML."""
         agent_id = self.agent_id(agent)
         bound = self.view_bound()
         render = self.get_query_argument("render", None) if self.file_name == FACT else None
@@ -633,8 +592,7 @@ class FactsHandler(AgentMemoryHandler):
 
         def work(mem: AgentMemory) -> dict[str, Any]:
             if self.file_name == FACT and isinstance(content, str):
-                # People edit here: an empty buffer is refused, as in every editor (SOUL.md
-                # and USER.md may be empty).
+                # People edit here: an empty buffer is refused (SOUL.md, USER.md may be empty).
                 check_edit_body(content)
             write = {FACT: mem.update_facts, SOUL: mem.write_soul, USER: mem.write_user}
             written = write[self.file_name](content, expected_sha256=expected)
@@ -656,24 +614,34 @@ class UserHandler(FactsHandler):
     file_name = USER
 
 
-class JournalHandler(AgentMemoryHandler):
-    """``GET`` searches the journal (newest first); ``POST {text, tags}`` appends an entry."""
+class _View(AgentMemoryHandler):
+    """A ``GET`` on one agent: ``view`` gets the URL's ids and the checked ``query_names``."""
+
+    query_names: tuple[str, ...] = ()
+    #: ``view(mem, agent_id, **ids_and_query)``, run in a worker thread: the reply's body.
+    view: Callable[..., Any]
 
     @_api
-    async def get(self, agent: str) -> None:
-        """Search with the engine's rules for query, tag, limit, since and until."""
+    async def get(self, agent: str, **ids: Any) -> None:
+        """Reply with :meth:`view` of the existing agent."""
         agent_id = self.agent_id(agent)
-        query, tag, limit, since, until = (
-            self.get_query_argument(n, None) for n in ("query", "tag", "limit", "since", "until")
-        )
+        for name in self.query_names:
+            bound = name == "max_chars"
+            ids[name] = self.view_bound() if bound else self.get_query_argument(name, None)
+        self.reply(await self.on_agent(agent_id, lambda mem: self.view(mem, agent_id, **ids)))
 
-        def work(mem: AgentMemory) -> JournalResponse:
-            result = mem.search(query=query or "", tag=tag or "", limit=normalize_limit(limit),
-                                since=since or None, until=until or None)
-            return {"agent": agent_id, "entries": list(result), "skipped": result.skipped,
-                    "scanned": result.scanned, "indexed": result.indexed}
 
-        self.reply(await self.on_agent(agent_id, work))
+class JournalHandler(_View):
+    """``GET`` searches the journal (newest first, engine rules); ``POST {text, tags}`` appends."""
+
+    query_names = ("query", "tag", "limit", "since", "until")
+
+    def view(self, mem: AgentMemory, agent_id: str, query: str | None, tag: str | None,
+             limit: str | None, since: str | None, until: str | None) -> JournalResponse:
+        result = mem.search(query=query or "", tag=tag or "", limit=normalize_limit(limit),
+                            since=since or None, until=until or None)
+        return {"agent": agent_id, "entries": list(result), "skipped": result.skipped,
+                "scanned": result.scanned, "indexed": result.indexed}
 
     @_api
     async def post(self, agent: str) -> None:
@@ -688,39 +656,30 @@ class JournalHandler(AgentMemoryHandler):
         self.reply(reply, 201)
 
 
-class PromptHandler(AgentMemoryHandler):
-    """``GET`` the system prompt the agent would get, with section sizes."""
+class PromptHandler(_View):
+    """``GET`` the system prompt the agent would get in the server's root directory: ``text``,
+    ``base`` and ``context`` cut to ``max_chars``; sizes and sections of the whole prompt."""
 
-    @_api
-    async def get(self, agent: str) -> None:
-        """Build the prompt with the server's root directory as the workspace. ``text`` is cut
-        to ``max_chars`` and ``base`` and ``context`` to the parts of it the cut text holds;
-        the sizes and sections describe the whole prompt."""
-        agent_id = self.agent_id(agent)
-        state = self.state
-        bound = self.view_bound()
+    query_names = ("max_chars",)
 
-        def work(mem: AgentMemory) -> PromptResponse:
-            prompt = state.build_prompt(mem)
-            shown, truncated = bounded_text(prompt.text, bound)
-            base, context = prompt.base, prompt.context
-            if truncated:
-                # Cut where the text is cut (text is base, a blank line, then context), so
-                # the view never carries the prompt twice.
-                if base is None:
-                    context = shown
-                else:
-                    base, context = shown[: len(base)], shown[len(base) + 2 :]
-            return {
-                "agent": agent_id, "workspace": str(state.workspace), "text": shown,
-                "chars": len(prompt.text), "truncated": truncated, "base": base,
-                "context": context, "bootstrap": bool(prompt.bootstrap),
-                "tokens": int(prompt.tokens), "memory_tokens": int(prompt.memory_tokens),
-                "budget_tokens": prompt.budget_tokens, "over_budget": bool(prompt.over_budget),
-                "warnings": list(prompt.warnings), "sections": prompt.section_dicts(),
-            }
-
-        self.reply(await self.on_agent(agent_id, work))
+    def view(self, mem: AgentMemory, agent_id: str, max_chars: int | None) -> PromptResponse:
+        prompt = self.state.build_prompt(mem)
+        shown, truncated = bounded_text(prompt.text, max_chars)
+        base, context = prompt.base, prompt.context
+        if truncated:
+            # Cut both where the text (base, a blank line, context) is cut: never sent twice.
+            if base is None:
+                context = shown
+            else:
+                base, context = shown[: len(base)], shown[len(base) + 2 :]
+        return {
+            "agent": agent_id, "workspace": str(self.state.workspace), "text": shown,
+            "chars": len(prompt.text), "truncated": truncated, "base": base,
+            "context": context, "bootstrap": bool(prompt.bootstrap),
+            "tokens": int(prompt.tokens), "memory_tokens": int(prompt.memory_tokens),
+            "budget_tokens": prompt.budget_tokens, "over_budget": bool(prompt.over_budget),
+            "warnings": list(prompt.warnings), "sections": prompt.section_dicts(),
+        }
 
 
 class HandoverHandler(AgentMemoryHandler):
@@ -755,34 +714,23 @@ class HandoverHandler(AgentMemoryHandler):
         self.reply(await self.run(work))
 
 
-class HistoryHandler(AgentMemoryHandler):
-    """``GET`` the stored FACT.md versions, newest first."""
+class HistoryHandler(_View):
+    """``GET`` the stored FACT.md versions, newest first, as ``{ts, sha256, size}``."""
 
-    @_api
-    async def get(self, agent: str) -> None:
-        """List versions as ``{ts, sha256, size}`` (the engine's own shape)."""
-        agent_id = self.agent_id(agent)
-        versions = await self.on_agent(agent_id, lambda mem: mem.history())
-        self.reply({"agent": agent_id, "versions": versions})
+    def view(self, mem: AgentMemory, agent_id: str) -> dict[str, Any]:
+        return {"agent": agent_id, "versions": mem.history()}
 
 
-class VersionHandler(AgentMemoryHandler):
-    """``GET`` the text of one stored FACT.md version."""
+class VersionHandler(_View):
+    """``GET`` the text of one stored FACT.md version by full sha256 or unique prefix."""
 
-    @_api
-    async def get(self, agent: str, sha: str) -> None:
-        """Return one version by full sha256 or unique prefix (engine rules)."""
-        agent_id = self.agent_id(agent)
-
-        def work(mem: AgentMemory) -> VersionResponse:
-            try:
-                full, content = mem.history_version(sha)
-            except VersionNotFoundError as exc:
-                # Malformed or ambiguous ids stay 400; the message is the engine's either way.
-                raise ApiError(404, exc.message) from None
-            return {"agent": agent_id, "sha256": full, "content": content}
-
-        self.reply(await self.on_agent(agent_id, work))
+    def view(self, mem: AgentMemory, agent_id: str, sha: str) -> VersionResponse:
+        try:
+            full, content = mem.history_version(sha)
+        except VersionNotFoundError as exc:
+            # Malformed or ambiguous ids stay 400; the message is the engine's either way.
+            raise ApiError(404, exc.message) from None
+        return {"agent": agent_id, "sha256": full, "content": content}
 
 
 def _receipt(mem: AgentMemory, session_id: str) -> dict[str, Any]:
@@ -794,75 +742,54 @@ def _receipt(mem: AgentMemory, session_id: str) -> dict[str, Any]:
         raise ApiError(404, exc.message) from None
 
 
-class SessionsHandler(AgentMemoryHandler):
+class SessionsHandler(_View):
     """``GET`` the receipts of recorded session starts, newest first."""
 
-    @_api
-    async def get(self, agent: str) -> None:
-        """List receipts (time, id, client, prompt sha256, sections, sizes, warnings)."""
-        agent_id = self.agent_id(agent)
-        sessions = await self.on_agent(agent_id, lambda mem: mem.sessions())
-        reply: SessionsResponse = {"agent": agent_id, "sessions": sessions}
-        self.reply(reply)
+    def view(self, mem: AgentMemory, agent_id: str) -> SessionsResponse:
+        return {"agent": agent_id, "sessions": mem.sessions()}
 
 
-class SessionHandler(AgentMemoryHandler):
-    """``GET`` one recorded session: its receipt and the exact prompt it started with."""
+class SessionHandler(_View):
+    """``GET`` one recorded session by id or prefix: its receipt and prompt (to ``max_chars``)."""
 
-    @_api
-    async def get(self, agent: str, sid: str) -> None:
-        """By full id or a prefix of at least 6 hex digits (engine rules); ``text`` is cut
-        to ``max_chars`` (``chars`` is the whole prompt's length)."""
-        agent_id = self.agent_id(agent)
-        bound = self.view_bound()
+    query_names = ("max_chars",)
 
-        def work(mem: AgentMemory) -> SessionResponse:
-            receipt = _receipt(mem, sid)
-            text = mem.session_prompt(receipt["session_id"])
-            shown, truncated = bounded_text(text, bound)
-            return {"agent": agent_id, "receipt": receipt, "text": shown,
-                    "chars": len(text), "truncated": truncated}
-
-        self.reply(await self.on_agent(agent_id, work))
+    def view(
+        self, mem: AgentMemory, agent_id: str, sid: str, max_chars: int | None
+    ) -> SessionResponse:
+        receipt = _receipt(mem, sid)
+        text = mem.session_prompt(receipt["session_id"])
+        shown, truncated = bounded_text(text, max_chars)
+        return {"agent": agent_id, "receipt": receipt, "text": shown, "chars": len(text),
+                "truncated": truncated}
 
 
-class SessionDiffHandler(AgentMemoryHandler):
+class SessionDiffHandler(_View):
     """``GET`` a unified diff from one recorded session's prompt to another's."""
 
-    @_api
-    async def get(self, agent: str, sid: str, other: str) -> None:
-        """Both ids as for one session; ``diff`` is "" when the prompts were identical."""
-        agent_id = self.agent_id(agent)
-
-        def work(mem: AgentMemory) -> SessionDiffResponse:
-            first = _receipt(mem, sid)["session_id"]
-            second = _receipt(mem, other)["session_id"]
-            diff = mem.diff_sessions(first, second)
-            return {"agent": agent_id, "first": first, "second": second, "diff": diff}
-
-        self.reply(await self.on_agent(agent_id, work))
+    def view(self, mem: AgentMemory, agent_id: str, sid: str, other: str) -> SessionDiffResponse:
+        first = _receipt(mem, sid)["session_id"]
+        second = _receipt(mem, other)["session_id"]
+        diff = mem.diff_sessions(first, second)
+        return {"agent": agent_id, "first": first, "second": second, "diff": diff}
 
 
-class SessionWhyHandler(AgentMemoryHandler):
+class SessionWhyHandler(_View):
     """``GET ?text=...``: where each line of a recorded prompt holding ``text`` came from."""
 
-    @_api
-    async def get(self, agent: str, sid: str) -> None:
-        """File, version and line per matching line, or the builder section it belongs to."""
-        agent_id = self.agent_id(agent)
-        needle = self.get_query_argument("text", "")
+    query_names = ("text",)
 
-        def work(mem: AgentMemory) -> SessionWhyResponse:
-            session_id = _receipt(mem, sid)["session_id"]
-            origins: list[SessionOrigin] = [
-                {"section": origin.section, "source": origin.source, "version": origin.version,
-                 "line": origin.line, "text": origin.text, "description": str(origin)}
-                for origin in mem.why(session_id, needle)
-            ]
-            return {"agent": agent_id, "session_id": session_id, "text": needle,
-                    "origins": origins}
-
-        self.reply(await self.on_agent(agent_id, work))
+    def view(
+        self, mem: AgentMemory, agent_id: str, sid: str, text: str | None
+    ) -> SessionWhyResponse:
+        session_id = _receipt(mem, sid)["session_id"]
+        origins: list[SessionOrigin] = [
+            {"section": origin.section, "source": origin.source, "version": origin.version,
+             "line": origin.line, "text": origin.text, "description": str(origin)}
+            for origin in mem.why(session_id, text or "")
+        ]
+        return {"agent": agent_id, "session_id": session_id, "text": text or "",
+                "origins": origins}
 
 
 #: The fields a forget request may hold (anything else is refused): their types, defaults and
@@ -884,8 +811,7 @@ class ForgetHandler(AgentMemoryHandler):
         """Remove a text, every match of a pattern, or every stored credential (200 with the
         receipt; ``receipt.verified`` false means a copy was still found, in ``remaining``)."""
         agent_id = self.agent_id(agent)
-        # Forgetting cannot be undone: a misspelt "dry_run" must not turn a rehearsal into
-        # the real thing.
+        # Forgetting cannot be undone: a misspelt "dry_run" must not make a rehearsal real.
         body = self.json_body(tuple(_FORGET_FIELDS))
         args: dict[str, Any] = {}
         for name, (kind, default, what) in _FORGET_FIELDS.items():
@@ -923,8 +849,7 @@ HANDLERS: list[tuple[str, type[AgentMemoryHandler]]] = [
 
 
 class NotFoundHandler(AgentMemoryHandler):
-    """Any other path under the API prefix: a JSON 404 like every other error of the API,
-    never jupyter_server's HTML page (a client parses every error the same way)."""
+    """Any other path under the API prefix: a JSON 404 like every other error, not HTML."""
 
     def _missing(self, *args: Any) -> None:
         raise ApiError(404, f"No such agent-memory API route: {self.request.path}")

@@ -60,16 +60,12 @@ class Handovers:
         return handle
 
     def path_of(self, handle: str) -> Path:
-        """The folder ``handle`` stands for; :class:`HandoverError` 404 when none was handed
-        over under it (or it was forgotten)."""
+        """The folder ``handle`` stands for; :class:`HandoverError` 404 if unknown or forgotten."""
         folder = self._paths.get(handle)
         if folder is None:
-            raise HandoverError(
-                404,
-                f'No agent folder was handed over as "{handle}": a folder outside the '
-                "server's root is reachable only after its notebook's kernel reports it "
-                "(Show the Notebook's Agent Memory)",
-            )
+            raise HandoverError(404, f'No agent folder was handed over as "{handle}": a folder '
+                                "outside the server's root is reachable only after its notebook's "
+                                "kernel reports it (Show the Notebook's Agent Memory)")
         return folder
 
 
@@ -80,29 +76,23 @@ async def ask_kernel(kernel_manager: Any, kernel_id: str, timeout: float) -> dic
     from jupyter_client.session import Session
 
     kernel = kernel_manager.get_kernel(kernel_id)
-    # A session of our own: a client sharing the manager's would record every broadcast
-    # message's signature in the same replay history, and the notebook's own connection would
-    # then drop those messages as duplicates.
+    # A session of our own: sharing the manager's would put every broadcast's signature in its
+    # replay history, and the notebook's own connection would drop those as duplicates.
     shared = kernel.session
     client = kernel.client(session=Session(
         key=shared.key, signature_scheme=shared.signature_scheme, username="agent-memory"
     ))
     client.start_channels()
     try:
-        msg_id = client.execute(
-            "", silent=True, store_history=False, allow_stdin=False,
-            user_expressions={"agent": KERNEL_EXPRESSION},
-        )  # fmt: skip
+        msg_id = client.execute("", silent=True, store_history=False, allow_stdin=False,
+                                user_expressions={"agent": KERNEL_EXPRESSION})
         deadline = time.monotonic() + timeout
         reply: dict[str, Any] = {}
         while reply.get("parent_header", {}).get("msg_id") != msg_id:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise HandoverError(
-                    504,
-                    f"The kernel did not answer within {timeout:g} s (is a cell still "
-                    "running?); try again when it is idle",
-                )
+                raise HandoverError(504, f"The kernel did not answer within {timeout:g} s (is a "
+                                    "cell still running?); try again when it is idle")
             with contextlib.suppress(Empty):  # the deadline check above reports it
                 reply = await client.get_shell_msg(timeout=left)
     finally:
@@ -110,11 +100,8 @@ async def ask_kernel(kernel_manager: Any, kernel_id: str, timeout: float) -> dic
     result = (reply.get("content", {}).get("user_expressions") or {}).get("agent") or {}
     if result.get("status") != "ok":
         reason = result.get("evalue") or "no answer"
-        raise HandoverError(
-            409,
-            f"The kernel could not tell where its agent is ({reason}); is "
-            "jupyter-agent-memory installed in the kernel's environment?",
-        )
+        raise HandoverError(409, f"The kernel could not tell where its agent is ({reason}); is "
+                            "jupyter-agent-memory installed in the kernel's environment?")
     try:
         answer = json.loads(result["data"]["text/plain"])
     except (KeyError, TypeError, ValueError):
@@ -136,26 +123,19 @@ def reported_folder(answer: dict[str, Any]) -> Path:
     if not isinstance(path, str) or not os.path.isabs(path):
         raise HandoverError(502, "The kernel reported no absolute agent folder")
     if not os.path.isdir(path):
-        raise HandoverError(
-            409,
-            f"The notebook's agent folder {path} does not exist yet: run a memory magic "
-            "(for example %fact) in the notebook first",
-        )
+        raise HandoverError(409, f"The notebook's agent folder {path} does not exist yet: run a "
+                            "memory magic (for example %fact) in the notebook first")
     return Path(os.path.realpath(path))
 
 
 def agent_for(
     folder: Path, agent_id: str | None, agents_root: Path, workspace: Path, handovers: Handovers
 ) -> tuple[str, str]:
-    """The id every route knows ``folder`` by, and how: ``("id", "agents-root")`` for an agent
-    of the agents root, ``("@rel", "server-root")`` below the server's root, else a handle
-    (``"handed-over"``)."""
+    """The id every route knows ``folder`` by, and how: its id (``agents-root``), ``@relative``
+    below the server's root (``server-root``), else a handle (``handed-over``)."""
     if agent_id and folder == Path(os.path.realpath(agents_root)) / agent_id:
         return agent_id, "agents-root"
-    try:
-        relative = folder.relative_to(os.path.realpath(workspace))
-    except ValueError:
-        relative = None
-    if relative is not None and relative.parts:
-        return f"@{relative.as_posix()}", "server-root"
+    workspace = Path(os.path.realpath(workspace))
+    if folder != workspace and folder.is_relative_to(workspace):
+        return f"@{folder.relative_to(workspace).as_posix()}", "server-root"
     return handovers.handle_for(folder), "handed-over"
