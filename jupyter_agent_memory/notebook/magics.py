@@ -1,11 +1,6 @@
-"""IPython magics for agent memory: ``%agent_memory``, ``%fact``, ``%%fact_update``,
-``%journal``, ``%memprompt`` and ``%forget`` (``%load_ext jupyter_agent_memory``).
-
-Each is a thin adapter over the engine (results and errors are the engine's own), returns what
-it shows (``facts = %fact --raw`` is the exact text), takes ``--agent TARGET`` for one call and
-has full help (``%fact?``). Options are traitlets on :class:`AgentMemoryMagics`, e.g.
-``%config AgentMemoryMagics.budget_tokens = 2000`` or ``c.AgentMemoryMagics...`` in
-``ipython_config.py``.
+"""IPython magics for agent memory (``%load_ext jupyter_agent_memory``): thin adapters over
+the engine that return what they show. Options are traitlets on :class:`AgentMemoryMagics`
+(``%config AgentMemoryMagics.budget_tokens = 2000``).
 """
 
 from __future__ import annotations
@@ -44,7 +39,6 @@ from .display import (
 
 __all__ = ["AgentMemoryMagics", "load_ipython_extension", "unload_ipython_extension"]
 
-_QUOTES = ("'", '"')
 APPEND_USAGE = "Usage: %journal append TEXT [-t TAG]..."
 
 
@@ -56,16 +50,13 @@ def _clean_doc(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def _unquote(token: str) -> str:
     """Strip one pair of matching outer quotes; IPython's argument splitter keeps them."""
-    quoted = len(token) >= 2 and token[0] == token[-1] and token[0] in _QUOTES
+    quoted = len(token) >= 2 and token[0] == token[-1] and token[0] in ("'", '"')
     return token[1:-1] if quoted else token
 
 
 def _parse(magic: Callable[..., Any], line: str) -> Any:
-    """Parse a magic's arguments, allowing options between positional words.
-
-    IPython's splitter keeps quotes (so an apostrophe works); one pair of outer quotes is
-    removed from option values and single arguments, text of several words is kept as typed.
-    """
+    """Parse a magic's arguments (options may sit between words); one pair of outer quotes is
+    removed from option values and single arguments, text of several words is kept as typed."""
     try:
         argv = arg_split(line, strict=True)
     except ValueError as exc:
@@ -83,8 +74,7 @@ def _parse(magic: Callable[..., Any], line: str) -> Any:
 
 @contextlib.contextmanager
 def _engine_errors() -> Iterator[None]:
-    """Turn engine errors (``MemoryToolError``, I/O failures included) into one-line
-    ``UsageError``s carrying the engine's message."""
+    """Turn engine errors (I/O failures included) into one-line ``UsageError``s."""
     try:
         yield
     except MemoryToolError as exc:
@@ -101,8 +91,7 @@ def _only_one(**flags: object) -> None:
 
 @magics_class
 class AgentMemoryMagics(Magics):
-    """The agent-memory magics. Holds the active agent for this session (opened on first use,
-    so loading the extension never creates a folder) and the last prompt built per agent."""
+    """The agent-memory magics; the active agent is opened on first use (loading creates none)."""
 
     default_agent = Unicode(
         "", help="Agent id or folder path used until %agent_memory selects another. Empty "
@@ -197,8 +186,7 @@ class AgentMemoryMagics(Magics):
             raise UsageError("Give the agent either as TARGET or as --agent, not both")
         target = args.target or args.agent
         if target:
-            mem = self._open(target, create=True)
-            self.memory = mem
+            self.memory = mem = self._open(target, create=True)
             print(f"Active agent: {self.describe(mem)}")
         else:
             # Asking for the panel is explicit: the default agent is created here (only here).
@@ -219,8 +207,7 @@ class AgentMemoryMagics(Magics):
         return self.summary(mem)
 
     def _panel_for(self, mem: AgentMemory) -> Any:
-        """The open panel for this agent (refreshed), or a new one: re-running ``%agent_memory``
-        does not pile up panels that all keep refreshing."""
+        """The open panel for this agent (refreshed), or a new one, so panels do not pile up."""
         from .panel import MemoryPanel, is_live
 
         panel = self._panels.get(str(mem.path))
@@ -284,7 +271,12 @@ class AgentMemoryMagics(Magics):
             if args.history:
                 return HistoryView(mem.history())
             if args.diff is not None:
-                return self._fact_diff(mem, args.diff)
+                sha = args.diff or next((v["sha256"] for v in mem.history()), None)
+                if sha is None:
+                    print(HistoryView.empty_message)
+                    return None
+                return DiffView(mem.history_text(sha), mem.facts, f"FACT.md@{sha[:12]}",
+                                "FACT.md (current)")
             if args.restore is not None:
                 before = mem.facts
                 new_sha = mem.restore(args.restore)
@@ -293,17 +285,6 @@ class AgentMemoryMagics(Magics):
                 return DiffView(before, mem.facts, "FACT.md (before)", "FACT.md (restored)", 1)
             text, sha = mem.read_facts()
             return FactsView(text, path=mem.path, sha256=sha)
-
-    @staticmethod
-    def _fact_diff(mem: AgentMemory, sha: str) -> DiffView | None:
-        if not sha:
-            versions = mem.history()
-            if not versions:
-                print(HistoryView.empty_message)
-                return None
-            sha = versions[0]["sha256"]
-        return DiffView(mem.history_text(sha), mem.facts, f"FACT.md@{sha[:12]}",
-                        "FACT.md (current)")
 
     @cell_magic
     # The name only sets the usage line, so help reads "%%fact_update" as typed.
@@ -499,7 +480,10 @@ class AgentMemoryMagics(Magics):
             if diff_ids:
                 return DiffView.between_sessions(mem, *diff_ids)
             if args.why is not None:
-                session_id = args.session or _newest_session(mem)
+                session_id = args.session or next(
+                    (str(r["session_id"]) for r in mem.sessions()), None)
+                if session_id is None:
+                    raise UsageError(SessionsView.empty_message)
                 return WhyView(mem.why(session_id, args.why),
                                session_id=session_id, needle=args.why)
             view = PromptView.from_session(mem, args.session)
@@ -550,23 +534,14 @@ class AgentMemoryMagics(Magics):
         return ForgetReceipt(receipt)
 
     def post_run_cell(self, result: Any = None) -> None:
-        """After each cell, let open memory panels refresh if memory changed on disk (when
-        :mod:`.panel` was never imported there is none, and importing it would load ipywidgets)."""
+        """After each cell, refresh open panels whose memory changed (none if never imported)."""
         panel_module = sys.modules.get(f"{__package__}.panel")
         if panel_module is not None:
             panel_module.refresh_live_panels()
 
 
-def _newest_session(mem: AgentMemory) -> str:
-    receipts = mem.sessions()
-    if not receipts:
-        raise UsageError(SessionsView.empty_message)
-    return str(receipts[0]["session_id"])
-
-
 class _JsonValue(dict):
-    """A dict whose plain-text display is its JSON, so a front end asking a kernel through
-    ``user_expressions`` can parse it."""
+    """A dict displayed as its JSON, for a front end's ``user_expressions``."""
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         """Plain-text form: the JSON text."""
@@ -576,9 +551,8 @@ class _JsonValue(dict):
 
 
 def active_agent_location(ipython: Any) -> dict[str, Any]:
-    """Where this kernel's active agent is, without opening or creating anything (for the
-    JupyterLab sidebar): ``{"loaded": False}`` without the extension, else ``{"loaded": True,
-    "path", "agent_id", "exists"}`` for the agent selected (or the default it would use)."""
+    """Where this kernel's active agent is, opening nothing (for the sidebar): ``{"loaded":
+    False}`` without the extension, else ``loaded``, ``path``, ``agent_id`` and ``exists``."""
     from ..engine.paths import resolve_target
 
     magics = ipython.magics_manager.registry.get(AgentMemoryMagics.__name__)
