@@ -781,8 +781,7 @@ def _receipt_counts(receipt: Mapping[str, Any]) -> dict[str, int]:
 
 
 def forget_report(receipt: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """What people read about a forget or a dry run, as ``(status, text)`` pairs (never the
-    forgotten text)."""
+    """What people read about a forget or dry run, as ``(status, text)`` pairs (never the text)."""
     from ..engine.forgetting import RECEIPTS
 
     counts = _receipt_counts(receipt)
@@ -817,8 +816,7 @@ def forget_report(receipt: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 @_view
 class ForgetReceipt(dict):
-    """The engine's receipt of a forget or dry run (never the text), shown as
-    :func:`forget_report`."""
+    """The engine's receipt of a forget or dry run (never the text), shown as its report."""
 
     def counts(self) -> dict[str, int]:
         """Places changed (or that would change), per kind."""

@@ -421,23 +421,22 @@ class AgentMemoryMagics(Magics):
         Building a prompt here is a preview: nothing is written and no session is recorded.
         """
         args = _parse(self.memprompt, line)
-        diff_ids = args.diff
-        if diff_ids is not None and len(diff_ids) not in (0, 2):
+        if args.diff is not None and len(args.diff) not in (0, 2):
             raise UsageError("--diff takes no session id (the previous build here) or two ids, "
-                             f"not {len(diff_ids)}")
-        if args.sessions or args.why is not None or args.session is not None or diff_ids:
+                             f"not {len(args.diff)}")
+        if args.sessions or args.why is not None or args.session is not None or args.diff:
             if args.workspace or args.facts or args.budget is not None:
                 raise UsageError("--workspace, --facts and --budget apply to building a prompt, "
                                  "not to recorded sessions")
-            _only_one(sessions=args.sessions, why=args.why, diff=diff_ids or None)
+            _only_one(sessions=args.sessions, why=args.why, diff=args.diff or None)
             if args.sessions and args.session is not None:
                 raise UsageError("Choose one of --sessions, --session")
-            if diff_ids and args.session is not None:
+            if args.diff and args.session is not None:
                 raise UsageError("--diff ID ID names both sessions; drop --session")
             if args.raw and (args.sessions or args.why is not None):
                 raise UsageError("--raw applies to one session's prompt (--session ID)")
-            return self._recorded(self.memory_for(args.agent), args, diff_ids)
-        _only_one(raw=args.raw, diff=diff_ids is not None)
+            return self._recorded(self.memory_for(args.agent), args)
+        _only_one(raw=args.raw, diff=args.diff is not None)
         mem = self.memory_for(args.agent)
         with _engine_errors():
             workspace = require_workspace(args.workspace) if args.workspace else Path.cwd()
@@ -445,13 +444,11 @@ class AgentMemoryMagics(Magics):
             if args.facts:
                 text = builder.build_facts_section(mem)
                 view = PromptView(text or "", title="Agent Knowledge section")
-                warnings: list[str] = []
             else:
                 # The view shows the budget warning; stderr would repeat it.
                 prompt = builder.build_session(mem, workspace, warn=False)
                 text = prompt.text
                 view = PromptView.from_prompt(prompt)
-                warnings = list(prompt.warnings)
         if text is None:
             print("No Agent Knowledge section: FACT.md is empty.")
             return None
@@ -460,10 +457,10 @@ class AgentMemoryMagics(Magics):
         self._last_prompts[key] = text
         if args.raw:
             # Warnings go to stderr so the text (returned, and displayed as it is) stays exact.
-            for warning in warnings:
+            for warning in view.warnings:
                 print(f"WARNING: {warning}", file=sys.stderr)
             return RawText(text)
-        if diff_ids is not None:
+        if args.diff is not None:
             if previous is None:
                 print("No earlier build of this prompt in this session; run %memprompt --diff "
                       "again after memory changes.")
@@ -472,13 +469,13 @@ class AgentMemoryMagics(Magics):
         return view
 
     @staticmethod
-    def _recorded(mem: AgentMemory, args: Any, diff_ids: list[str] | None) -> Any:
+    def _recorded(mem: AgentMemory, args: Any) -> Any:
         """``%memprompt --sessions / --session / --diff ID ID / --why``: sessions on record."""
         with _engine_errors():
             if args.sessions:
                 return SessionsView(mem.sessions())
-            if diff_ids:
-                return DiffView.between_sessions(mem, *diff_ids)
+            if args.diff:
+                return DiffView.between_sessions(mem, *args.diff)
             if args.why is not None:
                 session_id = args.session or next(
                     (str(r["session_id"]) for r in mem.sessions()), None)

@@ -133,9 +133,8 @@ def _on_conflict(name: str, doc: str) -> Any:
 
 
 class _FileEditor:
-    """An editor for one memory file whose Save is compare-and-swap against the version loaded
-    (``write(text, expected_sha256=...)``), so a change made meanwhile shows as a conflict. A
-    file over ``limit`` characters stays out of the editor until *Edit here anyway*."""
+    """An editor for one memory file whose Save is compare-and-swap (a change made meanwhile
+    shows as a conflict); a file over ``limit`` characters waits for *Edit here anyway*."""
 
     def __init__(self, kit: _Kit, label: str, read: Callable[[], tuple[str, str]],
                  write: Callable[..., str], placeholder: str, height: str = "220px", *,
@@ -340,10 +339,6 @@ class _Choices:
 TAG_COUNT_AUTO_BYTES = 1024 * 1024
 
 
-#: The CSS class of the panel's outermost element.
-PANEL_CLASS = "jp-AgentMemory-panel"
-
-
 class MemoryPanel(widgets.VBox):
     """A widget panel over one agent; ``workspace`` holds the prompt's base ``system.md``."""
 
@@ -351,7 +346,7 @@ class MemoryPanel(widgets.VBox):
                  tool_name: str = DEFAULT_TOOL_NAME, budget_tokens: int | None = None,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.add_class(PANEL_CLASS)
+        self.add_class("jp-AgentMemory-panel")
         from ..engine.prompt import PromptBuilder
 
         self.mem = mem
