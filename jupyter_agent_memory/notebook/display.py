@@ -27,9 +27,54 @@ __all__ = [
 
 #: About how many characters of memory text a view sends to the front end (notebooks stay fast).
 VIEW_LIMIT = 100_000
+#: Longest value one table cell shows; the entry in code keeps all of it.
+CELL_LIMIT = 5_000
 
 # Keys every journal entry has; anything else was written by another tool and is shown as-is.
 _ENTRY_KEYS = ("ts", "tags", "text")
+V = TypeVar("V", bound=type)
+_esc = escape_html
+
+# Inline styles (an output's <style> applies to the whole page), with theme-variable fallbacks.
+TABLE_STYLE = ("border-collapse:collapse;width:100%;font-size:var(--jp-ui-font-size1,13px);"
+               "color:var(--jp-content-font-color1,inherit)")
+TH_STYLE = ("text-align:left;padding:3px 10px;position:sticky;top:0;"
+            "background:var(--jp-layout-color2,#eee);color:var(--jp-ui-font-color1,inherit);"
+            "border-bottom:1px solid var(--jp-border-color1,#bbb);white-space:nowrap")
+TD_STYLE = ("text-align:left;vertical-align:top;padding:3px 10px;"
+            "border-bottom:1px solid var(--jp-border-color2,#ddd)")
+#: Wrap at spaces; break a word only when it alone is wider than the line.
+TEXT_WRAP = "white-space:pre-wrap;overflow-wrap:break-word;word-break:normal"
+#: A box of bounded height that scrolls, for long tables and texts.
+SCROLL_STYLE = "max-height:32em;overflow:auto;border:1px solid var(--jp-border-color2,#ddd)"
+#: Search matches: text colour on orange and background mixed (plain colours for old browsers).
+MARK_STYLE = ("background:#ffe08a;color:#000;"
+              "background:color-mix(in srgb,var(--jp-warn-color2,#ffb74d) 45%,"
+              "var(--jp-layout-color0,#fff));color:var(--jp-ui-font-color0,#000);"
+              "padding:0 1px;border-radius:2px")
+#: Status text colours per kind: ``(plain fallback, theme colour)``.
+_STATUS = {
+    "ok": ("#1a7f37", "var(--jp-success-color1,#388e3c)"),
+    "error": ("#b42318", "var(--jp-error-color1,#d32f2f)"),
+    "warning": ("#8a5a00", "var(--jp-warn-color1,#f57c00)"),
+}
+
+#: Unicode categories never written raw to a terminal (controls, bidi, separators, surrogates).
+_NOT_RAW = frozenset(("Cc", "Cf", "Zl", "Zp", "Cs"))
+
+#: What one count of each kind of place in a forget receipt is: ``(singular, plural)``.
+FORGET_UNITS = {
+    "profile": ("line of SOUL.md or USER.md", "lines of SOUL.md or USER.md"),
+    "facts": ("line of FACT.md", "lines of FACT.md"),
+    "journal": ("journal entry (a tombstone keeps its time)",
+                "journal entries (tombstones keep their times)"),
+    "history": ("earlier FACT.md version", "earlier FACT.md versions"),
+    "sessions": ("stored session text (a prompt or a file version, shared by every session "
+                 "that used it)",
+                 "stored session texts (prompts and file versions, shared by every session "
+                 "that used them)"),
+    "caches": ("search index file", "search index files"),
+}
 
 
 def short_sha(sha256: str, length: int = 12) -> str:
@@ -46,38 +91,9 @@ def format_size(n_bytes: int) -> str:
     return f"{n_bytes / (1024 * 1024):.1f} MB"
 
 
-_esc = escape_html
-
-# Inline styles (an output's <style> applies to the whole page), with theme-variable fallbacks.
-TABLE_STYLE = ("border-collapse:collapse;width:100%;font-size:var(--jp-ui-font-size1,13px);"
-               "color:var(--jp-content-font-color1,inherit)")
-TH_STYLE = ("text-align:left;padding:3px 10px;position:sticky;top:0;"
-            "background:var(--jp-layout-color2,#eee);color:var(--jp-ui-font-color1,inherit);"
-            "border-bottom:1px solid var(--jp-border-color1,#bbb);white-space:nowrap")
-TD_STYLE = ("text-align:left;vertical-align:top;padding:3px 10px;"
-            "border-bottom:1px solid var(--jp-border-color2,#ddd)")
-#: Wrap at spaces; break a word only when it alone is wider than the line.
-TEXT_WRAP = "white-space:pre-wrap;overflow-wrap:break-word;word-break:normal"
-#: A box of bounded height that scrolls, for long tables and texts.
-SCROLL_STYLE = "max-height:32em;overflow:auto;border:1px solid var(--jp-border-color2,#ddd)"
-
-
 def _on_theme(colour: str, share: int) -> str:
     """``colour`` moved ``share``% towards the theme's text colour (WCAG AA in any theme)."""
     return f"color-mix(in srgb,{colour} {100 - share}%,var(--jp-ui-font-color0,#000))"
-
-
-#: Search matches: text colour on orange and background mixed (plain colours for old browsers).
-MARK_STYLE = ("background:#ffe08a;color:#000;"
-              "background:color-mix(in srgb,var(--jp-warn-color2,#ffb74d) 45%,"
-              "var(--jp-layout-color0,#fff));color:var(--jp-ui-font-color0,#000);"
-              "padding:0 1px;border-radius:2px")
-#: Status text colours per kind: ``(plain fallback, theme colour)``.
-_STATUS = {
-    "ok": ("#1a7f37", "var(--jp-success-color1,#388e3c)"),
-    "error": ("#b42318", "var(--jp-error-color1,#d32f2f)"),
-    "warning": ("#8a5a00", "var(--jp-warn-color1,#f57c00)"),
-}
 
 
 def status_style(kind: str) -> str:
@@ -120,10 +136,6 @@ def _table(head: Sequence[str], rows: Iterable[Sequence[str]], css_class: str, l
         f'<table class="{css_class}" style="{TABLE_STYLE}">'
         f"<thead><tr>{header}</tr></thead><tbody>{body}</tbody></table></div>"
     )
-
-
-#: Longest value one table cell shows; the entry in code keeps all of it.
-CELL_LIMIT = 5_000
 
 
 def _cell_text(text: str, query: str = "") -> str:
@@ -220,9 +232,6 @@ class RawText(str):
         p.text(str(self)[:-1] if self.endswith("\n") else str(self))
 
 
-V = TypeVar("V", bound=type)
-
-
 def _view(cls: V) -> V:
     """Put ``cls``'s HTML in a no-MathJax block; its IPython plain text is ``str(self)`` unless
     the class defines ``_repr_pretty_`` itself (IPython prefers a ``__repr__`` found first)."""
@@ -239,10 +248,6 @@ def _view(cls: V) -> V:
     if "_repr_pretty_" not in vars(cls):
         view._repr_pretty_ = _repr_pretty_
     return cls
-
-
-#: Unicode categories never written raw to a terminal (controls, bidi, separators, surrogates).
-_NOT_RAW = frozenset(("Cc", "Cf", "Zl", "Zp", "Cs"))
 
 
 def inert_line(value: object) -> str:
@@ -753,21 +758,6 @@ class WhyView(list):
 
     def __repr__(self) -> str:
         return f"WhyView({len(self)} origins)"
-
-
-#: What one count of each kind of place in a forget receipt is: ``(singular, plural)``.
-FORGET_UNITS = {
-    "profile": ("line of SOUL.md or USER.md", "lines of SOUL.md or USER.md"),
-    "facts": ("line of FACT.md", "lines of FACT.md"),
-    "journal": ("journal entry (a tombstone keeps its time)",
-                "journal entries (tombstones keep their times)"),
-    "history": ("earlier FACT.md version", "earlier FACT.md versions"),
-    "sessions": ("stored session text (a prompt or a file version, shared by every session "
-                 "that used it)",
-                 "stored session texts (prompts and file versions, shared by every session "
-                 "that used them)"),
-    "caches": ("search index file", "search index files"),
-}
 
 
 def _receipt_counts(receipt: Mapping[str, Any]) -> dict[str, int]:

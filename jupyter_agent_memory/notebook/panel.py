@@ -41,6 +41,10 @@ log = logging.getLogger(__name__)
 
 # Panels that are open; the IPython post_run_cell hook refreshes them. Closed panels leave.
 _LIVE_PANELS: weakref.WeakSet[MemoryPanel] = weakref.WeakSet()
+#: Layouts shared by several widgets (see :class:`_Kit`): never shown or hidden one by one.
+_SHARED_LAYOUTS: weakref.WeakSet[widgets.Layout] = weakref.WeakSet()
+#: Tags are counted on refresh up to this journal size, beyond only on Count tags.
+TAG_COUNT_AUTO_BYTES = 1024 * 1024
 
 
 def refresh_live_panels() -> None:
@@ -72,10 +76,6 @@ def _message(text: str, kind: str = "info") -> str:
     """Status line HTML in the theme's colour for ``kind``; ``text`` is escaped."""
     return (f'<span class="{NO_MATH_CLASS}" style="{status_style(kind)};'
             f'{TEXT_WRAP}">{escape_html(text)}</span>')
-
-
-#: Layouts shared by several widgets (see :class:`_Kit`): never shown or hidden one by one.
-_SHARED_LAYOUTS: weakref.WeakSet[widgets.Layout] = weakref.WeakSet()
 
 
 class _Kit:
@@ -333,10 +333,6 @@ class _Choices:
             kit(widgets.HBox, children=[self.reload_button, self.keep_editing_button,
                                         self.overwrite_button]),
         ])
-
-
-#: Tags are counted on refresh up to this journal size, beyond only on Count tags.
-TAG_COUNT_AUTO_BYTES = 1024 * 1024
 
 
 class MemoryPanel(widgets.VBox):
