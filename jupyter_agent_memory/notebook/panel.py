@@ -138,8 +138,7 @@ class _FileEditor:
 
     def __init__(self, kit: _Kit, label: str, read: Callable[[], tuple[str, str]],
                  write: Callable[..., str], placeholder: str, height: str = "220px", *,
-                 guard: Callable[[str], str] | None = None,
-                 check: Callable[[], None] | None = None) -> None:
+                 check: Callable[[], None], guard: Callable[[str], str] | None = None) -> None:
         self.label = label
         self._read = read
         self._write = write
@@ -281,8 +280,7 @@ class _FileEditor:
                 "error")
             return False
         try:
-            if self._check is not None:
-                self._check()
+            self._check()
             if self._guard is not None:
                 self._guard(text)
             sha = self._write(text, expected_sha256=expected)
@@ -518,12 +516,11 @@ class MemoryPanel(widgets.VBox):
 
     def _build_persona_tab(self) -> widgets.Widget:
         mem, kit = self.mem, self._kit
-        self.soul = _FileEditor(kit, "SOUL.md", mem.read_soul, mem.write_soul,
-                                "SOUL.md is empty. Write it here and press Save.", "180px",
-                                check=self._check_folder)
-        self.user = _FileEditor(kit, "USER.md", mem.read_user, mem.write_user,
-                                "USER.md is empty. Write it here and press Save.", "180px",
-                                check=self._check_folder)
+        self.soul, self.user = (
+            _FileEditor(kit, name, read, write, f"{name} is empty. Write it here and press Save.",
+                        "180px", check=self._check_folder)
+            for name, read, write in (("SOUL.md", mem.read_soul, mem.write_soul),
+                                      ("USER.md", mem.read_user, mem.write_user)))
         for part in (self.soul, self.user):
             part.save_button.on_click(lambda _b, p=part: self.save_persona(p))
             part.reload_button.on_click(lambda _b, p=part: self._guard(p.status,
