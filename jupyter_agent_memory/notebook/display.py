@@ -16,6 +16,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..engine.forgetting import RECEIPTS
+from ..engine.sessions import find
 from ..engine.tool import NO_JOURNAL, NO_MATCHES
 from ..render import escape_html, markdown_html, no_math_block
 
@@ -432,8 +434,6 @@ class DiffView:
     @classmethod
     def between_sessions(cls, mem: Any, first: str, second: str) -> DiffView:
         """How the prompts of two recorded sessions (ids or unique prefixes) differ."""
-        from ..engine.sessions import find
-
         a, b = find(mem, first), find(mem, second)
         return cls(mem.session_prompt(a["session_id"]), mem.session_prompt(b["session_id"]),
                    f"session {a['session_id']} ({a.get('ts', '?')})",
@@ -542,8 +542,6 @@ class PromptView:
     @classmethod
     def from_session(cls, mem: Any, session_id: str) -> PromptView:
         """The view of the prompt a recorded session (id or unique prefix) started with."""
-        from ..engine.sessions import find
-
         receipt = find(mem, session_id)
         return cls.from_receipt(receipt, mem.session_prompt(receipt["session_id"]))
 
@@ -772,8 +770,6 @@ def _receipt_counts(receipt: Mapping[str, Any]) -> dict[str, int]:
 
 def forget_report(receipt: Mapping[str, Any]) -> list[tuple[str, str]]:
     """What people read about a forget or dry run, as ``(status, text)`` pairs (never the text)."""
-    from ..engine.forgetting import RECEIPTS
-
     counts = _receipt_counts(receipt)
     dry = bool(receipt.get("dry_run"))
     places = [str(place) for place in receipt.get("places") or ()]

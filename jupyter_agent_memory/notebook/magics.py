@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import json
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -19,10 +20,12 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.utils.process import arg_split
 from traitlets import CaselessStrEnum, Int, Unicode
 
+from ..engine import forgetting
 from ..engine.arguments import DEFAULT_LIMIT, check_count
-from ..engine.paths import require_workspace
-from ..engine.prompt import DEFAULT_TOOL_NAME
+from ..engine.paths import require_workspace, resolve_target
+from ..engine.prompt import DEFAULT_TOOL_NAME, PromptBuilder
 from ..engine.store import AgentMemory, check_edit_body
+from ..engine.templates import provision
 from ..errors import MemoryToolError
 from .display import (
     AgentSummary,
@@ -154,8 +157,6 @@ class AgentMemoryMagics(Magics):
 
     def _builder(self, budget: int | None) -> Any:
         # One builder per (tool name, budget), kept for the session so its file cache pays off.
-        from ..engine.prompt import PromptBuilder
-
         key = (self.tool_name, budget)
         if key not in self._builders:
             self._builders[key] = PromptBuilder(tool_name=self.tool_name, budget_tokens=budget)
@@ -194,8 +195,6 @@ class AgentMemoryMagics(Magics):
                 self._memory = self._open(self.default_agent, create=True)
             mem = self._memory
         if args.template:
-            from ..engine.templates import provision
-
             with _engine_errors():
                 definition = provision(args.template, mem)
             print(f"Provisioned from template {definition.name!r}.")
@@ -523,11 +522,9 @@ class AgentMemoryMagics(Magics):
             raise UsageError("Give exactly one of TEXT, --pattern REGEX, --secrets"
                              + (f" (got {', '.join(given)})" if given else ""))
         mem = self.memory_for(args.agent)
-        from ..engine.forgetting import forget
-
         with _engine_errors():
-            receipt = forget(mem, text, pattern=args.pattern, secrets=args.secrets,
-                             dry_run=args.dry_run, reason=args.reason)
+            receipt = forgetting.forget(mem, text, pattern=args.pattern, secrets=args.secrets,
+                                        dry_run=args.dry_run, reason=args.reason)
         return ForgetReceipt(receipt)
 
     def post_run_cell(self, result: Any = None) -> None:
@@ -542,16 +539,12 @@ class _JsonValue(dict):
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         """Plain-text form: the JSON text."""
-        import json
-
         p.text(json.dumps(self))
 
 
 def active_agent_location(ipython: Any) -> dict[str, Any]:
     """Where this kernel's active agent is, opening nothing (for the sidebar): ``{"loaded":
     False}`` without the extension, else ``loaded``, ``path``, ``agent_id`` and ``exists``."""
-    from ..engine.paths import resolve_target
-
     magics = ipython.magics_manager.registry.get(AgentMemoryMagics.__name__)
     if magics is None:
         return _JsonValue(loaded=False)

@@ -15,9 +15,10 @@ from typing import Any
 import ipywidgets as widgets
 
 from ..engine.arguments import DEFAULT_LIMIT, check_count
-from ..engine.prompt import DEFAULT_TOOL_NAME
-from ..engine.store import AgentMemory, check_edit_body
+from ..engine.prompt import DEFAULT_TOOL_NAME, PromptBuilder
+from ..engine.store import JOURNAL, MEMORY_DIR, AgentMemory, check_edit_body
 from ..errors import AgentNotFoundError, MemoryConflictError, MemoryToolError
+from ..folder import file_key, match_name
 from ..render import NO_MATH_CLASS, escape_html
 from .display import (
     TEXT_WRAP,
@@ -63,8 +64,6 @@ def is_live(panel: MemoryPanel) -> bool:
 
 def memory_fingerprint(mem: AgentMemory) -> tuple[Any, ...]:
     """A cheap value that changes whenever a file of the agent changes (lstat only)."""
-    from ..folder import file_key
-
     try:
         stats = mem.file_stats()
     except MemoryToolError as exc:
@@ -341,8 +340,6 @@ class MemoryPanel(widgets.VBox):
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.add_class("jp-AgentMemory-panel")
-        from ..engine.prompt import PromptBuilder
-
         self.mem = mem
         self.builder = PromptBuilder(tool_name=tool_name, budget_tokens=budget_tokens)
         self._workspace = Path(workspace) if workspace is not None else Path.cwd()
@@ -686,9 +683,6 @@ class MemoryPanel(widgets.VBox):
         return True
 
     def _load_tags(self) -> None:
-        from ..engine.store import JOURNAL, MEMORY_DIR
-        from ..folder import match_name
-
         stats = self.mem.file_stats()  # the journal's size from one lstat
         journal = match_name(list(stats), f"{MEMORY_DIR}/{JOURNAL}")
         if journal is None or stats[journal].st_size <= TAG_COUNT_AUTO_BYTES:
