@@ -187,13 +187,12 @@ class AgentMemoryMagics(Magics):
             raise UsageError("Give the agent either as TARGET or as --agent, not both")
         target = args.target or args.agent
         if target:
-            self.memory = mem = self._open(target, create=True)
-            print(f"Active agent: {self.describe(mem)}")
-        else:
+            self.memory = self._open(target, create=True)
+            print(f"Active agent: {self.describe(self.memory)}")
+        elif self._memory is None:
             # Asking for the panel is explicit: the default agent is created here (only here).
-            if self._memory is None:
-                self._memory = self._open(self.default_agent, create=True)
-            mem = self._memory
+            self._memory = self._open(self.default_agent, create=True)
+        mem = self.memory
         if args.template:
             with _engine_errors():
                 definition = provision(args.template, mem)
@@ -428,8 +427,7 @@ class AgentMemoryMagics(Magics):
                 raise UsageError("--workspace, --facts and --budget apply to building a prompt, "
                                  "not to recorded sessions")
             _only_one(sessions=args.sessions, why=args.why, diff=args.diff or None)
-            if args.sessions and args.session is not None:
-                raise UsageError("Choose one of --sessions, --session")
+            _only_one(sessions=args.sessions, session=args.session)
             if args.diff and args.session is not None:
                 raise UsageError("--diff ID ID names both sessions; drop --session")
             if args.raw and (args.sessions or args.why is not None):
