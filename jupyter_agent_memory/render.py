@@ -1,13 +1,8 @@
 """Turning memory text into HTML that cannot run anything and hides nothing.
 
-Memory text is written by a model that can be prompt-injected, and notebook front ends run
-the HTML of live outputs, so every surface renders memory text through this module:
-:func:`escape_html` for text shown as text, :func:`markdown_html` for Markdown (FACT.md).
-:func:`markdown_html` guarantees, whatever the text: nothing runs or loads (raw HTML shows
-as text, script-capable links are not linked, images become links, and an allowlist
-sanitiser checks the result), and every line stays visible (link targets, info strings and
-list numbers are shown; if any line's letters and digits are not visible in order, the
-whole text is shown as plain text with a note). Both run in linear time; the Markdown
+Memory text may come from a prompt-injected model and front ends run output HTML, so every
+surface renders it here: :func:`escape_html` for text, :func:`markdown_html` for Markdown
+(nothing runs or loads, every line stays visible). Both run in linear time; the Markdown
 parser is imported on first use. Details: docs/guarantees.md.
 """
 
@@ -81,8 +76,7 @@ def _target_text(href: str, title: str | None) -> str:
 
 
 def _image_as_link(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
-    """``![alt](url)`` as a link with its target: a loaded image would send its URL (and any
-    data a model put in it) the moment someone looks."""
+    """``![alt](url)`` as a link with its target: a loaded image would send data when seen."""
     token = tokens[idx]
     alt = self.renderInlineAsText(token.children or [], options, env) or "image"
     src = token.attrGet("src") or ""
@@ -129,8 +123,7 @@ def _ordered_list_close(self: Any, tokens: Any, idx: int, options: Any, env: Any
 
 
 def _list_item_open(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
-    """An ordered item keeps its number as written: ``value`` is set where a browser would
-    count otherwise."""
+    """An ordered item keeps its number as written (``value`` where a browser would differ)."""
     token = tokens[idx]
     if token.info:  # an ordered item: its number as written
         number, counters = int(token.info), env["ordered"]
@@ -163,11 +156,8 @@ def _markdown() -> Any:
 
 
 class _Allowlist(HTMLParser):
-    """Re-writes an HTML fragment from its parsed tokens, keeping only what Markdown produces.
-
-    Nothing passes through as written: kept tags and attributes are written anew and escaped,
-    texts are escaped, anything else goes (a dropped element's text stays). One linear pass.
-    """
+    """Re-writes an HTML fragment from its tokens, keeping only what Markdown produces: kept
+    tags and attributes written anew and escaped, text escaped, the rest dropped. Linear."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -207,8 +197,7 @@ def _attribute_allowed(tag: str, name: str, value: str) -> bool:
 
 
 def _url_allowed(url: str) -> bool:
-    """True for a relative URL or an allowed scheme, read as a browser reads it (edges
-    stripped, tabs and newlines removed)."""
+    """True for a relative URL or an allowed scheme, read as a browser reads it."""
     url = _URL_TAB_OR_NEWLINE.sub("", url.strip(_URL_EDGE))
     scheme = _URL_SCHEME.match(url)
     return scheme is None or scheme.group(1).lower() in _URL_SCHEMES
@@ -216,8 +205,7 @@ def _url_allowed(url: str) -> bool:
 
 def sanitised_html(fragment: str) -> str:
     """``fragment`` with only the elements and attributes Markdown produces (links: relative,
-    http, https or mailto, with ``rel="noopener noreferrer nofollow"``); the rest is dropped,
-    its text kept as text. The second layer behind the Markdown parser."""
+    http, https or mailto, with ``rel``); the rest dropped, its text kept."""
     parser = _Allowlist()
     parser.feed(fragment)
     parser.close()
@@ -257,8 +245,7 @@ def _number(raw: str | None, default: int) -> int:
 
 
 def visible_text(fragment: str) -> str:
-    """The text of an HTML fragment as a reader sees it: element text with entities decoded,
-    and each ordered item's number before it."""
+    """The text of an HTML fragment as a reader sees it, ordered items' numbers included."""
     parser = _Text()
     parser.feed(fragment)
     parser.close()
@@ -270,8 +257,7 @@ def _words(text: str) -> str:
 
 
 def _hides_a_line(source: str, rendered_text: str) -> bool:
-    """True unless each line's letters and digits appear in ``rendered_text``, in order
-    (one pass: each line is searched from where the previous one ended)."""
+    """True unless each line's letters and digits appear in ``rendered_text`` in order."""
     shown = _words(rendered_text)
     at = 0
     for line in source.split("\n"):
@@ -286,11 +272,8 @@ def _hides_a_line(source: str, rendered_text: str) -> bool:
 
 
 def markdown_html(text: str) -> str:
-    """Markdown ``text`` as sanitised HTML in a ``jp-AgentMemory-markdown`` no-math block.
-
-    Nothing in it can run or load, and every line stays visible (else the whole text is shown
-    as plain text under :data:`PLAIN_TEXT_NOTE`). A lone surrogate shows as U+FFFD.
-    """
+    """Markdown ``text`` as sanitised HTML in a ``jp-AgentMemory-markdown`` no-math block:
+    nothing runs or loads, every line stays visible (else plain text under PLAIN_TEXT_NOTE)."""
     text = _LONE_SURROGATE.sub("\ufffd", text)
     # The parser turns NUL into U+FFFD and CR LF into LF; check against what it read.
     checked = text.replace("\r\n", "\n").replace("\r", "\n")

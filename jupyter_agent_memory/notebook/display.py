@@ -1,21 +1,23 @@
-"""Rich output objects shared by the IPython magics and the ipywidgets panel.
+"""Rich output objects of the magics and the panel: HTML in a notebook, plain text in a terminal.
 
-Each renders as HTML in a notebook and as plain text in a terminal; they only format what the
-engine returns. Memory text is untrusted: every value put into HTML is escaped, FACT.md goes
-through :mod:`jupyter_agent_memory.render`, and nothing emits ``text/markdown`` (front ends
-render it with raw HTML on). No ipywidgets import here, so ``%load_ext`` stays light.
+Memory text is untrusted: every value put into HTML is escaped, FACT.md goes through
+:mod:`jupyter_agent_memory.render`, and nothing emits ``text/markdown`` (front ends render it
+with raw HTML on). No ipywidgets import here, so ``%load_ext`` stays light.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..engine.forgetting import RECEIPTS
+from ..engine.sessions import find
 from ..engine.tool import NO_JOURNAL, NO_MATCHES
 from ..render import escape_html, markdown_html, no_math_block
 
@@ -25,12 +27,56 @@ __all__ = [
     "format_size", "format_when", "highlight_html", "scroll_box", "short_sha", "status_style",
 ]
 
-#: About how many characters of memory text one view sends to the front end by default (a
-#: huge output makes a notebook slow); the view says what it left out and how to get it all.
+#: About how many characters of memory text a view sends to the front end (notebooks stay fast).
 VIEW_LIMIT = 100_000
+#: Longest value one table cell shows; the entry in code keeps all of it.
+CELL_LIMIT = 5_000
 
 # Keys every journal entry has; anything else was written by another tool and is shown as-is.
 _ENTRY_KEYS = ("ts", "tags", "text")
+V = TypeVar("V", bound=type)
+_esc = escape_html
+
+# Inline styles (an output's <style> applies to the whole page), with theme-variable fallbacks.
+TABLE_STYLE = ("border-collapse:collapse;width:100%;font-size:var(--jp-ui-font-size1,13px);"
+               "color:var(--jp-content-font-color1,inherit)")
+TH_STYLE = ("text-align:left;padding:3px 10px;position:sticky;top:0;"
+            "background:var(--jp-layout-color2,#eee);color:var(--jp-ui-font-color1,inherit);"
+            "border-bottom:1px solid var(--jp-border-color1,#bbb);white-space:nowrap")
+TD_STYLE = ("text-align:left;vertical-align:top;padding:3px 10px;"
+            "border-bottom:1px solid var(--jp-border-color2,#ddd)")
+#: Wrap at spaces; break a word only when it alone is wider than the line.
+TEXT_WRAP = "white-space:pre-wrap;overflow-wrap:break-word;word-break:normal"
+#: A box of bounded height that scrolls, for long tables and texts.
+SCROLL_STYLE = "max-height:32em;overflow:auto;border:1px solid var(--jp-border-color2,#ddd)"
+#: Search matches: text colour on orange and background mixed (plain colours for old browsers).
+MARK_STYLE = ("background:#ffe08a;color:#000;"
+              "background:color-mix(in srgb,var(--jp-warn-color2,#ffb74d) 45%,"
+              "var(--jp-layout-color0,#fff));color:var(--jp-ui-font-color0,#000);"
+              "padding:0 1px;border-radius:2px")
+#: Status text colours per kind: ``(plain fallback, theme colour)``.
+_STATUS = {
+    "ok": ("#1a7f37", "var(--jp-success-color1,#388e3c)"),
+    "error": ("#b42318", "var(--jp-error-color1,#d32f2f)"),
+    "warning": ("#8a5a00", "var(--jp-warn-color1,#f57c00)"),
+}
+
+#: Unicode categories never written raw to a terminal (controls, bidi, separators, surrogates).
+_NOT_RAW = frozenset(("Cc", "Cf", "Zl", "Zp", "Cs"))
+
+#: What one count of each kind of place in a forget receipt is: ``(singular, plural)``.
+FORGET_UNITS = {
+    "profile": ("line of SOUL.md or USER.md", "lines of SOUL.md or USER.md"),
+    "facts": ("line of FACT.md", "lines of FACT.md"),
+    "journal": ("journal entry (a tombstone keeps its time)",
+                "journal entries (tombstones keep their times)"),
+    "history": ("earlier FACT.md version", "earlier FACT.md versions"),
+    "sessions": ("stored session text (a prompt or a file version, shared by every session "
+                 "that used it)",
+                 "stored session texts (prompts and file versions, shared by every session "
+                 "that used them)"),
+    "caches": ("search index file", "search index files"),
+}
 
 
 def short_sha(sha256: str, length: int = 12) -> str:
@@ -47,46 +93,13 @@ def format_size(n_bytes: int) -> str:
     return f"{n_bytes / (1024 * 1024):.1f} MB"
 
 
-_esc = escape_html
-
-# Inline styles only (an output's <style> would apply to the whole page), on JupyterLab's
-# theme variables with fallbacks for other front ends.
-TABLE_STYLE = ("border-collapse:collapse;width:100%;font-size:var(--jp-ui-font-size1,13px);"
-               "color:var(--jp-content-font-color1,inherit)")
-TH_STYLE = ("text-align:left;padding:3px 10px;position:sticky;top:0;"
-            "background:var(--jp-layout-color2,#eee);color:var(--jp-ui-font-color1,inherit);"
-            "border-bottom:1px solid var(--jp-border-color1,#bbb);white-space:nowrap")
-TD_STYLE = ("text-align:left;vertical-align:top;padding:3px 10px;"
-            "border-bottom:1px solid var(--jp-border-color2,#ddd)")
-#: Wrap at spaces; break a word only when it alone is wider than the line.
-TEXT_WRAP = "white-space:pre-wrap;overflow-wrap:break-word;word-break:normal"
-#: A box of bounded height that scrolls, for long tables and texts.
-SCROLL_STYLE = "max-height:32em;overflow:auto;border:1px solid var(--jp-border-color2,#ddd)"
-
-
 def _on_theme(colour: str, share: int) -> str:
-    """``colour`` moved ``share`` percent towards the theme's strongest text colour, so one
-    inline style keeps its contrast (WCAG AA) in light and dark themes."""
+    """``colour`` moved ``share``% towards the theme's text colour (WCAG AA in any theme)."""
     return f"color-mix(in srgb,{colour} {100 - share}%,var(--jp-ui-font-color0,#000))"
 
 
-#: Search matches: the strongest text colour on orange mixed into the page background (plain
-#: colours first for browsers without ``color-mix``).
-MARK_STYLE = ("background:#ffe08a;color:#000;"
-              "background:color-mix(in srgb,var(--jp-warn-color2,#ffb74d) 45%,"
-              "var(--jp-layout-color0,#fff));color:var(--jp-ui-font-color0,#000);"
-              "padding:0 1px;border-radius:2px")
-#: Status text colours per kind: ``(plain fallback, theme colour)``.
-_STATUS = {
-    "ok": ("#1a7f37", "var(--jp-success-color1,#388e3c)"),
-    "error": ("#b42318", "var(--jp-error-color1,#d32f2f)"),
-    "warning": ("#8a5a00", "var(--jp-warn-color1,#f57c00)"),
-}
-
-
 def status_style(kind: str) -> str:
-    """The inline ``color`` declarations of a status line: ``info`` (the text colour), ``ok``,
-    ``warning`` or ``error``, readable in light and dark themes."""
+    """The inline ``color`` of an ``info``, ``ok``, ``warning`` or ``error`` line, in any theme."""
     if kind == "info":
         return "color:inherit"
     plain, themed = _STATUS[kind]
@@ -94,8 +107,7 @@ def status_style(kind: str) -> str:
 
 
 def scroll_box(label: str) -> str:
-    """Attributes of a scrolling box: keyboard users reach it with Tab and scroll it with the
-    arrow keys, and screen readers announce ``label``."""
+    """Attributes of a scrolling box that the keyboard reaches and screen readers announce."""
     return f'tabindex="0" role="region" aria-label="{_esc(label)}"'
 
 
@@ -113,8 +125,7 @@ def _up_to(pieces: Iterable[str], limit: int | None) -> tuple[str, int]:
 
 def _table(head: Sequence[str], rows: Iterable[Sequence[str]], css_class: str, label: str,
            limit: int | None = VIEW_LIMIT) -> str:
-    """A themed, scrollable table; ``head`` is plain text, ``rows`` hold HTML cells, ``label``
-    names the box for screen readers. Rows stop after about ``limit`` characters of HTML."""
+    """A themed, scrollable table of HTML ``rows``, cut after about ``limit`` characters."""
     header = "".join(f'<th style="{TH_STYLE}">{_esc(name)}</th>' for name in head)
     body, left = _up_to(("<tr>" + "".join(f'<td style="{TD_STYLE}">{cell}</td>' for cell in row)
                          + "</tr>" for row in rows), limit)
@@ -127,10 +138,6 @@ def _table(head: Sequence[str], rows: Iterable[Sequence[str]], css_class: str, l
         f'<table class="{css_class}" style="{TABLE_STYLE}">'
         f"<thead><tr>{header}</tr></thead><tbody>{body}</tbody></table></div>"
     )
-
-
-#: Longest value one table cell shows; the entry in code keeps all of it.
-CELL_LIMIT = 5_000
 
 
 def _cell_text(text: str, query: str = "") -> str:
@@ -147,8 +154,6 @@ def highlight_html(text: str, query: str) -> str:
     """``text`` escaped, with every case-insensitive occurrence of ``query`` in ``<mark>``."""
     if not query:
         return _esc(text)
-    import re
-
     parts = re.split(f"({re.escape(query)})", text, flags=re.IGNORECASE)
     return "".join(f'<mark style="{MARK_STYLE}">{_esc(part)}</mark>' if i % 2 else _esc(part)
                    for i, part in enumerate(parts))
@@ -202,8 +207,7 @@ def _when_html(ts: object, now: datetime | None = None) -> str:
 
 
 def _cut(text: str, limit: int | None) -> tuple[str, int]:
-    """``text`` cut to about ``limit`` characters at a line end; returns it and how many
-    characters were left out (0: all of it)."""
+    """``text`` cut to about ``limit`` characters at a line end, and how many were left out."""
     if limit is None or len(text) <= limit:
         return text, 0
     end = text.rfind("\n", 0, limit)
@@ -230,13 +234,9 @@ class RawText(str):
         p.text(str(self)[:-1] if self.endswith("\n") else str(self))
 
 
-V = TypeVar("V", bound=type)
-
-
 def _view(cls: V) -> V:
-    """Put ``cls``'s HTML in a block MathJax does not typeset and, unless it has its own, make
-    its IPython plain-text form ``str(self)`` (IPython uses ``_repr_pretty_`` only when the
-    class itself defines it: a ``__repr__`` found first in the MRO wins)."""
+    """Put ``cls``'s HTML in a no-MathJax block; its IPython plain text is ``str(self)`` unless
+    the class defines ``_repr_pretty_`` itself (IPython prefers a ``__repr__`` found first)."""
     view: Any = cls
     html = view._repr_html_
 
@@ -252,21 +252,14 @@ def _view(cls: V) -> V:
     return cls
 
 
-#: Unicode categories never written raw to a terminal: controls, format characters (bidi
-#: overrides, zero-width joiners), line and paragraph separators, lone surrogates.
-_NOT_RAW = frozenset(("Cc", "Cf", "Zl", "Zp", "Cs"))
-
-
 def inert_line(value: object) -> str:
-    """``value`` as one line of inert text: control, format and line-separator characters
-    (newlines included) as Python escapes, so they cannot drive the terminal or forge a row."""
+    """``value`` as one line with control, format and line-separator characters escaped."""
     return "".join(ch.encode("unicode_escape", "backslashreplace").decode("ascii")
                    if unicodedata.category(ch) in _NOT_RAW else ch for ch in str(value))
 
 
 class FactsView:
-    """FACT.md: safe HTML from :func:`~jupyter_agent_memory.render.markdown_html` in a
-    notebook, the text as stored in a terminal."""
+    """FACT.md: safe HTML (:func:`.render.markdown_html`) in a notebook, as stored elsewhere."""
 
     empty_text = "(FACT.md is empty)"
 
@@ -297,9 +290,8 @@ class FactsView:
 
 @_view
 class JournalResult(list):
-    """Journal entries (dicts with ``ts``, ``tags``, ``text``), newest first: a ``list`` in
-    code, an escaped table in a notebook, aligned text in a terminal. ``skipped`` counts
-    corrupted lines, ``scanned`` lines read; ``indexed``: the index narrowed the search."""
+    """Journal entries (dicts with ``ts``, ``tags``, ``text``), newest first; ``skipped``
+    corrupted lines, ``scanned`` lines read, ``indexed``: the index narrowed the search."""
 
     def __init__(self, entries: Iterable[Mapping[str, Any]] = (), *, skipped: int = 0,
                  scanned: int | None = None, empty_message: str = NO_MATCHES,
@@ -315,8 +307,7 @@ class JournalResult(list):
     @classmethod
     def from_search(cls, result: Sequence[Mapping[str, Any]] | None,
                     **kwargs: Any) -> JournalResult:
-        """Wrap the engine's ``SearchResult`` (a list with ``skipped`` / ``scanned``); None,
-        for an agent without a journal, says so."""
+        """Wrap the engine's ``SearchResult``; None (no journal) says so."""
         if result is None:
             return cls(empty_message=NO_JOURNAL)
         return cls(result, skipped=getattr(result, "skipped", 0) or 0,
@@ -385,8 +376,7 @@ class JournalResult(list):
 
 @_view
 class HistoryView(list):
-    """FACT.md versions (dicts with ``ts``, ``sha256``, ``size``), newest first: a ``list``
-    in code, a table in a notebook, aligned text in a terminal."""
+    """FACT.md versions (dicts with ``ts``, ``sha256``, ``size``), newest first."""
 
     empty_message = "No earlier FACT.md versions yet."
 
@@ -444,8 +434,6 @@ class DiffView:
     @classmethod
     def between_sessions(cls, mem: Any, first: str, second: str) -> DiffView:
         """How the prompts of two recorded sessions (ids or unique prefixes) differ."""
-        from ..engine.sessions import find
-
         a, b = find(mem, first), find(mem, second)
         return cls(mem.session_prompt(a["session_id"]), mem.session_prompt(b["session_id"]),
                    f"session {a['session_id']} ({a.get('ts', '?')})",
@@ -515,8 +503,7 @@ class _RecordedSection:
 
 @_view
 class PromptView:
-    """A built system prompt with per-section sizes (the engine's ``Section``s) and any
-    budget warning; ``tokens`` is the approximate total."""
+    """A built system prompt with per-section sizes and any budget warning."""
 
     def __init__(self, text: str, *, title: str = "System prompt", sections: Sequence[Any] = (),
                  tokens: int | None = None, budget_tokens: int | None = None,
@@ -544,8 +531,7 @@ class PromptView:
 
     @classmethod
     def from_receipt(cls, receipt: Mapping[str, Any], text: str) -> PromptView:
-        """The view of a recorded session's prompt: ``text`` with the receipt's sections,
-        sizes, budget and warnings as they were when the session started."""
+        """A recorded session's prompt ``text`` with the sizes and warnings its receipt kept."""
         return cls(text, title=f"Session {receipt.get('session_id')} "
                    f"({format_when(receipt.get('ts'))}), as recorded",
                    sections=[_RecordedSection(s) for s in receipt.get("sections") or ()
@@ -556,8 +542,6 @@ class PromptView:
     @classmethod
     def from_session(cls, mem: Any, session_id: str) -> PromptView:
         """The view of the prompt a recorded session (id or unique prefix) started with."""
-        from ..engine.sessions import find
-
         receipt = find(mem, session_id)
         return cls.from_receipt(receipt, mem.session_prompt(receipt["session_id"]))
 
@@ -688,8 +672,7 @@ def _client_label(receipt: Mapping[str, Any]) -> str:
 
 @_view
 class SessionsView(list):
-    """Receipts of recorded session starts (as ``AgentMemory.sessions()`` returns them),
-    newest first: a list in code, a table in a notebook, aligned text in a terminal."""
+    """Receipts of recorded session starts (``AgentMemory.sessions()``), newest first."""
 
     empty_message = (
         "No sessions on record yet: one is recorded when a client really starts a session "
@@ -775,21 +758,6 @@ class WhyView(list):
         return f"WhyView({len(self)} origins)"
 
 
-#: What one count of each kind of place in a forget receipt is: ``(singular, plural)``.
-FORGET_UNITS = {
-    "profile": ("line of SOUL.md or USER.md", "lines of SOUL.md or USER.md"),
-    "facts": ("line of FACT.md", "lines of FACT.md"),
-    "journal": ("journal entry (a tombstone keeps its time)",
-                "journal entries (tombstones keep their times)"),
-    "history": ("earlier FACT.md version", "earlier FACT.md versions"),
-    "sessions": ("stored session text (a prompt or a file version, shared by every session "
-                 "that used it)",
-                 "stored session texts (prompts and file versions, shared by every session "
-                 "that used them)"),
-    "caches": ("search index file", "search index files"),
-}
-
-
 def _receipt_counts(receipt: Mapping[str, Any]) -> dict[str, int]:
     """A receipt's ``changed`` as counts per kind (a list of places counts its length)."""
     changed = receipt.get("changed") or {}
@@ -801,10 +769,7 @@ def _receipt_counts(receipt: Mapping[str, Any]) -> dict[str, int]:
 
 
 def forget_report(receipt: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """The lines people read about a forget or a dry run, as ``(status, text)`` pairs for
-    :func:`status_style` (shared by the notebook and the command line; never the text)."""
-    from ..engine.forgetting import RECEIPTS
-
+    """What people read about a forget or dry run, as ``(status, text)`` pairs (never the text)."""
     counts = _receipt_counts(receipt)
     dry = bool(receipt.get("dry_run"))
     places = [str(place) for place in receipt.get("places") or ()]
@@ -837,8 +802,7 @@ def forget_report(receipt: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 @_view
 class ForgetReceipt(dict):
-    """The engine's receipt of a forget or dry run: a ``dict`` in code, the
-    :func:`forget_report` lines in a notebook. It never holds the forgotten text."""
+    """The engine's receipt of a forget or dry run (never the text), shown as its report."""
 
     def counts(self) -> dict[str, int]:
         """Places changed (or that would change), per kind."""

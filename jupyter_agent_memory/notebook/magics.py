@@ -1,17 +1,13 @@
-"""IPython magics for agent memory: ``%agent_memory``, ``%fact``, ``%%fact_update``,
-``%journal``, ``%memprompt`` and ``%forget`` (``%load_ext jupyter_agent_memory``).
-
-Each is a thin adapter over the engine (results and errors are the engine's own), returns what
-it shows (``facts = %fact --raw`` is the exact text), takes ``--agent TARGET`` for one call and
-has full help (``%fact?``). Options are traitlets on :class:`AgentMemoryMagics`, e.g.
-``%config AgentMemoryMagics.budget_tokens = 2000`` or ``c.AgentMemoryMagics...`` in
-``ipython_config.py``.
+"""IPython magics for agent memory (``%load_ext jupyter_agent_memory``): thin adapters over
+the engine that return what they show. Options are traitlets on :class:`AgentMemoryMagics`
+(``%config AgentMemoryMagics.budget_tokens = 2000``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import inspect
+import json
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -24,10 +20,12 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.utils.process import arg_split
 from traitlets import CaselessStrEnum, Int, Unicode
 
+from ..engine import forgetting
 from ..engine.arguments import DEFAULT_LIMIT, check_count
-from ..engine.paths import require_workspace
-from ..engine.prompt import DEFAULT_TOOL_NAME
+from ..engine.paths import require_workspace, resolve_target
+from ..engine.prompt import DEFAULT_TOOL_NAME, PromptBuilder
 from ..engine.store import AgentMemory, check_edit_body
+from ..engine.templates import provision
 from ..errors import MemoryToolError
 from .display import (
     AgentSummary,
@@ -44,7 +42,6 @@ from .display import (
 
 __all__ = ["AgentMemoryMagics", "load_ipython_extension", "unload_ipython_extension"]
 
-_QUOTES = ("'", '"')
 APPEND_USAGE = "Usage: %journal append TEXT [-t TAG]..."
 
 
@@ -56,16 +53,13 @@ def _clean_doc(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def _unquote(token: str) -> str:
     """Strip one pair of matching outer quotes; IPython's argument splitter keeps them."""
-    quoted = len(token) >= 2 and token[0] == token[-1] and token[0] in _QUOTES
+    quoted = len(token) >= 2 and token[0] == token[-1] and token[0] in ("'", '"')
     return token[1:-1] if quoted else token
 
 
 def _parse(magic: Callable[..., Any], line: str) -> Any:
-    """Parse a magic's arguments, allowing options between positional words.
-
-    IPython's splitter keeps quotes (so an apostrophe works); one pair of outer quotes is
-    removed from option values and single arguments, text of several words is kept as typed.
-    """
+    """Parse a magic's arguments (options may sit between words); one pair of outer quotes is
+    removed from option values and single arguments, text of several words is kept as typed."""
     try:
         argv = arg_split(line, strict=True)
     except ValueError as exc:
@@ -83,8 +77,7 @@ def _parse(magic: Callable[..., Any], line: str) -> Any:
 
 @contextlib.contextmanager
 def _engine_errors() -> Iterator[None]:
-    """Turn engine errors (``MemoryToolError``, I/O failures included) into one-line
-    ``UsageError``s carrying the engine's message."""
+    """Turn engine errors (I/O failures included) into one-line ``UsageError``s."""
     try:
         yield
     except MemoryToolError as exc:
@@ -101,8 +94,7 @@ def _only_one(**flags: object) -> None:
 
 @magics_class
 class AgentMemoryMagics(Magics):
-    """The agent-memory magics. Holds the active agent for this session (opened on first use,
-    so loading the extension never creates a folder) and the last prompt built per agent."""
+    """The agent-memory magics; the active agent is opened on first use (loading creates none)."""
 
     default_agent = Unicode(
         "", help="Agent id or folder path used until %agent_memory selects another. Empty "
@@ -165,8 +157,6 @@ class AgentMemoryMagics(Magics):
 
     def _builder(self, budget: int | None) -> Any:
         # One builder per (tool name, budget), kept for the session so its file cache pays off.
-        from ..engine.prompt import PromptBuilder
-
         key = (self.tool_name, budget)
         if key not in self._builders:
             self._builders[key] = PromptBuilder(tool_name=self.tool_name, budget_tokens=budget)
@@ -197,17 +187,13 @@ class AgentMemoryMagics(Magics):
             raise UsageError("Give the agent either as TARGET or as --agent, not both")
         target = args.target or args.agent
         if target:
-            mem = self._open(target, create=True)
-            self.memory = mem
-            print(f"Active agent: {self.describe(mem)}")
-        else:
+            self.memory = self._open(target, create=True)
+            print(f"Active agent: {self.describe(self.memory)}")
+        elif self._memory is None:
             # Asking for the panel is explicit: the default agent is created here (only here).
-            if self._memory is None:
-                self._memory = self._open(self.default_agent, create=True)
-            mem = self._memory
+            self._memory = self._open(self.default_agent, create=True)
+        mem = self.memory
         if args.template:
-            from ..engine.templates import provision
-
             with _engine_errors():
                 definition = provision(args.template, mem)
             print(f"Provisioned from template {definition.name!r}.")
@@ -219,8 +205,7 @@ class AgentMemoryMagics(Magics):
         return self.summary(mem)
 
     def _panel_for(self, mem: AgentMemory) -> Any:
-        """The open panel for this agent (refreshed), or a new one: re-running ``%agent_memory``
-        does not pile up panels that all keep refreshing."""
+        """The open panel for this agent (refreshed), or a new one, so panels do not pile up."""
         from .panel import MemoryPanel, is_live
 
         panel = self._panels.get(str(mem.path))
@@ -284,7 +269,12 @@ class AgentMemoryMagics(Magics):
             if args.history:
                 return HistoryView(mem.history())
             if args.diff is not None:
-                return self._fact_diff(mem, args.diff)
+                sha = args.diff or next((v["sha256"] for v in mem.history()), None)
+                if sha is None:
+                    print(HistoryView.empty_message)
+                    return None
+                return DiffView(mem.history_text(sha), mem.facts, f"FACT.md@{sha[:12]}",
+                                "FACT.md (current)")
             if args.restore is not None:
                 before = mem.facts
                 new_sha = mem.restore(args.restore)
@@ -293,17 +283,6 @@ class AgentMemoryMagics(Magics):
                 return DiffView(before, mem.facts, "FACT.md (before)", "FACT.md (restored)", 1)
             text, sha = mem.read_facts()
             return FactsView(text, path=mem.path, sha256=sha)
-
-    @staticmethod
-    def _fact_diff(mem: AgentMemory, sha: str) -> DiffView | None:
-        if not sha:
-            versions = mem.history()
-            if not versions:
-                print(HistoryView.empty_message)
-                return None
-            sha = versions[0]["sha256"]
-        return DiffView(mem.history_text(sha), mem.facts, f"FACT.md@{sha[:12]}",
-                        "FACT.md (current)")
 
     @cell_magic
     # The name only sets the usage line, so help reads "%%fact_update" as typed.
@@ -440,23 +419,21 @@ class AgentMemoryMagics(Magics):
         Building a prompt here is a preview: nothing is written and no session is recorded.
         """
         args = _parse(self.memprompt, line)
-        diff_ids = args.diff
-        if diff_ids is not None and len(diff_ids) not in (0, 2):
+        if args.diff is not None and len(args.diff) not in (0, 2):
             raise UsageError("--diff takes no session id (the previous build here) or two ids, "
-                             f"not {len(diff_ids)}")
-        if args.sessions or args.why is not None or args.session is not None or diff_ids:
+                             f"not {len(args.diff)}")
+        if args.sessions or args.why is not None or args.session is not None or args.diff:
             if args.workspace or args.facts or args.budget is not None:
                 raise UsageError("--workspace, --facts and --budget apply to building a prompt, "
                                  "not to recorded sessions")
-            _only_one(sessions=args.sessions, why=args.why, diff=diff_ids or None)
-            if args.sessions and args.session is not None:
-                raise UsageError("Choose one of --sessions, --session")
-            if diff_ids and args.session is not None:
+            _only_one(sessions=args.sessions, why=args.why, diff=args.diff or None)
+            _only_one(sessions=args.sessions, session=args.session)
+            if args.diff and args.session is not None:
                 raise UsageError("--diff ID ID names both sessions; drop --session")
             if args.raw and (args.sessions or args.why is not None):
                 raise UsageError("--raw applies to one session's prompt (--session ID)")
-            return self._recorded(self.memory_for(args.agent), args, diff_ids)
-        _only_one(raw=args.raw, diff=diff_ids is not None)
+            return self._recorded(self.memory_for(args.agent), args)
+        _only_one(raw=args.raw, diff=args.diff is not None)
         mem = self.memory_for(args.agent)
         with _engine_errors():
             workspace = require_workspace(args.workspace) if args.workspace else Path.cwd()
@@ -464,13 +441,11 @@ class AgentMemoryMagics(Magics):
             if args.facts:
                 text = builder.build_facts_section(mem)
                 view = PromptView(text or "", title="Agent Knowledge section")
-                warnings: list[str] = []
             else:
                 # The view shows the budget warning; stderr would repeat it.
                 prompt = builder.build_session(mem, workspace, warn=False)
                 text = prompt.text
                 view = PromptView.from_prompt(prompt)
-                warnings = list(prompt.warnings)
         if text is None:
             print("No Agent Knowledge section: FACT.md is empty.")
             return None
@@ -479,10 +454,10 @@ class AgentMemoryMagics(Magics):
         self._last_prompts[key] = text
         if args.raw:
             # Warnings go to stderr so the text (returned, and displayed as it is) stays exact.
-            for warning in warnings:
+            for warning in view.warnings:
                 print(f"WARNING: {warning}", file=sys.stderr)
             return RawText(text)
-        if diff_ids is not None:
+        if args.diff is not None:
             if previous is None:
                 print("No earlier build of this prompt in this session; run %memprompt --diff "
                       "again after memory changes.")
@@ -491,15 +466,18 @@ class AgentMemoryMagics(Magics):
         return view
 
     @staticmethod
-    def _recorded(mem: AgentMemory, args: Any, diff_ids: list[str] | None) -> Any:
+    def _recorded(mem: AgentMemory, args: Any) -> Any:
         """``%memprompt --sessions / --session / --diff ID ID / --why``: sessions on record."""
         with _engine_errors():
             if args.sessions:
                 return SessionsView(mem.sessions())
-            if diff_ids:
-                return DiffView.between_sessions(mem, *diff_ids)
+            if args.diff:
+                return DiffView.between_sessions(mem, *args.diff)
             if args.why is not None:
-                session_id = args.session or _newest_session(mem)
+                session_id = args.session or next(
+                    (str(r["session_id"]) for r in mem.sessions()), None)
+                if session_id is None:
+                    raise UsageError(SessionsView.empty_message)
                 return WhyView(mem.why(session_id, args.why),
                                session_id=session_id, needle=args.why)
             view = PromptView.from_session(mem, args.session)
@@ -542,45 +520,29 @@ class AgentMemoryMagics(Magics):
             raise UsageError("Give exactly one of TEXT, --pattern REGEX, --secrets"
                              + (f" (got {', '.join(given)})" if given else ""))
         mem = self.memory_for(args.agent)
-        from ..engine.forgetting import forget
-
         with _engine_errors():
-            receipt = forget(mem, text, pattern=args.pattern, secrets=args.secrets,
-                             dry_run=args.dry_run, reason=args.reason)
+            receipt = forgetting.forget(mem, text, pattern=args.pattern, secrets=args.secrets,
+                                        dry_run=args.dry_run, reason=args.reason)
         return ForgetReceipt(receipt)
 
     def post_run_cell(self, result: Any = None) -> None:
-        """After each cell, let open memory panels refresh if memory changed on disk (when
-        :mod:`.panel` was never imported there is none, and importing it would load ipywidgets)."""
+        """After each cell, refresh open panels whose memory changed (none if never imported)."""
         panel_module = sys.modules.get(f"{__package__}.panel")
         if panel_module is not None:
             panel_module.refresh_live_panels()
 
 
-def _newest_session(mem: AgentMemory) -> str:
-    receipts = mem.sessions()
-    if not receipts:
-        raise UsageError(SessionsView.empty_message)
-    return str(receipts[0]["session_id"])
-
-
 class _JsonValue(dict):
-    """A dict whose plain-text display is its JSON, so a front end asking a kernel through
-    ``user_expressions`` can parse it."""
+    """A dict displayed as its JSON, for a front end's ``user_expressions``."""
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         """Plain-text form: the JSON text."""
-        import json
-
         p.text(json.dumps(self))
 
 
 def active_agent_location(ipython: Any) -> dict[str, Any]:
-    """Where this kernel's active agent is, without opening or creating anything (for the
-    JupyterLab sidebar): ``{"loaded": False}`` without the extension, else ``{"loaded": True,
-    "path", "agent_id", "exists"}`` for the agent selected (or the default it would use)."""
-    from ..engine.paths import resolve_target
-
+    """Where this kernel's active agent is, opening nothing (for the sidebar): ``{"loaded":
+    False}`` without the extension, else ``loaded``, ``path``, ``agent_id`` and ``exists``."""
     magics = ipython.magics_manager.registry.get(AgentMemoryMagics.__name__)
     if magics is None:
         return _JsonValue(loaded=False)

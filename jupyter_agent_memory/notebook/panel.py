@@ -1,10 +1,7 @@
 """An ipywidgets panel over one agent's memory (``MemoryPanel(mem)``, or ``%agent_memory``).
 
-Tabs: Facts (a compare-and-swap editor, the rendered Markdown, history with diff and restore),
-Journal (search and append), Prompt (the exact system prompt and its sizes), Persona (SOUL.md
-and USER.md editors) and Sessions. Every action is a plain method the buttons call, so the
-panel can be driven without a browser; messages are the engine's own. Panels refresh on
-Refresh and after any cell that changed the agent's files. The only module importing ipywidgets.
+Every action is a plain method the buttons call, so the panel can be driven without a browser;
+messages are the engine's own. The only module importing ipywidgets.
 """
 
 from __future__ import annotations
@@ -18,9 +15,10 @@ from typing import Any
 import ipywidgets as widgets
 
 from ..engine.arguments import DEFAULT_LIMIT, check_count
-from ..engine.prompt import DEFAULT_TOOL_NAME
-from ..engine.store import AgentMemory, check_edit_body
+from ..engine.prompt import DEFAULT_TOOL_NAME, PromptBuilder
+from ..engine.store import JOURNAL, MEMORY_DIR, AgentMemory, check_edit_body
 from ..errors import AgentNotFoundError, MemoryConflictError, MemoryToolError
+from ..folder import file_key, match_name
 from ..render import NO_MATH_CLASS, escape_html
 from .display import (
     TEXT_WRAP,
@@ -44,6 +42,10 @@ log = logging.getLogger(__name__)
 
 # Panels that are open; the IPython post_run_cell hook refreshes them. Closed panels leave.
 _LIVE_PANELS: weakref.WeakSet[MemoryPanel] = weakref.WeakSet()
+#: Layouts shared by several widgets (see :class:`_Kit`): never shown or hidden one by one.
+_SHARED_LAYOUTS: weakref.WeakSet[widgets.Layout] = weakref.WeakSet()
+#: Tags are counted on refresh up to this journal size, beyond only on Count tags.
+TAG_COUNT_AUTO_BYTES = 1024 * 1024
 
 
 def refresh_live_panels() -> None:
@@ -61,25 +63,12 @@ def is_live(panel: MemoryPanel) -> bool:
 
 
 def memory_fingerprint(mem: AgentMemory) -> tuple[Any, ...]:
-    """A cheap value that changes whenever any file of the agent changes (names and lstat
-    keys of the entries in the agent folder and ``memory/``; no file is read)."""
-    from ..folder import file_key
-
+    """A cheap value that changes whenever a file of the agent changes (lstat only)."""
     try:
         stats = mem.file_stats()
     except MemoryToolError as exc:
         return ("unavailable", exc.message)
     return tuple(sorted((name, file_key(st)) for name, st in stats.items()))
-
-
-def _journal_bytes(mem: AgentMemory) -> int:
-    """Size of the agent's journal in bytes (0 when there is none), from one lstat."""
-    from ..engine.store import JOURNAL, MEMORY_DIR
-    from ..folder import match_name
-
-    stats = mem.file_stats()
-    name = match_name(list(stats), f"{MEMORY_DIR}/{JOURNAL}")
-    return stats[name].st_size if name is not None else 0
 
 
 def _message(text: str, kind: str = "info") -> str:
@@ -88,14 +77,9 @@ def _message(text: str, kind: str = "info") -> str:
             f'{TEXT_WRAP}">{escape_html(text)}</span>')
 
 
-#: Layouts shared by several widgets (see :class:`_Kit`): never shown or hidden one by one.
-_SHARED_LAYOUTS: weakref.WeakSet[widgets.Layout] = weakref.WeakSet()
-
-
 class _Kit:
-    """Makes one panel's widgets, sharing one Layout per set of properties and one style model
-    per style class (each model costs the browser time before the panel appears). A widget
-    that is shown and hidden gets its own layout (``hideable=True``)."""
+    """Makes one panel's widgets with one shared Layout per set of properties and one style per
+    class (each model costs the browser time); ``hideable`` widgets get their own layout."""
 
     def __init__(self) -> None:
         self._layouts: dict[tuple[tuple[str, str], ...], widgets.Layout] = {}
@@ -124,8 +108,7 @@ class _Kit:
 
     def button(self, description: str, icon: str, click: Callable[[], Any] | None = None,
                **kwargs: Any) -> widgets.Button:
-        """A button as wide as its text (the default width cuts long labels short) that runs
-        ``click()`` when pressed."""
+        """A button as wide as its text that runs ``click()`` when pressed."""
         button = self(widgets.Button, description=description, icon=icon,
                       layout={"width": "auto"}, **kwargs)
         if click is not None:
@@ -143,25 +126,18 @@ def _show(widget: widgets.Widget, visible: bool) -> None:
     widget.layout.display = None if visible else "none"
 
 
-def split_tags(text: str) -> list[str]:
-    """Tags from a comma-separated field: trimmed, empty items dropped, order kept."""
-    return [tag.strip() for tag in text.split(",") if tag.strip()]
+def _on_conflict(name: str, doc: str) -> Any:
+    """A :class:`_FileEditor` property: its conflict widget ``name`` (made on first use)."""
+    return property(lambda editor: getattr(editor._conflict_widgets(), name), doc=doc)
 
 
 class _FileEditor:
-    """An editor for one memory file whose Save is compare-and-swap.
-
-    ``read`` returns ``(text, sha256)``; ``write(text, expected_sha256=...)`` is the engine's
-    CAS write against the version loaded, so a change made meanwhile shows as a conflict (a
-    diff and three choices) instead of being overwritten. ``guard`` checks the text before a
-    write, ``check`` raises when the agent folder is gone. A file over ``limit`` characters
-    stays out of the editor until *Edit here anyway*.
-    """
+    """An editor for one memory file whose Save is compare-and-swap (a change made meanwhile
+    shows as a conflict); a file over ``limit`` characters waits for *Edit here anyway*."""
 
     def __init__(self, kit: _Kit, label: str, read: Callable[[], tuple[str, str]],
                  write: Callable[..., str], placeholder: str, height: str = "220px", *,
-                 guard: Callable[[str], str] | None = None,
-                 check: Callable[[], None] | None = None) -> None:
+                 check: Callable[[], None], guard: Callable[[str], str] | None = None) -> None:
         self.label = label
         self._read = read
         self._write = write
@@ -197,30 +173,11 @@ class _FileEditor:
             self.box.children = (*self.box.children, self._choices.box)
         return self._choices
 
-    @property
-    def conflict_box(self) -> widgets.VBox:
-        """What a conflict shows: the diff and the three choices (hidden otherwise)."""
-        return self._conflict_widgets().box
-
-    @property
-    def conflict_view(self) -> widgets.HTML:
-        """The conflict's message and diff from the file as it is now to the editor's text."""
-        return self._conflict_widgets().view
-
-    @property
-    def conflict_reload_button(self) -> widgets.Button:
-        """Discard the editor's text and load the file as it is now."""
-        return self._conflict_widgets().reload_button
-
-    @property
-    def keep_editing_button(self) -> widgets.Button:
-        """Close the conflict's choices and keep the text."""
-        return self._conflict_widgets().keep_editing_button
-
-    @property
-    def overwrite_button(self) -> widgets.Button:
-        """Write the text over the version the conflict showed (compare-and-swap)."""
-        return self._conflict_widgets().overwrite_button
+    conflict_box = _on_conflict("box", "The diff and the three choices (hidden otherwise).")
+    conflict_view = _on_conflict("view", "The conflict's message and diff to the editor's text.")
+    conflict_reload_button = _on_conflict("reload_button", "Discard the text, load the file.")
+    keep_editing_button = _on_conflict("keep_editing_button", "Close the choices, keep the text.")
+    overwrite_button = _on_conflict("overwrite_button", "Write the text over the version shown.")
 
     @property
     def large_button(self) -> widgets.Button:
@@ -277,8 +234,7 @@ class _FileEditor:
                 "Edit here anyway.", "warning")
 
     def load(self, force: bool = False) -> str:
-        """Load the file unless there are unsaved edits (``force`` discards them); return the
-        text on disk, whether or not it went into the editor."""
+        """Load the file unless there are unsaved edits (``force`` discards them); return it."""
         text, sha = self._read()
         if sha == self.base_sha and not force:
             return text
@@ -323,8 +279,7 @@ class _FileEditor:
                 "error")
             return False
         try:
-            if self._check is not None:
-                self._check()
+            self._check()
             if self._guard is not None:
                 self._guard(text)
             sha = self._write(text, expected_sha256=expected)
@@ -377,26 +332,14 @@ class _Choices:
         ])
 
 
-#: Tags are counted on every refresh while the journal is at most this big; a bigger one only
-#: when asked (Count tags), so a refresh costs the same on any journal.
-TAG_COUNT_AUTO_BYTES = 1024 * 1024
-
-
-#: The CSS class of the panel's outermost element.
-PANEL_CLASS = "jp-AgentMemory-panel"
-
-
 class MemoryPanel(widgets.VBox):
-    """A widget panel over one agent (Facts, Journal, Prompt, Persona and Sessions tabs);
-    ``workspace`` holds the prompt's base ``system.md`` (default: the current directory)."""
+    """A widget panel over one agent; ``workspace`` holds the prompt's base ``system.md``."""
 
     def __init__(self, mem: AgentMemory, *, workspace: str | Path | None = None,
                  tool_name: str = DEFAULT_TOOL_NAME, budget_tokens: int | None = None,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.add_class(PANEL_CLASS)
-        from ..engine.prompt import PromptBuilder
-
+        self.add_class("jp-AgentMemory-panel")
         self.mem = mem
         self.builder = PromptBuilder(tool_name=tool_name, budget_tokens=budget_tokens)
         self._workspace = Path(workspace) if workspace is not None else Path.cwd()
@@ -492,19 +435,19 @@ class MemoryPanel(widgets.VBox):
         # Fields grow with the panel and never shrink below their placeholders' width.
         grow = {"flex": "1 1 0%", "min_width": "22em", "width": "auto"}
         # A value changes on Enter or on leaving the field, and each change searches again.
-        self.journal_query = kit(widgets.Text, placeholder="text contains…",
-                                 description="Query", continuous_update=False, layout=grow)
+        field: dict[str, Any] = {"continuous_update": False, "layout": grow}
+        self.journal_query = kit(widgets.Text, placeholder="text contains…", description="Query",
+                                 **field)
         self.journal_tag = kit(widgets.Combobox, placeholder="any tag", description="Tag",
-                               options=[], ensure_option=False, continuous_update=False,
-                               layout=grow)
+                               options=[], ensure_option=False, **field)
         # A plain integer field: a count below 1 is refused with the rule, not clamped.
         self.journal_limit = kit(widgets.IntText, value=DEFAULT_LIMIT, description="Limit",
                                  continuous_update=False,
                                  layout={"width": "12em", "flex": "0 0 auto"})
         self.journal_since = kit(widgets.Text, placeholder="e.g. 2026-11-01T09:00Z",
-                                 description="Since", continuous_update=False, layout=grow)
+                                 description="Since", **field)
         self.journal_until = kit(widgets.Text, placeholder="ISO-8601, inclusive",
-                                 description="Until", continuous_update=False, layout=grow)
+                                 description="Until", **field)
         self.journal_search_button = kit.button("Search", "search", self.search_journal,
                                                 button_style="primary")
         self.journal_count_button = kit.button(
@@ -570,12 +513,11 @@ class MemoryPanel(widgets.VBox):
 
     def _build_persona_tab(self) -> widgets.Widget:
         mem, kit = self.mem, self._kit
-        self.soul = _FileEditor(kit, "SOUL.md", mem.read_soul, mem.write_soul,
-                                "SOUL.md is empty. Write it here and press Save.", "180px",
-                                check=self._check_folder)
-        self.user = _FileEditor(kit, "USER.md", mem.read_user, mem.write_user,
-                                "USER.md is empty. Write it here and press Save.", "180px",
-                                check=self._check_folder)
+        self.soul, self.user = (
+            _FileEditor(kit, name, read, write, f"{name} is empty. Write it here and press Save.",
+                        "180px", check=self._check_folder)
+            for name, read, write in (("SOUL.md", mem.read_soul, mem.write_soul),
+                                      ("USER.md", mem.read_user, mem.write_user)))
         for part in (self.soul, self.user):
             part.save_button.on_click(lambda _b, p=part: self.save_persona(p))
             part.reload_button.on_click(lambda _b, p=part: self._guard(p.status,
@@ -614,8 +556,7 @@ class MemoryPanel(widgets.VBox):
 
     def _present(self, output: widgets.HTML, make: Callable[[], Any],
                  status: widgets.HTML | None = None) -> Any:
-        """Show the view ``make()`` returns in ``output`` and return it (None on an engine
-        error, shown in ``status``, else in ``output``)."""
+        """Show and return the view ``make()`` returns (None on an engine error, shown)."""
         view = self._guard(status or output, make)
         if view is not None:
             output.value = view._repr_html_()
@@ -628,8 +569,7 @@ class MemoryPanel(widgets.VBox):
             button.disabled = not enabled
 
     def refresh(self) -> None:
-        """Reload everything from disk; editors with unsaved edits keep them (and say so). With
-        the agent folder gone, the panel says so and turns off every write."""
+        """Reload everything from disk (unsaved edits stay); with the folder gone, writes stop."""
         self._fingerprint = memory_fingerprint(self.mem)
         if not self.mem.exists():
             self.gone = True
@@ -673,8 +613,7 @@ class MemoryPanel(widgets.VBox):
         self._render_facts(self.facts.load(force))
 
     def _render_facts(self, text: str) -> None:
-        # Sanitised text/html, never text/markdown. An unchanged FACT.md is not converted
-        # again, and only about VIEW_LIMIT of it is sent unless asked.
+        # Sanitised text/html, never text/markdown; an unchanged FACT.md is not converted again.
         show_all = self.facts_show_all.value
         if (text, show_all) == self._rendered_facts:
             return
@@ -696,8 +635,7 @@ class MemoryPanel(widgets.VBox):
             control.disabled = not versions
 
     def save_facts(self) -> bool:
-        """Save the editor as FACT.md with compare-and-swap against the version loaded; True
-        when written (a conflict or an empty editor writes nothing)."""
+        """Save the editor as FACT.md (compare-and-swap); True when written."""
         return self._after(self.facts.save())
 
     def overwrite_facts(self) -> bool:
@@ -724,8 +662,7 @@ class MemoryPanel(widgets.VBox):
             "FACT.md (current)"))
 
     def restore_version(self, sha: str | None = None) -> bool:
-        """Make a stored version (default: the selected one) current; True when done. Refused
-        while the editor holds unsaved edits."""
+        """Make a stored version (default: the selected one) current; True when done."""
         sha = self._selected_sha(sha)
         if not sha:
             return False
@@ -746,7 +683,9 @@ class MemoryPanel(widgets.VBox):
         return True
 
     def _load_tags(self) -> None:
-        if _journal_bytes(self.mem) <= TAG_COUNT_AUTO_BYTES:
+        stats = self.mem.file_stats()  # the journal's size from one lstat
+        journal = match_name(list(stats), f"{MEMORY_DIR}/{JOURNAL}")
+        if journal is None or stats[journal].st_size <= TAG_COUNT_AUTO_BYTES:
             self.count_tags()
         elif self.tag_counts is not None:
             self.tags_stale = True
@@ -796,10 +735,9 @@ class MemoryPanel(widgets.VBox):
         return results
 
     def append_entry(self) -> bool:
-        """Append the form's text and comma-separated tags through the memory tool; True when
-        written."""
+        """Append the form's text and comma-separated tags; True when written."""
         args = {"action": "append", "text": self.append_text.value,
-                "tags": split_tags(self.append_tags.value)}
+                "tags": [tag.strip() for tag in self.append_tags.value.split(",") if tag.strip()]}
 
         def append() -> str:
             self._check_folder()
@@ -814,8 +752,7 @@ class MemoryPanel(widgets.VBox):
         return True
 
     def build_prompt(self) -> PromptView | None:
-        """Build the prompt for the workspace in the form; show sizes and budget warnings (a
-        preview: no session is recorded)."""
+        """Build and show the prompt for the form's workspace (a preview: no session recorded)."""
         workspace = Path(self.prompt_workspace.value or ".").expanduser()
         if not workspace.is_dir():
             self.prompt_status.value = _message(
@@ -896,8 +833,7 @@ class MemoryPanel(widgets.VBox):
                              lambda: DiffView.between_sessions(self.mem, first, second))
 
     def why(self, text: str | None = None, session_id: str | None = None) -> WhyView | None:
-        """Where each line holding ``text`` (default: the Why field) in a recorded prompt (default:
-        the session picked) came from."""
+        """Where each line holding ``text`` in a recorded prompt came from (default: the form)."""
         text = text if text is not None else self.session_why_text.value
         session_id = session_id or self.session_pick.value
         if not session_id:
