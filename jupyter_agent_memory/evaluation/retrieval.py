@@ -115,10 +115,7 @@ def ndcg(ranking: Sequence[str], gold: Iterable[str], k: int,
 def mrr(ranking: Sequence[str], gold: Iterable[str]) -> float:
     """1 / (1-based rank of the first gold id in ``ranking``); 0.0 when there is none."""
     wanted = set(gold)
-    for rank, item in enumerate(ranking, 1):
-        if item in wanted:
-            return 1.0 / rank
-    return 0.0
+    return next((1.0 / rank for rank, item in enumerate(ranking, 1) if item in wanted), 0.0)
 
 
 def session_recall(ranked_sessions: Sequence[Iterable[str]], gold: Iterable[str], k: int) -> float:
