@@ -122,14 +122,14 @@ def longmemeval_scenario(item: Mapping[str, Any], *, judge: Any = None,
         # A bare string would be read as one gold session per character.
         raise ValueError(f"LongMemEval item {label!r}: answer_session_ids must be a list "
                          "of session ids")
-    gold = [str(s) for s in answer_ids]
+    gold = tuple(str(s) for s in answer_ids)
     try:
         asked = parse_date(str(item["question_date"]))
     except ValueError as exc:
         raise ValueError(f"LongMemEval item {label!r}: {exc}") from None
     evidence = None
     if (gold or gold_turns) and not abstention:
-        evidence = Evidence(sessions=tuple(gold), turns=tuple(gold_turns))
+        evidence = Evidence(sessions=gold, turns=tuple(gold_turns))
     built.append(Session([question], expect=expect, name="question", date=asked,
                          evidence=evidence, query=question))
     labels = {"question_id": question_id, "question_type": question_type, "abstention": abstention}

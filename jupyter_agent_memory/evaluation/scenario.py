@@ -71,11 +71,9 @@ def _transcript(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
                              "expected 'user' or 'assistant'")
         if not isinstance(content, str):
             raise TypeError(f"Transcript message {number} content must be a string")
-        kept: dict[str, Any] = {"role": role, "content": content}
-        if message.get("has_answer") is True:
-            # Turn-level evidence (LongMemEval's mark): kept for scoring, never sent.
-            kept["has_answer"] = True
-        result.append(kept)
+        # Turn-level evidence (LongMemEval's mark): kept for scoring, never sent.
+        mark = {"has_answer": True} if message.get("has_answer") is True else {}
+        result.append({"role": role, "content": content, **mark})
     if not any(message["role"] == "user" for message in result):
         raise ValueError("A transcript needs at least one user message")
     return result
