@@ -157,15 +157,10 @@ def score_ranking(
     ids to the messages first shown by the step that wrote them (``turn_recall``)."""
     gold = [eid for eid, (entry, origin) in journal.items() if evidence.is_gold(eid, entry, origin)]
     ranking = list(dict.fromkeys(ranking))  # a repeated entry counts once, at its best rank
+    scores: dict[str, float | None] = dict.fromkeys(("recall_any", "recall_all", "ndcg", "mrr"))
     if gold:
-        scores: dict[str, float | None] = {
-            "recall_any": recall_any(ranking, gold, k),
-            "recall_all": recall_all(ranking, gold, k),
-            "ndcg": ndcg(ranking, gold, k),
-            "mrr": mrr(ranking, gold),
-        }
-    else:
-        scores = dict.fromkeys(("recall_any", "recall_all", "ndcg", "mrr"))
+        scores.update(recall_any=recall_any(ranking, gold, k), ndcg=ndcg(ranking, gold, k),
+                      recall_all=recall_all(ranking, gold, k), mrr=mrr(ranking, gold))
     seen = [_entry_sessions(*journal[eid]) if eid in journal else set() for eid in ranking]
     shown = [(spans or {}).get(eid) for eid in ranking]
     return RetrievalScore(

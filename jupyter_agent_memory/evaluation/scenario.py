@@ -286,8 +286,7 @@ class Scenario:
         labels = {} if data.get("labels") is None else data["labels"]
         if not isinstance(labels, Mapping):
             raise ValueError("A scenario's 'labels' must be an object")
-        name = str(data.get("name") or "scenario")
-        return cls(sessions, name, dict(labels), data.get("start"))
+        return cls(sessions, str(data.get("name") or "scenario"), dict(labels), data.get("start"))
 
 
 def session_names(sessions: Sequence[Session]) -> list[str]:
