@@ -1,9 +1,8 @@
 """Evaluate memory behaviour: replay multi-session scenarios and see what the agent learned.
 
-Each session of a ``Scenario`` starts from a freshly built prompt (only what was written to
-memory carries over) and runs a tool loop with a model; the result records per session the
-prompt, replies, tool calls, FACT.md diff, new journal entries, searches, tokens, latency,
-errors and expectation outcomes::
+Each session of a ``Scenario`` starts from a fresh prompt and runs a tool loop with a model;
+the result records per session the prompt, replies, tool calls, FACT.md diff, new journal
+entries, searches, tokens, latency, errors and expectation outcomes::
 
     from jupyter_agent_memory.evaluation import (
         FactContains, ReplyContains, Rule, Scenario, ScriptedModel, Session, recall, remember,
@@ -17,12 +16,9 @@ errors and expectation outcomes::
                          Session(["What's my name?"], expect=[ReplyContains("Ada")])])
     result = run_scenario("./eval-agent", model, scenario)  # then result.plot(), .save(path)
 
-For research: ``load_longmemeval(path)`` gives benchmark items as scenarios, ``run_matrix``
-runs models x scenarios x seeds into one table (answers, retrieval scores, tokens, errors),
-``leave_one_fact_out`` shows which FACT.md lines help or hurt. Models implement
-``complete(messages, tools) -> ModelTurn``: ``ScriptedModel`` and the ``policies`` are offline;
-``OpenAIChatModel`` talks to any OpenAI-compatible endpoint (``pip install
-"jupyter-agent-memory[eval]"``).
+``load_longmemeval`` reads benchmark items, ``run_matrix`` runs models x scenarios x seeds into
+one table, ``leave_one_fact_out`` shows which FACT.md lines help. Models implement ``complete(
+messages, tools) -> ModelTurn``; ``OpenAIChatModel`` needs ``"jupyter-agent-memory[eval]"``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""Expectations: what should be true once a session has ended.
-
-Each looks at a ``SessionState`` and says whether it holds (``present=False`` asserts the
-opposite; text matching ignores case); reply checks take ``turn=`` (``-1``, the last, by default;
-``None``: any). A check that cannot run (a judge outage, a judge reply with no verdict, a bug in
-a custom check) is an error of the run, never a verdict: its outcome carries ``error``, and the
-session counts it in ``errors`` and leaves it out of ``pass_rate``.
+"""Expectations: what should be true once a session has ended (``present=False``: the opposite;
+text matching ignores case; reply checks take ``turn=``, ``-1`` the last, ``None`` any). A check
+that cannot run (a judge outage, no verdict, a bug in a custom check) is an error of the run,
+never a verdict: its outcome carries ``error`` and stays out of ``pass_rate``.
 """
 
 from __future__ import annotations
@@ -70,8 +67,7 @@ class ExpectationOutcome:
     error: str = ""
     """Set when the check could not run (``passed`` is then False, and it is no verdict)."""
     scorer: str = ""
-    """The rule that decided: ``token-match``, ``substring``, ``regex``, ``abstain-patterns``,
-    ``judge``, ``longmemeval-judge``... (``''`` for checks of memory files and tool calls)."""
+    """The rule that decided (``token-match``, ``judge``...; ``''`` for memory files, tools)."""
     judge: dict[str, Any] | None = None
     """For a judged reply: the judge, its model, the exact prompt, what it said, the rule."""
 
@@ -215,8 +211,15 @@ class PromptContains(Expectation):
 
 
 class NoSuchTurn(Exception):
-    """A reply check names a turn the session does not have: it fails whatever ``present``
-    says, since "reply 9 does not contain X" is not true of a session with one reply."""
+    """A check names a turn the session does not have: it fails whatever ``present`` says."""
+
+
+def _pick(items: Sequence[Any], turn: int, one: str, many: str) -> Any:
+    try:
+        return items[turn]
+    except IndexError:
+        count = _plural(len(items), one, many)
+        raise NoSuchTurn(f"no such turn: the session has {count}") from None
 
 
 def _turn_label(turn: int | None) -> str:
@@ -241,11 +244,7 @@ class _ReplyCheck(Expectation):
         replies = state.replies
         if self.turn is None and not replies:
             raise NoSuchTurn("no such turn: the session has no replies")
-        try:
-            picked = replies if self.turn is None else [replies[self.turn]]
-        except IndexError:
-            count = _plural(len(replies), "reply", "replies")
-            raise NoSuchTurn(f"no such turn: the session has {count}") from None
+        picked = replies if self.turn is None else [_pick(replies, self.turn, "reply", "replies")]
         if any(self._matches(reply) for reply in picked):
             return True, ""
         return False, f"reply was {_quote(picked[-1])}"
@@ -310,8 +309,7 @@ ABSTAIN_PATTERNS: tuple[str, ...] = (
 
 @dataclass(frozen=True)
 class ReplyAbstains(_ReplyCheck):
-    """The reply declines to answer (``I don't know``, ``you never told me``...), for questions
-    whose answer was never given. ``patterns`` replaces ``ABSTAIN_PATTERNS``."""
+    """The reply declines to answer (``I don't know``...); ``patterns`` replaces the default."""
 
     turn: int | None = -1
     patterns: tuple[str, ...] = ABSTAIN_PATTERNS
@@ -343,9 +341,8 @@ _TOKEN = re.compile(r"(\d+(?:,\d{3})*(?:\.\d+)?)(?:st|nd|rd|th)?|[^\W\d_]+")
 
 
 def answer_tokens(text: str) -> list[str]:
-    """``text`` as the tokens ``ReplyAnswers`` compares, in one pass: case-folded words, and
-    numbers by value (``1,000``, ``3.50``, ``03``, ``21st``, ``three`` are 1000, 3.5, 3, 21, 3);
-    articles (a, an, the) are dropped."""
+    """``text`` as the tokens ``ReplyAnswers`` compares, in one pass: case-folded words but
+    articles, numbers by value (``1,000``, ``3.50``, ``03``, ``21st``, ``three``)."""
     tokens = []
     for found in _TOKEN.finditer(text.casefold()):
         number = found.group(1)
@@ -362,9 +359,7 @@ def answer_tokens(text: str) -> list[str]:
 @dataclass(frozen=True)
 class ReplyAnswers(_ReplyCheck):
     """A reply gives ``answer``: its tokens (``answer_tokens``) appear in it as a run of whole
-    tokens; the default answer check without a judge. Unlike a substring it does not pass ``I
-    don't know ... since 2023`` for ``3``, and it passes ``three cats``. Ranges and rubrics need
-    a judge (``ReplyJudged``)."""
+    tokens (so ``3`` passes ``three cats`` but not ``since 2023``). The check without a judge."""
 
     answer: str
     turn: int | None = -1
@@ -428,11 +423,9 @@ ABSTENTION_JUDGE_PROMPT = (
 
 
 class ModelJudge:
-    """A judge backed by any model object (``complete(messages, tools) -> ModelTurn``): it sends
-    ``prompt`` (``abstention_prompt`` for a question that cannot be answered) as one user message
-    with no tools and reads ``yes``/``no`` from the start of the reply (else a ``JudgeError``).
-    ``judge(question, answer, reply)`` gives ``(verdict, explanation)``; ``judgement(...)`` the
-    whole ``Judgement``, recording the model call."""
+    """A judge backed by a model object: it sends ``prompt`` (``abstention_prompt`` for an
+    unanswerable question) as one user message, no tools, and reads ``yes``/``no`` from the start
+    of the reply (else ``JudgeError``). Calling it gives ``(verdict, explanation)``."""
 
     kind = "judge"
     rule = "the reply starts with yes or no (ignoring case and leading punctuation)"
@@ -481,8 +474,7 @@ class ModelJudge:
 
 
 LONGMEMEVAL_JUDGE_PATH = Path(__file__).with_name("data") / "longmemeval_judge_prompts.json"
-"""LongMemEval's answer-check prompts (MIT licensed; the file names its source and carries the
-licence), reproduced byte for byte for comparable verdicts."""
+"""LongMemEval's answer-check prompts, byte for byte (MIT; the file names source and licence)."""
 
 
 def longmemeval_templates() -> dict[str, str]:
@@ -492,10 +484,8 @@ def longmemeval_templates() -> dict[str, str]:
 
 class LongMemEvalJudge(ModelJudge):
     """LongMemEval's own answer check, run by ``model``: the benchmark's template for the
-    question type (abstention's for ``_abs`` questions) filled as it fills it, and its verdict
-    rule ``'yes' in reply.strip().lower()`` (there is no "no verdict"); a type with no template
-    is a ``JudgeError``. For comparable numbers use the benchmark's judge and settings, e.g.
-    ``OpenAIChatModel(model="gpt-4o-2024-08-06", temperature=0, max_tokens=10)``."""
+    question type (or abstention), filled as it fills it, and its verdict rule (``'yes'`` in the
+    lower-cased reply); a type with no template is a ``JudgeError``."""
 
     kind = "longmemeval-judge"
     rule = "'yes' in the judge's reply, stripped and lower-cased (LongMemEval's evaluate_qa.py)"
@@ -540,11 +530,9 @@ def _verdict(value: Any) -> tuple[bool, str]:
 @dataclass(frozen=True)
 class ReplyJudged(Expectation):
     """A judge decides whether the reply answers ``question`` (default: the turn's user text)
-    with ``answer``: a ``ModelJudge`` (e.g. ``LongMemEvalJudge``), a model object (wrapped in
-    one) or a function ``judge(question, answer, reply)`` giving a bool or ``(bool,
-    explanation)``. ``question_type`` picks a typed judge's prompt; ``abstention`` asks whether
-    the reply recognises an unanswerable question (``answer`` says why). A model judge's calls
-    go to ``SessionRecord.judge_calls``, its prompt and reply to ``ExpectationOutcome.judge``."""
+    with ``answer``: a ``ModelJudge``, a model object (wrapped in one) or a function ``judge(
+    question, answer, reply)`` giving a bool or ``(bool, explanation)``. ``question_type`` picks a
+    typed judge's prompt; ``abstention`` asks whether the reply abstains (``answer`` says why)."""
 
     answer: str
     judge: Any
@@ -579,19 +567,12 @@ class ReplyJudged(Expectation):
         verb = _verb(self.present, "is judged to answer", "is judged not to answer")
         return f"{_turn_label(self.turn)} {verb} {self.answer!r}"
 
-    def _turn(self, state: SessionState) -> TurnRecord:
-        try:
-            return state.turns[self.turn]
-        except IndexError:
-            count = _plural(len(state.turns), "turn", "turns")
-            raise NoSuchTurn(f"no such turn: the session has {count}") from None
-
     def check(self, state: SessionState) -> ExpectationOutcome:
         """See ``Expectation.check``; the outcome names the judge and carries its record."""
         found: dict[str, Any] = {}
 
         def holds(state: SessionState) -> tuple[bool, str]:
-            turn = self._turn(state)
+            turn: TurnRecord = _pick(state.turns, self.turn, "turn", "turns")
             question = self.question if self.question is not None else turn.user
             judge = self._judge
             if isinstance(judge, ModelJudge):
@@ -619,17 +600,6 @@ class ReplyJudged(Expectation):
         return outcome.passed == self.present, outcome.detail
 
 
-def _call_arguments(call: ToolCallRecord) -> dict[str, Any] | None:
-    """The call's arguments as a dict; None when the model sent text that is not a JSON object."""
-    arguments = call.arguments
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except ValueError:
-            return None
-    return arguments if isinstance(arguments, dict) else None
-
-
 def _same(wanted: Any, value: Any) -> bool:
     """Equal, strings ignoring case."""
     if isinstance(wanted, str) and isinstance(value, str):
@@ -639,9 +609,8 @@ def _same(wanted: Any, value: Any) -> bool:
 
 @dataclass(frozen=True)
 class ToolCalled(Expectation):
-    """The agent made a tool call with this ``name`` (any when ``None``), ``action`` and
-    ``arguments`` (each given key equal, strings ignoring case); ``ok=True`` counts only calls
-    that succeeded, ``ok=False`` only failed ones."""
+    """The agent made a tool call with this ``name`` (``None``: any), ``action`` and ``arguments``
+    (each given key equal, strings ignoring case), succeeding (``ok=True``) or failing (False)."""
 
     name: str | None = None
     action: str | None = None
@@ -674,10 +643,15 @@ class ToolCalled(Expectation):
             return False
         if self.ok is not None and call.is_error == self.ok:
             return False
-        arguments = _call_arguments(call)
         expected = [("action", self.action)] if self.action is not None else []
         expected += self.arguments.items()
-        return not expected or (arguments is not None and all(
+        arguments: Any = call.arguments
+        if isinstance(arguments, str):  # the model's text: usable when it is a JSON object
+            try:
+                arguments = json.loads(arguments)
+            except ValueError:
+                arguments = None
+        return not expected or (isinstance(arguments, dict) and all(
             _same(wanted, arguments.get(key)) for key, wanted in expected
         ))
 
@@ -690,8 +664,7 @@ class ToolCalled(Expectation):
 
 @dataclass(frozen=True)
 class Check(Expectation):
-    """A custom expectation: ``function(state)`` (the whole ``SessionState``) returns a bool or
-    ``(bool, detail)``."""
+    """A custom expectation: ``function(state)`` returns a bool or ``(bool, detail)``."""
 
     function: Callable[[SessionState], Any]
     description: str

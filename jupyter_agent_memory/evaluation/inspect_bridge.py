@@ -1,17 +1,15 @@
 """A bridge to inspect_ai (the UK AI Security Institute's evaluation framework).
 
 ``inspect_task(scenarios, model)`` makes an inspect ``Task``: one ``Sample`` per scenario, a
-solver running **our** runner and model on a fresh agent folder per sample and epoch, and
-**our** scorer (correct when every verdict passed; a check that could not run, e.g. a judge
-outage, is an error of the sample, never a wrong answer). inspect adds its logs and viewer,
-epochs, and standard errors clustered by a metadata key (``cluster``)::
+solver running **our** runner and model on a fresh agent folder per sample and epoch, and **our**
+scorer (correct when every verdict passed; a check that could not run is an error, never a wrong
+answer). inspect adds logs, viewer, epochs and standard errors clustered by ``cluster``::
 
     from inspect_ai import eval
     task = inspect_task(load_longmemeval_sample(), FactsPolicy(), root="inspect-runs")
     eval(task, model="mockllm/model")    # our model runs; inspect's model is not called
 
-Each sample's store keeps its whole ``EvaluationResult.to_dict()`` under ``STORE_KEY``. Needs
-``pip install "jupyter-agent-memory[lab]"``; the rest of the package never imports inspect.
+Needs ``pip install "jupyter-agent-memory[lab]"``; the rest of the package never imports inspect.
 """
 
 from __future__ import annotations
@@ -57,12 +55,10 @@ def inspect_task(
     cluster: str | None = "question_type", name: str = "agent_memory", **runner_options: Any,
 ) -> Any:
     """An inspect ``Task`` over ``scenarios`` run by ``model``, a model object or a function
-    ``epoch -> model`` (inspect's epochs play seeds). Agent folders go under ``root`` (default: a
-    new temporary folder); ``runner_options`` go to ``EvaluationRunner``; ``cluster`` is the
-    metadata key the standard error is clustered by (``None``: plain standard error).
-    """
-    hint = 'pip install "jupyter-agent-memory[lab]"'
-    import_extra("inspect_ai", "inspect_task", "inspect-ai", hint)
+    ``epoch -> model`` (epochs play seeds). Agent folders go under ``root`` (default: a temporary
+    folder); ``runner_options`` go to ``EvaluationRunner``; ``cluster=None``: plain stderr."""
+    import_extra("inspect_ai", "inspect_task", "inspect-ai",
+                 'pip install "jupyter-agent-memory[lab]"')
     from inspect_ai import Task
     from inspect_ai.dataset import MemoryDataset
     from inspect_ai.model import ChatMessageAssistant, ModelOutput

@@ -1,14 +1,12 @@
-"""Load benchmark items in the LongMemEval JSON format as scenarios.
+"""Load benchmark items in the LongMemEval JSON format as scenarios (nothing is downloaded).
 
-Each item becomes a ``Scenario`` named after its ``question_id`` and labelled with it,
-``question_type`` and ``abstention`` (``_abs`` in the id, as the benchmark decides): one
-transcript ``Session`` per haystack session **in date order** (the oracle file is not sorted;
-file order would make an old value look newer than its update), then a ``question`` session at
+Each item becomes a ``Scenario`` named after its ``question_id``, labelled with it,
+``question_type`` and ``abstention`` (``_abs`` in the id): one transcript ``Session`` per haystack
+session **in date order** (the oracle file is not sorted), then a ``question`` session at
 ``question_date`` whose gold evidence (not for abstention) is ``answer_session_ids`` and the
-``has_answer`` turns (``<session id>#<position>``, 1-based). Its answer check: with a ``judge``,
-``ReplyJudged`` (a bare model becomes ``LongMemEvalJudge(model)``); without, ``ReplyAnswers``
-(``ReplyAbstains`` for abstention), and ``JUDGE_ONLY_TYPES`` are refused unless ``unjudged`` is
-``"skip"`` or ``"match"``. The file is the user's: nothing here downloads anything.
+``has_answer`` turns (``<session id>#<position>``, 1-based). Its answer check is ``ReplyJudged``
+with a ``judge`` (a bare model becomes ``LongMemEvalJudge(model)``), else ``ReplyAnswers``
+(``ReplyAbstains`` for abstention).
 """
 
 from __future__ import annotations
@@ -36,6 +34,8 @@ JUDGE_ONLY_TYPES = ("temporal-reasoning", "single-session-preference")
 also acceptable", and rubrics of a personalised reply)."""
 
 UNJUDGED = ("refuse", "skip", "match")
+_HOW = ("Pass judge= (a model, scored with LongMemEval's prompts), unjudged='skip' to leave {} "
+        "out, or unjudged='match' to score them by token match anyway")
 
 _REQUIRED = (
     "question_id", "question_type", "question", "answer", "question_date",
@@ -112,12 +112,9 @@ def longmemeval_scenario(item: Mapping[str, Any], *, judge: Any = None,
     elif question_type in JUDGE_ONLY_TYPES and unjudged == "skip":
         expect = []
     elif question_type in JUDGE_ONLY_TYPES and unjudged == "refuse":
-        raise UnjudgedItem(
-            f"LongMemEval item {question_id!r} ({question_type}) needs a judge: its "
-            f"answer {answer!r} cannot be scored by matching. Pass judge= (a model, "
-            "scored with LongMemEval's prompts), unjudged='skip' to leave such items "
-            "out, or unjudged='match' to score them by token match anyway"
-        )
+        raise UnjudgedItem(f"LongMemEval item {question_id!r} ({question_type}) needs a judge: its "
+                           f"answer {answer!r} cannot be scored by matching. "
+                           + _HOW.format("such items"))
     else:
         expect = [ReplyAnswers(answer)]
     answer_ids = [] if item.get("answer_session_ids") is None else item["answer_session_ids"]
@@ -125,14 +122,14 @@ def longmemeval_scenario(item: Mapping[str, Any], *, judge: Any = None,
         # A bare string would be read as one gold session per character.
         raise ValueError(f"LongMemEval item {label!r}: answer_session_ids must be a list "
                          "of session ids")
-    gold = [str(s) for s in answer_ids]
+    gold = tuple(str(s) for s in answer_ids)
     try:
         asked = parse_date(str(item["question_date"]))
     except ValueError as exc:
         raise ValueError(f"LongMemEval item {label!r}: {exc}") from None
     evidence = None
     if (gold or gold_turns) and not abstention:
-        evidence = Evidence(sessions=tuple(gold), turns=tuple(gold_turns))
+        evidence = Evidence(sessions=gold, turns=tuple(gold_turns))
     built.append(Session([question], expect=expect, name="question", date=asked,
                          evidence=evidence, query=question))
     labels = {"question_id": question_id, "question_type": question_type, "abstention": abstention}
@@ -143,13 +140,10 @@ def load_longmemeval(
     source: str | os.PathLike[str] | Iterable[Mapping[str, Any]], *, limit: int | None = None,
     question_types: Sequence[str] | None = None, judge: Any = None, unjudged: str = "refuse",
 ) -> list[Scenario]:
-    """Scenarios from a LongMemEval JSON file (a path) or already parsed items.
-
-    ``question_types`` keeps only those types; ``limit`` the first that many items after
-    filtering; ``judge`` (a model, scored with ``LongMemEvalJudge``; a ``ModelJudge``; or a
-    function) grades answers. Without one, ``JUDGE_ONLY_TYPES`` items are refused, all named in
-    one error, unless ``unjudged="skip"`` (left out) or ``"match"`` (token match anyway).
-    """
+    """Scenarios from a LongMemEval JSON file (a path) or parsed items: ``question_types`` keeps
+    those types, ``limit`` the first that many; ``judge`` (a model, a ``ModelJudge`` or a function)
+    grades answers. Without one, ``JUDGE_ONLY_TYPES`` items are refused, all named in one error,
+    unless ``unjudged="skip"`` (left out) or ``"match"`` (token match anyway)."""
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise ValueError(f"limit must be a whole number of items (0 or more), got {limit!r}")
     if isinstance(source, (str, os.PathLike)):
@@ -188,14 +182,10 @@ def load_longmemeval(
         if limit is not None and len(scenarios) >= limit:
             break
     if refused:
-        more = f" and {len(refused) - 5} more" if len(refused) > 5 else ""
-        shown = ", ".join(refused[:5]) + more
-        raise ValueError(
-            f"{len(refused)} LongMemEval item(s) need a judge ({shown}): temporal-reasoning "
-            "and preference answers cannot be scored by matching. Pass judge= (a model, "
-            "scored with LongMemEval's prompts), unjudged='skip' to leave them out, or "
-            "unjudged='match' to score them by token match anyway"
-        )
+        shown = ", ".join(refused[:5]) + (f" and {len(refused) - 5} more" if refused[5:] else "")
+        raise ValueError(f"{len(refused)} LongMemEval item(s) need a judge ({shown}): temporal-"
+                         "reasoning and preference answers cannot be scored by matching. "
+                         + _HOW.format("them"))
     return scenarios
 
 

@@ -8,13 +8,7 @@ best first. An entry is gold (``Evidence``) when its id is listed, its text cont
 the model one of the ``turns`` (``<session>#<position>``, 1-based): a user message's own step,
 the step after an assistant message, the closing turn for the last one.
 
-Metrics (the formulas of LongMemEval's ``evaluate_retrieval``), over ``top``, the first ``k``
-ids: ``recall_any@k`` / ``recall_all@k`` = 1 if any / every gold id is in ``top``;
-``ndcg@k`` = DCG(top) / DCG(ideal), DCG(r) = r1 + sum over i = 2..k of r_i / log2(i), the ideal
-ranking putting every gold id of the corpus first; ``mrr`` = 1 / rank of the first gold id (0
-when none); ``session_recall@k`` / ``turn_recall@k`` = the share of gold sessions / turns that
-an entry in ``top`` came from / was written right after.
-
+The metrics use the formulas of LongMemEval's ``evaluate_retrieval`` (see each function).
 Baselines rank the journal as it stood when the session started, with the session's question:
 ``tool`` (the memory tool's own search: a case-insensitive substring, newest first) and
 ``bm25`` (``bm25_rank``).
@@ -109,11 +103,10 @@ def dcg(relevances: Sequence[float], k: int) -> float:
 
 def ndcg(ranking: Sequence[str], gold: Iterable[str], k: int,
          corpus_gold: int | None = None) -> float:
-    """NDCG@k of ``ranking``; the ideal ranking has ``corpus_gold`` gold ids first (default:
-    the number of gold ids). 0.0 when there is no gold id at all."""
+    """NDCG@k of ``ranking``: DCG(ranking) / DCG(ideal), the ideal ranking having ``corpus_gold``
+    gold ids first (default: the number of gold ids). 0.0 when there is no gold id at all."""
     wanted = set(gold)
-    ideal_count = len(wanted) if corpus_gold is None else corpus_gold
-    ideal = dcg([1.0] * ideal_count, k)
+    ideal = dcg([1.0] * (len(wanted) if corpus_gold is None else corpus_gold), k)
     if ideal == 0:
         return 0.0
     return dcg([1.0 if item in wanted else 0.0 for item in ranking], k) / ideal
@@ -122,10 +115,7 @@ def ndcg(ranking: Sequence[str], gold: Iterable[str], k: int,
 def mrr(ranking: Sequence[str], gold: Iterable[str]) -> float:
     """1 / (1-based rank of the first gold id in ``ranking``); 0.0 when there is none."""
     wanted = set(gold)
-    for rank, item in enumerate(ranking, 1):
-        if item in wanted:
-            return 1.0 / rank
-    return 0.0
+    return next((1.0 / rank for rank, item in enumerate(ranking, 1) if item in wanted), 0.0)
 
 
 def session_recall(ranked_sessions: Sequence[Iterable[str]], gold: Iterable[str], k: int) -> float:
@@ -167,24 +157,17 @@ def score_ranking(
     ids to the messages first shown by the step that wrote them (``turn_recall``)."""
     gold = [eid for eid, (entry, origin) in journal.items() if evidence.is_gold(eid, entry, origin)]
     ranking = list(dict.fromkeys(ranking))  # a repeated entry counts once, at its best rank
+    scores: dict[str, float | None] = dict.fromkeys(("recall_any", "recall_all", "ndcg", "mrr"))
     if gold:
-        scores: dict[str, float | None] = {
-            "recall_any": recall_any(ranking, gold, k),
-            "recall_all": recall_all(ranking, gold, k),
-            "ndcg": ndcg(ranking, gold, k),
-            "mrr": mrr(ranking, gold),
-        }
-    else:
-        scores = dict.fromkeys(("recall_any", "recall_all", "ndcg", "mrr"))
-    session_score = None
-    if evidence.sessions:
-        sessions = [_entry_sessions(*journal[eid]) if eid in journal else set() for eid in ranking]
-        session_score = session_recall(sessions, evidence.sessions, k)
-    turn_score = None
-    if evidence.turns:
-        turn_score = turn_recall([(spans or {}).get(eid) for eid in ranking], evidence.turns, k)
-    return RetrievalScore(retriever=retriever, k=k, session_recall=session_score,
-                          turn_recall=turn_score, gold=len(gold), returned=len(ranking), **scores)
+        scores.update(recall_any=recall_any(ranking, gold, k), ndcg=ndcg(ranking, gold, k),
+                      recall_all=recall_all(ranking, gold, k), mrr=mrr(ranking, gold))
+    seen = [_entry_sessions(*journal[eid]) if eid in journal else set() for eid in ranking]
+    shown = [(spans or {}).get(eid) for eid in ranking]
+    return RetrievalScore(
+        retriever=retriever, k=k, gold=len(gold), returned=len(ranking), **scores,
+        session_recall=session_recall(seen, evidence.sessions, k) if evidence.sessions else None,
+        turn_recall=turn_recall(shown, evidence.turns, k) if evidence.turns else None,
+    )
 
 
 _WORD = re.compile(r"\w+")
@@ -197,34 +180,26 @@ def tokenize(text: str) -> list[str]:
 
 def bm25_rank(query: str, documents: Sequence[str], *, k1: float = 1.5, b: float = 0.75,
               limit: int | None = None) -> list[int]:
-    """Indexes of ``documents`` ranked by Okapi BM25 for ``query``, best first.
-
-    score(D, Q) = sum over distinct query terms t of
-    IDF(t) * f(t, D) * (k1 + 1) / (f(t, D) + k1 * (1 - b + b * |D| / avgdl)),
-    with IDF(t) = ln(1 + (N - n(t) + 0.5) / (n(t) + 0.5)) (never negative), f(t, D) the count
-    of t in D, |D| its length in tokens, avgdl the mean length, N the number of documents and
-    n(t) how many contain t. Documents scoring 0 (no query term) are left out; ties go to the
-    later document (the newer journal entry), as the tool's own search orders.
+    """Indexes of ``documents`` ranked by Okapi BM25 for ``query``, best first: score(D, Q) = sum
+    over distinct query terms t of IDF(t) * f(t, D) * (k1 + 1) / (f(t, D) + k1 * (1 - b + b *
+    |D| / avgdl)), IDF(t) = ln(1 + (N - n(t) + 0.5) / (n(t) + 0.5)) (f: count of t in D, |D|: its
+    tokens, avgdl: their mean, N: documents, n(t): those containing t). Documents scoring 0 are
+    left out; ties go to the later document (the newer entry), as the tool's own search orders.
     """
-    tokenized = [tokenize(text) for text in documents]
-    docs = [Counter(tokens) for tokens in tokenized]
-    lengths = [len(tokens) for tokens in tokenized]
-    count = len(docs)
-    if not count:
+    docs = [Counter(tokenize(text)) for text in documents]
+    if not docs:
         return []
-    average = sum(lengths) / count or 1.0
-    terms = list(dict.fromkeys(tokenize(query)))
-    frequency = {term: sum(1 for doc in docs if term in doc) for term in terms}
+    lengths = [sum(doc.values()) for doc in docs]
+    average = sum(lengths) / len(docs) or 1.0
+    idf = {}
+    for term in dict.fromkeys(tokenize(query)):
+        n = sum(1 for doc in docs if term in doc)
+        idf[term] = math.log(1 + (len(docs) - n + 0.5) / (n + 0.5))
     scored = []
     for position, (doc, length) in enumerate(zip(docs, lengths, strict=True)):
-        score = 0.0
-        for term in terms:
-            tf = doc.get(term, 0)
-            if not tf:
-                continue
-            n = frequency[term]
-            idf = math.log(1 + (count - n + 0.5) / (n + 0.5))
-            score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / average))
+        norm = k1 * (1 - b + b * length / average)
+        score = sum(weight * doc[term] * (k1 + 1) / (doc[term] + norm)
+                    for term, weight in idf.items() if term in doc)
         if score > 0:
             scored.append((score, position))
     scored.sort(key=lambda item: (-item[0], -item[1]))

@@ -1,10 +1,9 @@
 """The synthetic LongMemEval-format sample shipped with the package, and the code that makes it.
 
-The shipped ``data/longmemeval_sample.json`` is exactly ``sample_text()`` (a test checks it);
-``python -m jupyter_agent_memory.evaluation.sample [PATH]`` rewrites (or prints) it. Six
-questions cover the benchmark's abilities: information extraction (a user fact, something the
-assistant said), knowledge updates, temporal reasoning (the answer is a session's date) and
-abstention. Fillers and dates come from a seeded generator: the same on every machine.
+``data/longmemeval_sample.json`` is exactly ``sample_text()`` (a test checks it); ``python -m
+jupyter_agent_memory.evaluation.sample [PATH]`` rewrites (or prints) it. Six questions cover
+extraction (user, assistant), updates, temporal reasoning and abstention; seeded, so the same
+on every machine.
 """
 
 from __future__ import annotations
@@ -36,16 +35,6 @@ _FILLERS = [
 
 def _date(moment: datetime) -> str:
     return f"{moment:%Y/%m/%d} ({moment:%a}) {moment:%H:%M}"
-
-
-def _session(pairs: list[tuple[str, str]], evidence: bool) -> list[dict[str, Any]]:
-    """The messages of ``pairs``; with ``evidence`` the first one is marked ``has_answer``."""
-    turns: list[dict[str, Any]] = []
-    for number, (user, assistant) in enumerate(pairs):
-        mark = {"has_answer": True} if evidence and number == 0 else {}
-        turns += [{"role": "user", "content": user, **mark},
-                  {"role": "assistant", "content": assistant}]
-    return turns
 
 
 # Each question, with its evidence sessions as (user, assistant) pairs, the first pair being the
@@ -95,13 +84,16 @@ def build_sample(seed: int = 0) -> list[dict[str, Any]]:
         plan = [(_FILLERS[first], False), *((pairs, True) for pairs in spec["evidence"]),
                 (_FILLERS[last], False)]
         moment = datetime(2023, 3, 1, 9, 0) + timedelta(days=rng.randrange(0, 20))
-        ids, dates, sessions, gold, evidence_dates = [], [], [], [], []
+        ids, dates, gold, evidence_dates = [], [], [], []
+        sessions: list[list[dict[str, Any]]] = []
         for number, (pairs, evidence) in enumerate(plan, 1):
             moment += timedelta(days=rng.randrange(2, 9), minutes=rng.randrange(0, 600))
             ids.append(f"{spec['question_id']}_s{number}")
             dates.append(_date(moment))
-            sessions.append(_session(pairs, evidence))
+            sessions.append([{"role": role, "content": text} for pair in pairs
+                             for role, text in zip(("user", "assistant"), pair, strict=True)])
             if evidence:
+                sessions[-1][0]["has_answer"] = True  # the first pair is the evidence turn
                 gold.append(ids[-1])
                 evidence_dates.append(moment)
         question_moment = moment + timedelta(days=rng.randrange(3, 12), hours=2)

@@ -1,11 +1,8 @@
 """Scenarios: sessions of user turns (or fixed transcripts), dates, evidence and expectations.
 
-A ``Scenario`` is a list of ``Session`` objects run in order against one agent folder, each
-starting from a fresh system prompt (only what the agent wrote to memory carries over). With a
-``transcript`` (benchmark haystacks) the model handles every user turn, but the recorded
-assistant turn continues the conversation. Dated sessions run on a simulated clock, which
-journal entries, FACT.md history and ``since``/``until`` searches follow. Scenarios written as
-plain data (JSON, YAML) load with ``Scenario.from_dict``.
+Each session starts from a fresh system prompt (only what the agent wrote carries over); in a
+``transcript`` the recorded assistant turn, not the model's, continues the conversation. Dated
+sessions run on a simulated clock (journal entries, FACT.md history, ``since``/``until``).
 """
 
 from __future__ import annotations
@@ -74,11 +71,9 @@ def _transcript(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
                              "expected 'user' or 'assistant'")
         if not isinstance(content, str):
             raise TypeError(f"Transcript message {number} content must be a string")
-        kept: dict[str, Any] = {"role": role, "content": content}
-        if message.get("has_answer") is True:
-            # Turn-level evidence (LongMemEval's mark): kept for scoring, never sent.
-            kept["has_answer"] = True
-        result.append(kept)
+        # Turn-level evidence (LongMemEval's mark): kept for scoring, never sent.
+        mark = {"has_answer": True} if message.get("has_answer") is True else {}
+        result.append({"role": role, "content": content, **mark})
     if not any(message["role"] == "user" for message in result):
         raise ValueError("A transcript needs at least one user message")
     return result
@@ -86,11 +81,9 @@ def _transcript(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 @dataclass
 class Session:
-    """One conversation: user ``turns`` or a fixed ``transcript`` (role/content dicts; its user
-    messages become ``turns``), its ``date`` (a ``datetime``, ISO-8601 or LongMemEval's
-    ``2023/05/20 (Sat) 02:21``), the expectations checked when it ends, and the ``evidence``
-    (``retrieval``) answering its question, ``query`` (default: the last user turn).
-    """
+    """One conversation: user ``turns`` or a ``transcript`` (role/content dicts), its ``date``
+    (see ``parse_date``), the expectations checked when it ends, and the ``evidence``
+    (``retrieval``) answering its question, ``query`` (default: the last user turn)."""
 
     turns: list[str] = field(default_factory=list)
     expect: list[Expectation] = field(default_factory=list)
@@ -145,8 +138,7 @@ class Session:
 
 
 def _flag(data: Mapping[str, Any], key: str, default: bool | None) -> bool | None:
-    """A true/false key of an expectation: JSON booleans only, since ``bool("false")`` is
-    true and would silently turn the check around."""
+    """A true/false key: JSON booleans only (``bool("false")`` is true, and would invert it)."""
     value = data.get(key, default)
     if value is not None and not isinstance(value, bool):
         raise ValueError(f"Expectation {dict(data)!r}: {key!r} must be true or false")
@@ -258,18 +250,10 @@ class Scenario:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *,
                   judges: Mapping[str, Any] | None = None) -> Scenario:
-        """Build a scenario from plain data (parsed JSON or YAML): ``name``, ``labels``,
-        ``start`` and ``sessions``.
-
-        Session keys: ``turns`` or ``transcript`` (required), ``name``, ``date``, ``query``,
-        ``evidence`` (``entries``, ``texts``, ``sessions``, ``turns``), ``expect``. Expectation
-        keys: ``fact``, ``journal`` and/or ``tag``, ``prompt``, ``reply``, ``reply_matches``,
-        ``abstains``, ``answers`` (``ReplyAnswers``), ``judged`` (with ``judge``, a judge's
-        spec as ``to_dict`` writes it, and ``question``, ``question_type``, ``abstention``),
-        ``tool``/``action`` (with ``arguments``, ``ok``); each may add ``present: false``,
-        reply checks ``turn`` (an index, or null for any turn). ``judges`` maps names to
-        judge models or functions that cannot be rebuilt from their spec.
-        """
+        """A scenario from plain data (parsed JSON or YAML), as ``to_dict`` writes it: ``name``,
+        ``labels``, ``start``, ``sessions`` (keys: ``turns`` or ``transcript``, ``name``,
+        ``date``, ``query``, ``evidence``, ``expect``). ``judges`` maps names to judge models or
+        functions that cannot be rebuilt from their spec."""
         if not isinstance(data, Mapping):
             raise ValueError(f"A scenario must be an object, got {type(data).__name__}")
         sessions_data = data.get("sessions")
@@ -302,8 +286,7 @@ class Scenario:
         labels = {} if data.get("labels") is None else data["labels"]
         if not isinstance(labels, Mapping):
             raise ValueError("A scenario's 'labels' must be an object")
-        name = str(data.get("name") or "scenario")
-        return cls(sessions, name, dict(labels), data.get("start"))
+        return cls(sessions, str(data.get("name") or "scenario"), dict(labels), data.get("start"))
 
 
 def session_names(sessions: Sequence[Session]) -> list[str]:
