@@ -55,7 +55,9 @@ async def test_queued_writes_to_a_locked_agent_all_fail_after_one_timeout(
     fastest = min(elapsed for elapsed, _status, _body in results)
     slowest = max(elapsed for elapsed, _status, _body in results)
     assert fastest >= 1.0, f"a write failed after {fastest:.2f} s, before the lock timeout"
-    assert slowest < 2.5, f"the last write failed after {slowest:.1f} s"
+    # Queued, the last would fail after 12 s; 4 s leaves room for a loaded machine (2.504 s
+    # was seen at load 12) and still fails when even four writes wait one after another.
+    assert slowest < 4.0, f"the last write failed after {slowest:.1f} s"
     assert list(mem.entries()) == []
     status, _body = await call("POST", "agents", "demo", "journal", body={"text": "after"})
     assert status == 201
