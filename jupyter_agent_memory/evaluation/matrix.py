@@ -28,7 +28,7 @@ from typing import Any
 from .. import AgentMemory, __version__, provision
 from ..engine.functions import Toolset
 from ..engine.templates import load_template
-from .models import CachedModel, import_extra, model_spec
+from .models import CachedModel, import_extra, model_name, model_spec, read_json, write_whole
 from .progress import make_progress
 from .results import EvaluationResult, Exported, load_json, new_axes
 from .runner import EvaluationRunner
@@ -69,7 +69,7 @@ def _named(models: Any) -> dict[str, Any]:
             models = [models]
         named = {}
         for model in models:
-            name = str(getattr(model, "name", None) or type(model).__name__)
+            name = model_name(model)
             if name in named:
                 raise ValueError(f"Two models are named {name!r}: pass a dict name -> model")
             named[name] = model
@@ -183,35 +183,26 @@ def run_cell(cell: _Cell) -> dict[str, Any]:
         model = CachedModel(model, cell.cache, key=f"{cell.model_name}/seed {cell.seed}")
     result = EvaluationRunner(memory, model, **cell.runner_options).run(cell.scenario)
     data = {"cell": cell.key(), "model_spec": spec, "result": result.to_dict()}
-    partial = folder / (RESULT + ".partial")
-    partial.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-    os.replace(partial, folder / RESULT)  # whole or absent: a resume never reads half a file
+    write_whole(folder / RESULT, json.dumps(data, ensure_ascii=False))  # a resume reads it whole
     return data
 
 
 def _finished(cell: _Cell, retry_failed: bool) -> dict[str, Any] | None:
     """The saved data of a cell that already ran (and needs no retry), else None."""
-    path = Path(cell.folder) / RESULT
+    data = read_json(Path(cell.folder) / RESULT)
+    if not isinstance(data, dict) or data.get("cell") != cell.key():
+        return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(data, dict) or data.get("cell") != cell.key():
-            return None
         result = EvaluationResult.from_dict(data["result"])
-    except (OSError, KeyError, ValueError):
+    except (KeyError, ValueError):
         return None
-    if retry_failed and result.errors:
-        return None
-    return data
+    return None if retry_failed and result.errors else data
 
 
 def _check_root(base: Path, manifest: dict[str, Any]) -> None:
     """Refuse a root that holds something other than this experiment's cells."""
-    path = base / MANIFEST
-    if path.exists():
-        try:
-            saved = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            saved = None
+    if (base / MANIFEST).exists():
+        saved = read_json(base / MANIFEST)
         if not isinstance(saved, dict) or saved.get("cells") != manifest["cells"]:
             raise FileExistsError(
                 f"{base} holds another experiment (its {MANIFEST} lists other cells): give "

@@ -268,7 +268,7 @@ def _to_plain(value: Any) -> Any:
 
 
 def _diff_counts(diff: str) -> tuple[int, int]:
-    lines = diff.splitlines()
-    added = sum(1 for line in lines if line.startswith("+") and not line.startswith("+++"))
-    removed = sum(1 for line in lines if line.startswith("-") and not line.startswith("---"))
-    return added, removed
+    """Lines added and removed by a unified diff, after its two header lines (a line of the
+    file may itself start with ``++`` or ``--``)."""
+    lines = diff.splitlines()[2:]
+    return sum(line.startswith("+") for line in lines), sum(line.startswith("-") for line in lines)

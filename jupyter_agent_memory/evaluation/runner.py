@@ -20,7 +20,7 @@ from ..engine.functions import MEMORY_TOOL_NAME, PROFILE_TOOL_NAME, Toolset
 from ..engine.prompt import Section, approx_tokens
 from ..engine.sessions import record as record_session
 from ..journal import format_timestamp
-from .models import ChatModel, call_model
+from .models import ChatModel, call_model, model_name
 from .progress import make_progress
 from .records import SearchRecord, SessionRecord, ToolCallRecord, TurnRecord
 from .results import EvaluationResult
@@ -448,9 +448,8 @@ class EvaluationRunner:
         finally:
             self.memory.clock = previous_clock
             self._clock = None
-        model = str(getattr(self.model, "name", type(self.model).__name__))
-        return EvaluationResult(scenario.name, model, str(self.memory.path), records,
-                                dict(scenario.labels), stopped, journal)
+        return EvaluationResult(scenario.name, model_name(self.model), str(self.memory.path),
+                                records, dict(scenario.labels), stopped, journal)
 
 
 def _check_count(name: str, value: object) -> None:
