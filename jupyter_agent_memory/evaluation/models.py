@@ -508,11 +508,6 @@ class OpenAIChatModel:
                     raise
                 retry_errors.append(error_line(exc))
                 time.sleep(self.retry_wait * 2 ** (len(retry_errors) - 1))
-        turn = self._turn(response)
-        turn.retries, turn.retry_errors = len(retry_errors), retry_errors
-        return turn
-
-    def _turn(self, response: Any) -> ModelTurn:
         choices = getattr(response, "choices", None) or []
         if not choices:
             raise ModelResponseError(
@@ -532,7 +527,8 @@ class OpenAIChatModel:
         if reported is not None and reported.prompt_tokens is not None:
             usage = {"prompt_tokens": int(reported.prompt_tokens),
                      "completion_tokens": int(reported.completion_tokens or 0)}
-        return ModelTurn(message.content, calls, usage, str(choices[0].finish_reason or ""))
+        return ModelTurn(message.content, calls, usage, str(choices[0].finish_reason or ""),
+                         len(retry_errors), retry_errors)
 
     def __repr__(self) -> str:
         return f"OpenAIChatModel(base_url={str(self.client.base_url)!r}, model={self.model!r})"

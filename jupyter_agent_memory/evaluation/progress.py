@@ -11,9 +11,7 @@ __all__ = ["Progress", "make_progress"]
 
 def _in_notebook() -> bool:
     shell = sys.modules.get("IPython")
-    if shell is None:
-        return False
-    ipython = shell.get_ipython()
+    ipython = shell.get_ipython() if shell is not None else None
     return ipython is not None and hasattr(ipython, "kernel")
 
 
@@ -58,14 +56,12 @@ class Progress:
 
 def make_progress(progress: Any, total: int, label: str, unit: str) -> Progress:
     """``progress`` (``True``, a ``Progress``, a function, or ``None``) as a ``Progress``."""
-    if progress is None or progress is False:
-        return _HookProgress(None, total)
     if progress is True:
         return Progress(total, label, unit)
     if isinstance(progress, Progress):
         return progress
-    if callable(progress):
-        return _HookProgress(progress, total)
+    if progress is None or progress is False or callable(progress):
+        return _HookProgress(progress or None, total)
     raise TypeError(f"progress must be True, a Progress or a function, got {progress!r}")
 
 
