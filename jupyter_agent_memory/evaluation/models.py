@@ -196,8 +196,7 @@ class CachedModel:
 
     def spec(self) -> dict[str, Any]:
         """The wrapped model's spec: caching does not change what a model is."""
-        inner = model_spec(self.model)
-        return {k: v for k, v in inner.items() if k not in ("name", "rebuild")}
+        return {k: v for k, v in model_spec(self.model).items() if k not in ("name", "rebuild")}
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelTurn:
         """The cached answer to this request, or the model's (then cached)."""
