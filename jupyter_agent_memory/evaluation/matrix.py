@@ -348,8 +348,7 @@ def rerun(
     if scenarios is None:
         scenarios = [Scenario.from_dict(data, judges=judges) for data in recorded["scenarios"]]
     templates = dict(recorded["templates"]) if matrix.has_templates else None
-    runner_options = _options_from_plain(recorded["runner_options"])
-    runner_options.update(options)
+    runner_options = {**_options_from_plain(recorded["runner_options"]), **options}
     return run_matrix(rebuilt, list(scenarios), seeds=recorded["seeds"], templates=templates,
                       root=root, **runner_options)
 
