@@ -17,9 +17,8 @@ from typing import Any
 
 from .. import AgentMemory
 from .matrix import instantiate
-from .models import import_extra
 from .records import fact_lines
-from .results import EvaluationResult, Report
+from .results import EvaluationResult, Report, dataframe
 from .runner import EvaluationRunner
 from .scenario import Scenario
 
@@ -33,8 +32,7 @@ def run_scores(result: EvaluationResult) -> dict[str, float]:
     scores: dict[str, float] = {"passed": float(passed), "total": float(total),
                                 "pass_rate": passed / total if total else math.nan}
     for retriever, metrics in result.retrieval_summary().items():
-        for name, value in metrics.items():
-            scores[f"{retriever}.{name}"] = value
+        scores.update({f"{retriever}.{name}": value for name, value in metrics.items()})
     return scores
 
 
@@ -61,8 +59,7 @@ class FactAblation(Report):
 
     def to_dataframe(self) -> Any:
         """``rows()`` as a DataFrame indexed by line number."""
-        pandas = import_extra("pandas", "to_dataframe()")
-        return pandas.DataFrame(self.rows()).set_index("line")
+        return dataframe("to_dataframe()", self.rows()).set_index("line")
 
     def __str__(self) -> str:
         base = run_scores(self.baseline)

@@ -28,9 +28,9 @@ from typing import Any
 from .. import AgentMemory, __version__, provision
 from ..engine.functions import Toolset
 from ..engine.templates import load_template
-from .models import CachedModel, import_extra, model_spec
+from .models import CachedModel, model_name, model_spec, read_json, write_whole
 from .progress import make_progress
-from .results import EvaluationResult, Exported, load_json, new_axes
+from .results import EvaluationResult, Exported, dataframe, load_json, new_axes
 from .runner import EvaluationRunner
 from .scenario import Scenario
 from .specs import model_from_spec
@@ -57,10 +57,6 @@ class MatrixRun:
     resumed: bool = False
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.")[:40] or "run"
-
-
 def _named(models: Any) -> dict[str, Any]:
     if isinstance(models, Mapping):
         named = {str(name): model for name, model in models.items()}
@@ -69,7 +65,7 @@ def _named(models: Any) -> dict[str, Any]:
             models = [models]
         named = {}
         for model in models:
-            name = str(getattr(model, "name", None) or type(model).__name__)
+            name = model_name(model)
             if name in named:
                 raise ValueError(f"Two models are named {name!r}: pass a dict name -> model")
             named[name] = model
@@ -183,35 +179,26 @@ def run_cell(cell: _Cell) -> dict[str, Any]:
         model = CachedModel(model, cell.cache, key=f"{cell.model_name}/seed {cell.seed}")
     result = EvaluationRunner(memory, model, **cell.runner_options).run(cell.scenario)
     data = {"cell": cell.key(), "model_spec": spec, "result": result.to_dict()}
-    partial = folder / (RESULT + ".partial")
-    partial.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-    os.replace(partial, folder / RESULT)  # whole or absent: a resume never reads half a file
+    write_whole(folder / RESULT, json.dumps(data, ensure_ascii=False))  # a resume reads it whole
     return data
 
 
 def _finished(cell: _Cell, retry_failed: bool) -> dict[str, Any] | None:
     """The saved data of a cell that already ran (and needs no retry), else None."""
-    path = Path(cell.folder) / RESULT
+    data = read_json(Path(cell.folder) / RESULT)
+    if not isinstance(data, dict) or data.get("cell") != cell.key():
+        return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(data, dict) or data.get("cell") != cell.key():
-            return None
         result = EvaluationResult.from_dict(data["result"])
-    except (OSError, KeyError, ValueError):
+    except (KeyError, ValueError):
         return None
-    if retry_failed and result.errors:
-        return None
-    return data
+    return None if retry_failed and result.errors else data
 
 
 def _check_root(base: Path, manifest: dict[str, Any]) -> None:
     """Refuse a root that holds something other than this experiment's cells."""
-    path = base / MANIFEST
-    if path.exists():
-        try:
-            saved = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            saved = None
+    if (base / MANIFEST).exists():
+        saved = read_json(base / MANIFEST)
         if not isinstance(saved, dict) or saved.get("cells") != manifest["cells"]:
             raise FileExistsError(
                 f"{base} holds another experiment (its {MANIFEST} lists other cells): give "
@@ -257,8 +244,9 @@ def run_matrix(
     cells = []
     combos = itertools.product(named, template_items, scenario_list, seed_list)
     for number, (name, (template_name, template), scenario, seed) in enumerate(combos, 1):
-        parts = [name, template_name or "", scenario.name, f"s{seed}"]
-        folder = base / f"{number:04d}-{_slug('-'.join(p for p in parts if p))}"
+        parts = "-".join(p for p in (name, template_name, scenario.name, f"s{seed}") if p)
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", parts).strip("-.")[:40] or "run"
+        folder = base / f"{number:04d}-{slug}"
         cells.append(_Cell(number, name, named[name], template_name, template, scenario, seed,
                            str(folder), dict(runner_options),
                            None if cache is None else os.fspath(cache)))
@@ -272,10 +260,8 @@ def run_matrix(
         parts = (cell.model_name, cell.template_name, cell.scenario.name, f"seed {cell.seed}")
         return " × ".join(part for part in parts if part)
 
-    done: dict[int, tuple[dict[str, Any], bool]] = {}
-    for cell in cells:
-        if (saved := _finished(cell, retry_failed)) is not None:
-            done[cell.number] = (saved, True)
+    finished = {cell.number: _finished(cell, retry_failed) for cell in cells}
+    done = {number: (data, True) for number, data in finished.items() if data is not None}
     todo = [cell for cell in cells if cell.number not in done]
     if done:
         display.update(len(done), f"{len(done)} kept from an earlier run")
@@ -362,8 +348,7 @@ def rerun(
     if scenarios is None:
         scenarios = [Scenario.from_dict(data, judges=judges) for data in recorded["scenarios"]]
     templates = dict(recorded["templates"]) if matrix.has_templates else None
-    runner_options = _options_from_plain(recorded["runner_options"])
-    runner_options.update(options)
+    runner_options = {**_options_from_plain(recorded["runner_options"]), **options}
     return run_matrix(rebuilt, list(scenarios), seeds=recorded["seeds"], templates=templates,
                       root=root, **runner_options)
 
@@ -395,24 +380,24 @@ class MatrixResult(Exported):
     def rows(self) -> list[dict[str, Any]]:
         """Tidy rows: model, [template,] scenario, seed, labels, session, name, metric, value."""
         if self._rows is None:
-            rows: list[dict[str, Any]] = []
-            for run in self.runs:
-                keys: dict[str, Any] = {"model": run.model}
-                if self.has_templates:
-                    keys["template"] = run.template
-                keys.update({"scenario": run.scenario, "seed": run.seed})
-                rows.extend({**keys, **row} for row in run.result.tidy_rows())
-            self._rows = rows
+            self._rows = [
+                {**dict(zip(self.groups(), self._policy(run), strict=True)),
+                 "scenario": run.scenario, "seed": run.seed, **row}
+                for run in self.runs for row in run.result.tidy_rows()
+            ]
         return self._rows
 
     def to_dataframe(self) -> Any:
         """``rows()`` as one long DataFrame."""
-        pandas = import_extra("pandas", "to_dataframe()")
-        return pandas.DataFrame(self.rows())
+        return dataframe("to_dataframe()", self.rows())
 
     def groups(self) -> list[str]:
         """The columns that identify a run's policy: ``model`` (and ``template``)."""
         return ["model", "template"] if self.has_templates else ["model"]
+
+    def _policy(self, run: MatrixRun) -> tuple[Any, ...]:
+        """The values of ``groups()`` for ``run``."""
+        return (run.model, run.template) if self.has_templates else (run.model,)
 
     def summary(self, metrics: Sequence[str] = ("pass_rate", "input_tokens", "output_tokens"),
                 by: Any = None) -> Any:
@@ -428,10 +413,9 @@ class MatrixResult(Exported):
         """Per policy group (and ``by``): each question's ``run_value``, averaged over seeds."""
 
         def key(run: MatrixRun) -> tuple[Any, ...]:
-            keys: list[Any] = [run.model] + ([run.template] if self.has_templates else [])
-            if by is not None:
-                keys.append(run.result.labels.get(by, getattr(run, by, None)))
-            return tuple(keys)
+            if by is None:
+                return self._policy(run)
+            return (*self._policy(run), run.result.labels.get(by, getattr(run, by, None)))
 
         return self._question_means(metric, key)
 
@@ -452,28 +436,22 @@ class MatrixResult(Exported):
                   confidence: float = 0.95, resamples: int = 10_000, seed: int = 0) -> Any:
         """Mean of ``metric`` per policy (and ``by``) with a bootstrap interval that resamples
         questions (see ``stats``): ``mean``, ``low``, ``high``, ``questions``."""
-        pandas = import_extra("pandas", "intervals()")
-        columns = self.groups() + ([by] if by else [])
+        columns = [*self.groups(), *([by] if by else []), "mean", "low", "high", "questions"]
         rows = []
         for group, questions in self.question_values(metric, by).items():
             found = bootstrap_interval(list(questions.values()), confidence=confidence,
                                        resamples=resamples, seed=seed)
-            rows.append({**dict(zip(columns, group, strict=True)), "mean": found.mean,
-                         "low": found.low, "high": found.high, "questions": found.questions})
-        return pandas.DataFrame(rows, columns=[*columns, "mean", "low", "high", "questions"])
+            rows.append([*group, found.mean, found.low, found.high, found.questions])
+        return dataframe("intervals()", rows, columns=columns)
 
     def compare(self, a: str, b: str, metric: str = "pass_rate", *, by: str | None = None,
                 confidence: float = 0.95, resamples: int = 10_000, seed: int = 0) -> Any:
         """Model (or ``(model, template)``) ``a`` against ``b`` on the questions both answered,
         overall and per ``by`` value: a ``paired_comparison`` per row."""
-        pandas = import_extra("pandas", "compare()")
-
-        def key(policy: Any) -> tuple[Any, ...]:
-            return tuple(policy) if isinstance(policy, tuple) else (policy,)
-
-        known = {group[: len(self.groups())] for group in self.question_values(metric)}
-        for policy in (a, b):
-            if key(policy) not in known:
+        keys = [tuple(policy) if isinstance(policy, tuple) else (policy,) for policy in (a, b)]
+        known = self.question_values(metric)
+        for policy, key in zip((a, b), keys, strict=True):
+            if key not in known:
                 raise ValueError(f"No run of {policy!r} has the metric {metric!r}")
         scopes: list[tuple[str | None, Any]] = [(None, "all")]
         if by is not None:
@@ -483,23 +461,21 @@ class MatrixResult(Exported):
         for scope_by, label in scopes:
             values = self.question_values(metric, scope_by)
             suffix: tuple[Any, ...] = () if scope_by is None else (label,)
-            left = values.get(key(a) + suffix, {})
-            right = values.get(key(b) + suffix, {})
+            left, right = (values.get(key + suffix, {}) for key in keys)
             shared = [q for q in left if q in right]
             found = paired_comparison([left[q] for q in shared], [right[q] for q in shared],
                                       confidence=confidence, resamples=resamples, seed=seed)
             numbers = asdict(found)  # mean_a, mean_b, difference ... ties, in the table's order
             del numbers["confidence"], numbers["exact"]
             rows.append({(by or "scope"): label, "a": str(a), "b": str(b), **numbers})
-        return pandas.DataFrame(rows)
+        return dataframe("compare()", rows)
 
     def plot(self, metric: str = "pass_rate", *, by: str = "model", hue: str | None = None,
              ax: Any = None, title: str | None = None, confidence: float = 0.95,
              resamples: int = 2_000, seed: int = 0) -> Any:
         """Bars of the mean of ``metric`` per ``by`` (and ``hue``), with question-level bootstrap
         intervals as error bars (see ``intervals``). Returns the figure; draws into ``ax``."""
-        plt = import_extra("matplotlib.pyplot", "plot()")
-        figure, axes = new_axes(plt, ax)
+        figure, axes = new_axes(ax)
 
         def column(run: MatrixRun, name: str) -> str:
             if name in ("model", "template", "scenario", "seed"):

@@ -14,7 +14,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
@@ -114,6 +114,28 @@ def _estimate_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
     return approx_tokens(json.dumps(list(messages), ensure_ascii=False))
 
 
+def model_name(model: Any) -> str:
+    """The label of ``model`` in results: its ``name``, or its class name when it has none."""
+    return str(getattr(model, "name", None) or type(model).__name__)
+
+
+def read_json(path: Path) -> Any:
+    """The JSON data of the file at ``path``; ``None`` when it is unreadable or not JSON."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def write_whole(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all (a temporary file, then a rename), so
+    other processes never read half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f"{path.name}.{os.getpid()}.{id(text)}.partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)
+
+
 def call_model(model: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                calls: list[ModelCallRecord], *, role: str = "agent") -> ModelTurn:
     """``model.complete(messages, tools)``, with one ``ModelCallRecord`` appended to ``calls``
@@ -167,30 +189,23 @@ class CachedModel:
             raise TypeError(f"CachedModel needs a model with complete(), got {model!r}")
         self.model = model
         self.folder = Path(folder)
-        self.name = str(getattr(model, "name", None) or type(model).__name__)
+        self.name = model_name(model)
         self.key = key or self.name
         self.hits = 0
         self.misses = 0
 
     def spec(self) -> dict[str, Any]:
         """The wrapped model's spec: caching does not change what a model is."""
-        inner = model_spec(self.model)
-        return {k: v for k, v in inner.items() if k not in ("name", "rebuild")}
+        return {k: v for k, v in model_spec(self.model).items() if k not in ("name", "rebuild")}
 
-    def _path(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelTurn:
+        """The cached answer to this request, or the model's (then cached)."""
         request = {"key": self.key, "model": model_spec(self.model), "messages": messages,
                    "tools": tools}
         text = json.dumps(request, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        return self.folder / digest[:2] / f"{digest}.json"
-
-    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelTurn:
-        """The cached answer to this request, or the model's (then cached)."""
-        path = self._path(messages, tools)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            data = None
+        path = self.folder / digest[:2] / f"{digest}.json"
+        data = read_json(path)
         if isinstance(data, dict):
             self.hits += 1
             calls = [ToolCall(c["name"], c["arguments"], c["id"]) for c in data["calls"]]
@@ -198,20 +213,16 @@ class CachedModel:
                              cached=True)
         self.misses += 1
         turn = self.model.complete(messages, tools)
-        saved = [{"name": c.name, "arguments": c.arguments, "id": c.id} for c in turn.tool_calls]
-        record = {"text": turn.text, "calls": saved, "usage": turn.usage,
-                  "finish_reason": turn.finish_reason}
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f"{path.name}.{os.getpid()}.{id(turn)}.partial")
-        partial.write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
-        os.replace(partial, path)
+        record = {"text": turn.text, "calls": [asdict(c) for c in turn.tool_calls],
+                  "usage": turn.usage, "finish_reason": turn.finish_reason}
+        write_whole(path, json.dumps(record, ensure_ascii=False))
         return turn
 
 
 def model_spec(model: Any) -> dict[str, Any]:
     """A model as plain data, for exports: ``model.spec()`` when it has one, else its name and
     class, marked ``"rebuild": false`` (``rerun`` then needs the model given again)."""
-    name = str(getattr(model, "name", None) or type(model).__name__)
+    name = model_name(model)
     spec = getattr(model, "spec", None)
     if callable(spec):
         return {"name": name, **spec(), "rebuild": True}
@@ -496,11 +507,6 @@ class OpenAIChatModel:
                     raise
                 retry_errors.append(error_line(exc))
                 time.sleep(self.retry_wait * 2 ** (len(retry_errors) - 1))
-        turn = self._turn(response)
-        turn.retries, turn.retry_errors = len(retry_errors), retry_errors
-        return turn
-
-    def _turn(self, response: Any) -> ModelTurn:
         choices = getattr(response, "choices", None) or []
         if not choices:
             raise ModelResponseError(
@@ -520,7 +526,8 @@ class OpenAIChatModel:
         if reported is not None and reported.prompt_tokens is not None:
             usage = {"prompt_tokens": int(reported.prompt_tokens),
                      "completion_tokens": int(reported.completion_tokens or 0)}
-        return ModelTurn(message.content, calls, usage, str(choices[0].finish_reason or ""))
+        return ModelTurn(message.content, calls, usage, str(choices[0].finish_reason or ""),
+                         len(retry_errors), retry_errors)
 
     def __repr__(self) -> str:
         return f"OpenAIChatModel(base_url={str(self.client.base_url)!r}, model={self.model!r})"

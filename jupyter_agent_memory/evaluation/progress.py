@@ -9,14 +9,6 @@ from typing import Any, TextIO
 __all__ = ["Progress", "make_progress"]
 
 
-def _in_notebook() -> bool:
-    shell = sys.modules.get("IPython")
-    if shell is None:
-        return False
-    ipython = shell.get_ipython()
-    return ipython is not None and hasattr(ipython, "kernel")
-
-
 class Progress:
     """Shows ``<label>: <done>/<total> <unit> · <text>`` and updates it in place: in a notebook
     through an IPython display handle, elsewhere by rewriting one line of ``stream`` (standard
@@ -29,7 +21,9 @@ class Progress:
         self.stream = stream
         self._handle: Any = None
         self._width = 0
-        if stream is None and _in_notebook():
+        shell = sys.modules.get("IPython")  # a kernel's shell: a notebook, not a terminal
+        ipython = shell.get_ipython() if shell is not None and stream is None else None
+        if ipython is not None and hasattr(ipython, "kernel"):
             from IPython.display import display
 
             self._handle = display(self._line(0, "starting"), display_id=True)
@@ -58,14 +52,12 @@ class Progress:
 
 def make_progress(progress: Any, total: int, label: str, unit: str) -> Progress:
     """``progress`` (``True``, a ``Progress``, a function, or ``None``) as a ``Progress``."""
-    if progress is None or progress is False:
-        return _HookProgress(None, total)
     if progress is True:
         return Progress(total, label, unit)
     if isinstance(progress, Progress):
         return progress
-    if callable(progress):
-        return _HookProgress(progress, total)
+    if progress is None or progress is False or callable(progress):
+        return _HookProgress(progress or None, total)
     raise TypeError(f"progress must be True, a Progress or a function, got {progress!r}")
 
 

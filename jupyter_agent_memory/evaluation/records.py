@@ -1,12 +1,10 @@
-"""What a run records: per model call, tool call, search, turn and session.
-
-Every record is a plain dataclass of JSON-friendly values, so a whole run exports to JSON and
-loads back equal (``EvaluationResult.to_json`` / ``from_json``).
-"""
+"""What a run records per model call, tool call, search, turn and session: plain dataclasses
+of JSON-friendly values, so a run exports to JSON and loads back equal."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+import json
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, TypeVar
 
 from .expectations import ExpectationOutcome
@@ -222,8 +220,8 @@ class SessionRecord:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict of every field."""
-        return _to_plain(self)
+        """A JSON-ready dict of every field (tuples as lists, as JSON has them)."""
+        return json.loads(json.dumps(asdict(self)))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SessionRecord:
@@ -233,8 +231,8 @@ class SessionRecord:
         values["turns"] = [_turn_from_dict(turn) for turn in values.get("turns", [])]
         if values.get("closing") is not None:
             values["closing"] = _turn_from_dict(values["closing"])
-        values["judge_calls"] = _load_all(ModelCallRecord, values.get("judge_calls", []))
-        values["outcomes"] = _load_all(ExpectationOutcome, values.get("outcomes", []))
+        values["judge_calls"] = [_load(ModelCallRecord, c) for c in values.get("judge_calls", [])]
+        values["outcomes"] = [_load(ExpectationOutcome, o) for o in values.get("outcomes", [])]
         values["searches"] = [SearchRecord(**s) for s in values.get("searches", [])]
         values["retrieval"] = [RetrievalScore(**r) for r in values.get("retrieval", [])]
         return _load(cls, values)
@@ -246,29 +244,15 @@ def _load(cls: type[_T], values: dict[str, Any]) -> _T:
     return cls(**{key: value for key, value in values.items() if key in names})
 
 
-def _load_all(cls: type[_T], items: list[dict[str, Any]]) -> list[_T]:
-    return [_load(cls, item) for item in items]
-
-
 def _turn_from_dict(data: dict[str, Any]) -> TurnRecord:
     values = dict(data)
     values["tool_calls"] = [ToolCallRecord(**c) for c in values.get("tool_calls", [])]
-    values["model_calls"] = _load_all(ModelCallRecord, values.get("model_calls", []))
+    values["model_calls"] = [_load(ModelCallRecord, c) for c in values.get("model_calls", [])]
     return _load(TurnRecord, values)
 
 
-def _to_plain(value: Any) -> Any:
-    if hasattr(value, "__dataclass_fields__"):
-        return {f.name: _to_plain(getattr(value, f.name)) for f in fields(value)}
-    if isinstance(value, (list, tuple)):
-        return [_to_plain(item) for item in value]
-    if isinstance(value, dict):
-        return {str(key): _to_plain(item) for key, item in value.items()}
-    return value
-
-
 def _diff_counts(diff: str) -> tuple[int, int]:
-    lines = diff.splitlines()
-    added = sum(1 for line in lines if line.startswith("+") and not line.startswith("+++"))
-    removed = sum(1 for line in lines if line.startswith("-") and not line.startswith("---"))
-    return added, removed
+    """Lines added and removed by a unified diff, after its two header lines (a line of the
+    file may itself start with ``++`` or ``--``)."""
+    lines = diff.splitlines()[2:]
+    return sum(line.startswith("+") for line in lines), sum(line.startswith("-") for line in lines)

@@ -31,12 +31,13 @@ NUMERIC_METRICS = (
 """The per-session numbers of ``tidy()`` (retrieval metrics come on top, per retriever)."""
 
 
-def new_axes(plt: Any, ax: Any, size: tuple[float, float] = (7, 3.2)) -> tuple[Any, Any]:
-    """``(figure, axes)``: the given axes, or a new figure that pyplot forgets at once (so it is
-    not shown twice), which still displays and saves."""
+def new_axes(ax: Any) -> tuple[Any, Any]:
+    """``(figure, axes)`` for a ``plot()``: ``ax``, or a new figure that pyplot forgets at once
+    (so it is not shown twice), which still displays and saves."""
+    plt = import_extra("matplotlib.pyplot", "plot()")
     if ax is not None:
         return ax.figure, ax
-    figure, axes = plt.subplots(figsize=size, layout="constrained")
+    figure, axes = plt.subplots(figsize=(7, 3.2), layout="constrained")
     plt.close(figure)
     return figure, axes
 
@@ -49,20 +50,9 @@ _COLUMNS = [
 ]
 
 
-def _format_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]]) -> str:
-    headers = [title for _, title in columns]
-    cells = [["" if row[key] is None else str(row[key]) for key, _ in columns] for row in rows]
-    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
-
-    def line(values: Sequence[str]) -> str:
-        return "  ".join(
-            value.ljust(width) if i == 1 else value.rjust(width)
-            for i, (value, width) in enumerate(zip(values, widths, strict=True))
-        ).rstrip()
-
-    out = [line(headers), line(["-" * w for w in widths])]
-    out.extend(line(row) for row in cells)
-    return "\n".join(out)
+def dataframe(what: str, rows: Any, **options: Any) -> Any:
+    """``pandas.DataFrame(rows, **options)``; ``what`` is named if pandas is missing."""
+    return import_extra("pandas", what).DataFrame(rows, **options)
 
 
 def _number(value: Any) -> float:
@@ -181,7 +171,18 @@ class EvaluationResult(Exported):
 
     def table(self) -> str:
         """A plain-text table with one line per session."""
-        return _format_table(self.rows(), _COLUMNS)
+        headers = [title for _, title in _COLUMNS]
+        cells = [["" if row[key] is None else str(row[key]) for key, _ in _COLUMNS]
+                 for row in self.rows()]
+        widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+
+        def line(values: Sequence[str]) -> str:
+            return "  ".join(
+                value.ljust(width) if i == 1 else value.rjust(width)
+                for i, (value, width) in enumerate(zip(values, widths, strict=True))
+            ).rstrip()
+
+        return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, cells)])
 
     def expectations_text(self) -> str:
         """Every expectation outcome, one per line: ``[PASS]`` / ``[FAIL]`` with details."""
@@ -230,13 +231,11 @@ class EvaluationResult(Exported):
 
     def tidy(self) -> Any:
         """``tidy_rows()`` as a pandas DataFrame (long format, for groupby and plots)."""
-        pandas = import_extra("pandas", "tidy()")
-        return pandas.DataFrame(self.tidy_rows())
+        return dataframe("tidy()", self.tidy_rows())
 
     def to_dataframe(self) -> Any:
         """The summary rows and the scenario's labels as a DataFrame indexed by session."""
-        pandas = import_extra("pandas", "to_dataframe()")
-        frame = pandas.DataFrame(self.rows()).set_index("session")
+        frame = dataframe("to_dataframe()", self.rows()).set_index("session")
         for key, value in self.labels.items():
             frame[key] = value
         return frame
@@ -250,8 +249,7 @@ class EvaluationResult(Exported):
 
     def retrieval_dataframe(self) -> Any:
         """``retrieval_rows()`` as a DataFrame."""
-        pandas = import_extra("pandas", "retrieval_dataframe()")
-        return pandas.DataFrame(self.retrieval_rows())
+        return dataframe("retrieval_dataframe()", self.retrieval_rows())
 
     def retrieval_summary(self) -> dict[str, dict[str, float]]:
         """Mean of each retrieval metric per retriever, ``None`` values left out."""
@@ -266,19 +264,15 @@ class EvaluationResult(Exported):
 
     def outcomes_dataframe(self) -> Any:
         """One row per session and expectation: ``passed`` as 0/1, and the detail."""
-        pandas = import_extra("pandas", "outcomes_dataframe()")
         rows = [{**self.labels, "session": session.index, "expectation": outcome.description,
                  "passed": int(outcome.passed), "detail": outcome.detail}
                 for session in self.sessions for outcome in session.outcomes]
         columns = [*self.labels, "session", "expectation", "passed", "detail"]
-        return pandas.DataFrame(rows, columns=columns)
+        return dataframe("outcomes_dataframe()", rows, columns=columns)
 
     def plot(self, metric: str | None = None, *, ax: Any = None, title: str | None = None) -> Any:
         """A figure over sessions: prompt tokens and fact count, or ``metric`` as bars."""
-        plt = import_extra("matplotlib.pyplot", "plot()")
-        from matplotlib.ticker import MaxNLocator
-
-        figure, axes = new_axes(plt, ax)
+        figure, axes = new_axes(ax)
         indexes = [session.index for session in self.sessions]
         axes.set_xlabel("session")
         axes.set_xticks(indexes)
@@ -298,6 +292,8 @@ class EvaluationResult(Exported):
         facts_axes.plot(indexes, facts, color="#d62728", marker="o", label="facts")
         facts_axes.set_ylabel("facts in FACT.md (end)")
         facts_axes.set_ylim(0, max(facts, default=0) + 1)
+        from matplotlib.ticker import MaxNLocator
+
         facts_axes.yaxis.set_major_locator(MaxNLocator(integer=True))
         handles, labels = axes.get_legend_handles_labels()
         more_handles, more_labels = facts_axes.get_legend_handles_labels()

@@ -20,7 +20,7 @@ from ..engine.functions import MEMORY_TOOL_NAME, PROFILE_TOOL_NAME, Toolset
 from ..engine.prompt import Section, approx_tokens
 from ..engine.sessions import record as record_session
 from ..journal import format_timestamp
-from .models import ChatModel, call_model
+from .models import ChatModel, call_model, model_name
 from .progress import make_progress
 from .records import SearchRecord, SessionRecord, ToolCallRecord, TurnRecord
 from .results import EvaluationResult
@@ -178,13 +178,12 @@ class EvaluationRunner:
 
     def _record_search(self, arguments: Any, text: str, origin: str) -> None:
         """Record the ranking of a successful memory tool call that was a search."""
-        parsed = arguments
         if isinstance(arguments, str):
             try:
-                parsed = json.loads(arguments or "{}")
+                arguments = json.loads(arguments or "{}")
             except ValueError:
                 return
-        if not isinstance(parsed, dict) or parsed.get("action") != "search":
+        if not isinstance(arguments, dict) or arguments.get("action") != "search":
             return
         assert self._journal is not None
         try:
@@ -193,10 +192,10 @@ class EvaluationRunner:
             returned = []
         self._journal.sync(origin)
         ranking = self._journal.ids_of([e for e in returned if isinstance(e, dict)])
-        query = parsed.get("query")
-        query = query if isinstance(query, str) else ""
-        arguments = {key: value for key, value in parsed.items() if key != "action"}
-        self._searches.append(SearchRecord("agent", query, ranking, arguments))
+        query = arguments.get("query")
+        rest = {key: value for key, value in arguments.items() if key != "action"}
+        self._searches.append(SearchRecord("agent", query if isinstance(query, str) else "",
+                                           ranking, rest))
 
     def build_prompt(self) -> Prompt:
         """Build the prompt a session would start from now."""
@@ -224,17 +223,6 @@ class EvaluationRunner:
         if len(sections) == len(prompt.sections):
             return prompt
         return replace(prompt, base=base, context=context, sections=tuple(sections))
-
-    def _start_session(self, given: Prompt) -> dict[str, Any]:
-        """Record the session start, with the system message ``given``; its receipt."""
-        # A simulated clock must not move for the receipt, or every later time would shift.
-        moment = self._clock.peek() if self._clock is not None else None
-        try:
-            client = {"name": CLIENT_NAME, "version": __version__}
-            return record_session(self.memory, given, client=client)
-        finally:
-            if self._clock is not None and moment is not None:
-                self._clock.set(moment)
 
     def _now_text(self) -> str:
         return format_timestamp(self._clock.peek() if self._clock else datetime.now(timezone.utc))
@@ -285,22 +273,21 @@ class EvaluationRunner:
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
         record.note = f"stopped after {self.max_tool_rounds} tool rounds without a reply"
 
-    def _conversation(self, session: Session) -> list[tuple[str | None, str | None, int, int]]:
-        """``(user, fixed reply, position of the user message, position of the reply's last
-        message)``, positions 1-based in the transcript (or the turns); a transcript's
-        leading assistant text has no user (position 0)."""
+    def _conversation(self, session: Session) -> list[tuple[str | None, str | None, int]]:
+        """``(user, fixed reply, position of the user message)``, 1-based in the transcript (or
+        the turns); a transcript's leading assistant text has no user (position 0)."""
         if session.transcript is None:
-            return [(user, None, n, n) for n, user in enumerate(session.turns, 1)]
-        pairs: list[tuple[str | None, str | None, int, int]] = []
+            return [(user, None, n) for n, user in enumerate(session.turns, 1)]
+        pairs: list[tuple[str | None, str | None, int]] = []
         for position, message in enumerate(session.transcript, 1):
             if message["role"] == "user":
-                pairs.append((message["content"], None, position, position))
+                pairs.append((message["content"], None, position))
             elif pairs:
-                user, reply, asked, _ = pairs[-1]
+                user, reply, asked = pairs[-1]
                 joined = message["content"] if reply is None else f"{reply}\n\n{message['content']}"
-                pairs[-1] = (user, joined, asked, position)
+                pairs[-1] = (user, joined, asked)
             else:
-                pairs.append((None, message["content"], 0, position))
+                pairs.append((None, message["content"], 0))
         return pairs
 
     def _baseline_searches(self, session: Session) -> list[SearchRecord]:
@@ -325,14 +312,13 @@ class EvaluationRunner:
         if session.date is not None and self._clock is not None:
             assert isinstance(session.date, datetime)
             self._clock.set(session.date)
-        started_at = self._now_text()
         started = time.perf_counter()
         self._searches = []
         record = SessionRecord(
             index=index, name=session.name, system_prompt="", prompt_chars=0, prompt_tokens=0,
             prompt_sections=[], prompt_warnings=[], bootstrap=False, turns=[], facts_before="",
             facts_after="", facts_diff="", new_entries=[], next_prompt="", outcomes=[],
-            started=started_at,
+            started=self._now_text(),
         )
         failed = False
         try:
@@ -343,7 +329,14 @@ class EvaluationRunner:
             prompt = self.build_prompt()
             given = self._given(prompt, dated)
             system = given.text
-            record.session_id = self._start_session(given)["session_id"]
+            # A simulated clock must not move for the receipt, or every later time would shift.
+            moment = self._clock.peek() if self._clock is not None else None
+            client = {"name": CLIENT_NAME, "version": __version__}
+            try:
+                record.session_id = record_session(self.memory, given, client=client)["session_id"]
+            finally:
+                if self._clock is not None and moment is not None:
+                    self._clock.set(moment)
             record.system_prompt = system
             record.prompt_chars = len(system)
             record.prompt_tokens = prompt.tokens if system == prompt.text else approx_tokens(system)
@@ -354,8 +347,7 @@ class EvaluationRunner:
             tools = self.tools.openai(self.memory)
             messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
             shown = 0  # transcript messages the model has been shown so far
-            stopped = False
-            for user, fixed, asked, _answered in self._conversation(session):
+            for user, fixed, asked in self._conversation(session):
                 if user is None:
                     messages.append({"role": "assistant", "content": fixed or ""})
                     continue
@@ -366,14 +358,14 @@ class EvaluationRunner:
                 if turn.error:
                     failed = True
                     if on_error == "stop":
-                        stopped = True
                         break
-            transcript = session.transcript or []
-            ends_with_reply = bool(transcript) and transcript[-1]["role"] == "assistant"
-            if not stopped and self.closing_turn is not None and ends_with_reply:
-                self._journal.step = (name, shown + 1, len(transcript))
-                record.closing = self._run_turn(messages, tools, self.closing_turn, name)
-                failed = failed or bool(record.closing.error)
+            else:  # no stop: a transcript ending with the assistant gets the closing turn
+                transcript = session.transcript or []
+                ends_with_reply = bool(transcript) and transcript[-1]["role"] == "assistant"
+                if self.closing_turn is not None and ends_with_reply:
+                    self._journal.step = (name, shown + 1, len(transcript))
+                    record.closing = self._run_turn(messages, tools, self.closing_turn, name)
+                    failed = failed or bool(record.closing.error)
             self._journal.step = None
             record.facts_after = self.memory.facts
             self._journal.sync(name)
@@ -431,10 +423,9 @@ class EvaluationRunner:
         stopped = False
         try:
             self._journal = _Journal(self.memory)
-            for index, session in enumerate(scenario.sessions, 1):
-                display.update(index - 1, names[index - 1])
-                record, failed = self._run_session(index, names[index - 1], session,
-                                                   scenario.dated, on_error)
+            for index, (name, session) in enumerate(zip(names, scenario.sessions, strict=True), 1):
+                display.update(index - 1, name)
+                record, failed = self._run_session(index, name, session, scenario.dated, on_error)
                 records.append(record)
                 if failed and on_error == "stop":
                     stopped = True
@@ -448,9 +439,8 @@ class EvaluationRunner:
         finally:
             self.memory.clock = previous_clock
             self._clock = None
-        model = str(getattr(self.model, "name", type(self.model).__name__))
-        return EvaluationResult(scenario.name, model, str(self.memory.path), records,
-                                dict(scenario.labels), stopped, journal)
+        return EvaluationResult(scenario.name, model_name(self.model), str(self.memory.path),
+                                records, dict(scenario.labels), stopped, journal)
 
 
 def _check_count(name: str, value: object) -> None:

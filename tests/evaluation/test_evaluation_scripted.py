@@ -427,6 +427,31 @@ def test_count_facts():
     assert count_facts("# Facts\nplain line\nanother\n") == 2
 
 
+def test_a_fact_line_starting_with_plus_or_minus_signs_is_counted(mem):
+    # Its diff lines read "+++ ..." and "--- ...", like the diff's own two header lines.
+    mem.update_facts("-- old setting\n- kept\n")
+    model = ScriptedModel([Rule("swap", calls=[remember("++ new setting", replaces="^--")])])
+    result = run_scenario(mem, model, Scenario([Session(["swap"])]), config=DONE)
+    row = result.rows()[0]
+    assert (row["facts_added"], row["facts_removed"]) == (1, 1)
+
+
+def test_a_model_without_a_name_is_labelled_by_its_class(mem, tmp_path):
+    from jupyter_agent_memory.evaluation import CachedModel, run_matrix
+
+    class Nameless(ScriptedModel):
+        name = None
+
+    scenario = Scenario([Session(["hi"])], name="s")
+    model = Nameless([])
+    assert run_scenario(mem, model, scenario, config=DONE).model == "Nameless"
+    assert CachedModel(model, tmp_path / "cache").name == "Nameless"
+    matrix = run_matrix([model], scenario, root=tmp_path / "m", config=DONE)
+    assert [run.model for run in matrix.runs] == ["Nameless"]
+    assert matrix.runs[0].result.model == "Nameless"
+    assert matrix.runs[0].model_spec["name"] == "Nameless"
+
+
 def test_dataframe_plot_and_html(mem, tmp_path, monkeypatch):
     # matplotlib keeps its font cache under MPLCONFIGDIR: keep it out of the home folder.
     monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path / "mpl"))
