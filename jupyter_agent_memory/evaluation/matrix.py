@@ -415,9 +415,14 @@ class MatrixResult(Exported):
         def key(run: MatrixRun) -> tuple[Any, ...]:
             if by is None:
                 return self._policy(run)
-            return (*self._policy(run), run.result.labels.get(by, getattr(run, by, None)))
+            return (*self._policy(run), self._label(run, by))
 
         return self._question_means(metric, key)
+
+    @staticmethod
+    def _label(run: MatrixRun, by: str) -> Any:
+        """A run's value of ``by``: a scenario label, else a run attribute (as it is, not text)."""
+        return run.result.labels.get(by, getattr(run, by, None))
 
     def _question_means(self, metric: str,
                         key: Callable[[MatrixRun], Any]) -> dict[Any, dict[str, float]]:
@@ -455,7 +460,8 @@ class MatrixResult(Exported):
                 raise ValueError(f"No run of {policy!r} has the metric {metric!r}")
         scopes: list[tuple[str | None, Any]] = [(None, "all")]
         if by is not None:
-            labels = sorted({str(run.result.labels.get(by)) for run in self.runs})
+            # Grouped by the values themselves (a boolean label stays a boolean), shown as text.
+            labels = sorted({self._label(run, by) for run in self.runs}, key=str)
             scopes += [(by, label) for label in labels]
         rows = []
         for scope_by, label in scopes:
@@ -467,7 +473,7 @@ class MatrixResult(Exported):
                                       confidence=confidence, resamples=resamples, seed=seed)
             numbers = asdict(found)  # mean_a, mean_b, difference ... ties, in the table's order
             del numbers["confidence"], numbers["exact"]
-            rows.append({(by or "scope"): label, "a": str(a), "b": str(b), **numbers})
+            rows.append({(by or "scope"): str(label), "a": str(a), "b": str(b), **numbers})
         return dataframe("compare()", rows)
 
     def plot(self, metric: str = "pass_rate", *, by: str = "model", hue: str | None = None,

@@ -87,6 +87,15 @@ def test_matrix_intervals_and_paired_comparison_per_question_type(tmp_path):
     assert (update["mean_a"], update["mean_b"], update["wins"]) == (0.5, 0.0, 1)
     with pytest.raises(ValueError, match="No run of 'nobody'"):
         matrix.compare("nobody", "facts")
+    # A label that is not text (LongMemEval's boolean ``abstention``) groups the same questions
+    # in compare() as in intervals(); it once compared nothing (0 questions, NaN) per value.
+    abstained = matrix.intervals("pass_rate", by="abstention", resamples=200)
+    compared_abs = matrix.compare("journal", "facts", by="abstention", resamples=200)
+    counts = abstained[abstained.model == "facts"].set_index("abstention")["questions"]
+    assert list(compared_abs.abstention) == ["all", "False", "True"]
+    by_value = compared_abs.set_index("abstention")
+    assert by_value.loc["False", "questions"] == counts[False] > 0
+    assert by_value.loc["True", "questions"] == counts[True] > 0
     figure = matrix.plot("pass_rate", hue="question_type", resamples=200)
     legend = [text.get_text() for text in figure.axes[0].get_legend().get_texts()]
     assert sorted(legend) == sorted(set(typed.question_type))
