@@ -1,12 +1,9 @@
 """The tools a surface offers a model, and the one way their calls reach the engine.
 
-A :class:`Toolset` names what one surface offers: ``memory`` (always), ``profile`` (opt-in),
-``product_info`` (when the agent's template ships a product manifest), and whether the model
-can edit files with its host's tools. The prompt builder describes exactly that set, and the
-same object gives the specs and routes the calls back (README.md shows a tool loop), so the
-prompt never names a tool the model does not have. ``dispatch`` never raises: any failure
-comes back as ``Error: MCP error <code>: <message>``, what the MCP server returns for the
-same call. The module-level helpers use the default ``Toolset()``.
+A :class:`Toolset` (``memory``, opt-in ``profile``, ``product_info`` when the template ships a
+manifest, host file edits) is what the prompt describes, the specs offered and the router of
+calls, so the prompt never names a tool the model lacks. ``dispatch`` never raises: a failure
+is ``Error: MCP error <code>: <message>``, as MCP returns it. Module helpers use ``Toolset()``.
 """
 
 from __future__ import annotations
@@ -54,11 +51,8 @@ def to_openai(tool: dict[str, Any], *, strict: bool = False) -> dict[str, Any]:
     Chat Completions (``{"type": "function", "function": {...}}``, the schema copied); with
     ``strict``, under OpenAI's strict rules (:func:`strict_schema`) and ``"strict": true``."""
     schema = tool["input_schema"]
-    function: dict[str, Any] = {
-        "name": tool["name"],
-        "description": tool["description"],
-        "parameters": strict_schema(schema) if strict else copy.deepcopy(schema),
-    }
+    parameters = strict_schema(schema) if strict else copy.deepcopy(schema)
+    function = {"name": tool["name"], "description": tool["description"], "parameters": parameters}
     if strict:
         function["strict"] = True
     return {"type": "function", "function": function}
@@ -72,11 +66,8 @@ def to_responses(tool: dict[str, Any], *, strict: bool = False) -> dict[str, Any
 
 def to_anthropic(tool: dict[str, Any]) -> dict[str, Any]:
     """Reshape a neutral tool spec for Anthropic's Messages API (the schema deep-copied)."""
-    return {
-        "name": tool["name"],
-        "description": tool["description"],
-        "input_schema": copy.deepcopy(tool["input_schema"]),
-    }
+    schema = copy.deepcopy(tool["input_schema"])
+    return {"name": tool["name"], "description": tool["description"], "input_schema": schema}
 
 
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -93,9 +84,7 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
                 spec["enum"] = [*spec["enum"], None]
         properties[name] = spec
     return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
+        "type": "object", "properties": properties, "required": list(properties),
         "additionalProperties": False,
     }
 
@@ -248,18 +237,16 @@ def _parse_arguments(arguments: Any) -> dict[str, Any]:
     return arguments
 
 
+# JSON's name for a Python value's type; bool before int, as a bool is an int.
+_JSON_TYPES = (
+    (bool, "a boolean"), ((int, float), "a number"), (str, "a string"),
+    ((list, tuple), "an array"), (type(None), "null"),
+)
+
+
 def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, (list, tuple)):
-        return "an array"
-    if value is None:
-        return "null"
-    return type(value).__name__
+    found = (name for kind, name in _JSON_TYPES if isinstance(value, kind))
+    return next(found, type(value).__name__)
 
 
 def unknown_tool_error(name: object, offered: Sequence[str] = ()) -> MemoryToolError:

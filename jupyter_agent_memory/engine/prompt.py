@@ -1,10 +1,8 @@
 """The recall side of the learning loop: SOUL, USER and FACT back into the system prompt.
 
-:class:`PromptBuilder` reads an agent folder (never writing) as the store walks it, refusing a
-file or folder swapped for a link, and assembles an optional bootstrap block, then the
-``## Memories`` section with the files inside ``<soul>``, ``<user>`` and ``<facts>`` blocks
-they cannot close (see :mod:`.blocks`). Builds are cached (:mod:`.prompt_cache`): an unchanged
-build costs a few ``stat`` calls, and a rewritten file is never missed.
+:class:`PromptBuilder` reads an agent folder (never writing, refusing links) and assembles an
+optional bootstrap block, then ``## Memories`` with the files inside ``<soul>``, ``<user>`` and
+``<facts>`` blocks they cannot close (:mod:`.blocks`). Builds are cached (:mod:`.prompt_cache`).
 """
 
 from __future__ import annotations
@@ -27,7 +25,7 @@ from ..errors import (
     UnsafePathError,
     engine_boundary,
 )
-from ..folder import Folder, describe, file_key, match_name
+from ..folder import Folder, describe, file_key, match_name, read_all
 from . import bootstrap as _bootstrap
 from .blocks import guard_block_text
 from .bootstrap import BOOTSTRAP_TAG, SOUL_STUB_CHARS, STATE_FILE
@@ -195,14 +193,7 @@ class PromptBuilder:
         if hold_files is None:
             hold_files = environment.switch(environment.HOLD_FILES, default=True)
         self.hold_files = bool(hold_files)
-        if isinstance(cache_entries, bool) or not isinstance(cache_entries, int) or (
-            cache_entries < 1
-        ):
-            raise MemoryToolError(
-                f"'cache_entries' must be a positive integer, got {cache_entries!r}",
-                INVALID_PARAMS,
-            )
-        self._cache = PromptCache(max_entries=cache_entries)
+        self._cache = PromptCache(max_entries=_positive("cache_entries", cache_entries))
 
     @property
     def tool_name(self) -> str:
@@ -217,19 +208,15 @@ class PromptBuilder:
     ) -> Prompt:
         """Build the prompt for ``agent`` (an :class:`AgentMemory` or a folder path).
 
-        ``workspace`` is the session's working directory (default: the current one); its
-        ``system.md`` becomes :attr:`Prompt.base`. ``config`` may hold ``bootstrap_completed``
-        (bool; a completion the agent recorded outranks it) and ``budget_tokens`` (a positive
-        integer, else -32602; it outranks the builder's). A build over budget raises
-        :class:`PromptWarning` every time, unless ``warn=False``.
+        ``workspace`` (default: the cwd) may hold ``system.md``, the :attr:`Prompt.base`.
+        ``config`` may hold ``bootstrap_completed`` (bool; a completion the agent recorded
+        outranks it) and ``budget_tokens`` (positive, else -32602; it outranks the builder's).
+        A build over budget warns (:class:`PromptWarning`) every time, unless ``warn=False``.
         """
         config = config or {}
         completed = config.get("bootstrap_completed")
-        if not isinstance(completed, bool):
-            completed = None
-        budget = self.budget_tokens
-        if config.get("budget_tokens") is not None:
-            budget = _check_budget(config["budget_tokens"])
+        completed = completed if isinstance(completed, bool) else None
+        budget = _check_budget(config.get("budget_tokens")) or self.budget_tokens
         folder = _agent_folder(agent)
         space = self._workspace(workspace)
         watch_key = (str(folder), space, completed, bool(has_user_instructions), budget)
@@ -288,13 +275,9 @@ class PromptBuilder:
         self, agent: AgentMemory, workspace: str | os.PathLike[str] | None = None, *,
         warn: bool = True,
     ) -> Prompt:
-        """Build ``agent``'s prompt as a session would, with its template's settings.
-
-        The agent's template (when it still exists and is valid) supplies ``config`` and
-        whether role instructions exist. Every surface builds prompts this way. A budget given
-        to this builder wins over the template's, which is only a default for agents nobody
-        configured. ``warn`` is :meth:`build`'s.
-        """
+        """Build ``agent``'s prompt as every surface does: its template (when still valid)
+        supplies ``config`` and whether role instructions exist. The builder's budget wins over
+        the template's."""
         definition = self._session_template(agent)
         config = definition.configuration if definition else None
         if config and self.budget_tokens is not None and "budget_tokens" in config:
@@ -334,17 +317,16 @@ class PromptBuilder:
 
         # A file changing between the build and the record makes the record refuse the stale
         # prompt; the build is then repeated on the files as they are.
-        attempts = _START_ATTEMPTS
+        attempts, client = _START_ATTEMPTS, dict(client or {})
         while True:
             prompt = self.build_session(agent, workspace)
             try:
-                receipt = record(agent, prompt, session_id=session_id, client=dict(client or {}))
+                receipt = record(agent, prompt, session_id=session_id, client=client)
+                return SessionStart(prompt, receipt)
             except StalePromptError:
                 attempts -= 1
                 if not attempts:
                     raise
-                continue
-            return SessionStart(prompt, receipt)
 
     @engine_boundary
     def build_facts_section(self, agent: AgentMemory | str | os.PathLike[str]) -> str | None:
@@ -432,13 +414,20 @@ class PromptBuilder:
         cached = self._cache.get(Kind.FILE, path)
         if cached is None or cached[0] != key:
             try:
-                fd = _open_file(folder, name, shared_ok)
+                if shared_ok:  # hard links allowed
+                    fd = open_regular(name, folder.fd)
+                else:
+                    fd = folder.open_file(name, os.O_RDONLY)
                 try:
                     key = file_key(os.fstat(fd))
-                    with os.fdopen(fd, "rb", closefd=False) as stream:
-                        text = stream.read().decode("utf-8", errors="replace")
+                    text = read_all(fd).decode("utf-8", errors="replace")
                 finally:
                     os.close(fd)
+            except NotRegularError as exc:  # from open_regular
+                refused = UnsafePathError(
+                    f"Refusing to read {path}: it is {exc.what}, not a regular file"
+                )
+                return _Loaded(path, FileState.UNSAFE, key, held=True, error=refused)
             except UnsafePathError as exc:
                 return _Loaded(path, FileState.UNSAFE, key, held=True, error=exc)
             except FileNotFoundError:
@@ -453,19 +442,16 @@ class PromptBuilder:
 
     def _load_agent_files(self, folder: Path) -> tuple[_Loaded, _Loaded, _Loaded, _Loaded]:
         """SOUL.md, USER.md, memory/FACT.md and the state file, the way the store opens them."""
-        soul = _Loaded(folder / SOUL, FileState.MISSING)
-        user = _Loaded(folder / USER, FileState.MISSING)
+        files = (SOUL, USER, STATE_FILE)
+        soul, user, state = (_Loaded(folder / name, FileState.MISSING) for name in files)
         facts = _Loaded(folder / MEMORY_DIR / FACT, FileState.MISSING)
-        state = _Loaded(folder / STATE_FILE, FileState.MISSING)
         try:
             agent = Folder.open(folder)
         except (OSError, UnsafePathError):
             return soul, user, facts, state  # missing, or not a real folder: nothing loads
         with agent:
             listing_key, names = self._names(agent)
-            soul = self._load(agent, names, SOUL)
-            user = self._load(agent, names, USER)
-            state = self._load(agent, names, STATE_FILE)
+            soul, user, state = (self._load(agent, names, name) for name in files)
             memory_name = match_name(names, MEMORY_DIR)
             try:
                 mem = None if memory_name is None else agent.subfolder(memory_name)
@@ -613,44 +599,10 @@ class PromptBuilder:
         )
 
     def _bootstrap_block(self, folder: Path, has_user_instructions: bool) -> str:
-        tool = self.tool_name
-        opening = (
-            "## Bootstrap Mode\n\n"
-            "This is the start of a new relationship with your user: SOUL.md and USER.md are "
-            "still empty, or still the templates they started as."
-        )
-        learn_user = (
-            "3. Learn about the user as the conversation allows: their name and how they "
-            "like to be addressed, their timezone and working hours, and how they like to "
-            "communicate (language, level of detail, formality)."
-        )
-        finish = (
-            f"   - Finish with `{tool}`: action `append`, tags `[\"{BOOTSTRAP_TAG}\"]`, and a "
-            "one-line summary of the setup. That append completes bootstrap: from the next "
-            "session on you work in your normal mode, without this block, whatever the "
-            "length of SOUL.md."
-        )
-        only_persona = (
-            "- Write only SOUL.md and USER.md: never change the configured system prompt or "
-            "instructions."
-            if self.tools.can_write_persona
-            else "- Never change the configured system prompt or instructions."
-        )
-        guidelines = (
-            "Guidelines:\n"
-            "- Keep the conversation natural and warm: this is a first impression.\n"
-            "- Ask 3 to 5 questions in total, no more; do not interrogate. Reasonable "
-            "assumptions are fine, the user can correct them.\n"
-            "- Always answer in the user's language: if they write in Chinese, answer in "
-            "Chinese.\n"
-            f"{only_persona}"
-        )
         if has_user_instructions:
             soul_part = "your name, personality, tone and communication style"
-            steps = self._persona_steps(folder, soul_part)
-            return (
-                f"{opening}\n\n"
-                "Your instructions already define your role, goals, capability scope and "
+            setup = (
+                "\n\nYour instructions already define your role, goals, capability scope and "
                 "constraints. This one-time setup only personalises how you present that role "
                 "and learns who the user is: never change, restate or replace those "
                 "instructions while you do it.\n\n"
@@ -662,62 +614,67 @@ class PromptBuilder:
                 "personality, a tone and a communication style (professional, casual, "
                 "playful, concise, thorough, ...), and any presentation preferences the user "
                 "wants you to remember.\n"
-                f"{learn_user}\n"
+            )
+            commit = (
                 "4. When you know enough, commit the persona and the user context. Never put "
                 "role, goals, capability scope or constraints in SOUL.md: they stay in your "
                 "instructions.\n"
-                f"{steps}"
-                f"{finish}\n\n"
-                f"{guidelines}\n"
-                "- Make SOUL.md and USER.md detailed and thoughtful, without repeating the role "
-                "your instructions define."
             )
-        soul_part = "your role definition, name, personality, tone, principles and boundaries"
-        steps = self._persona_steps(folder, soul_part)
-        return (
-            f"{opening} No instructions define your role, so SOUL.md will be your role "
-            "definition.\n\n"
-            "In this conversation:\n\n"
-            "1. Introduce yourself: explain that you are their personal agent and that this "
-            "is a one-time setup to work out what role you should play for them.\n"
-            "2. Discover that role through natural conversation: what kind of assistant they "
-            "need (coding partner, project manager, research aide, creative collaborator, "
-            "life assistant, ...), a name (suggest a few that fit the role, or let them "
-            "choose freely), the tone and personality that fit it, and any boundaries, "
-            "things you must never do, or strong preferences.\n"
-            f"{learn_user}\n"
-            "4. When you know enough, commit your identity:\n"
-            f"{steps}"
-            f"{finish}\n\n"
-            f"{guidelines}\n"
-            "- Make SOUL.md and USER.md detailed and thoughtful: together they define your "
-            "relationship."
+            closing = ", without repeating the role your instructions define."
+        else:
+            soul_part = "your role definition, name, personality, tone, principles and boundaries"
+            setup = (
+                " No instructions define your role, so SOUL.md will be your role definition.\n\n"
+                "In this conversation:\n\n"
+                "1. Introduce yourself: explain that you are their personal agent and that this "
+                "is a one-time setup to work out what role you should play for them.\n"
+                "2. Discover that role through natural conversation: what kind of assistant they "
+                "need (coding partner, project manager, research aide, creative collaborator, "
+                "life assistant, ...), a name (suggest a few that fit the role, or let them "
+                "choose freely), the tone and personality that fit it, and any boundaries, "
+                "things you must never do, or strong preferences.\n"
+            )
+            commit = "4. When you know enough, commit your identity:\n"
+            closing = ": together they define your relationship."
+        only_persona = (
+            "- Write only SOUL.md and USER.md: never change the configured system prompt or "
+            "instructions."
+            if self.tools.can_write_persona
+            else "- Never change the configured system prompt or instructions."
         )
+        return (
+            "## Bootstrap Mode\n\n"
+            "This is the start of a new relationship with your user: SOUL.md and USER.md are "
+            f"still empty, or still the templates they started as.{setup}"
+            "3. Learn about the user as the conversation allows: their name and how they "
+            "like to be addressed, their timezone and working hours, and how they like to "
+            "communicate (language, level of detail, formality).\n"
+            f"{commit}{self._persona_steps(folder, soul_part)}"
+            f"   - Finish with `{self.tool_name}`: action `append`, tags `[\"{BOOTSTRAP_TAG}\"]`, "
+            "and a one-line summary of the setup. That append completes bootstrap: from the next "
+            "session on you work in your normal mode, without this block, whatever the "
+            "length of SOUL.md.\n\n"
+            "Guidelines:\n"
+            "- Keep the conversation natural and warm: this is a first impression.\n"
+            "- Ask 3 to 5 questions in total, no more; do not interrogate. Reasonable "
+            "assumptions are fine, the user can correct them.\n"
+            "- Always answer in the user's language: if they write in Chinese, answer in "
+            f"Chinese.\n{only_persona}\n"
+            f"- Make SOUL.md and USER.md detailed and thoughtful{closing}"
+        )
+
+def _positive(name: str, value: Any) -> int:
+    """``value`` when it is a positive integer, else -32602 naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise MemoryToolError(f"'{name}' must be a positive integer, got {value!r}", INVALID_PARAMS)
+    return value
 
 
 def _check_budget(value: Any) -> int | None:
     """A token budget: None, or a positive integer (``4000.0`` is 4000); else -32602."""
-    if value is None:
-        return None
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise MemoryToolError(
-            f"'budget_tokens' must be a positive integer, got {value!r}", INVALID_PARAMS
-        )
-    return value
-
-
-def _open_file(folder: Folder, name: str, shared_ok: bool) -> int:
-    """Open a file of ``folder`` for reading; with ``shared_ok``, a hard-linked one too."""
-    if not shared_ok:
-        return folder.open_file(name, os.O_RDONLY)
-    try:
-        return open_regular(name, folder.fd)
-    except NotRegularError as exc:
-        raise UnsafePathError(
-            f"Refusing to read {folder.display(name)}: it is {exc.what}, not a regular file"
-        ) from None
+    return None if value is None else _positive("budget_tokens", value)
 
 
 def _agent_folder(agent: AgentMemory | str | os.PathLike[str]) -> Path:
@@ -740,16 +697,10 @@ def _dependencies(
     folder and the workspace by path, ``memory/`` and every file read held (a link or a missing
     file never is: the folder around it covers it)."""
     memory = facts.path.parent
-    handles = [memory] if memory.parent == folder and _is_real_dir(memory) else []
+    is_real_dir = memory.parent == folder and not memory.is_symlink() and memory.is_dir()
+    handles = [memory] if is_real_dir else []
     handles += [part.path for part in (soul, user, facts, system, state) if part and part.held]
     return Plan(paths=(str(folder), str(space)), handles=tuple(map(str, handles)))
-
-
-def _is_real_dir(path: Path) -> bool:
-    try:
-        return stat.S_ISDIR(os.lstat(path).st_mode)
-    except OSError:
-        return False
 
 
 def _check_aliases(

@@ -1,11 +1,9 @@
 """Agent templates: provisioning a data folder, and product knowledge from a manifest.
 
-A template is a folder holding ``agent.json``, ``SOUL.md``, ``USER.md``, ``memory/`` (any
-files, at any depth) and optionally ``product-manifest.json``; built-in ones ship in
-``builtin_templates/``. :func:`provision` never overwrites what a user or agent wrote, and
-product knowledge is never copied into FACT.md: :func:`product_info` reads the manifest fresh
-on every call. Template files are opened so that a named pipe, a device or a link is refused
-at once: a ``.template.json`` naming a hostile folder can never hang a prompt build.
+A template folder holds ``agent.json``, ``SOUL.md``, ``USER.md``, ``memory/`` and optionally
+``product-manifest.json``. :func:`provision` never overwrites what a user or agent wrote;
+:func:`product_info` reads the manifest fresh on every call (never copied into FACT.md).
+Template files are opened so that a FIFO, a device or a link is refused at once.
 """
 
 from __future__ import annotations
@@ -42,7 +40,6 @@ MANIFEST = "product-manifest.json"
 DEFAULT_LOCALE = "en-US"
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-_SOURCE_ARGUMENTS = ("source", "section")
 
 #: The ``product_info`` tool, in the same neutral shape as ``MEMORY_TOOL``; offered only for an
 #: agent provisioned from a template that ships a product manifest.
@@ -158,11 +155,8 @@ def load_template(
     """Find and validate a template (a built-in name or a folder); writes nothing. ``locale``
     picks localised names and instructions (see :func:`pick_localized`)."""
     text = os.fspath(template)
-    builtin = (
-        isinstance(template, str)
-        and ("/" not in text and "\\" not in text)
-        and (BUILTIN_DIR / text / AGENT_JSON).is_file()
-    )
+    plain = isinstance(template, str) and "/" not in text and "\\" not in text
+    builtin = plain and (BUILTIN_DIR / text / AGENT_JSON).is_file()
     folder = BUILTIN_DIR / text if builtin else Path(text).expanduser().resolve()
     if not builtin and not folder.is_dir():
         known = ", ".join(list_templates())
@@ -192,14 +186,10 @@ def load_template(
             "'stock_soul_sha256' must be a list of sha256 hex strings"
         )
     return TemplateDefinition(
-        template_id=text if builtin else str(folder),
-        folder=folder,
-        builtin=builtin,
-        name=pick_localized(names, locale),
-        names=names,
+        template_id=text if builtin else str(folder), folder=folder, builtin=builtin,
+        name=pick_localized(names, locale), names=names,
         instructions=pick_localized(instructions, locale) if instructions else None,
-        configuration=configuration,
-        stock_soul_sha256=tuple(s.lower() for s in stock),
+        configuration=configuration, stock_soul_sha256=tuple(s.lower() for s in stock),
     )
 
 
@@ -227,13 +217,10 @@ def validate_configuration(configuration: Any, source: object) -> dict[str, Any]
     checked = dict(configuration)
     problems = []
     for key, (wanted, check) in _CONFIGURATION_RULES.items():
-        value = checked.get(key)
-        if value is None:
+        if checked.get(key) is None:
             checked.pop(key, None)
-            continue
-        normalised = check(value)
-        if normalised is None:
-            problems.append(f"'{key}' must be {wanted}, got {json.dumps(value)}")
+        elif (normalised := check(checked[key])) is None:
+            problems.append(f"'{key}' must be {wanted}, got {json.dumps(checked[key])}")
         else:
             checked[key] = normalised
     if problems:
@@ -266,10 +253,8 @@ def _localized(spec: dict[str, Any], key: str, path: Path, required: bool) -> di
         return {}
     if isinstance(value, str) and value.strip():
         return {"": value}
-    if (
-        isinstance(value, dict)
-        and value
-        and all(isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in value.items())
+    if isinstance(value, dict) and value and all(
+        isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in value.items()
     ):
         return dict(value)
     need = "is required and " if required else ""
@@ -284,13 +269,11 @@ def provision(
     template: str | os.PathLike[str], agent: AgentMemory | str | os.PathLike[str],
     locale: str | None = None,
 ) -> TemplateDefinition:
-    """Fill an agent folder from a template without overwriting anything a user wrote.
+    """Fill an agent folder (or path) from a template without overwriting what a user wrote.
 
-    ``agent`` is an :class:`AgentMemory` or a folder path. The template is validated and
-    read before anything is written; a link or a non-regular file at any destination stops
-    the whole provisioning before the first write. SOUL.md and USER.md are copied only when
-    missing or empty (or SOUL.md is a stock version the template lists), files under
-    ``memory/`` only when missing. Records the template in ``<agent>/.template.json``.
+    Everything is validated and read first; a link or non-regular file at any destination
+    stops it before the first write. SOUL.md and USER.md are copied only when missing, empty
+    or a listed stock SOUL.md; ``memory/`` files only when missing. Records ``.template.json``.
     """
     definition = load_template(template, locale)
     persona = {name: _read_template_file(definition.folder, name) for name in (SOUL, USER)}
@@ -305,8 +288,7 @@ def provision(
                 written.append(name)
         _copy_missing_memory_files(memory, memory_files, written)
         record = {
-            "template": definition.template_id,
-            "builtin": definition.builtin,
+            "template": definition.template_id, "builtin": definition.builtin,
             "name": definition.name,
         }
         current = memory.template_info() or {}
@@ -384,8 +366,8 @@ def _template_memory_files(folder: Path) -> dict[tuple[str, ...], bytes]:
             path = directory / name
             if stat.S_ISDIR(retry_eintr(os.lstat, path).st_mode):
                 walk(path, (*parts, name))
-                continue
-            found[parts + (name,)] = _read_template_bytes(path)  # noqa: RUF005
+            else:
+                found[parts + (name,)] = _read_template_bytes(path)
 
     walk(root, ())
     return found
@@ -452,23 +434,18 @@ def _write_if_missing(txn: Locked, folder: Folder, parts: tuple[str, ...], data:
         return _write_if_missing(txn, sub, parts[1:], data)
 
 
-def _unavailable() -> MemoryToolError:
-    return MemoryToolError("Product manifest is unavailable", INTERNAL_ERROR)
-
-
 @engine_boundary
 def read_manifest(definition: TemplateDefinition | None) -> dict[str, Any]:
-    """Load and check a template's manifest now (never cached, so it cannot go stale).
-
-    Errors (-32603) carry Cherry Studio's texts, never a path: unavailable, invalid JSON, or
-    invalid schema (not ``schemaVersion`` 1 with a non-blank ``package.version``).
-    """
+    """Load and check a template's manifest now (never cached). Errors (-32603) carry Cherry
+    Studio's texts, never a path: unavailable, invalid JSON, or invalid schema (not
+    ``schemaVersion`` 1 with a non-blank ``package.version``)."""
+    unavailable = MemoryToolError("Product manifest is unavailable", INTERNAL_ERROR)
     if definition is None:
-        raise _unavailable()
+        raise unavailable
     try:
         raw = _read_regular(definition.folder / MANIFEST)
     except OSError:
-        raise _unavailable() from None
+        raise unavailable from None
     try:
         manifest = json.loads(raw.decode("utf-8", errors="replace"), parse_constant=_no_constant)
     except ValueError:
@@ -497,19 +474,15 @@ def _valid_manifest(manifest: Any) -> bool:
 
 @engine_boundary
 def product_info(memory: AgentMemory, args: dict[str, Any]) -> str:
-    """The ``product_info`` tool: the agent's product manifest as compact JSON text.
-
-    As Cherry Studio's tool: ``{runtimeVersion, manifestVersion}`` (the manifest's
-    ``package.version``) with ``sections`` (its top-level keys but ``schemaVersion``) when no
-    ``section`` is given (or ``""``), with ``section`` and ``data`` for one section, or with
-    ``section: "all"`` and ``manifest``. ``source`` must be ``"manifest"``.
-    """
+    """The ``product_info`` tool (as Cherry Studio's), compact JSON: ``{runtimeVersion,
+    manifestVersion}`` with ``sections`` (no or empty ``section``), with ``section`` and
+    ``data`` for one section, or with ``section: "all"`` and ``manifest``."""
     from ..__about__ import __version__
 
     if not isinstance(args, dict):
         raise MemoryToolError("Tool arguments must be a JSON object", INVALID_PARAMS)
     for key in args:
-        if key not in _SOURCE_ARGUMENTS:
+        if key not in ("source", "section"):
             raise MemoryToolError(f"Unsupported product_info argument: {key}", INVALID_PARAMS)
     source = args.get("source")
     if not (isinstance(source, str) and source == "manifest"):
