@@ -209,6 +209,13 @@ def anthropic_tools(memory: AgentMemory | None = None) -> list[dict[str, Any]]:
     return FUNCTION_CALLING.anthropic(memory)
 
 
+# JSON's name for a Python value's type; bool before int, as a bool is an int.
+_JSON_TYPES = (
+    (bool, "a boolean"), ((int, float), "a number"), (str, "a string"),
+    ((list, tuple), "an array"), (type(None), "null"),
+)
+
+
 def _parse_arguments(arguments: Any) -> dict[str, Any]:
     """Turn a model's arguments into a dict, or raise ``MemoryToolError`` (-32602) saying why."""
     if arguments is None:  # some APIs send none for a call without parameters
@@ -227,26 +234,13 @@ def _parse_arguments(arguments: Any) -> dict[str, Any]:
                 hint = "; a raw newline or tab inside a string must be escaped (\\n, \\t)"
             raise MemoryToolError(
                 f"Tool arguments are not valid JSON: {reason} at line {exc.lineno} "
-                f"column {exc.colno}{hint}",
-                INVALID_PARAMS,
+                f"column {exc.colno}{hint}", INVALID_PARAMS,
             ) from None
     if not isinstance(arguments, dict):
-        raise MemoryToolError(
-            f"Tool arguments must be a JSON object, got {_json_type(arguments)}", INVALID_PARAMS
-        )
+        found = (name for kind, name in _JSON_TYPES if isinstance(arguments, kind))
+        shown = next(found, type(arguments).__name__)
+        raise MemoryToolError(f"Tool arguments must be a JSON object, got {shown}", INVALID_PARAMS)
     return arguments
-
-
-# JSON's name for a Python value's type; bool before int, as a bool is an int.
-_JSON_TYPES = (
-    (bool, "a boolean"), ((int, float), "a number"), (str, "a string"),
-    ((list, tuple), "an array"), (type(None), "null"),
-)
-
-
-def _json_type(value: Any) -> str:
-    found = (name for kind, name in _JSON_TYPES if isinstance(value, kind))
-    return next(found, type(value).__name__)
 
 
 def unknown_tool_error(name: object, offered: Sequence[str] = ()) -> MemoryToolError:

@@ -141,9 +141,8 @@ class FileState(enum.Enum):
 
 @dataclass(frozen=True)
 class _Loaded:
-    """A file as read for a build: path, state, stat key and trimmed text (None: omitted);
-    ``held``: the cache watches it; ``listing``: the key of the folder listing it was found in,
-    when that matters; ``error``: why an existing file could not be read or was refused."""
+    """A file as read for a build: trimmed ``text`` (None: omitted); ``held``: the cache watches
+    it; ``listing``: its folder's key, when that matters; ``error``: why it was not read."""
 
     path: Path
     state: FileState
@@ -163,14 +162,11 @@ class _Loaded:
 class PromptBuilder:
     """Builds the system prompt of a session from an agent folder.
 
-    ``tools`` is the :class:`~.functions.Toolset` the session's model is offered, which the
-    prompt describes (default: ``memory`` alone); ``tool_name`` is short for
-    ``Toolset(memory=tool_name)``. ``budget_tokens`` makes every build warn when the memory part
-    is larger. ``path_aliases`` maps folders to the text shown for them in the prompt.
-
-    A builder caches what it read (``cache_entries`` entries at most) and may be shared by
-    threads. It holds the files of its recent prompts open; ``hold_files=False`` (for NFS)
-    checks them by path instead; None follows ``$JUPYTER_AGENT_MEMORY_HOLD_FILES``.
+    ``tools``: the :class:`~.functions.Toolset` the prompt describes (``tool_name`` is short for
+    ``Toolset(memory=tool_name)``); ``budget_tokens``: warn above it; ``path_aliases``: folders
+    to the text shown for them. The cache (``cache_entries`` at most) is thread-safe and holds
+    recent prompts' files open; ``hold_files=False`` (NFS) checks them by path (None:
+    ``$JUPYTER_AGENT_MEMORY_HOLD_FILES``).
     """
 
     def __init__(
@@ -386,11 +382,9 @@ class PromptBuilder:
     def _load(
         self, folder: Folder, names: list[str], canonical: str, shared_ok: bool = False
     ) -> _Loaded:
-        """One file of an open folder, read through the descriptor (links never followed).
-
-        A file with other hard links is refused like a symlink, except with ``shared_ok``: the
-        workspace's ``system.md`` belongs to the user and is read anyway (as Cherry Studio does).
-        """
+        """One file of an open folder, read through the descriptor (links never followed). A
+        hard-linked file is refused like a symlink, except with ``shared_ok`` (``system.md``
+        belongs to the user and is read anyway, as Cherry Studio does)."""
         name = match_name(names, canonical)
         if name is None:
             return _Loaded(folder.display(canonical), FileState.MISSING)
@@ -663,6 +657,7 @@ class PromptBuilder:
             f"- Make SOUL.md and USER.md detailed and thoughtful{closing}"
         )
 
+
 def _positive(name: str, value: Any) -> int:
     """``value`` when it is a positive integer, else -32602 naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -716,8 +711,7 @@ def _check_aliases(
         ):
             raise MemoryToolError(
                 f"'path_aliases' maps absolute folders to one-line names, got {folder!r}: "
-                f"{shown!r}",
-                INVALID_PARAMS,
+                f"{shown!r}", INVALID_PARAMS,
             )
         pairs.append((os.path.normpath(real), shown.rstrip("/") or "/"))
     return tuple(sorted(pairs, key=lambda pair: -len(pair[0])))

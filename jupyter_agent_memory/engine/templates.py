@@ -297,23 +297,15 @@ def provision(
             record["provisioned_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
             memory.write_template_record(record)
     except OSError as exc:  # MemoryIOError included
-        raise _stopped(definition, written, exc) from exc
-    return definition
-
-
-def _stopped(definition: TemplateDefinition, written: list[str], exc: OSError) -> OSError:
-    """The I/O error that stopped a provisioning, saying exactly what it had written."""
-    if not written:
-        return exc  # nothing was written: the error as it is
-    return MemoryIOError(
-        OSError(
-            exc.errno,
+        if not written:
+            raise  # nothing was written: the error as it is
+        stopped = (  # saying exactly what was written
             f"Provisioning from the template {definition.template_id!r} stopped after it "
             f"wrote {', '.join(written)}: {exc.strerror or exc}. Nothing else was changed; "
-            "provisioning again finishes the job (it never overwrites what is there)",
-            exc.filename,
+            "provisioning again finishes the job (it never overwrites what is there)"
         )
-    )
+        raise MemoryIOError(OSError(exc.errno, stopped, exc.filename)) from exc
+    return definition
 
 
 @engine_boundary

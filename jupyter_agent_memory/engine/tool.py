@@ -1,9 +1,6 @@
-"""The model's tools: ``memory`` (FACT.md and the journal) and the opt-in ``profile`` tool.
-
-Each tool's schema, argument rules and result texts live here; every surface goes through
-:func:`call_tool` and :func:`call_profile_tool`, so a model sees the same texts and errors
-wherever it runs. ``profile`` rewrites SOUL.md or USER.md as a whole, for surfaces whose model
-has no file tools of its own (see :mod:`.functions`).
+"""The model's tools: ``memory`` (FACT.md and the journal) and the opt-in ``profile`` tool
+(SOUL.md or USER.md rewritten whole). Their schemas, argument rules and result texts live
+here, and every surface calls them, so a model sees the same texts and errors anywhere.
 """
 
 from __future__ import annotations
@@ -78,11 +75,8 @@ NO_MATCHES = "No matching journal entries found."
 
 
 def call_tool(memory: AgentMemory, args: dict[str, Any]) -> str:
-    """Run one ``memory`` tool call against ``memory``; returns the result text.
-
-    Raises :class:`~jupyter_agent_memory.errors.MemoryToolError` (-32602 for bad arguments,
-    checked before any file is touched; -32603 for unsafe paths, conflicts and I/O problems).
-    """
+    """Run one ``memory`` tool call; returns the result text. Raises ``MemoryToolError``:
+    -32602 for bad arguments (checked before any file is touched), -32603 for the rest."""
     if not isinstance(args, dict):
         raise MemoryToolError("Tool arguments must be a JSON object", INVALID_PARAMS)
     action = args.get("action")
