@@ -71,9 +71,8 @@ def to_anthropic(tool: dict[str, Any]) -> dict[str, Any]:
 
 
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """``schema`` under OpenAI's strict rules: every property required, optional ones
-    nullable, ``additionalProperties: false``, no keywords strict mode does not take (a
-    strict toolset treats a ``null`` argument as absent, so the engine sees the same call)."""
+    """``schema`` under OpenAI's strict rules: every property required, optional ones nullable
+    (a strict toolset drops ``null`` arguments), ``additionalProperties: false``, no minimum."""
     required = set(schema.get("required", ()))
     properties = {}
     for name, spec in schema["properties"].items():
@@ -100,21 +99,17 @@ def check_tool_name(value: object, role: str = "memory") -> str:
         field = "tool_name" if role == "memory" else f"{role} tool name"
         raise MemoryToolError(
             f"'{field}' must be one tool name (letters, digits, '_', '-', '.', ':', '/'; "
-            f"at most 128 characters), got {value!r}",
-            INVALID_PARAMS,
+            f"at most 128 characters), got {value!r}", INVALID_PARAMS,
         )
     return value
 
 
 @dataclass(frozen=True)
 class Toolset:
-    """The tools one surface offers a model, under the names the model sees.
-
-    ``memory`` and ``profile`` (None: not offered; offer it where the model has no file tools)
-    are the tools' names; ``file_edits``: the model can edit SOUL.md and USER.md with its
-    host's tools; ``strict``: OpenAI's strict specs, ``null`` arguments meaning absent.
-    ``product_info`` is offered whenever the agent's template has a product manifest.
-    """
+    """The tools one surface offers a model, by the names it sees: ``profile`` (None: not
+    offered) where it has no file tools; ``file_edits``: its host's tools edit SOUL.md and
+    USER.md; ``strict``: OpenAI's strict specs (``null`` means absent). ``product_info`` is
+    offered whenever the agent's template has a product manifest."""
 
     memory: str = MEMORY_TOOL_NAME
     profile: str | None = None

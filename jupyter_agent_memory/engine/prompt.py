@@ -160,14 +160,10 @@ class _Loaded:
 
 
 class PromptBuilder:
-    """Builds the system prompt of a session from an agent folder.
-
-    ``tools``: the :class:`~.functions.Toolset` the prompt describes (``tool_name`` is short for
-    ``Toolset(memory=tool_name)``); ``budget_tokens``: warn above it; ``path_aliases``: folders
-    to the text shown for them. The cache (``cache_entries`` at most) is thread-safe and holds
-    recent prompts' files open; ``hold_files=False`` (NFS) checks them by path (None:
-    ``$JUPYTER_AGENT_MEMORY_HOLD_FILES``).
-    """
+    """Builds the system prompt of a session from an agent folder, describing ``tools`` (a
+    :class:`~.functions.Toolset`; ``tool_name`` is short for ``Toolset(memory=tool_name)``).
+    Its thread-safe cache holds recent prompts' files open; ``hold_files=False`` (NFS) checks
+    them by path (None: ``$JUPYTER_AGENT_MEMORY_HOLD_FILES``)."""
 
     def __init__(
         self, tool_name: str | None = None, budget_tokens: int | None = None, *,
@@ -180,8 +176,7 @@ class PromptBuilder:
         elif tool_name is not None and tool_name != tools.memory:
             raise MemoryToolError(
                 f"'tool_name' {tool_name!r} contradicts the toolset's memory tool "
-                f"{tools.memory!r}: give one of them",
-                INVALID_PARAMS,
+                f"{tools.memory!r}: give one of them", INVALID_PARAMS,
             )
         self.tools = tools
         self.path_aliases = _check_aliases(path_aliases)
@@ -470,12 +465,11 @@ class PromptBuilder:
         if loaded.state is FileState.UNREADABLE:
             # An explicit system.md that cannot be read fails the build: a session must not
             # start on a different base prompt than the one its workspace names.
-            cause = loaded.error
-            reason = getattr(cause, "strerror", None) or str(cause)
+            reason = getattr(loaded.error, "strerror", None) or str(loaded.error)
             raise MemoryToolError(
                 f"Failed to read required agent prompt file: {loaded.path} ({reason})",
                 INTERNAL_ERROR,
-            ) from cause
+            ) from loaded.error
         if loaded.error is not None:  # a link, pipe or device where system.md belongs
             raise loaded.error
         # An empty system.md still replaces the client's base prompt, with ''.
@@ -630,12 +624,7 @@ class PromptBuilder:
             )
             commit = "4. When you know enough, commit your identity:\n"
             closing = ": together they define your relationship."
-        only_persona = (
-            "- Write only SOUL.md and USER.md: never change the configured system prompt or "
-            "instructions."
-            if self.tools.can_write_persona
-            else "- Never change the configured system prompt or instructions."
-        )
+        never = "Write only SOUL.md and USER.md: never" if self.tools.can_write_persona else "Never"
         return (
             "## Bootstrap Mode\n\n"
             "This is the start of a new relationship with your user: SOUL.md and USER.md are "
@@ -653,7 +642,7 @@ class PromptBuilder:
             "- Ask 3 to 5 questions in total, no more; do not interrogate. Reasonable "
             "assumptions are fine, the user can correct them.\n"
             "- Always answer in the user's language: if they write in Chinese, answer in "
-            f"Chinese.\n{only_persona}\n"
+            f"Chinese.\n- {never} change the configured system prompt or instructions.\n"
             f"- Make SOUL.md and USER.md detailed and thoughtful{closing}"
         )
 
@@ -688,9 +677,8 @@ def _dependencies(
     folder: Path, space: Path, soul: _Loaded, user: _Loaded, facts: _Loaded, state: _Loaded,
     system: _Loaded | None,
 ) -> Plan:
-    """Everything whose change could change the prompt (see :mod:`.prompt_cache`): the agent
-    folder and the workspace by path, ``memory/`` and every file read held (a link or a missing
-    file never is: the folder around it covers it)."""
+    """What the prompt depends on (:mod:`.prompt_cache`): both folders by path, ``memory/`` and
+    every file read held (a link or missing file never is: its folder covers it)."""
     memory = facts.path.parent
     is_real_dir = memory.parent == folder and not memory.is_symlink() and memory.is_dir()
     handles = [memory] if is_real_dir else []

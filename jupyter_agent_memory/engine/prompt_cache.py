@@ -123,8 +123,7 @@ class _Entry:
 
 class PromptCache:
     """Everything one prompt builder caches, least recently used first out; thread-safe. The
-    bounds hold at every moment (an entry larger than one alone is not kept); an evicted or
-    replaced :class:`Watch` is closed."""
+    bounds always hold (an entry too large alone is not kept); a dropped :class:`Watch` closes."""
 
     def __init__(
         self, max_entries: int = DEFAULT_MAX_ENTRIES, max_chars: int = DEFAULT_MAX_CHARS,

@@ -88,10 +88,7 @@ class TemplateDefinition:
     def manifest_path(self) -> Path | None:
         """The template's ``product-manifest.json`` when it is a regular file, else None."""
         path = self.folder / MANIFEST
-        try:
-            return path if stat.S_ISREG(os.lstat(path).st_mode) else None
-        except OSError:
-            return None
+        return path if path.is_file() and not path.is_symlink() else None
 
 
 class NotRegularError(OSError):
@@ -133,9 +130,8 @@ def _read_regular(path: Path) -> bytes:
 
 
 def _read_template_bytes(path: Path) -> bytes:
-    """:func:`_read_regular` for a template's own files: a file that is not a regular file
-    makes the template invalid (-32602); an I/O error (-32603) is left to the engine boundary,
-    because the template may be fine and a retry may work."""
+    """:func:`_read_regular` for a template's files: a non-regular file makes the template
+    invalid (-32602); an I/O error stays one (-32603: a retry may work)."""
     try:
         return _read_regular(path)
     except NotRegularError as exc:
@@ -231,12 +227,9 @@ def validate_configuration(configuration: Any, source: object) -> dict[str, Any]
 
 
 def pick_localized(values: dict[str, str], locale: str | None = None) -> str:
-    """One value of a localised map, by Cherry Studio's fallback order.
-
-    The exact ``locale``, else the first key starting with its language prefix (``zh-TW``
-    finds ``zh-CN``), else ``en-US``, else the first value. A plain string in ``agent.json``
-    is stored under the key ``""`` and always wins. ``de_DE.UTF-8`` is read as ``de-DE``.
-    """
+    """One value of a localised map (Cherry Studio's order): the key ``""`` (a plain string),
+    the exact ``locale`` (``de_DE.UTF-8`` is ``de-DE``), the first key with its language prefix
+    (``zh-TW`` finds ``zh-CN``), ``en-US``, else the first value."""
     if "" in values:
         return values[""]
     wanted = re.split(r"[.@]", locale or DEFAULT_LOCALE)[0].replace("_", "-")

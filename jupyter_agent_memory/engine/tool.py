@@ -96,10 +96,8 @@ def call_tool(memory: AgentMemory, args: dict[str, Any]) -> str:
         entry = memory.append(text, tags if isinstance(tags, list) else [])
         return f"Journal entry added at {entry['ts']}."
     if action == "search":
-        query = _optional_string(args, "query")
-        tag = _optional_string(args, "tag")
-        since = coerce_time(args.get("since"), "since")
-        until = coerce_time(args.get("until"), "until")
+        query, tag = (_optional_string(args, key) for key in ("query", "tag"))
+        since, until = (coerce_time(args.get(key), key) for key in ("since", "until"))
         limit = normalize_limit(args.get("limit"))
         memory.check_folder()
         result = memory.search_journal(query, tag, limit, since, until)
