@@ -48,8 +48,7 @@ def error_text(error: BaseException) -> str:
 
 def to_openai(tool: dict[str, Any], *, strict: bool = False) -> dict[str, Any]:
     """Reshape a neutral tool spec (``name``, ``description``, ``input_schema``) for OpenAI's
-    Chat Completions (``{"type": "function", "function": {...}}``, the schema copied); with
-    ``strict``, under OpenAI's strict rules (:func:`strict_schema`) and ``"strict": true``."""
+    Chat Completions; ``strict``: under :func:`strict_schema`, with ``"strict": true``."""
     schema = tool["input_schema"]
     parameters = strict_schema(schema) if strict else copy.deepcopy(schema)
     function = {"name": tool["name"], "description": tool["description"], "parameters": parameters}
@@ -131,8 +130,7 @@ class Toolset:
         return self.file_edits or self.profile is not None
 
     def specs(self, memory: AgentMemory | None = None) -> list[dict[str, Any]]:
-        """The neutral specs (``name``, ``description``, ``input_schema``) offered for
-        ``memory``, named as the model sees them."""
+        """The neutral specs offered for ``memory``, named as the model sees them."""
         tools = [{**MEMORY_TOOL, "name": self.memory}]
         if self.profile is not None:
             tools.append({**PROFILE_TOOL, "name": self.profile})
@@ -169,8 +167,7 @@ class Toolset:
         raise unknown_tool_error(name, self.names(memory))
 
     def run(self, memory: AgentMemory, name: str, arguments: Any) -> tuple[str, bool]:
-        """Run one call and return ``(text, is_error)``; never raises: any failure becomes
-        ``error_text(error)``."""
+        """Run one call; ``(text, is_error)``, a failure as ``error_text(error)``, never raised."""
         try:
             return self.call(memory, name, _parse_arguments(arguments)), False
         except MemoryToolError as exc:  # the engine's one error family, I/O failures included

@@ -48,8 +48,6 @@ __all__ = [
 DEFAULT_TOOL_NAME = MEMORY_TOOL_NAME
 #: The workspace file whose text becomes :attr:`Prompt.base`.
 SYSTEM_FILE = "system.md"
-# How many times a session start builds its prompt again when a source changed under it.
-_START_ATTEMPTS = 5
 
 
 class PromptWarning(UserWarning):
@@ -82,8 +80,8 @@ class Section:
         return hashlib.sha256(self.content.encode("utf-8", "surrogatepass")).hexdigest()
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"name", "source", "chars", "tokens"}``, the source as a string (None: builder
-        text): how every surface that sends sizes as JSON describes a section."""
+        """``{"name", "source", "chars", "tokens"}`` (source: a string, or None for builder
+        text), as every surface sends section sizes."""
         source = None if self.source is None else str(self.source)
         return {"name": self.name, "source": source, "chars": self.chars, "tokens": self.tokens}
 
@@ -197,13 +195,11 @@ class PromptBuilder:
         workspace: str | os.PathLike[str] | None = None, config: Mapping[str, Any] | None = None,
         has_user_instructions: bool = False, *, warn: bool = True,
     ) -> Prompt:
-        """Build the prompt for ``agent`` (an :class:`AgentMemory` or a folder path).
-
+        """Build the prompt for ``agent`` (an :class:`AgentMemory` or a folder path); the
         ``workspace`` (default: the cwd) may hold ``system.md``, the :attr:`Prompt.base`.
-        ``config`` may hold ``bootstrap_completed`` (bool; a completion the agent recorded
-        outranks it) and ``budget_tokens`` (positive, else -32602; it outranks the builder's).
-        A build over budget warns (:class:`PromptWarning`) every time, unless ``warn=False``.
-        """
+        ``config`` may hold ``bootstrap_completed`` (a completion the agent recorded outranks
+        it) and ``budget_tokens`` (positive, else -32602; it outranks the builder's). A build
+        over budget warns (:class:`PromptWarning`) every time, unless ``warn=False``."""
         config = config or {}
         completed = config.get("bootstrap_completed")
         completed = completed if isinstance(completed, bool) else None
@@ -266,9 +262,8 @@ class PromptBuilder:
         self, agent: AgentMemory, workspace: str | os.PathLike[str] | None = None, *,
         warn: bool = True,
     ) -> Prompt:
-        """Build ``agent``'s prompt as every surface does: its template (when still valid)
-        supplies ``config`` and whether role instructions exist. The builder's budget wins over
-        the template's."""
+        """Build ``agent``'s prompt as every surface does: its template (when valid) supplies
+        ``config`` and whether instructions exist; the builder's budget wins over the template's."""
         definition = self._session_template(agent)
         config = definition.configuration if definition else None
         if config and self.budget_tokens is not None and "budget_tokens" in config:
@@ -301,14 +296,13 @@ class PromptBuilder:
         self, agent: AgentMemory, workspace: str | os.PathLike[str] | None = None, *,
         client: Mapping[str, Any] | None = None, session_id: str | None = None,
     ) -> SessionStart:
-        """Build the prompt a new session really starts with (as :meth:`build_session`), and put
-        it on record in the agent's sessions log (see :mod:`.sessions`). ``client`` is
-        ``{"name", "version"}`` when known."""
+        """Build a new session's prompt (as :meth:`build_session`) and record it in the agent's
+        sessions log (:mod:`.sessions`); ``client`` is ``{"name", "version"}`` when known."""
         from .sessions import SessionStart, StalePromptError, record
 
         # A file changing between the build and the record makes the record refuse the stale
-        # prompt; the build is then repeated on the files as they are.
-        attempts, client = _START_ATTEMPTS, dict(client or {})
+        # prompt; the build is then repeated on the files as they are (5 attempts at most).
+        attempts, client = 5, dict(client or {})
         while True:
             prompt = self.build_session(agent, workspace)
             try:
@@ -377,9 +371,8 @@ class PromptBuilder:
     def _load(
         self, folder: Folder, names: list[str], canonical: str, shared_ok: bool = False
     ) -> _Loaded:
-        """One file of an open folder, read through the descriptor (links never followed). A
-        hard-linked file is refused like a symlink, except with ``shared_ok`` (``system.md``
-        belongs to the user and is read anyway, as Cherry Studio does)."""
+        """One file of an open folder, links never followed; a hard-linked one is refused too,
+        but with ``shared_ok`` (``system.md`` is the user's: read anyway, as Cherry Studio)."""
         name = match_name(names, canonical)
         if name is None:
             return _Loaded(folder.display(canonical), FileState.MISSING)
@@ -495,8 +488,7 @@ class PromptBuilder:
             f"{loaded.path} could not be read "
             f"({getattr(loaded.error, 'strerror', None) or loaded.error}): it is left out of "
             "this prompt"
-            for loaded in (soul, user, facts)
-            if loaded.state is FileState.UNREADABLE
+            for loaded in (soul, user, facts) if loaded.state is FileState.UNREADABLE
         )
         if budget is not None and approx_tokens(context) > budget:
             notes += (_over_budget(approx_tokens(context), budget, memory),)
@@ -565,8 +557,7 @@ class PromptBuilder:
         )
 
     def _persona_steps(self, folder: Path, soul_part: str) -> str:
-        """Step 4's ways of committing SOUL.md (``soul_part`` says what goes there) and USER.md,
-        for this toolset."""
+        """Step 4's ways of committing SOUL.md (with ``soul_part``) and USER.md, per toolset."""
         soul, user = self._shown(folder / SOUL), self._shown(folder / USER)
         user_part = "everything you learned about the user"
         profile = self.tools.profile
@@ -677,8 +668,7 @@ def _dependencies(
     folder: Path, space: Path, soul: _Loaded, user: _Loaded, facts: _Loaded, state: _Loaded,
     system: _Loaded | None,
 ) -> Plan:
-    """What the prompt depends on (:mod:`.prompt_cache`): both folders by path, ``memory/`` and
-    every file read held (a link or missing file never is: its folder covers it)."""
+    """What the prompt depends on: both folders by path, ``memory/`` and each file read held."""
     memory = facts.path.parent
     is_real_dir = memory.parent == folder and not memory.is_symlink() and memory.is_dir()
     handles = [memory] if is_real_dir else []
@@ -689,8 +679,7 @@ def _dependencies(
 def _check_aliases(
     aliases: Mapping[str | os.PathLike[str], str] | None,
 ) -> tuple[tuple[str, str], ...]:
-    """``path_aliases`` as ``((folder, shown), ...)``, longest folder first; -32602 when a
-    folder is not absolute or a shown text is not one line."""
+    """``path_aliases`` as ``((folder, shown), ...)``, longest folder first; else -32602."""
     pairs = []
     for folder, shown in (aliases or {}).items():
         real = os.fspath(folder)
@@ -706,8 +695,7 @@ def _check_aliases(
 
 
 def _over_budget(used: int, budget: int, memory: list[Section]) -> str:
-    """The budget warning: the sizes, the largest part and what shrinks it (the builder's own
-    text can be most of a small agent's memory: trimming files would not help then)."""
+    """The budget warning: the sizes, the largest part and what shrinks it (maybe not a file)."""
     sizes = ", ".join(f"{s.name} {s.tokens}" for s in memory)
     largest = max(memory, key=lambda s: s.tokens)
     if largest.source is not None:

@@ -100,9 +100,8 @@ class NotRegularError(OSError):
 
 
 def open_regular(path: str | os.PathLike[str], dir_fd: int | None = None) -> int:
-    """Open a regular file for reading (hard links allowed); anything else is refused at once:
-    ``O_NONBLOCK`` opens a FIFO without waiting, ``O_NOFOLLOW`` refuses a link, and the type is
-    checked on the descriptor before a byte is read."""
+    """Open a regular file for reading (hard links allowed); anything else is refused at once
+    (``O_NONBLOCK``: a FIFO never blocks; ``O_NOFOLLOW``: no link; the type is checked)."""
     try:
         fd = os.open(path, _READ_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
@@ -121,7 +120,6 @@ def open_regular(path: str | os.PathLike[str], dir_fd: int | None = None) -> int
 
 
 def _read_regular(path: Path) -> bytes:
-    """The bytes of the regular file ``path`` (see :func:`open_regular`)."""
     fd = open_regular(path)
     try:
         return read_all(fd)
@@ -262,12 +260,9 @@ def provision(
     template: str | os.PathLike[str], agent: AgentMemory | str | os.PathLike[str],
     locale: str | None = None,
 ) -> TemplateDefinition:
-    """Fill an agent folder (or path) from a template without overwriting what a user wrote.
-
-    Everything is validated and read first; a link or non-regular file at any destination
-    stops it before the first write. SOUL.md and USER.md are copied only when missing, empty
-    or a listed stock SOUL.md; ``memory/`` files only when missing. Records ``.template.json``.
-    """
+    """Fill an agent folder (or path) from a template without overwriting what a user wrote:
+    all is checked and read first (a link at any destination stops it); SOUL.md and USER.md
+    are copied when missing, empty or stock, ``memory/`` files when missing; records it."""
     definition = load_template(template, locale)
     persona = {name: _read_template_file(definition.folder, name) for name in (SOUL, USER)}
     memory_files = _template_memory_files(definition.folder)
@@ -321,8 +316,7 @@ def manifest_path_for(memory: AgentMemory) -> Path | None:
 
 
 def _read_template_file(folder: Path, canonical: str) -> bytes | None:
-    """The template's file ``canonical`` (any case), or None when it has none. Failing to
-    list the template or read the file is an I/O error, never "no such file"."""
+    """The template's file ``canonical`` (any case), or None; an I/O error stays one."""
     name = match_name(retry_eintr(os.listdir, folder), canonical)
     if name is None:
         return None
@@ -386,9 +380,8 @@ def _check_destination(folder: Folder, parts: tuple[str, ...]) -> None:
 def _copy_missing_memory_files(
     memory: AgentMemory, memory_files: dict[tuple[str, ...], bytes], written: list[str]
 ) -> None:
-    """Create each template file under ``memory/`` that has no case variant yet, naming each
-    one written in ``written``. Folders are opened by descriptor one level at a time, under one
-    lock, so a folder swapped for a link on the way is refused, never followed."""
+    """Create each template ``memory/`` file with no case variant yet (named in ``written``),
+    under one lock, opening folders one level at a time so a swapped-in link is refused."""
     if not memory_files:
         return
     with locked(memory) as txn:
@@ -421,9 +414,8 @@ def _write_if_missing(txn: Locked, folder: Folder, parts: tuple[str, ...], data:
 
 @engine_boundary
 def read_manifest(definition: TemplateDefinition | None) -> dict[str, Any]:
-    """Load and check a template's manifest now (never cached). Errors (-32603) carry Cherry
-    Studio's texts, never a path: unavailable, invalid JSON, or invalid schema (not
-    ``schemaVersion`` 1 with a non-blank ``package.version``)."""
+    """Load and check a template's manifest now (never cached); errors (-32603) carry Cherry
+    Studio's texts, never a path (schema: ``schemaVersion`` 1, a non-blank version)."""
     unavailable = MemoryToolError("Product manifest is unavailable", INTERNAL_ERROR)
     if definition is None:
         raise unavailable

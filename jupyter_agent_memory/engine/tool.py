@@ -81,16 +81,12 @@ def call_tool(memory: AgentMemory, args: dict[str, Any]) -> str:
         raise MemoryToolError("Tool arguments must be a JSON object", INVALID_PARAMS)
     action = args.get("action")
     if action == "update":
-        content = args.get("content")
-        if not isinstance(content, str) or not content:
-            raise MemoryToolError("'content' is required for update action", INVALID_PARAMS)
+        content = _required_string(args, "content", "update action")
         memory.check_folder()
         memory.update_facts(content)
         return UPDATED
     if action == "append":
-        text = args.get("text")
-        if not isinstance(text, str) or not text:
-            raise MemoryToolError("'text' is required for append action", INVALID_PARAMS)
+        text = _required_string(args, "text", "append action")
         tags = args.get("tags")
         memory.check_folder()
         entry = memory.append(text, tags if isinstance(tags, list) else [])
@@ -158,16 +154,19 @@ def call_profile_tool(memory: AgentMemory, args: dict[str, Any]) -> str:
     if which not in PROFILE_FILES:
         shown = which if isinstance(which, str) else json.dumps(which, default=str)
         raise MemoryToolError(f'Unknown file "{shown}", expected soul/user', INVALID_PARAMS)
-    content = args.get("content")
-    if not isinstance(content, str) or not content:
-        raise MemoryToolError("'content' is required for the profile tool", INVALID_PARAMS)
-    expected = args.get("expected_sha256")
-    if expected is not None and not isinstance(expected, str):
-        raise MemoryToolError("'expected_sha256' must be a string", INVALID_PARAMS)
+    content = _required_string(args, "content", "the profile tool")
+    expected = _optional_string(args, "expected_sha256")
     memory.check_folder()
     write = memory.write_soul if which == "soul" else memory.write_user
     written = write(content, expected_sha256=expected or None)
     return f"{PROFILE_FILES[which]} updated (sha256 {written.sha256})."
+
+
+def _required_string(args: dict[str, Any], field: str, use: str) -> str:
+    value = args.get(field)
+    if not isinstance(value, str) or not value:
+        raise MemoryToolError(f"'{field}' is required for {use}", INVALID_PARAMS)
+    return value
 
 
 def _optional_string(args: dict[str, Any], field: str) -> str:
