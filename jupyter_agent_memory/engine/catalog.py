@@ -1,7 +1,6 @@
 """What the package offers its users, as data: magics, commands and REST routes. The manifest
 and the REST server read these tables (no IPython, argparse or tornado needed); tests check
-them against the real magics, parser and handlers.
-"""
+them against the real magics, parser and handlers."""
 
 from __future__ import annotations
 

@@ -3,8 +3,7 @@
 A :class:`Toolset` (``memory``, opt-in ``profile``, ``product_info`` when the template ships a
 manifest, host file edits) is what the prompt describes, the specs offered and the router of
 calls, so the prompt never names a tool the model lacks. ``dispatch`` never raises: a failure
-is ``Error: MCP error <code>: <message>``, as MCP returns it. Module helpers use ``Toolset()``.
-"""
+is ``Error: MCP error <code>: <message>``, as MCP returns it. Module helpers use ``Toolset()``."""
 
 from __future__ import annotations
 
@@ -107,8 +106,7 @@ def check_tool_name(value: object, role: str = "memory") -> str:
 class Toolset:
     """The tools one surface offers a model, by the names it sees: ``profile`` (None: not
     offered) where it has no file tools; ``file_edits``: its host's tools edit SOUL.md and
-    USER.md; ``strict``: OpenAI's strict specs (``null`` means absent). ``product_info`` is
-    offered whenever the agent's template has a product manifest."""
+    USER.md; ``strict``: OpenAI's strict specs. A product manifest adds ``product_info``."""
 
     memory: str = MEMORY_TOOL_NAME
     profile: str | None = None
@@ -170,10 +168,9 @@ class Toolset:
         """Run one call; ``(text, is_error)``, a failure as ``error_text(error)``, never raised."""
         try:
             return self.call(memory, name, _parse_arguments(arguments)), False
-        except MemoryToolError as exc:  # the engine's one error family, I/O failures included
-            return error_text(exc), True
-        except Exception as exc:  # a bug, not an engine error: logged, and the loop goes on
-            log.warning("tool %r failed unexpectedly", name, exc_info=True)
+        except Exception as exc:  # the loop goes on
+            if not isinstance(exc, MemoryToolError):  # a bug, not an engine error (I/O included)
+                log.warning("tool %r failed unexpectedly", name, exc_info=True)
             return error_text(exc), True
 
     def dispatch(self, memory: AgentMemory, name: str, arguments: Any) -> str:
@@ -236,8 +233,7 @@ def _parse_arguments(arguments: Any) -> dict[str, Any]:
 
 
 def unknown_tool_error(name: object, offered: Sequence[str] = ()) -> MemoryToolError:
-    """The error for a call to a tool that is not offered (-32601, JSON-RPC's "method not
-    found"): ``Unknown tool: <name>``, followed by the offered names when given."""
+    """``Unknown tool: <name>`` (-32601, "method not found"), then the offered names if given."""
     listed = f"; offered tools: {', '.join(offered)}" if offered else ""
     return MemoryToolError(f"Unknown tool: {name}{listed}", METHOD_NOT_FOUND)
 

@@ -1,6 +1,5 @@
 """The product manifest of the built-in ``guide`` template, computed on every call from the
-installed version and the tables of :mod:`.catalog`, so it cannot drift from what users have.
-"""
+installed version and the tables of :mod:`.catalog`, so it cannot drift from what users have."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 
 :class:`PromptBuilder` reads an agent folder (never writing, refusing links) and assembles an
 optional bootstrap block, then ``## Memories`` with the files inside ``<soul>``, ``<user>`` and
-``<facts>`` blocks they cannot close (:mod:`.blocks`). Builds are cached (:mod:`.prompt_cache`).
-"""
+``<facts>`` blocks they cannot close (:mod:`.blocks`). Builds are cached (:mod:`.prompt_cache`)."""
 
 from __future__ import annotations
 
@@ -51,8 +50,7 @@ SYSTEM_FILE = "system.md"
 
 
 class PromptWarning(UserWarning):
-    """A prompt was built, but over the token budget or without a memory file that exists and
-    could not be read. The text is in :attr:`Prompt.warnings` too; nothing is ever cut."""
+    """A prompt over budget, or without a memory file that could not be read (nothing is cut)."""
 
 
 def approx_tokens(text: str) -> int:
@@ -139,8 +137,7 @@ class FileState(enum.Enum):
 
 @dataclass(frozen=True)
 class _Loaded:
-    """A file as read for a build: trimmed ``text`` (None: omitted); ``held``: the cache watches
-    it; ``listing``: its folder's key, when that matters; ``error``: why it was not read."""
+    """A file as read for a build (``text``: trimmed, None: omitted; ``held``: cache-watched)."""
 
     path: Path
     state: FileState
@@ -206,7 +203,8 @@ class PromptBuilder:
         budget = _check_budget(config.get("budget_tokens")) or self.budget_tokens
         folder = _agent_folder(agent)
         space = self._workspace(workspace)
-        watch_key = (str(folder), space, completed, bool(has_user_instructions), budget)
+        instructions = bool(has_user_instructions)
+        watch_key = (str(folder), space, completed, instructions, budget)
         # Fast path: one stat call per file and folder the last build depended on.
         prompt, plan = self._cache.current_prompt(watch_key)
         if prompt is None:
@@ -214,9 +212,7 @@ class PromptBuilder:
             armed = Watch(plan, hold=self.hold_files)
             complete = armed.arm()  # keys first: see prompt_cache.py
             try:
-                prompt, needed = self._build(
-                    Path(folder), Path(space), completed, has_user_instructions, budget
-                )
+                prompt, needed = self._build(folder, Path(space), completed, instructions, budget)
             except BaseException:
                 armed.close()
                 raise
@@ -243,7 +239,7 @@ class PromptBuilder:
         system = self._load_system(space)
         key = (
             folder, space, soul.key, user.key, facts.key, state.key,
-            system.key if system else None, completed, bool(instructions), budget,
+            system.key if system else None, completed, instructions, budget,
             self.tools, self.path_aliases,
         )
         prompt = self._cache.get(Kind.PROMPT, key)

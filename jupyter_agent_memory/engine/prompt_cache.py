@@ -1,10 +1,9 @@
 """The prompt builder's cache: one bounded LRU store, and change detection for prompts.
 
-A :class:`Plan` names what one build depended on: ``paths`` (agent folder, workspace) are
-checked with ``lstat``; ``handles`` (files, ``memory/``) are held open and checked with
-``fstat`` (a replaced file's link count drops to zero), or by path with ``hold=False`` (NFS).
-Keys are taken *before* a build reads anything, so a change during it shows up next time.
-"""
+A :class:`Plan` names what a build depended on: ``paths`` (folders) are checked with ``lstat``;
+``handles`` (files, ``memory/``) are held open and checked with ``fstat`` (a replaced file's
+link count drops to 0), or by path (``hold=False``, for NFS). Keys are taken *before* a build
+reads anything, so a change during it shows up next time."""
 
 from __future__ import annotations
 
@@ -34,8 +33,7 @@ class Plan(NamedTuple):
 
 
 class Watch:
-    """The keys of a :class:`Plan` taken at one moment, and the prompt built after them (used
-    under the cache's lock once cached)."""
+    """The keys of a :class:`Plan` taken at one moment, and the prompt built after them."""
 
     def __init__(self, plan: Plan, hold: bool = True) -> None:
         self.plan = plan
@@ -122,7 +120,7 @@ class _Entry:
 
 
 class PromptCache:
-    """Everything one prompt builder caches, least recently used first out; thread-safe. The
+    """Everything one prompt builder caches, least recently used out first; thread-safe. The
     bounds always hold (an entry too large alone is not kept); a dropped :class:`Watch` closes."""
 
     def __init__(
@@ -149,8 +147,7 @@ class PromptCache:
             return entry.value
 
     def put(self, kind: Kind, key: Any, value: Any, chars: int = 0) -> None:
-        """Cache ``value`` (``chars`` characters of text) under ``(kind, key)``; a watch replaced
-        by it or evicted to make room is closed."""
+        """Cache ``value`` of ``chars`` characters under ``(kind, key)``; dropped watches close."""
         descriptors = value.descriptors if isinstance(value, Watch) else 0
         with self._lock:
             self._drop((kind, key), keep=value)

@@ -3,8 +3,7 @@
 A template folder holds ``agent.json``, ``SOUL.md``, ``USER.md``, ``memory/`` and optionally
 ``product-manifest.json``. :func:`provision` never overwrites what a user or agent wrote;
 :func:`product_info` reads the manifest fresh on every call (never copied into FACT.md).
-Template files are opened so that a FIFO, a device or a link is refused at once.
-"""
+Template files are opened so that a FIFO, a device or a link is refused at once."""
 
 from __future__ import annotations
 
@@ -451,9 +450,8 @@ def _valid_manifest(manifest: Any) -> bool:
 
 @engine_boundary
 def product_info(memory: AgentMemory, args: dict[str, Any]) -> str:
-    """The ``product_info`` tool (as Cherry Studio's), compact JSON: ``{runtimeVersion,
-    manifestVersion}`` with ``sections`` (no or empty ``section``), with ``section`` and
-    ``data`` for one section, or with ``section: "all"`` and ``manifest``."""
+    """The ``product_info`` tool (as Cherry Studio's): ``{runtimeVersion, manifestVersion}`` with
+    ``sections``, or with ``section`` and ``data`` (``manifest`` for ``"all"``), as JSON."""
     from ..__about__ import __version__
 
     if not isinstance(args, dict):

@@ -1,7 +1,6 @@
 """The model's tools: ``memory`` (FACT.md and the journal) and the opt-in ``profile`` tool
 (SOUL.md or USER.md rewritten whole). Their schemas, argument rules and result texts live
-here, and every surface calls them, so a model sees the same texts and errors anywhere.
-"""
+here, and every surface calls them, so a model sees the same texts and errors anywhere."""
 
 from __future__ import annotations
 
