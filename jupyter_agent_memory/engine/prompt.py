@@ -24,7 +24,7 @@ from ..errors import (
     UnsafePathError,
     engine_boundary,
 )
-from ..folder import Folder, describe, file_key, match_name, read_all
+from ..folder import Folder, describe, file_key, match_name
 from . import bootstrap as _bootstrap
 from .blocks import guard_block_text
 from .bootstrap import BOOTSTRAP_TAG, SOUL_STUB_CHARS, STATE_FILE
@@ -381,9 +381,7 @@ class PromptBuilder:
             return _Loaded(path, FileState.MISSING)
         key = file_key(st)
         if not stat.S_ISREG(st.st_mode):
-            refused = UnsafePathError(
-                f"Refusing to read {path}: it is {describe(st)}, not a regular file"
-            )
+            refused = _refusal(path, describe(st))
             return _Loaded(path, FileState.NOT_REGULAR, st.st_mode, error=refused)
         if st.st_nlink > 1 and not shared_ok:
             # A second name for data that may live anywhere: refused like a link, but held
@@ -398,16 +396,13 @@ class PromptBuilder:
                     fd = folder.open_file(name, os.O_RDONLY)
                 try:
                     key = file_key(os.fstat(fd))
-                    text = read_all(fd).decode("utf-8", errors="replace")
+                    with os.fdopen(fd, "rb", closefd=False) as stream:
+                        text = stream.read().decode("utf-8", errors="replace")
                 finally:
                     os.close(fd)
-            except NotRegularError as exc:  # from open_regular
-                refused = UnsafePathError(
-                    f"Refusing to read {path}: it is {exc.what}, not a regular file"
-                )
+            except (NotRegularError, UnsafePathError) as exc:  # the former from open_regular
+                refused = exc if isinstance(exc, UnsafePathError) else _refusal(path, exc.what)
                 return _Loaded(path, FileState.UNSAFE, key, held=True, error=refused)
-            except UnsafePathError as exc:
-                return _Loaded(path, FileState.UNSAFE, key, held=True, error=exc)
             except FileNotFoundError:
                 # Removed since it was listed: the build sees the folder as it is now.
                 return _Loaded(path, FileState.MISSING)
@@ -713,6 +708,10 @@ def _over_budget(used: int, budget: int, memory: list[Section]) -> str:
         f"Agent memory uses about {used} tokens, over the budget of {budget} "
         f"(by section: {sizes}). Nothing was cut. The largest part is {part}."
     )
+
+
+def _refusal(path: Path, what: str) -> UnsafePathError:
+    return UnsafePathError(f"Refusing to read {path}: it is {what}, not a regular file")
 
 
 def _section(name: str, source: Path | None, text: str, content: str | None = None) -> Section:
