@@ -169,7 +169,7 @@ class Toolset:
         try:
             return self.call(memory, name, _parse_arguments(arguments)), False
         except Exception as exc:  # the loop goes on
-            if not isinstance(exc, MemoryToolError):  # a bug, not an engine error (I/O included)
+            if not isinstance(exc, MemoryToolError):  # a bug: I/O failures are MemoryToolErrors
                 log.warning("tool %r failed unexpectedly", name, exc_info=True)
             return error_text(exc), True
 
