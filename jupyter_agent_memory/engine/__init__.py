@@ -1,9 +1,6 @@
-"""The engine: one agent's memory files, the ``memory`` tool and the prompt builder.
-
-Nothing here imports IPython, widgets, HTTP or MCP; every surface calls these names, so a
-model, a notebook user and a REST client see the same texts and errors. The modules are
-described in docs/architecture.md.
-"""
+"""The engine: one agent's memory files, the ``memory`` tool and the prompt builder. It
+imports no IPython, widgets, HTTP or MCP; every surface calls these names, so all see the same
+texts and errors (docs/architecture.md)."""
 
 from __future__ import annotations
 

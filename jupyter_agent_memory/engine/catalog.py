@@ -1,9 +1,6 @@
-"""What the package offers its users, as declared data: magics, commands and REST routes.
-
-The product manifest (:mod:`.manifest`) and the REST server read these tables, so nothing has
-to import IPython, argparse parsers or tornado to list them. Tests check each table against
-the real magics, argument parser and server handlers.
-"""
+"""What the package offers its users, as data: magics, commands and REST routes. The manifest
+and the REST server read these tables (no IPython, argparse or tornado needed); tests check
+them against the real magics, parser and handlers."""
 
 from __future__ import annotations
 

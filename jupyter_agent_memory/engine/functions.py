@@ -1,13 +1,9 @@
 """The tools a surface offers a model, and the one way their calls reach the engine.
 
-A :class:`Toolset` names what one surface offers: ``memory`` (always), ``profile`` (opt-in),
-``product_info`` (when the agent's template ships a product manifest), and whether the model
-can edit files with its host's tools. The prompt builder describes exactly that set, and the
-same object gives the specs and routes the calls back (README.md shows a tool loop), so the
-prompt never names a tool the model does not have. ``dispatch`` never raises: any failure
-comes back as ``Error: MCP error <code>: <message>``, what the MCP server returns for the
-same call. The module-level helpers use the default ``Toolset()``.
-"""
+A :class:`Toolset` (``memory``, opt-in ``profile``, ``product_info`` when the template ships a
+manifest, host file edits) is what the prompt describes, the specs offered and the router of
+calls, so the prompt never names a tool the model lacks. ``dispatch`` never raises: a failure
+is ``Error: MCP error <code>: <message>``, as MCP returns it. Module helpers use ``Toolset()``."""
 
 from __future__ import annotations
 
@@ -51,14 +47,10 @@ def error_text(error: BaseException) -> str:
 
 def to_openai(tool: dict[str, Any], *, strict: bool = False) -> dict[str, Any]:
     """Reshape a neutral tool spec (``name``, ``description``, ``input_schema``) for OpenAI's
-    Chat Completions (``{"type": "function", "function": {...}}``, the schema copied); with
-    ``strict``, under OpenAI's strict rules (:func:`strict_schema`) and ``"strict": true``."""
+    Chat Completions; ``strict``: under :func:`strict_schema`, with ``"strict": true``."""
     schema = tool["input_schema"]
-    function: dict[str, Any] = {
-        "name": tool["name"],
-        "description": tool["description"],
-        "parameters": strict_schema(schema) if strict else copy.deepcopy(schema),
-    }
+    parameters = strict_schema(schema) if strict else copy.deepcopy(schema)
+    function = {"name": tool["name"], "description": tool["description"], "parameters": parameters}
     if strict:
         function["strict"] = True
     return {"type": "function", "function": function}
@@ -72,17 +64,13 @@ def to_responses(tool: dict[str, Any], *, strict: bool = False) -> dict[str, Any
 
 def to_anthropic(tool: dict[str, Any]) -> dict[str, Any]:
     """Reshape a neutral tool spec for Anthropic's Messages API (the schema deep-copied)."""
-    return {
-        "name": tool["name"],
-        "description": tool["description"],
-        "input_schema": copy.deepcopy(tool["input_schema"]),
-    }
+    schema = copy.deepcopy(tool["input_schema"])
+    return {"name": tool["name"], "description": tool["description"], "input_schema": schema}
 
 
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """``schema`` under OpenAI's strict rules: every property required, optional ones
-    nullable, ``additionalProperties: false``, no keywords strict mode does not take (a
-    strict toolset treats a ``null`` argument as absent, so the engine sees the same call)."""
+    """``schema`` under OpenAI's strict rules: every property required, optional ones nullable
+    (a strict toolset drops ``null`` arguments), ``additionalProperties: false``, no minimum."""
     required = set(schema.get("required", ()))
     properties = {}
     for name, spec in schema["properties"].items():
@@ -93,9 +81,7 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
                 spec["enum"] = [*spec["enum"], None]
         properties[name] = spec
     return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
+        "type": "object", "properties": properties, "required": list(properties),
         "additionalProperties": False,
     }
 
@@ -111,21 +97,16 @@ def check_tool_name(value: object, role: str = "memory") -> str:
         field = "tool_name" if role == "memory" else f"{role} tool name"
         raise MemoryToolError(
             f"'{field}' must be one tool name (letters, digits, '_', '-', '.', ':', '/'; "
-            f"at most 128 characters), got {value!r}",
-            INVALID_PARAMS,
+            f"at most 128 characters), got {value!r}", INVALID_PARAMS,
         )
     return value
 
 
 @dataclass(frozen=True)
 class Toolset:
-    """The tools one surface offers a model, under the names the model sees.
-
-    ``memory`` and ``profile`` (None: not offered; offer it where the model has no file tools)
-    are the tools' names; ``file_edits``: the model can edit SOUL.md and USER.md with its
-    host's tools; ``strict``: OpenAI's strict specs, ``null`` arguments meaning absent.
-    ``product_info`` is offered whenever the agent's template has a product manifest.
-    """
+    """The tools one surface offers a model, by the names it sees: ``profile`` (None: not
+    offered) where it has no file tools; ``file_edits``: its host's tools edit SOUL.md and
+    USER.md; ``strict``: OpenAI's strict specs. A product manifest adds ``product_info``."""
 
     memory: str = MEMORY_TOOL_NAME
     profile: str | None = None
@@ -147,8 +128,7 @@ class Toolset:
         return self.file_edits or self.profile is not None
 
     def specs(self, memory: AgentMemory | None = None) -> list[dict[str, Any]]:
-        """The neutral specs (``name``, ``description``, ``input_schema``) offered for
-        ``memory``, named as the model sees them."""
+        """The neutral specs offered for ``memory``, named as the model sees them."""
         tools = [{**MEMORY_TOOL, "name": self.memory}]
         if self.profile is not None:
             tools.append({**PROFILE_TOOL, "name": self.profile})
@@ -185,14 +165,12 @@ class Toolset:
         raise unknown_tool_error(name, self.names(memory))
 
     def run(self, memory: AgentMemory, name: str, arguments: Any) -> tuple[str, bool]:
-        """Run one call and return ``(text, is_error)``; never raises: any failure becomes
-        ``error_text(error)``."""
+        """Run one call; ``(text, is_error)``, a failure as ``error_text(error)``, never raised."""
         try:
             return self.call(memory, name, _parse_arguments(arguments)), False
-        except MemoryToolError as exc:  # the engine's one error family, I/O failures included
-            return error_text(exc), True
-        except Exception as exc:  # a bug, not an engine error: logged, and the loop goes on
-            log.warning("tool %r failed unexpectedly", name, exc_info=True)
+        except Exception as exc:  # the loop goes on
+            if not isinstance(exc, MemoryToolError):  # a bug: I/O failures are MemoryToolErrors
+                log.warning("tool %r failed unexpectedly", name, exc_info=True)
             return error_text(exc), True
 
     def dispatch(self, memory: AgentMemory, name: str, arguments: Any) -> str:
@@ -220,6 +198,13 @@ def anthropic_tools(memory: AgentMemory | None = None) -> list[dict[str, Any]]:
     return FUNCTION_CALLING.anthropic(memory)
 
 
+# JSON's name for a Python value's type; bool before int, as a bool is an int.
+_JSON_TYPES = (
+    (bool, "a boolean"), ((int, float), "a number"), (str, "a string"),
+    ((list, tuple), "an array"), (type(None), "null"),
+)
+
+
 def _parse_arguments(arguments: Any) -> dict[str, Any]:
     """Turn a model's arguments into a dict, or raise ``MemoryToolError`` (-32602) saying why."""
     if arguments is None:  # some APIs send none for a call without parameters
@@ -238,33 +223,17 @@ def _parse_arguments(arguments: Any) -> dict[str, Any]:
                 hint = "; a raw newline or tab inside a string must be escaped (\\n, \\t)"
             raise MemoryToolError(
                 f"Tool arguments are not valid JSON: {reason} at line {exc.lineno} "
-                f"column {exc.colno}{hint}",
-                INVALID_PARAMS,
+                f"column {exc.colno}{hint}", INVALID_PARAMS,
             ) from None
     if not isinstance(arguments, dict):
-        raise MemoryToolError(
-            f"Tool arguments must be a JSON object, got {_json_type(arguments)}", INVALID_PARAMS
-        )
+        found = (name for kind, name in _JSON_TYPES if isinstance(arguments, kind))
+        shown = next(found, type(arguments).__name__)
+        raise MemoryToolError(f"Tool arguments must be a JSON object, got {shown}", INVALID_PARAMS)
     return arguments
 
 
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, (list, tuple)):
-        return "an array"
-    if value is None:
-        return "null"
-    return type(value).__name__
-
-
 def unknown_tool_error(name: object, offered: Sequence[str] = ()) -> MemoryToolError:
-    """The error for a call to a tool that is not offered (-32601, JSON-RPC's "method not
-    found"): ``Unknown tool: <name>``, followed by the offered names when given."""
+    """``Unknown tool: <name>`` (-32601, "method not found"), then the offered names if given."""
     listed = f"; offered tools: {', '.join(offered)}" if offered else ""
     return MemoryToolError(f"Unknown tool: {name}{listed}", METHOD_NOT_FOUND)
 

@@ -1,9 +1,5 @@
-"""The product manifest of the built-in ``guide`` template, computed from this package.
-
-It is generated on every call from the installed version and the declared tables of
-:mod:`.catalog` (magics, CLI commands, REST routes), which tests check against the real
-magics, argument parser and server handlers, so it cannot drift from what the user has.
-"""
+"""The product manifest of the built-in ``guide`` template, computed on every call from the
+installed version and the tables of :mod:`.catalog`, so it cannot drift from what users have."""
 
 from __future__ import annotations
 
@@ -16,11 +12,8 @@ SCHEMA_VERSION = 1
 
 
 def package_manifest() -> dict[str, Any]:
-    """The installed jupyter-agent-memory as a product manifest.
-
-    ``{"schemaVersion": 1, "package": {"name", "version", ...}, "files", "tools", "magics",
-    "cli", "rest"}``; ``package.version`` is the installed version.
-    """
+    """The installed jupyter-agent-memory as a product manifest: ``{"schemaVersion": 1,
+    "package": {"name", "version", ...}, "files", "tools", "magics", "cli", "rest"}``."""
     from importlib.metadata import PackageNotFoundError, version
 
     from ..__about__ import __version__

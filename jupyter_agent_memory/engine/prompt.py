@@ -1,11 +1,8 @@
 """The recall side of the learning loop: SOUL, USER and FACT back into the system prompt.
 
-:class:`PromptBuilder` reads an agent folder (never writing) as the store walks it, refusing a
-file or folder swapped for a link, and assembles an optional bootstrap block, then the
-``## Memories`` section with the files inside ``<soul>``, ``<user>`` and ``<facts>`` blocks
-they cannot close (see :mod:`.blocks`). Builds are cached (:mod:`.prompt_cache`): an unchanged
-build costs a few ``stat`` calls, and a rewritten file is never missed.
-"""
+:class:`PromptBuilder` reads an agent folder (never writing, refusing links) and assembles an
+optional bootstrap block, then ``## Memories`` with the files inside ``<soul>``, ``<user>`` and
+``<facts>`` blocks they cannot close (:mod:`.blocks`). Builds are cached (:mod:`.prompt_cache`)."""
 
 from __future__ import annotations
 
@@ -50,13 +47,10 @@ __all__ = [
 DEFAULT_TOOL_NAME = MEMORY_TOOL_NAME
 #: The workspace file whose text becomes :attr:`Prompt.base`.
 SYSTEM_FILE = "system.md"
-# How many times a session start builds its prompt again when a source changed under it.
-_START_ATTEMPTS = 5
 
 
 class PromptWarning(UserWarning):
-    """A prompt was built, but over the token budget or without a memory file that exists and
-    could not be read. The text is in :attr:`Prompt.warnings` too; nothing is ever cut."""
+    """A prompt over budget, or without a memory file that could not be read (nothing is cut)."""
 
 
 def approx_tokens(text: str) -> int:
@@ -84,8 +78,8 @@ class Section:
         return hashlib.sha256(self.content.encode("utf-8", "surrogatepass")).hexdigest()
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"name", "source", "chars", "tokens"}``, the source as a string (None: builder
-        text): how every surface that sends sizes as JSON describes a section."""
+        """``{"name", "source", "chars", "tokens"}`` (source: a string, or None for builder
+        text), as every surface sends section sizes."""
         source = None if self.source is None else str(self.source)
         return {"name": self.name, "source": source, "chars": self.chars, "tokens": self.tokens}
 
@@ -143,9 +137,7 @@ class FileState(enum.Enum):
 
 @dataclass(frozen=True)
 class _Loaded:
-    """A file as read for a build: path, state, stat key and trimmed text (None: omitted);
-    ``held``: the cache watches it; ``listing``: the key of the folder listing it was found in,
-    when that matters; ``error``: why an existing file could not be read or was refused."""
+    """A file as read for a build (``text``: trimmed, None: omitted; ``held``: cache-watched)."""
 
     path: Path
     state: FileState
@@ -163,17 +155,10 @@ class _Loaded:
 
 
 class PromptBuilder:
-    """Builds the system prompt of a session from an agent folder.
-
-    ``tools`` is the :class:`~.functions.Toolset` the session's model is offered, which the
-    prompt describes (default: ``memory`` alone); ``tool_name`` is short for
-    ``Toolset(memory=tool_name)``. ``budget_tokens`` makes every build warn when the memory part
-    is larger. ``path_aliases`` maps folders to the text shown for them in the prompt.
-
-    A builder caches what it read (``cache_entries`` entries at most) and may be shared by
-    threads. It holds the files of its recent prompts open; ``hold_files=False`` (for NFS)
-    checks them by path instead; None follows ``$JUPYTER_AGENT_MEMORY_HOLD_FILES``.
-    """
+    """Builds the system prompt of a session from an agent folder, describing ``tools`` (a
+    :class:`~.functions.Toolset`; ``tool_name`` is short for ``Toolset(memory=tool_name)``).
+    Its thread-safe cache holds recent prompts' files open; ``hold_files=False`` (NFS) checks
+    them by path (None: ``$JUPYTER_AGENT_MEMORY_HOLD_FILES``)."""
 
     def __init__(
         self, tool_name: str | None = None, budget_tokens: int | None = None, *,
@@ -186,8 +171,7 @@ class PromptBuilder:
         elif tool_name is not None and tool_name != tools.memory:
             raise MemoryToolError(
                 f"'tool_name' {tool_name!r} contradicts the toolset's memory tool "
-                f"{tools.memory!r}: give one of them",
-                INVALID_PARAMS,
+                f"{tools.memory!r}: give one of them", INVALID_PARAMS,
             )
         self.tools = tools
         self.path_aliases = _check_aliases(path_aliases)
@@ -195,14 +179,7 @@ class PromptBuilder:
         if hold_files is None:
             hold_files = environment.switch(environment.HOLD_FILES, default=True)
         self.hold_files = bool(hold_files)
-        if isinstance(cache_entries, bool) or not isinstance(cache_entries, int) or (
-            cache_entries < 1
-        ):
-            raise MemoryToolError(
-                f"'cache_entries' must be a positive integer, got {cache_entries!r}",
-                INVALID_PARAMS,
-            )
-        self._cache = PromptCache(max_entries=cache_entries)
+        self._cache = PromptCache(max_entries=_positive("cache_entries", cache_entries))
 
     @property
     def tool_name(self) -> str:
@@ -215,24 +192,19 @@ class PromptBuilder:
         workspace: str | os.PathLike[str] | None = None, config: Mapping[str, Any] | None = None,
         has_user_instructions: bool = False, *, warn: bool = True,
     ) -> Prompt:
-        """Build the prompt for ``agent`` (an :class:`AgentMemory` or a folder path).
-
-        ``workspace`` is the session's working directory (default: the current one); its
-        ``system.md`` becomes :attr:`Prompt.base`. ``config`` may hold ``bootstrap_completed``
-        (bool; a completion the agent recorded outranks it) and ``budget_tokens`` (a positive
-        integer, else -32602; it outranks the builder's). A build over budget raises
-        :class:`PromptWarning` every time, unless ``warn=False``.
-        """
+        """Build the prompt for ``agent`` (an :class:`AgentMemory` or a folder path); the
+        ``workspace`` (default: the cwd) may hold ``system.md``, the :attr:`Prompt.base`.
+        ``config`` may hold ``bootstrap_completed`` (a completion the agent recorded outranks
+        it) and ``budget_tokens`` (positive, else -32602; it outranks the builder's). A build
+        over budget warns (:class:`PromptWarning`) every time, unless ``warn=False``."""
         config = config or {}
         completed = config.get("bootstrap_completed")
-        if not isinstance(completed, bool):
-            completed = None
-        budget = self.budget_tokens
-        if config.get("budget_tokens") is not None:
-            budget = _check_budget(config["budget_tokens"])
+        completed = completed if isinstance(completed, bool) else None
+        budget = _check_budget(config.get("budget_tokens")) or self.budget_tokens
         folder = _agent_folder(agent)
         space = self._workspace(workspace)
-        watch_key = (str(folder), space, completed, bool(has_user_instructions), budget)
+        instructions = bool(has_user_instructions)
+        watch_key = (str(folder), space, completed, instructions, budget)
         # Fast path: one stat call per file and folder the last build depended on.
         prompt, plan = self._cache.current_prompt(watch_key)
         if prompt is None:
@@ -240,9 +212,7 @@ class PromptBuilder:
             armed = Watch(plan, hold=self.hold_files)
             complete = armed.arm()  # keys first: see prompt_cache.py
             try:
-                prompt, needed = self._build(
-                    Path(folder), Path(space), completed, has_user_instructions, budget
-                )
+                prompt, needed = self._build(folder, Path(space), completed, instructions, budget)
             except BaseException:
                 armed.close()
                 raise
@@ -269,7 +239,7 @@ class PromptBuilder:
         system = self._load_system(space)
         key = (
             folder, space, soul.key, user.key, facts.key, state.key,
-            system.key if system else None, completed, bool(instructions), budget,
+            system.key if system else None, completed, instructions, budget,
             self.tools, self.path_aliases,
         )
         prompt = self._cache.get(Kind.PROMPT, key)
@@ -288,13 +258,8 @@ class PromptBuilder:
         self, agent: AgentMemory, workspace: str | os.PathLike[str] | None = None, *,
         warn: bool = True,
     ) -> Prompt:
-        """Build ``agent``'s prompt as a session would, with its template's settings.
-
-        The agent's template (when it still exists and is valid) supplies ``config`` and
-        whether role instructions exist. Every surface builds prompts this way. A budget given
-        to this builder wins over the template's, which is only a default for agents nobody
-        configured. ``warn`` is :meth:`build`'s.
-        """
+        """Build ``agent``'s prompt as every surface does: its template (when valid) supplies
+        ``config`` and whether instructions exist; the builder's budget wins over the template's."""
         definition = self._session_template(agent)
         config = definition.configuration if definition else None
         if config and self.budget_tokens is not None and "budget_tokens" in config:
@@ -327,24 +292,22 @@ class PromptBuilder:
         self, agent: AgentMemory, workspace: str | os.PathLike[str] | None = None, *,
         client: Mapping[str, Any] | None = None, session_id: str | None = None,
     ) -> SessionStart:
-        """Build the prompt a new session really starts with (as :meth:`build_session`), and put
-        it on record in the agent's sessions log (see :mod:`.sessions`). ``client`` is
-        ``{"name", "version"}`` when known."""
+        """Build a new session's prompt (as :meth:`build_session`) and record it in the agent's
+        sessions log (:mod:`.sessions`); ``client`` is ``{"name", "version"}`` when known."""
         from .sessions import SessionStart, StalePromptError, record
 
         # A file changing between the build and the record makes the record refuse the stale
-        # prompt; the build is then repeated on the files as they are.
-        attempts = _START_ATTEMPTS
+        # prompt; the build is then repeated on the files as they are (5 attempts at most).
+        attempts, client = 5, dict(client or {})
         while True:
             prompt = self.build_session(agent, workspace)
             try:
-                receipt = record(agent, prompt, session_id=session_id, client=dict(client or {}))
+                receipt = record(agent, prompt, session_id=session_id, client=client)
+                return SessionStart(prompt, receipt)
             except StalePromptError:
                 attempts -= 1
                 if not attempts:
                     raise
-                continue
-            return SessionStart(prompt, receipt)
 
     @engine_boundary
     def build_facts_section(self, agent: AgentMemory | str | os.PathLike[str]) -> str | None:
@@ -404,11 +367,8 @@ class PromptBuilder:
     def _load(
         self, folder: Folder, names: list[str], canonical: str, shared_ok: bool = False
     ) -> _Loaded:
-        """One file of an open folder, read through the descriptor (links never followed).
-
-        A file with other hard links is refused like a symlink, except with ``shared_ok``: the
-        workspace's ``system.md`` belongs to the user and is read anyway (as Cherry Studio does).
-        """
+        """One file of an open folder, links never followed; a hard-linked one is refused too,
+        but with ``shared_ok`` (``system.md`` is the user's: read anyway, as Cherry Studio)."""
         name = match_name(names, canonical)
         if name is None:
             return _Loaded(folder.display(canonical), FileState.MISSING)
@@ -421,9 +381,7 @@ class PromptBuilder:
             return _Loaded(path, FileState.MISSING)
         key = file_key(st)
         if not stat.S_ISREG(st.st_mode):
-            refused = UnsafePathError(
-                f"Refusing to read {path}: it is {describe(st)}, not a regular file"
-            )
+            refused = _refusal(path, describe(st))
             return _Loaded(path, FileState.NOT_REGULAR, st.st_mode, error=refused)
         if st.st_nlink > 1 and not shared_ok:
             # A second name for data that may live anywhere: refused like a link, but held
@@ -432,15 +390,19 @@ class PromptBuilder:
         cached = self._cache.get(Kind.FILE, path)
         if cached is None or cached[0] != key:
             try:
-                fd = _open_file(folder, name, shared_ok)
+                if shared_ok:  # hard links allowed
+                    fd = open_regular(name, folder.fd)
+                else:
+                    fd = folder.open_file(name, os.O_RDONLY)
                 try:
                     key = file_key(os.fstat(fd))
                     with os.fdopen(fd, "rb", closefd=False) as stream:
                         text = stream.read().decode("utf-8", errors="replace")
                 finally:
                     os.close(fd)
-            except UnsafePathError as exc:
-                return _Loaded(path, FileState.UNSAFE, key, held=True, error=exc)
+            except (NotRegularError, UnsafePathError) as exc:  # the former from open_regular
+                refused = exc if isinstance(exc, UnsafePathError) else _refusal(path, exc.what)
+                return _Loaded(path, FileState.UNSAFE, key, held=True, error=refused)
             except FileNotFoundError:
                 # Removed since it was listed: the build sees the folder as it is now.
                 return _Loaded(path, FileState.MISSING)
@@ -453,19 +415,16 @@ class PromptBuilder:
 
     def _load_agent_files(self, folder: Path) -> tuple[_Loaded, _Loaded, _Loaded, _Loaded]:
         """SOUL.md, USER.md, memory/FACT.md and the state file, the way the store opens them."""
-        soul = _Loaded(folder / SOUL, FileState.MISSING)
-        user = _Loaded(folder / USER, FileState.MISSING)
+        files = (SOUL, USER, STATE_FILE)
+        soul, user, state = (_Loaded(folder / name, FileState.MISSING) for name in files)
         facts = _Loaded(folder / MEMORY_DIR / FACT, FileState.MISSING)
-        state = _Loaded(folder / STATE_FILE, FileState.MISSING)
         try:
             agent = Folder.open(folder)
         except (OSError, UnsafePathError):
             return soul, user, facts, state  # missing, or not a real folder: nothing loads
         with agent:
             listing_key, names = self._names(agent)
-            soul = self._load(agent, names, SOUL)
-            user = self._load(agent, names, USER)
-            state = self._load(agent, names, STATE_FILE)
+            soul, user, state = (self._load(agent, names, name) for name in files)
             memory_name = match_name(names, MEMORY_DIR)
             try:
                 mem = None if memory_name is None else agent.subfolder(memory_name)
@@ -490,12 +449,11 @@ class PromptBuilder:
         if loaded.state is FileState.UNREADABLE:
             # An explicit system.md that cannot be read fails the build: a session must not
             # start on a different base prompt than the one its workspace names.
-            cause = loaded.error
-            reason = getattr(cause, "strerror", None) or str(cause)
+            reason = getattr(loaded.error, "strerror", None) or str(loaded.error)
             raise MemoryToolError(
                 f"Failed to read required agent prompt file: {loaded.path} ({reason})",
                 INTERNAL_ERROR,
-            ) from cause
+            ) from loaded.error
         if loaded.error is not None:  # a link, pipe or device where system.md belongs
             raise loaded.error
         # An empty system.md still replaces the client's base prompt, with ''.
@@ -521,8 +479,7 @@ class PromptBuilder:
             f"{loaded.path} could not be read "
             f"({getattr(loaded.error, 'strerror', None) or loaded.error}): it is left out of "
             "this prompt"
-            for loaded in (soul, user, facts)
-            if loaded.state is FileState.UNREADABLE
+            for loaded in (soul, user, facts) if loaded.state is FileState.UNREADABLE
         )
         if budget is not None and approx_tokens(context) > budget:
             notes += (_over_budget(approx_tokens(context), budget, memory),)
@@ -591,8 +548,7 @@ class PromptBuilder:
         )
 
     def _persona_steps(self, folder: Path, soul_part: str) -> str:
-        """Step 4's ways of committing SOUL.md (``soul_part`` says what goes there) and USER.md,
-        for this toolset."""
+        """Step 4's ways of committing SOUL.md (with ``soul_part``) and USER.md, per toolset."""
         soul, user = self._shown(folder / SOUL), self._shown(folder / USER)
         user_part = "everything you learned about the user"
         profile = self.tools.profile
@@ -613,44 +569,10 @@ class PromptBuilder:
         )
 
     def _bootstrap_block(self, folder: Path, has_user_instructions: bool) -> str:
-        tool = self.tool_name
-        opening = (
-            "## Bootstrap Mode\n\n"
-            "This is the start of a new relationship with your user: SOUL.md and USER.md are "
-            "still empty, or still the templates they started as."
-        )
-        learn_user = (
-            "3. Learn about the user as the conversation allows: their name and how they "
-            "like to be addressed, their timezone and working hours, and how they like to "
-            "communicate (language, level of detail, formality)."
-        )
-        finish = (
-            f"   - Finish with `{tool}`: action `append`, tags `[\"{BOOTSTRAP_TAG}\"]`, and a "
-            "one-line summary of the setup. That append completes bootstrap: from the next "
-            "session on you work in your normal mode, without this block, whatever the "
-            "length of SOUL.md."
-        )
-        only_persona = (
-            "- Write only SOUL.md and USER.md: never change the configured system prompt or "
-            "instructions."
-            if self.tools.can_write_persona
-            else "- Never change the configured system prompt or instructions."
-        )
-        guidelines = (
-            "Guidelines:\n"
-            "- Keep the conversation natural and warm: this is a first impression.\n"
-            "- Ask 3 to 5 questions in total, no more; do not interrogate. Reasonable "
-            "assumptions are fine, the user can correct them.\n"
-            "- Always answer in the user's language: if they write in Chinese, answer in "
-            "Chinese.\n"
-            f"{only_persona}"
-        )
         if has_user_instructions:
             soul_part = "your name, personality, tone and communication style"
-            steps = self._persona_steps(folder, soul_part)
-            return (
-                f"{opening}\n\n"
-                "Your instructions already define your role, goals, capability scope and "
+            setup = (
+                "\n\nYour instructions already define your role, goals, capability scope and "
                 "constraints. This one-time setup only personalises how you present that role "
                 "and learns who the user is: never change, restate or replace those "
                 "instructions while you do it.\n\n"
@@ -662,62 +584,63 @@ class PromptBuilder:
                 "personality, a tone and a communication style (professional, casual, "
                 "playful, concise, thorough, ...), and any presentation preferences the user "
                 "wants you to remember.\n"
-                f"{learn_user}\n"
+            )
+            commit = (
                 "4. When you know enough, commit the persona and the user context. Never put "
                 "role, goals, capability scope or constraints in SOUL.md: they stay in your "
                 "instructions.\n"
-                f"{steps}"
-                f"{finish}\n\n"
-                f"{guidelines}\n"
-                "- Make SOUL.md and USER.md detailed and thoughtful, without repeating the role "
-                "your instructions define."
             )
-        soul_part = "your role definition, name, personality, tone, principles and boundaries"
-        steps = self._persona_steps(folder, soul_part)
+            closing = ", without repeating the role your instructions define."
+        else:
+            soul_part = "your role definition, name, personality, tone, principles and boundaries"
+            setup = (
+                " No instructions define your role, so SOUL.md will be your role definition.\n\n"
+                "In this conversation:\n\n"
+                "1. Introduce yourself: explain that you are their personal agent and that this "
+                "is a one-time setup to work out what role you should play for them.\n"
+                "2. Discover that role through natural conversation: what kind of assistant they "
+                "need (coding partner, project manager, research aide, creative collaborator, "
+                "life assistant, ...), a name (suggest a few that fit the role, or let them "
+                "choose freely), the tone and personality that fit it, and any boundaries, "
+                "things you must never do, or strong preferences.\n"
+            )
+            commit = "4. When you know enough, commit your identity:\n"
+            closing = ": together they define your relationship."
+        never = "Write only SOUL.md and USER.md: never" if self.tools.can_write_persona else "Never"
         return (
-            f"{opening} No instructions define your role, so SOUL.md will be your role "
-            "definition.\n\n"
-            "In this conversation:\n\n"
-            "1. Introduce yourself: explain that you are their personal agent and that this "
-            "is a one-time setup to work out what role you should play for them.\n"
-            "2. Discover that role through natural conversation: what kind of assistant they "
-            "need (coding partner, project manager, research aide, creative collaborator, "
-            "life assistant, ...), a name (suggest a few that fit the role, or let them "
-            "choose freely), the tone and personality that fit it, and any boundaries, "
-            "things you must never do, or strong preferences.\n"
-            f"{learn_user}\n"
-            "4. When you know enough, commit your identity:\n"
-            f"{steps}"
-            f"{finish}\n\n"
-            f"{guidelines}\n"
-            "- Make SOUL.md and USER.md detailed and thoughtful: together they define your "
-            "relationship."
+            "## Bootstrap Mode\n\n"
+            "This is the start of a new relationship with your user: SOUL.md and USER.md are "
+            f"still empty, or still the templates they started as.{setup}"
+            "3. Learn about the user as the conversation allows: their name and how they "
+            "like to be addressed, their timezone and working hours, and how they like to "
+            "communicate (language, level of detail, formality).\n"
+            f"{commit}{self._persona_steps(folder, soul_part)}"
+            f"   - Finish with `{self.tool_name}`: action `append`, tags `[\"{BOOTSTRAP_TAG}\"]`, "
+            "and a one-line summary of the setup. That append completes bootstrap: from the next "
+            "session on you work in your normal mode, without this block, whatever the "
+            "length of SOUL.md.\n\n"
+            "Guidelines:\n"
+            "- Keep the conversation natural and warm: this is a first impression.\n"
+            "- Ask 3 to 5 questions in total, no more; do not interrogate. Reasonable "
+            "assumptions are fine, the user can correct them.\n"
+            "- Always answer in the user's language: if they write in Chinese, answer in "
+            f"Chinese.\n- {never} change the configured system prompt or instructions.\n"
+            f"- Make SOUL.md and USER.md detailed and thoughtful{closing}"
         )
+
+
+def _positive(name: str, value: Any) -> int:
+    """``value`` when it is a positive integer, else -32602 naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise MemoryToolError(f"'{name}' must be a positive integer, got {value!r}", INVALID_PARAMS)
+    return value
 
 
 def _check_budget(value: Any) -> int | None:
     """A token budget: None, or a positive integer (``4000.0`` is 4000); else -32602."""
-    if value is None:
-        return None
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise MemoryToolError(
-            f"'budget_tokens' must be a positive integer, got {value!r}", INVALID_PARAMS
-        )
-    return value
-
-
-def _open_file(folder: Folder, name: str, shared_ok: bool) -> int:
-    """Open a file of ``folder`` for reading; with ``shared_ok``, a hard-linked one too."""
-    if not shared_ok:
-        return folder.open_file(name, os.O_RDONLY)
-    try:
-        return open_regular(name, folder.fd)
-    except NotRegularError as exc:
-        raise UnsafePathError(
-            f"Refusing to read {folder.display(name)}: it is {exc.what}, not a regular file"
-        ) from None
+    return None if value is None else _positive("budget_tokens", value)
 
 
 def _agent_folder(agent: AgentMemory | str | os.PathLike[str]) -> Path:
@@ -736,27 +659,18 @@ def _dependencies(
     folder: Path, space: Path, soul: _Loaded, user: _Loaded, facts: _Loaded, state: _Loaded,
     system: _Loaded | None,
 ) -> Plan:
-    """Everything whose change could change the prompt (see :mod:`.prompt_cache`): the agent
-    folder and the workspace by path, ``memory/`` and every file read held (a link or a missing
-    file never is: the folder around it covers it)."""
+    """What the prompt depends on: both folders by path, ``memory/`` and each file read held."""
     memory = facts.path.parent
-    handles = [memory] if memory.parent == folder and _is_real_dir(memory) else []
+    is_real_dir = memory.parent == folder and not memory.is_symlink() and memory.is_dir()
+    handles = [memory] if is_real_dir else []
     handles += [part.path for part in (soul, user, facts, system, state) if part and part.held]
     return Plan(paths=(str(folder), str(space)), handles=tuple(map(str, handles)))
-
-
-def _is_real_dir(path: Path) -> bool:
-    try:
-        return stat.S_ISDIR(os.lstat(path).st_mode)
-    except OSError:
-        return False
 
 
 def _check_aliases(
     aliases: Mapping[str | os.PathLike[str], str] | None,
 ) -> tuple[tuple[str, str], ...]:
-    """``path_aliases`` as ``((folder, shown), ...)``, longest folder first; -32602 when a
-    folder is not absolute or a shown text is not one line."""
+    """``path_aliases`` as ``((folder, shown), ...)``, longest folder first; else -32602."""
     pairs = []
     for folder, shown in (aliases or {}).items():
         real = os.fspath(folder)
@@ -765,16 +679,14 @@ def _check_aliases(
         ):
             raise MemoryToolError(
                 f"'path_aliases' maps absolute folders to one-line names, got {folder!r}: "
-                f"{shown!r}",
-                INVALID_PARAMS,
+                f"{shown!r}", INVALID_PARAMS,
             )
         pairs.append((os.path.normpath(real), shown.rstrip("/") or "/"))
     return tuple(sorted(pairs, key=lambda pair: -len(pair[0])))
 
 
 def _over_budget(used: int, budget: int, memory: list[Section]) -> str:
-    """The budget warning: the sizes, the largest part and what shrinks it (the builder's own
-    text can be most of a small agent's memory: trimming files would not help then)."""
+    """The budget warning: the sizes, the largest part and what shrinks it (maybe not a file)."""
     sizes = ", ".join(f"{s.name} {s.tokens}" for s in memory)
     largest = max(memory, key=lambda s: s.tokens)
     if largest.source is not None:
@@ -796,6 +708,10 @@ def _over_budget(used: int, budget: int, memory: list[Section]) -> str:
         f"Agent memory uses about {used} tokens, over the budget of {budget} "
         f"(by section: {sizes}). Nothing was cut. The largest part is {part}."
     )
+
+
+def _refusal(path: Path, what: str) -> UnsafePathError:
+    return UnsafePathError(f"Refusing to read {path}: it is {what}, not a regular file")
 
 
 def _section(name: str, source: Path | None, text: str, content: str | None = None) -> Section:

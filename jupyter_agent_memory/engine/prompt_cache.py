@@ -1,13 +1,9 @@
-"""The prompt builder's cache: one bounded store, and change detection for cached prompts.
+"""The prompt builder's cache: one bounded LRU store, and change detection for prompts.
 
-:class:`PromptCache` is one least-recently-used table, bounded in entries, characters and
-open descriptors, under one lock. A :class:`Plan` names what one build depended on:
-``paths`` (the agent folder, the workspace) are checked with ``lstat`` by path, noticing a
-folder replaced or swapped for a link and entries added, removed or renamed; ``handles``
-(files, ``memory/``) are held open and checked with ``fstat``, half the cost (a replaced or
-deleted file's link count drops to zero), or by path with ``hold=False`` (for NFS). Keys are
-taken *before* a build reads anything, so a change during a build shows up on the next one.
-"""
+A :class:`Plan` names what a build depended on: ``paths`` (folders) are checked with ``lstat``;
+``handles`` (files, ``memory/``) are held open and checked with ``fstat`` (a replaced file's
+link count drops to 0), or by path (``hold=False``, for NFS). Keys are taken *before* a build
+reads anything, so a change during it shows up next time."""
 
 from __future__ import annotations
 
@@ -23,7 +19,7 @@ from ..folder import close_fd
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
 #: Defaults of :class:`PromptCache`: an agent in one workspace takes about a dozen entries;
-#: 64 descriptors hold 16 prompts of the usual four held files.
+#: 64 descriptors hold 16 prompts of four held files.
 DEFAULT_MAX_ENTRIES = 512
 DEFAULT_MAX_CHARS = 32 * 1024 * 1024
 DEFAULT_MAX_DESCRIPTORS = 64
@@ -37,8 +33,7 @@ class Plan(NamedTuple):
 
 
 class Watch:
-    """The keys of a :class:`Plan` taken at one moment, and the prompt built after them; used
-    by one thread until put into a :class:`PromptCache`, then only under its lock."""
+    """The keys of a :class:`Plan` taken at one moment, and the prompt built after them."""
 
     def __init__(self, plan: Plan, hold: bool = True) -> None:
         self.plan = plan
@@ -125,24 +120,19 @@ class _Entry:
 
 
 class PromptCache:
-    """Everything one prompt builder caches, least recently used first out; thread-safe. The
-    bounds hold at every moment (an entry larger than one alone is not kept); an evicted or
-    replaced :class:`Watch` is closed."""
+    """Everything one prompt builder caches, least recently used out first; thread-safe. The
+    bounds always hold (an entry too large alone is not kept); a dropped :class:`Watch` closes."""
 
     def __init__(
         self, max_entries: int = DEFAULT_MAX_ENTRIES, max_chars: int = DEFAULT_MAX_CHARS,
         max_descriptors: int = DEFAULT_MAX_DESCRIPTORS,
     ) -> None:
-        for name, value in (
-            ("max_entries", max_entries),
-            ("max_chars", max_chars),
-            ("max_descriptors", max_descriptors),
-        ):
+        bounds = (max_entries, max_chars, max_descriptors)
+        names = ("max_entries", "max_chars", "max_descriptors")
+        for name, value in zip(names, bounds, strict=True):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
-        self.max_entries = max_entries
-        self.max_chars = max_chars
-        self.max_descriptors = max_descriptors
+        self.max_entries, self.max_chars, self.max_descriptors = bounds
         self._entries: OrderedDict[tuple[Kind, Any], _Entry] = OrderedDict()
         self._chars = self._descriptors = 0
         self._lock = threading.Lock()
@@ -157,8 +147,7 @@ class PromptCache:
             return entry.value
 
     def put(self, kind: Kind, key: Any, value: Any, chars: int = 0) -> None:
-        """Cache ``value`` (``chars`` characters of text) under ``(kind, key)``; a watch replaced
-        by it or evicted to make room is closed."""
+        """Cache ``value`` of ``chars`` characters under ``(kind, key)``; dropped watches close."""
         descriptors = value.descriptors if isinstance(value, Watch) else 0
         with self._lock:
             self._drop((kind, key), keep=value)
@@ -200,9 +189,7 @@ class PromptCache:
             held = (len(self._entries), self._chars, self._descriptors)
             return CacheInfo(*held, self.max_entries, self.max_chars, self.max_descriptors)
 
-    # Both helpers run with the lock held.
-
-    def _drop(self, full_key: tuple[Kind, Any], keep: Any = None) -> None:
+    def _drop(self, full_key: tuple[Kind, Any], keep: Any = None) -> None:  # the lock is held
         entry = self._entries.pop(full_key, None)
         if entry is None:
             return
@@ -211,7 +198,7 @@ class PromptCache:
         if entry.value is not keep:
             _close(entry.value)
 
-    def _evict(self) -> None:
+    def _evict(self) -> None:  # the lock is held
         while len(self._entries) > self.max_entries or self._chars > self.max_chars:
             self._drop(next(iter(self._entries)))
         if self._descriptors > self.max_descriptors:
@@ -229,8 +216,6 @@ def _close(value: Any) -> None:
 # Keys hold only what can move: ctime (every write, chmod, rename and link-count change; it
 # cannot be set back as mtime can), size (two writes in one clock tick), inode (a replaced
 # file or folder), and a held file's link count (zero once it is replaced or deleted).
-
-
 def _path_key(st: os.stat_result) -> tuple[int, int, int]:
     return (st.st_ctime_ns, st.st_size, st.st_ino)
 

@@ -1,12 +1,9 @@
 """Agent templates: provisioning a data folder, and product knowledge from a manifest.
 
-A template is a folder holding ``agent.json``, ``SOUL.md``, ``USER.md``, ``memory/`` (any
-files, at any depth) and optionally ``product-manifest.json``; built-in ones ship in
-``builtin_templates/``. :func:`provision` never overwrites what a user or agent wrote, and
-product knowledge is never copied into FACT.md: :func:`product_info` reads the manifest fresh
-on every call. Template files are opened so that a named pipe, a device or a link is refused
-at once: a ``.template.json`` naming a hostile folder can never hang a prompt build.
-"""
+A template folder holds ``agent.json``, ``SOUL.md``, ``USER.md``, ``memory/`` and optionally
+``product-manifest.json``. :func:`provision` never overwrites what a user or agent wrote;
+:func:`product_info` reads the manifest fresh on every call (never copied into FACT.md).
+Template files are opened so that a FIFO, a device or a link is refused at once."""
 
 from __future__ import annotations
 
@@ -42,7 +39,6 @@ MANIFEST = "product-manifest.json"
 DEFAULT_LOCALE = "en-US"
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-_SOURCE_ARGUMENTS = ("source", "section")
 
 #: The ``product_info`` tool, in the same neutral shape as ``MEMORY_TOOL``; offered only for an
 #: agent provisioned from a template that ships a product manifest.
@@ -91,10 +87,7 @@ class TemplateDefinition:
     def manifest_path(self) -> Path | None:
         """The template's ``product-manifest.json`` when it is a regular file, else None."""
         path = self.folder / MANIFEST
-        try:
-            return path if stat.S_ISREG(os.lstat(path).st_mode) else None
-        except OSError:
-            return None
+        return path if path.is_file() and not path.is_symlink() else None
 
 
 class NotRegularError(OSError):
@@ -106,9 +99,8 @@ class NotRegularError(OSError):
 
 
 def open_regular(path: str | os.PathLike[str], dir_fd: int | None = None) -> int:
-    """Open a regular file for reading (hard links allowed); anything else is refused at once:
-    ``O_NONBLOCK`` opens a FIFO without waiting, ``O_NOFOLLOW`` refuses a link, and the type is
-    checked on the descriptor before a byte is read."""
+    """Open a regular file for reading (hard links allowed); anything else is refused at once
+    (``O_NONBLOCK``: a FIFO never blocks; ``O_NOFOLLOW``: no link; the type is checked)."""
     try:
         fd = os.open(path, _READ_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
@@ -127,7 +119,6 @@ def open_regular(path: str | os.PathLike[str], dir_fd: int | None = None) -> int
 
 
 def _read_regular(path: Path) -> bytes:
-    """The bytes of the regular file ``path`` (see :func:`open_regular`)."""
     fd = open_regular(path)
     try:
         return read_all(fd)
@@ -136,9 +127,8 @@ def _read_regular(path: Path) -> bytes:
 
 
 def _read_template_bytes(path: Path) -> bytes:
-    """:func:`_read_regular` for a template's own files: a file that is not a regular file
-    makes the template invalid (-32602); an I/O error (-32603) is left to the engine boundary,
-    because the template may be fine and a retry may work."""
+    """:func:`_read_regular` for a template's files: a non-regular file makes the template
+    invalid (-32602); an I/O error stays one (-32603: a retry may work)."""
     try:
         return _read_regular(path)
     except NotRegularError as exc:
@@ -158,11 +148,8 @@ def load_template(
     """Find and validate a template (a built-in name or a folder); writes nothing. ``locale``
     picks localised names and instructions (see :func:`pick_localized`)."""
     text = os.fspath(template)
-    builtin = (
-        isinstance(template, str)
-        and ("/" not in text and "\\" not in text)
-        and (BUILTIN_DIR / text / AGENT_JSON).is_file()
-    )
+    plain = isinstance(template, str) and "/" not in text and "\\" not in text
+    builtin = plain and (BUILTIN_DIR / text / AGENT_JSON).is_file()
     folder = BUILTIN_DIR / text if builtin else Path(text).expanduser().resolve()
     if not builtin and not folder.is_dir():
         known = ", ".join(list_templates())
@@ -192,14 +179,10 @@ def load_template(
             "'stock_soul_sha256' must be a list of sha256 hex strings"
         )
     return TemplateDefinition(
-        template_id=text if builtin else str(folder),
-        folder=folder,
-        builtin=builtin,
-        name=pick_localized(names, locale),
-        names=names,
+        template_id=text if builtin else str(folder), folder=folder, builtin=builtin,
+        name=pick_localized(names, locale), names=names,
         instructions=pick_localized(instructions, locale) if instructions else None,
-        configuration=configuration,
-        stock_soul_sha256=tuple(s.lower() for s in stock),
+        configuration=configuration, stock_soul_sha256=tuple(s.lower() for s in stock),
     )
 
 
@@ -227,13 +210,10 @@ def validate_configuration(configuration: Any, source: object) -> dict[str, Any]
     checked = dict(configuration)
     problems = []
     for key, (wanted, check) in _CONFIGURATION_RULES.items():
-        value = checked.get(key)
-        if value is None:
+        if checked.get(key) is None:
             checked.pop(key, None)
-            continue
-        normalised = check(value)
-        if normalised is None:
-            problems.append(f"'{key}' must be {wanted}, got {json.dumps(value)}")
+        elif (normalised := check(checked[key])) is None:
+            problems.append(f"'{key}' must be {wanted}, got {json.dumps(checked[key])}")
         else:
             checked[key] = normalised
     if problems:
@@ -244,12 +224,9 @@ def validate_configuration(configuration: Any, source: object) -> dict[str, Any]
 
 
 def pick_localized(values: dict[str, str], locale: str | None = None) -> str:
-    """One value of a localised map, by Cherry Studio's fallback order.
-
-    The exact ``locale``, else the first key starting with its language prefix (``zh-TW``
-    finds ``zh-CN``), else ``en-US``, else the first value. A plain string in ``agent.json``
-    is stored under the key ``""`` and always wins. ``de_DE.UTF-8`` is read as ``de-DE``.
-    """
+    """One value of a localised map (Cherry Studio's order): the key ``""`` (a plain string),
+    the exact ``locale`` (``de_DE.UTF-8`` is ``de-DE``), the first key with its language prefix
+    (``zh-TW`` finds ``zh-CN``), ``en-US``, else the first value."""
     if "" in values:
         return values[""]
     wanted = re.split(r"[.@]", locale or DEFAULT_LOCALE)[0].replace("_", "-")
@@ -266,10 +243,8 @@ def _localized(spec: dict[str, Any], key: str, path: Path, required: bool) -> di
         return {}
     if isinstance(value, str) and value.strip():
         return {"": value}
-    if (
-        isinstance(value, dict)
-        and value
-        and all(isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in value.items())
+    if isinstance(value, dict) and value and all(
+        isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in value.items()
     ):
         return dict(value)
     need = "is required and " if required else ""
@@ -284,14 +259,9 @@ def provision(
     template: str | os.PathLike[str], agent: AgentMemory | str | os.PathLike[str],
     locale: str | None = None,
 ) -> TemplateDefinition:
-    """Fill an agent folder from a template without overwriting anything a user wrote.
-
-    ``agent`` is an :class:`AgentMemory` or a folder path. The template is validated and
-    read before anything is written; a link or a non-regular file at any destination stops
-    the whole provisioning before the first write. SOUL.md and USER.md are copied only when
-    missing or empty (or SOUL.md is a stock version the template lists), files under
-    ``memory/`` only when missing. Records the template in ``<agent>/.template.json``.
-    """
+    """Fill an agent folder (or path) from a template without overwriting what a user wrote:
+    all is checked and read first (a link at any destination stops it); SOUL.md and USER.md
+    are copied when missing, empty or stock, ``memory/`` files when missing; records it."""
     definition = load_template(template, locale)
     persona = {name: _read_template_file(definition.folder, name) for name in (SOUL, USER)}
     memory_files = _template_memory_files(definition.folder)
@@ -305,8 +275,7 @@ def provision(
                 written.append(name)
         _copy_missing_memory_files(memory, memory_files, written)
         record = {
-            "template": definition.template_id,
-            "builtin": definition.builtin,
+            "template": definition.template_id, "builtin": definition.builtin,
             "name": definition.name,
         }
         current = memory.template_info() or {}
@@ -315,23 +284,15 @@ def provision(
             record["provisioned_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
             memory.write_template_record(record)
     except OSError as exc:  # MemoryIOError included
-        raise _stopped(definition, written, exc) from exc
-    return definition
-
-
-def _stopped(definition: TemplateDefinition, written: list[str], exc: OSError) -> OSError:
-    """The I/O error that stopped a provisioning, saying exactly what it had written."""
-    if not written:
-        return exc  # nothing was written: the error as it is
-    return MemoryIOError(
-        OSError(
-            exc.errno,
+        if not written:
+            raise  # nothing was written: the error as it is
+        stopped = (  # saying exactly what was written
             f"Provisioning from the template {definition.template_id!r} stopped after it "
             f"wrote {', '.join(written)}: {exc.strerror or exc}. Nothing else was changed; "
-            "provisioning again finishes the job (it never overwrites what is there)",
-            exc.filename,
+            "provisioning again finishes the job (it never overwrites what is there)"
         )
-    )
+        raise MemoryIOError(OSError(exc.errno, stopped, exc.filename)) from exc
+    return definition
 
 
 @engine_boundary
@@ -354,8 +315,7 @@ def manifest_path_for(memory: AgentMemory) -> Path | None:
 
 
 def _read_template_file(folder: Path, canonical: str) -> bytes | None:
-    """The template's file ``canonical`` (any case), or None when it has none. Failing to
-    list the template or read the file is an I/O error, never "no such file"."""
+    """The template's file ``canonical`` (any case), or None; an I/O error stays one."""
     name = match_name(retry_eintr(os.listdir, folder), canonical)
     if name is None:
         return None
@@ -384,8 +344,8 @@ def _template_memory_files(folder: Path) -> dict[tuple[str, ...], bytes]:
             path = directory / name
             if stat.S_ISDIR(retry_eintr(os.lstat, path).st_mode):
                 walk(path, (*parts, name))
-                continue
-            found[parts + (name,)] = _read_template_bytes(path)  # noqa: RUF005
+            else:
+                found[parts + (name,)] = _read_template_bytes(path)
 
     walk(root, ())
     return found
@@ -419,9 +379,8 @@ def _check_destination(folder: Folder, parts: tuple[str, ...]) -> None:
 def _copy_missing_memory_files(
     memory: AgentMemory, memory_files: dict[tuple[str, ...], bytes], written: list[str]
 ) -> None:
-    """Create each template file under ``memory/`` that has no case variant yet, naming each
-    one written in ``written``. Folders are opened by descriptor one level at a time, under one
-    lock, so a folder swapped for a link on the way is refused, never followed."""
+    """Create each template ``memory/`` file with no case variant yet (named in ``written``),
+    under one lock, opening folders one level at a time so a swapped-in link is refused."""
     if not memory_files:
         return
     with locked(memory) as txn:
@@ -452,23 +411,17 @@ def _write_if_missing(txn: Locked, folder: Folder, parts: tuple[str, ...], data:
         return _write_if_missing(txn, sub, parts[1:], data)
 
 
-def _unavailable() -> MemoryToolError:
-    return MemoryToolError("Product manifest is unavailable", INTERNAL_ERROR)
-
-
 @engine_boundary
 def read_manifest(definition: TemplateDefinition | None) -> dict[str, Any]:
-    """Load and check a template's manifest now (never cached, so it cannot go stale).
-
-    Errors (-32603) carry Cherry Studio's texts, never a path: unavailable, invalid JSON, or
-    invalid schema (not ``schemaVersion`` 1 with a non-blank ``package.version``).
-    """
+    """Load and check a template's manifest now (never cached); errors (-32603) carry Cherry
+    Studio's texts, never a path (schema: ``schemaVersion`` 1, a non-blank version)."""
+    unavailable = MemoryToolError("Product manifest is unavailable", INTERNAL_ERROR)
     if definition is None:
-        raise _unavailable()
+        raise unavailable
     try:
         raw = _read_regular(definition.folder / MANIFEST)
     except OSError:
-        raise _unavailable() from None
+        raise unavailable from None
     try:
         manifest = json.loads(raw.decode("utf-8", errors="replace"), parse_constant=_no_constant)
     except ValueError:
@@ -497,19 +450,14 @@ def _valid_manifest(manifest: Any) -> bool:
 
 @engine_boundary
 def product_info(memory: AgentMemory, args: dict[str, Any]) -> str:
-    """The ``product_info`` tool: the agent's product manifest as compact JSON text.
-
-    As Cherry Studio's tool: ``{runtimeVersion, manifestVersion}`` (the manifest's
-    ``package.version``) with ``sections`` (its top-level keys but ``schemaVersion``) when no
-    ``section`` is given (or ``""``), with ``section`` and ``data`` for one section, or with
-    ``section: "all"`` and ``manifest``. ``source`` must be ``"manifest"``.
-    """
+    """The ``product_info`` tool (as Cherry Studio's): ``{runtimeVersion, manifestVersion}`` with
+    ``sections``, or with ``section`` and ``data`` (``manifest`` for ``"all"``), as JSON."""
     from ..__about__ import __version__
 
     if not isinstance(args, dict):
         raise MemoryToolError("Tool arguments must be a JSON object", INVALID_PARAMS)
     for key in args:
-        if key not in _SOURCE_ARGUMENTS:
+        if key not in ("source", "section"):
             raise MemoryToolError(f"Unsupported product_info argument: {key}", INVALID_PARAMS)
     source = args.get("source")
     if not (isinstance(source, str) and source == "manifest"):

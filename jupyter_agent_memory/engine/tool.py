@@ -1,10 +1,6 @@
-"""The model's tools: ``memory`` (FACT.md and the journal) and the opt-in ``profile`` tool.
-
-Each tool's schema, argument rules and result texts live here; every surface goes through
-:func:`call_tool` and :func:`call_profile_tool`, so a model sees the same texts and errors
-wherever it runs. ``profile`` rewrites SOUL.md or USER.md as a whole, for surfaces whose model
-has no file tools of its own (see :mod:`.functions`).
-"""
+"""The model's tools: ``memory`` (FACT.md and the journal) and the opt-in ``profile`` tool
+(SOUL.md or USER.md rewritten whole). Their schemas, argument rules and result texts live
+here, and every surface calls them, so a model sees the same texts and errors anywhere."""
 
 from __future__ import annotations
 
@@ -78,34 +74,25 @@ NO_MATCHES = "No matching journal entries found."
 
 
 def call_tool(memory: AgentMemory, args: dict[str, Any]) -> str:
-    """Run one ``memory`` tool call against ``memory``; returns the result text.
-
-    Raises :class:`~jupyter_agent_memory.errors.MemoryToolError` (-32602 for bad arguments,
-    checked before any file is touched; -32603 for unsafe paths, conflicts and I/O problems).
-    """
+    """Run one ``memory`` tool call; returns the result text. Raises ``MemoryToolError``:
+    -32602 for bad arguments (checked before any file is touched), -32603 for the rest."""
     if not isinstance(args, dict):
         raise MemoryToolError("Tool arguments must be a JSON object", INVALID_PARAMS)
     action = args.get("action")
     if action == "update":
-        content = args.get("content")
-        if not isinstance(content, str) or not content:
-            raise MemoryToolError("'content' is required for update action", INVALID_PARAMS)
+        content = _required_string(args, "content", "update action")
         memory.check_folder()
         memory.update_facts(content)
         return UPDATED
     if action == "append":
-        text = args.get("text")
-        if not isinstance(text, str) or not text:
-            raise MemoryToolError("'text' is required for append action", INVALID_PARAMS)
+        text = _required_string(args, "text", "append action")
         tags = args.get("tags")
         memory.check_folder()
         entry = memory.append(text, tags if isinstance(tags, list) else [])
         return f"Journal entry added at {entry['ts']}."
     if action == "search":
-        query = _optional_string(args, "query")
-        tag = _optional_string(args, "tag")
-        since = coerce_time(args.get("since"), "since")
-        until = coerce_time(args.get("until"), "until")
+        query, tag = (_optional_string(args, key) for key in ("query", "tag"))
+        since, until = (coerce_time(args.get(key), key) for key in ("since", "until"))
         limit = normalize_limit(args.get("limit"))
         memory.check_folder()
         result = memory.search_journal(query, tag, limit, since, until)
@@ -166,16 +153,19 @@ def call_profile_tool(memory: AgentMemory, args: dict[str, Any]) -> str:
     if which not in PROFILE_FILES:
         shown = which if isinstance(which, str) else json.dumps(which, default=str)
         raise MemoryToolError(f'Unknown file "{shown}", expected soul/user', INVALID_PARAMS)
-    content = args.get("content")
-    if not isinstance(content, str) or not content:
-        raise MemoryToolError("'content' is required for the profile tool", INVALID_PARAMS)
-    expected = args.get("expected_sha256")
-    if expected is not None and not isinstance(expected, str):
-        raise MemoryToolError("'expected_sha256' must be a string", INVALID_PARAMS)
+    content = _required_string(args, "content", "the profile tool")
+    expected = _optional_string(args, "expected_sha256")
     memory.check_folder()
     write = memory.write_soul if which == "soul" else memory.write_user
     written = write(content, expected_sha256=expected or None)
     return f"{PROFILE_FILES[which]} updated (sha256 {written.sha256})."
+
+
+def _required_string(args: dict[str, Any], field: str, use: str) -> str:
+    value = args.get(field)
+    if not isinstance(value, str) or not value:
+        raise MemoryToolError(f"'{field}' is required for {use}", INVALID_PARAMS)
+    return value
 
 
 def _optional_string(args: dict[str, Any], field: str) -> str:
