@@ -1,11 +1,6 @@
-"""MCP server: an agent folder as the memory of any Model Context Protocol client.
-
-``jupyter-agent-memory mcp --agent TARGET`` serves it over stdio, ``--transport
-streamable-http --port N`` over Streamable HTTP on 127.0.0.1 (see :mod:`.service` for what it
-offers). Only protocol goes to stdout; one start-up line and logs go to stderr. The ``mcp``
-package (the ``[mcp]`` extra) is imported only inside the functions below: over stdio it loads
-in a thread while ``initialize`` is answered (see :mod:`.stdio`).
-"""
+"""The MCP server's entry points, over stdio or Streamable HTTP. Only protocol goes to stdout;
+one start-up line and logs go to stderr. The ``mcp`` package is imported only inside the
+functions below: over stdio it loads in a thread while ``initialize`` is answered."""
 
 from __future__ import annotations
 
@@ -13,7 +8,7 @@ import json
 import logging
 import os
 import sys
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING
 
 from .service import SERVER_INFO, SERVER_NAME, MemoryService
 from .stdio import SkipReply, early_reply, initialize_request, open_stdin, surrogate_safe_stdin
@@ -85,36 +80,30 @@ def _announce(service: MemoryService, transport: str, problem: str | None) -> No
     print(startup_line(service, transport, problem), file=sys.stderr, flush=True)
 
 
-def _load_sdk() -> None:
-    import mcp.server.stdio  # noqa: F401
-
-    from . import handlers  # noqa: F401
-
-
 def serve_stdio(memory: AgentMemory | MemoryService, problem: str | None = None) -> None:
-    """Serve the agent over stdio until the client closes the connection (blocks).
-
-    ``problem`` is the engine's refusal every call will report, named in the start-up line.
-    Raises ``ImportError`` naming the install command when ``mcp`` is missing."""
+    """Serve the agent over stdio until the client closes the connection; ``problem`` (the
+    engine's refusal every call reports) is named in the start-up line. ``ImportError`` naming
+    the install command when ``mcp`` is missing."""
     from concurrent.futures import ThreadPoolExecutor
+    from importlib import import_module
 
     service = _service(memory)
     require_mcp()
     with ThreadPoolExecutor(1, thread_name_prefix="agent-memory-sdk-loader") as pool:
-        loading = pool.submit(_load_sdk)
+        # The handlers import the SDK, its stdio transport included.
+        loading = pool.submit(import_module, f"{__package__}.handlers")
         _announce(service, "stdio", problem)
         source = open_stdin()
         first = source.readline()
         request = initialize_request(first)
         sent = None
         if request is not None:
-            request_id, params = request
             try:
-                instructions = service.start_session(params["clientInfo"])
+                instructions = service.start_session(request[1]["clientInfo"])
             except Exception:  # a bug, not a refusal: the SDK answers instead
                 log.warning("answering initialize early failed", exc_info=True)
             else:
-                sent = early_reply(request_id, params, SERVER_INFO, instructions)
+                sent = early_reply(*request, SERVER_INFO, instructions)
                 data = (json.dumps(sent) + "\n").encode("utf-8")
                 while data:
                     data = data[os.write(1, data) :]
@@ -122,12 +111,6 @@ def serve_stdio(memory: AgentMemory | MemoryService, problem: str | None = None)
         loading.result()
     except BaseException as exc:
         raise ImportError(MISSING_SDK) from exc
-    _run_stdio(service, source, first, sent)
-
-
-def _run_stdio(
-    service: MemoryService, source: TextIO, first: str, sent: dict[str, Any] | None
-) -> None:
     import anyio
     from mcp.server.stdio import stdio_server
 
@@ -155,13 +138,10 @@ def serve_http(
     allowed_origins: tuple[str, ...] = (), problem: str | None = None,
     limits: HttpLimits | None = None,
 ) -> None:
-    """Serve the agent over Streamable HTTP at ``http://HOST:PORT/mcp`` until interrupted.
-
-    Port 0 picks a free port (named in the start-up line). A ``Host`` or ``Origin`` other than
-    this server's (or ``allowed_hosts`` / ``allowed_origins``) is refused; with ``token`` every
-    request needs ``Authorization: Bearer <token>``. ``limits`` (default ``HttpLimits()``) caps
-    sessions, idle time, slow requests and sockets. All clients share one engine and its locks.
-    """
+    """Serve the agent over Streamable HTTP at ``http://HOST:PORT/mcp`` (port 0: a free one)
+    until interrupted. Hosts and origins other than this server's or those allowed are refused;
+    with ``token`` every request needs ``Authorization: Bearer <token>``; ``limits`` (default
+    ``HttpLimits()``) caps sessions, idle time, slow requests and sockets."""
     service = _service(memory)
     require_mcp()
     from .handlers import assemble

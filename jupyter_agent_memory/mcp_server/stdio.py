@@ -1,11 +1,6 @@
-"""stdio for the MCP server, with an answer for every request.
-
-The SDK's reader drops a request whose JSON holds an unpaired surrogate escape
-(``"\\udfff"``); such a request is parked and replaced by a :data:`PARKED_METHOD` request with
-the same id, which the handlers answer with ``-32602``. ``initialize`` is answered before the
-SDK has loaded (:func:`early_reply`), then replayed to it; :class:`SkipReply` drops the SDK's
-answer, logging a warning if it differs.
-"""
+"""stdio for the MCP server. A request with an unpaired surrogate escape (the SDK's reader
+drops it) is parked and replaced by a :data:`PARKED_METHOD` request with the same id;
+``initialize`` is answered before the SDK has loaded, then replayed to it (:class:`SkipReply`)."""
 
 from __future__ import annotations
 
@@ -38,14 +33,9 @@ class ParkedRequests:
 
     def park(self, line: str) -> str | None:
         """The stand-in line for ``line``, or None when ``line`` needs no help."""
-        if not _SURROGATE_ESCAPE.search(line):
+        message = _request(line) if _SURROGATE_ESCAPE.search(line) else None
+        if message is None:
             return None
-        try:
-            message = json.loads(line)
-        except ValueError:
-            return None
-        if not isinstance(message, dict) or "id" not in message or "method" not in message:
-            return None  # a notification or a response: nobody waits for an answer
         try:
             json.dumps(message, ensure_ascii=False).encode("utf-8")
         except UnicodeEncodeError:
@@ -58,6 +48,17 @@ class ParkedRequests:
     def take(self, token: int) -> dict[str, Any] | None:
         """The parked request for ``token`` (once)."""
         return self._requests.pop(token, None)
+
+
+def _request(line: str) -> dict[str, Any] | None:
+    """``line`` parsed when it is a request (not a notification or a response), else None."""
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None
+    if isinstance(message, dict) and "id" in message and "method" in message:
+        return message
+    return None
 
 
 def open_stdin() -> TextIO:
@@ -98,15 +99,10 @@ _CLIENT_INFO_TEXT = ("name", "version", "title", "description", "websiteUrl")
 def initialize_request(line: str) -> tuple[int | str, dict[str, Any]] | None:
     """``(id, params)`` when ``line`` is a plain ``initialize`` request the SDK accepts as
     it is, else None (anything unusual is left to the SDK)."""
-    if not line.lstrip().startswith("{") or _SURROGATE_ESCAPE.search(line):
+    message = None if _SURROGATE_ESCAPE.search(line) else _request(line)
+    if message is None or message.get("jsonrpc") != "2.0":
         return None
-    try:
-        message = json.loads(line)
-    except ValueError:
-        return None
-    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-        return None
-    request_id, params = message.get("id"), message.get("params")
+    request_id, params = message["id"], message.get("params")
     if message.get("method") != "initialize" or not isinstance(params, dict):
         return None
     if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
