@@ -13,7 +13,7 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,12 +106,6 @@ def _address(value: Any) -> tuple[str, int] | None:
     if isinstance(value, (tuple, list)) and len(value) >= 2:
         return (str(value[0]), int(value[1]))
     return None
-
-
-def _client(scope: Mapping[str, Any]) -> str:
-    """The client's address: its identity for the session caps."""
-    peer = _address(scope.get("client"))
-    return peer[0] if peer else ""
 
 
 class BearerTokenGuard:
@@ -290,12 +284,12 @@ class SessionLimits:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         headers = dict(scope.get("headers") or [])
         session_id, version = headers.get(SESSION_HEADER), headers.get(PROTOCOL_HEADER)
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-        elif session_id is not None:
-            await self._in_session(session_id.decode("latin-1"), scope, receive, send)
+        peer = _address(scope.get("client"))
+        client = peer[0] if peer else ""  # the client's identity for the session caps
+        if scope["type"] == "http" and session_id is not None:
+            await self._in_session(session_id.decode("latin-1"), client, scope, receive, send)
         elif scope.get("method") == "POST" and (version is None or version in self.handshake):
-            await self._opening(_client(scope), scope, receive, send)
+            await self._opening(client, scope, receive, send)
         else:
             await self.app(scope, receive, send)
 
@@ -348,7 +342,7 @@ class SessionLimits:
             request.last_seen = anyio.current_time()
 
     async def _in_session(
-        self, session_id: str, scope: dict[str, Any], receive: Any, send: Any
+        self, session_id: str, client: str, scope: dict[str, Any], receive: Any, send: Any
     ) -> None:
         session = self.sessions.get(session_id)
         if session is not None:
@@ -373,7 +367,7 @@ class SessionLimits:
                 self._end(session_id)
             elif session is None and status is not None and status < 400:
                 # Counted as expired a moment before the SDK closed it: it is open after all.
-                self.sessions[session_id] = _Session(_client(scope), now)
+                self.sessions[session_id] = _Session(client, now)
 
 
 def run_http(

@@ -11,7 +11,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from .service import SERVER_INFO, SERVER_NAME, MemoryService
-from .stdio import SkipReply, early_reply, initialize_request, open_stdin, surrogate_safe_stdin
+from .stdio import SkipReply, early_reply, initialize_request, surrogate_safe_stdin
 
 if TYPE_CHECKING:
     from mcp.server import Server
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "POLL_SECONDS", "SERVER_NAME", "MemoryService", "build_server", "require_mcp", "serve_http",
-    "serve_stdio", "startup_line",
+    "serve_stdio",
 ]
 
 INSTALL_HINT = 'pip install "jupyter-agent-memory[mcp]"'
@@ -62,22 +62,18 @@ def build_server(
     return server
 
 
-def startup_line(service: MemoryService, transport: str, problem: str | None = None) -> str:
-    """The one line the server writes to stderr on start: folder, transport, tools."""
+def _announce(service: MemoryService, transport: str, problem: str | None) -> None:
+    """Write the one start-up line to stderr: folder, transport, tools (and ``problem``)."""
+    if not logging.getLogger().handlers:
+        # stdout carries the protocol, so make sure nothing logs there by default.
+        logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     line = (
         f"{SERVER_NAME}: serving agent folder {service.memory.path} over {transport}; "
         f"tools: {', '.join(service.tool_names())}"
     )
     if problem:
         line += f"; every call will report: {problem}"
-    return line
-
-
-def _announce(service: MemoryService, transport: str, problem: str | None) -> None:
-    if not logging.getLogger().handlers:
-        # stdout carries the protocol, so make sure nothing logs there by default.
-        logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    print(startup_line(service, transport, problem), file=sys.stderr, flush=True)
+    print(line, file=sys.stderr, flush=True)
 
 
 def serve_stdio(memory: AgentMemory | MemoryService, problem: str | None = None) -> None:
@@ -93,7 +89,8 @@ def serve_stdio(memory: AgentMemory | MemoryService, problem: str | None = None)
         # The handlers import the SDK, its stdio transport included.
         loading = pool.submit(import_module, f"{__package__}.handlers")
         _announce(service, "stdio", problem)
-        source = open_stdin()
+        # A private duplicate of fd 0, so closing it never closes sys.stdin.
+        source = os.fdopen(os.dup(0), encoding="utf-8", errors="replace", newline="\n")
         first = source.readline()
         request = initialize_request(first)
         sent = None
@@ -123,8 +120,7 @@ def serve_stdio(memory: AgentMemory | MemoryService, problem: str | None = None)
     stdin = surrogate_safe_stdin(state.parked, source, first)
 
     async def main() -> None:
-        # The SDK declares an anyio AsyncFile but only iterates its lines (`async for`), which
-        # this async generator of lines does too.
+        # The SDK declares an anyio AsyncFile but only iterates its lines, as this generator does.
         async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
             out = write_stream if sent is None else SkipReply(write_stream, sent)
             await server.run(read_stream, out, server.create_initialization_options())

@@ -93,15 +93,10 @@ READ_TOOL = {
         "when the memory is not already in your instructions, and before a memory update, so "
         "that the new FACT.md keeps everything that is still true."
     ),
-    "input_schema": {
-        "type": "object",
-        "properties": {
-            "limit": {
-                "type": "integer",
-                "description": f"how many of the latest journal entries (default {DEFAULT_LATEST})",
-            }
-        },
-    },
+    "input_schema": {"type": "object", "properties": {"limit": {
+        "type": "integer",
+        "description": f"how many of the latest journal entries (default {DEFAULT_LATEST})",
+    }}},
     "output_schema": {
         "type": "object",
         "properties": {
@@ -168,8 +163,7 @@ class MemoryService:
         problem = self.problem()
         if problem is None:
             return prompt.context
-        # The builder leaves out what it may not read: say why, or the model would think it
-        # simply remembers nothing.
+        # The builder leaves out what it may not read: say why, not let the model think it forgot.
         return (
             f"{prompt.context}\n\nThe memory folder cannot be used right now: {problem} "
             "Every memory tool call reports this until the folder is fixed."

@@ -7,14 +7,13 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-import os
 import re
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, TextIO
 
 __all__ = [
     "CAPABILITIES", "HANDSHAKE_VERSIONS", "PARKED_METHOD", "ParkedRequests", "SkipReply",
-    "early_reply", "initialize_request", "open_stdin", "surrogate_safe_stdin",
+    "early_reply", "initialize_request", "surrogate_safe_stdin",
 ]
 
 log = logging.getLogger(__name__)
@@ -59,12 +58,6 @@ def _request(line: str) -> dict[str, Any] | None:
     if isinstance(message, dict) and "id" in message and "method" in message:
         return message
     return None
-
-
-def open_stdin() -> TextIO:
-    """Standard input as UTF-8 text lines (undecodable bytes replaced), on a private
-    duplicate of fd 0, so closing it never closes ``sys.stdin``."""
-    return open(os.dup(0), encoding="utf-8", errors="replace", newline="\n", closefd=True)  # noqa: SIM115
 
 
 async def surrogate_safe_stdin(
