@@ -163,13 +163,6 @@ def remember(ctx: Context) -> Peer | None:
     return peer
 
 
-def tool_result(answer: tuple[str, bool, Any]) -> types.CallToolResult:
-    """``MemoryService.call``'s ``(text, is_error, structured)`` as a tool result."""
-    text, is_error, structured = answer
-    content = types.TextContent(type="text", text=text)
-    return types.CallToolResult(content=[content], structured_content=structured, is_error=is_error)
-
-
 async def list_tools(ctx: Context, params: Page) -> types.ListToolsResult:
     """``tools/list``: the tools offered now (the service's specs, in the SDK's types)."""
     check_no_cursor(params)
@@ -180,7 +173,9 @@ async def list_tools(ctx: Context, params: Page) -> types.ListToolsResult:
 async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
     """``tools/call``: the engine's answer; every failure is an ``isError`` result."""
     service = ctx.lifespan_context.state.service
-    return tool_result(await off_loop(service.call, params.name, params.arguments))
+    text, is_error, structured = await off_loop(service.call, params.name, params.arguments)
+    content = types.TextContent(type="text", text=text)
+    return types.CallToolResult(content=[content], structured_content=structured, is_error=is_error)
 
 
 async def list_resources(ctx: Context, params: Page) -> types.ListResourcesResult:
@@ -256,18 +251,17 @@ class ParkedParams(types.RequestParams):
 async def answer_parked(ctx: Context, params: ParkedParams) -> Any:
     """Answer a request with an unpaired surrogate (see :mod:`.stdio`): a tool call goes to the
     engine, which names the field it refuses; anything else is ``-32602``."""
-    state = ctx.lifespan_context.state
-    request = state.parked.take(params.token) or {}
+    request = ctx.lifespan_context.state.parked.take(params.token) or {}
     sent = request.get("params")
     body: dict[str, Any] = sent if isinstance(sent, dict) else {}
-    arguments = body.get("arguments")
+    name, arguments = body.get("name"), body.get("arguments")
     if (
         request.get("method") == "tools/call"
-        and isinstance(body.get("name"), str)
+        and isinstance(name, str)
         and (arguments is None or isinstance(arguments, dict))
     ):
-        answer = await off_loop(state.service.call, body["name"], arguments)
-        result = tool_result(answer).model_dump(by_alias=True, mode="json", exclude_none=True)
+        answer = await call_tool(ctx, types.CallToolRequestParams(name=name, arguments=arguments))
+        result = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
         # Shaped by hand (the SDK only shapes its own methods): a tools/call answer.
         result.pop("resultType", None)
         return result
@@ -295,36 +289,34 @@ async def notify(run: Run, changes: Changes) -> None:
             run.peers.pop(key, None)
 
 
-async def watch(run: Run, before: dict[str, Any], tools: list[str]) -> None:
-    """Poll the agent folder (``MemoryService.snapshot``: stat keys, nothing read) every
-    ``poll_seconds`` for changes since ``before`` and ``tools``, as long as the run lasts."""
-    service = run.state.service
-    while True:
-        await anyio.sleep(run.state.poll_seconds)
-        try:
-            after = await off_loop(service.snapshot)
-            changes = service.changes(before, after)
-            before = after
-            if changes.tools:
-                now = await off_loop(service.tool_names)
-                changes = Changes(changes.resources, now != tools)
-                tools = now
-            if changes:
-                await notify(run, changes)
-        except Exception:  # the watcher must outlive any one bad poll
-            log.warning("checking the agent folder for changes failed", exc_info=True)
-
-
 @contextlib.asynccontextmanager
 async def lifespan(state: ServerState, server: Server[Run]) -> AsyncIterator[Run]:
-    """One run of the server: per process on stdio, once for all HTTP sessions."""
-    run = Run(state)
+    """One run of the server (per process on stdio, once for all HTTP sessions); while it lasts
+    the agent folder is polled (stat keys, nothing read) every ``poll_seconds`` for changes."""
+    run, service = Run(state), state.service
     state.runs.add(run)
+
+    async def watch(before: dict[str, Any], tools: list[str]) -> None:
+        while True:
+            await anyio.sleep(state.poll_seconds)
+            try:
+                after = await off_loop(service.snapshot)
+                changes = service.changes(before, after)
+                before = after
+                if changes.tools:
+                    now = await off_loop(service.tool_names)
+                    changes = Changes(changes.resources, now != tools)
+                    tools = now
+                if changes:
+                    await notify(run, changes)
+            except Exception:  # the watcher must outlive any one bad poll
+                log.warning("checking the agent folder for changes failed", exc_info=True)
+
     # The baseline is taken before any request is served, so no client's change is in it.
-    before = await off_loop(state.service.snapshot)
-    tools = await off_loop(state.service.tool_names)
+    before = await off_loop(service.snapshot)
+    tools = await off_loop(service.tool_names)
     async with anyio.create_task_group() as group:
-        group.start_soon(watch, run, before, tools)
+        group.start_soon(watch, before, tools)
         try:
             yield run
         finally:

@@ -62,10 +62,8 @@ def security_settings(
     """The SDK's Host/Origin checks for a server bound to ``host``: the loopback names (when
     it is one), ``host``, and what the user allows (``host:port``, ``host:*``; origins
     ``scheme://host[:port]``, ``scheme://host:*``). A request without ``Origin`` passes."""
-    names = list(LOOPBACK_NAMES) if _is_loopback(host) else []
-    bound = _url_host(host)
-    if bound not in names:
-        names.append(bound)
+    loopback = LOOPBACK_NAMES if _is_loopback(host) else ()
+    names = list(dict.fromkeys((*loopback, _url_host(host))))
     hosts = [f"{name}:*" for name in names] + list(allowed_hosts)
     origins = [f"http://{name}:*" for name in names] + list(allowed_origins)
     return TransportSecuritySettings(
@@ -208,10 +206,6 @@ class ConnectionGuard:
         # By peer address, which is unique while the connection is open.
         self.connections: dict[tuple[str, int], GuardedProtocol] = {}
 
-    def protocol_class(self) -> type[asyncio.Protocol]:
-        """A uvicorn ``http`` protocol class bound to this guard."""
-        return type("GuardedHTTPProtocol", (GuardedProtocol,), {"guard": self})
-
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
@@ -224,10 +218,9 @@ class ConnectionGuard:
         try:
             await self._serve(scope, receive, send)
         finally:
-            connection = self.connections.get(peer) if peer else None
-            if connection is not None:
-                connection.busy = max(0, connection.busy - 1)
-                if not connection.busy:
+            if connection is not None:  # the one counted, even if its address was reused since
+                connection.busy -= 1
+                if not connection.busy and not connection.transport.is_closing():
                     connection.arm()
 
     async def _serve(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -400,8 +393,8 @@ def run_http(
     # The peer address is the client's identity for the session cap: never take it from
     # X-Forwarded-For (proxy_headers), which any local process could set.
     config = uvicorn.Config(
-        guard, log_level="warning", lifespan="on", access_log=False,
-        http=guard.protocol_class(), proxy_headers=False, ws="none",
+        guard, log_level="warning", lifespan="on", access_log=False, proxy_headers=False,
+        http=type("GuardedHTTPProtocol", (GuardedProtocol,), {"guard": guard}), ws="none",
     )
     announce(f"http://{_url_host(host)}:{sock.getsockname()[1]}{MCP_PATH}")
     warning = exposure_warning(host, token)

@@ -4,6 +4,7 @@ functions below: over stdio it loads in a thread while ``initialize`` is answere
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -37,12 +38,10 @@ def require_mcp() -> None:
     second); raise one ``ImportError`` naming ``pip install "jupyter-agent-memory[mcp]"``."""
     import importlib.util
 
-    try:
-        found = all(importlib.util.find_spec(name) for name in ("mcp", "mcp_types"))
-    except (ImportError, ValueError):
-        found = False
-    if not found:
-        raise ImportError(MISSING_SDK)
+    with contextlib.suppress(ImportError, ValueError):
+        if all(importlib.util.find_spec(name) for name in ("mcp", "mcp_types")):
+            return
+    raise ImportError(MISSING_SDK)
 
 
 def _service(memory: AgentMemory | MemoryService) -> MemoryService:
@@ -58,8 +57,7 @@ def build_server(
     require_mcp()
     from .handlers import assemble
 
-    server, _state = assemble(_service(memory), poll_seconds)
-    return server
+    return assemble(_service(memory), poll_seconds)[0]
 
 
 def _announce(service: MemoryService, transport: str, problem: str | None) -> None:

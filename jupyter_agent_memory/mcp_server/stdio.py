@@ -93,16 +93,16 @@ def initialize_request(line: str) -> tuple[int | str, dict[str, Any]] | None:
     """``(id, params)`` when ``line`` is a plain ``initialize`` request the SDK accepts as
     it is, else None (anything unusual is left to the SDK)."""
     message = None if _SURROGATE_ESCAPE.search(line) else _request(line)
-    if message is None or message.get("jsonrpc") != "2.0":
+    if message is None or message.get("jsonrpc") != "2.0" or message["method"] != "initialize":
         return None
     request_id, params = message["id"], message.get("params")
-    if message.get("method") != "initialize" or not isinstance(params, dict):
-        return None
-    if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
+    if not isinstance(params, dict):
         return None
     info, capabilities = params.get("clientInfo"), params.get("capabilities")
     plain = (
-        isinstance(params.get("protocolVersion"), str)
+        isinstance(request_id, (int, str))
+        and not isinstance(request_id, bool)
+        and isinstance(params.get("protocolVersion"), str)
         and isinstance(capabilities, dict)
         and all(isinstance(value, dict) for value in capabilities.values())
         and isinstance(info, dict)
@@ -137,8 +137,7 @@ class SkipReply:
 
     async def send(self, item: Any) -> None:
         """Send ``item`` on, unless it is the answer already given."""
-        sent = self.sent
-        message = getattr(item, "message", None)
+        sent, message = self.sent, getattr(item, "message", None)
         answers = hasattr(message, "result") or hasattr(message, "error")  # not a request
         if sent is not None and answers and getattr(message, "id", None) == sent["id"]:
             self.sent = None
