@@ -32,8 +32,7 @@ from .stdio import PARKED_METHOD, ParkedRequests
 
 __all__ = ["SESSION_STARTS", "Run", "ServerState", "assemble"]
 
-# Requests that start a session: the handshake, and discovery for 2026-era clients.
-SESSION_STARTS = ("initialize", "server/discover")
+SESSION_STARTS = ("initialize", "server/discover")  # the handshake; 2026-era discovery
 NO_CURSOR = (
     "Invalid cursor: this server answers every list in one page and never hands out a cursor"
 )

@@ -27,8 +27,7 @@ __all__ = [
 
 INSTALL_HINT = 'pip install "jupyter-agent-memory[mcp]"'
 MISSING_SDK = f"The MCP server needs the 'mcp' package (version 2.3 or later): {INSTALL_HINT}"
-# How often the agent folder is checked for changes while the server runs.
-POLL_SECONDS = 0.5
+POLL_SECONDS = 0.5  # how often the agent folder is checked for changes
 
 log = logging.getLogger(__name__)
 

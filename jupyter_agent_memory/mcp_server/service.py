@@ -32,8 +32,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-# MCP's code for a resource URI the server does not know.
-RESOURCE_NOT_FOUND = -32002
+RESOURCE_NOT_FOUND = -32002  # MCP's code for a resource URI the server does not know
 
 URI_BASE = "agent-memory://agent/"
 SOUL_URI = URI_BASE + SOUL

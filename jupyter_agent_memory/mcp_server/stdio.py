@@ -77,8 +77,7 @@ async def surrogate_safe_stdin(
         await stream.aclose()
 
 
-#: The protocol versions a client can ask for in ``initialize`` (the SDK's
-#: ``HANDSHAKE_PROTOCOL_VERSIONS``; the list is closed, 2026-era clients open no handshake).
+#: What ``initialize`` can ask for: the SDK's ``HANDSHAKE_PROTOCOL_VERSIONS`` (a closed list).
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 #: What the server's handlers make the SDK declare in the handshake.
 CAPABILITIES: dict[str, Any] = {
