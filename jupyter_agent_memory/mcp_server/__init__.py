@@ -1,10 +1,5 @@
-"""The MCP server: an agent folder as the memory of any Model Context Protocol client.
-
-:mod:`.service` is what it offers (no ``mcp`` import), :mod:`.handlers` the protocol handlers,
-:mod:`.server` the entry points, :mod:`.stdio` and :mod:`.http` the transports' extras and
-:mod:`.limits` the HTTP limits. The ``mcp`` package (the ``[mcp]`` extra) is imported only when
-a server is built or served.
-"""
+"""The MCP server: an agent folder as the memory of any Model Context Protocol client. The
+``mcp`` package (the ``[mcp]`` extra) is imported only when a server is built or served."""
 
 from __future__ import annotations
 
@@ -18,8 +13,7 @@ __all__ = ["MemoryService", "build_server", "require_mcp", "serve_http", "serve_
 
 
 def __getattr__(name: str) -> Any:
-    # Loaded on first use, so a command line that only reads the HTTP limits' defaults
-    # (.limits) loads nothing else of the server.
+    # Loaded on first use: a command line that reads only .limits loads nothing else.
     if name in __all__:
         from . import server
 

@@ -1,10 +1,6 @@
-"""The protocol handlers of the ``agent-memory`` MCP server (imported after ``require_mcp``).
-
-Each handler is ``async (ctx, params) -> result`` with a :class:`Run` (one per stdio process,
-in-process client, or HTTP server) as ``ctx.lifespan_context``; only public SDK names are used.
-Handshake-era connections are notified on their own channel, 2026-era clients through
-``subscriptions/listen``. No list is paginated: a cursor is answered ``-32602``.
-"""
+"""The protocol handlers of the MCP server (imported after ``require_mcp``): each is ``async
+(ctx, params) -> result`` with a :class:`Run` as ``ctx.lifespan_context``, on public SDK names
+only. No list is paginated: a cursor is answered ``-32602``."""
 
 from __future__ import annotations
 
@@ -36,13 +32,7 @@ from .stdio import PARKED_METHOD, ParkedRequests
 
 __all__ = ["SESSION_STARTS", "Run", "ServerState", "assemble"]
 
-# Requests that start a session: the handshake, and discovery for 2026-era clients.
-SESSION_STARTS = ("initialize", "server/discover")
-PROMPT_TITLE = "New session with this agent's memory"
-PROMPT_DESCRIPTION = (
-    "The system prompt a new session starts with: the agent's memory (SOUL.md, USER.md, "
-    "FACT.md) and how to keep it up to date."
-)
+SESSION_STARTS = ("initialize", "server/discover")  # the handshake; 2026-era discovery
 NO_CURSOR = (
     "Invalid cursor: this server answers every list in one page and never hands out a cursor"
 )
@@ -61,14 +51,13 @@ class Peer:
 
 @dataclass(eq=False)
 class ServerState:
-    """What every run of one server shares: the content, the buses, the stdio helpers."""
+    """What every run of one server shares: the content, the bus, the stdio helpers."""
 
     service: MemoryService
     poll_seconds: float
     bus: InMemorySubscriptionBus = field(default_factory=InMemorySubscriptionBus)
     parked: ParkedRequests = field(default_factory=ParkedRequests)
-    # The instructions a stdio handshake answered before the SDK was loaded (the session is
-    # on record already): the replayed ``initialize`` takes them instead of starting anew.
+    # What a stdio handshake answered before the SDK loaded, for the replayed ``initialize``.
     answered_start: str | None = None
     runs: weakref.WeakSet[Run] = field(default_factory=weakref.WeakSet)
 
@@ -135,24 +124,10 @@ def client_info(params: Any) -> dict[str, Any] | None:
     return next((dict(info) for info in infos if isinstance(info, Mapping)), None)
 
 
-def session_answer(result: Any, instructions: str) -> dict[str, Any]:
-    """A session start's answer with this session's ``instructions``, and ``tools``
-    marked ``listChanged`` (``product_info`` can appear while a session runs)."""
-    if isinstance(result, Mapping):
-        answer = dict(result)
-    else:  # a model: what the runner would have put on the wire
-        answer = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-    answer["instructions"] = instructions
-    capabilities = answer.get("capabilities")
-    if isinstance(capabilities, Mapping) and isinstance(capabilities.get("tools"), Mapping):
-        tools = {**capabilities["tools"], "listChanged": True}
-        answer["capabilities"] = {**capabilities, "tools": tools}
-    return answer
-
-
 async def track_sessions(ctx: Context, call_next: Any) -> Any:
-    """Middleware: record session starts (only those the SDK accepted), and remember
-    handshake-era connections (after ``initialize``, once the protocol version is known)."""
+    """Middleware: record session starts the SDK accepted, answered with the session's
+    instructions and ``tools`` marked ``listChanged`` (``product_info`` can appear while a
+    session runs); remember handshake-era connections (once the protocol version is known)."""
     result = await call_next(ctx)
     if ctx.method not in SESSION_STARTS:
         remember(ctx)
@@ -161,7 +136,16 @@ async def track_sessions(ctx: Context, call_next: Any) -> Any:
     text, state.answered_start = state.answered_start, None
     if text is None:
         text = await off_loop(state.service.start_session, client_info(ctx.params))
-    return session_answer(result, text)
+    if isinstance(result, Mapping):
+        answer = dict(result)
+    else:  # a model: what the runner would have put on the wire
+        answer = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    answer["instructions"] = text
+    capabilities = answer.get("capabilities")
+    if isinstance(capabilities, Mapping) and isinstance(capabilities.get("tools"), Mapping):
+        tools = {**capabilities["tools"], "listChanged": True}
+        answer["capabilities"] = {**capabilities, "tools": tools}
+    return answer
 
 
 def remember(ctx: Context) -> Peer | None:
@@ -178,13 +162,6 @@ def remember(ctx: Context) -> Peer | None:
     return peer
 
 
-def tool_result(answer: tuple[str, bool, Any]) -> types.CallToolResult:
-    """``MemoryService.call``'s ``(text, is_error, structured)`` as a tool result."""
-    text, is_error, structured = answer
-    content = types.TextContent(type="text", text=text)
-    return types.CallToolResult(content=[content], structured_content=structured, is_error=is_error)
-
-
 async def list_tools(ctx: Context, params: Page) -> types.ListToolsResult:
     """``tools/list``: the tools offered now (the service's specs, in the SDK's types)."""
     check_no_cursor(params)
@@ -195,7 +172,9 @@ async def list_tools(ctx: Context, params: Page) -> types.ListToolsResult:
 async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
     """``tools/call``: the engine's answer; every failure is an ``isError`` result."""
     service = ctx.lifespan_context.state.service
-    return tool_result(await off_loop(service.call, params.name, params.arguments))
+    text, is_error, structured = await off_loop(service.call, params.name, params.arguments)
+    content = types.TextContent(type="text", text=text)
+    return types.CallToolResult(content=[content], structured_content=structured, is_error=is_error)
 
 
 async def list_resources(ctx: Context, params: Page) -> types.ListResourcesResult:
@@ -223,28 +202,30 @@ async def read_resource(
     return types.ReadResourceResult(contents=[content])
 
 
-def subscriptions(ctx: Context) -> set[str]:
-    """The URIs the connection of ``ctx`` is subscribed to (handshake era; else a new set)."""
-    peer = remember(ctx)
-    return peer.uris if peer is not None else set()
-
-
 async def subscribe(ctx: Context, params: types.SubscribeRequestParams) -> types.EmptyResult:
     """``resources/subscribe`` (handshake era): this connection hears about ``uri``."""
-    subscriptions(ctx).add(str(params.uri))
+    peer = remember(ctx)
+    if peer is not None:
+        peer.uris.add(str(params.uri))
     return types.EmptyResult()
 
 
 async def unsubscribe(ctx: Context, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
     """``resources/unsubscribe`` (handshake era)."""
-    subscriptions(ctx).discard(str(params.uri))
+    peer = remember(ctx)
+    if peer is not None:
+        peer.uris.discard(str(params.uri))
     return types.EmptyResult()
 
 
 async def list_prompts(ctx: Context, params: Page) -> types.ListPromptsResult:
     """``prompts/list``: the one prompt, ``new-session``."""
     check_no_cursor(params)
-    prompt = types.Prompt(name=PROMPT_NAME, title=PROMPT_TITLE, description=PROMPT_DESCRIPTION)
+    prompt = types.Prompt(
+        name=PROMPT_NAME, title="New session with this agent's memory",
+        description="The system prompt a new session starts with: the agent's memory "
+        "(SOUL.md, USER.md, FACT.md) and how to keep it up to date.",
+    )
     return types.ListPromptsResult(prompts=[prompt])
 
 
@@ -269,18 +250,17 @@ class ParkedParams(types.RequestParams):
 async def answer_parked(ctx: Context, params: ParkedParams) -> Any:
     """Answer a request with an unpaired surrogate (see :mod:`.stdio`): a tool call goes to the
     engine, which names the field it refuses; anything else is ``-32602``."""
-    state = ctx.lifespan_context.state
-    request = state.parked.take(params.token) or {}
+    request = ctx.lifespan_context.state.parked.take(params.token) or {}
     sent = request.get("params")
     body: dict[str, Any] = sent if isinstance(sent, dict) else {}
-    arguments = body.get("arguments")
+    name, arguments = body.get("name"), body.get("arguments")
     if (
         request.get("method") == "tools/call"
-        and isinstance(body.get("name"), str)
+        and isinstance(name, str)
         and (arguments is None or isinstance(arguments, dict))
     ):
-        answer = await off_loop(state.service.call, body["name"], arguments)
-        result = tool_result(answer).model_dump(by_alias=True, mode="json", exclude_none=True)
+        answer = await call_tool(ctx, types.CallToolRequestParams(name=name, arguments=arguments))
+        result = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
         # Shaped by hand (the SDK only shapes its own methods): a tools/call answer.
         result.pop("resultType", None)
         return result
@@ -308,37 +288,34 @@ async def notify(run: Run, changes: Changes) -> None:
             run.peers.pop(key, None)
 
 
-async def watch(run: Run, before: dict[str, Any], tools: list[str]) -> None:
-    """Poll the agent folder (``MemoryService.snapshot``: stat keys, nothing read) every
-    ``poll_seconds`` for changes since ``before`` and ``tools``, as long as the run lasts."""
-    service = run.state.service
-    while True:
-        await anyio.sleep(run.state.poll_seconds)
-        try:
-            after = await off_loop(service.snapshot)
-            changes = service.changes(before, after)
-            before = after
-            if changes.tools:
-                now = await off_loop(service.tool_names)
-                changes = Changes(changes.resources, now != tools)
-                tools = now
-            if changes:
-                await notify(run, changes)
-        except Exception:  # the watcher must outlive any one bad poll
-            log.warning("checking the agent folder for changes failed", exc_info=True)
-
-
 @contextlib.asynccontextmanager
 async def lifespan(state: ServerState, server: Server[Run]) -> AsyncIterator[Run]:
-    """One run of the server: per process on stdio, once for all HTTP sessions."""
-    run = Run(state)
+    """One run of the server (per process on stdio, once for all HTTP sessions); while it lasts
+    the agent folder is polled (stat keys, nothing read) every ``poll_seconds`` for changes."""
+    run, service = Run(state), state.service
     state.runs.add(run)
-    # The first snapshot is taken before any request is served, so a change a client makes
-    # right after it connects is never part of the baseline.
-    before = await off_loop(state.service.snapshot)
-    tools = await off_loop(state.service.tool_names)
+
+    async def watch(before: dict[str, Any], tools: list[str]) -> None:
+        while True:
+            await anyio.sleep(state.poll_seconds)
+            try:
+                after = await off_loop(service.snapshot)
+                changes = service.changes(before, after)
+                before = after
+                if changes.tools:
+                    now = await off_loop(service.tool_names)
+                    changes = Changes(changes.resources, now != tools)
+                    tools = now
+                if changes:
+                    await notify(run, changes)
+            except Exception:  # the watcher must outlive any one bad poll
+                log.warning("checking the agent folder for changes failed", exc_info=True)
+
+    # The baseline is taken before any request is served, so no client's change is in it.
+    before = await off_loop(service.snapshot)
+    tools = await off_loop(service.tool_names)
     async with anyio.create_task_group() as group:
-        group.start_soon(watch, run, before, tools)
+        group.start_soon(watch, before, tools)
         try:
             yield run
         finally:

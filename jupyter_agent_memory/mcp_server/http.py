@@ -1,9 +1,6 @@
-"""Streamable HTTP for the MCP server: the SDK's app, the guards around it, the uvicorn loop.
-
-Host (421) and Origin (403) checks against DNS rebinding, an optional bearer token (401), and
-the :class:`HttpLimits` (each refusal with a JSON-RPC error body). Imported only by
-``serve_http`` (it imports the MCP SDK and uvicorn).
-"""
+"""Streamable HTTP for the MCP server: the SDK's app behind Host/Origin checks (421/403), an
+optional bearer token (401) and the :class:`HttpLimits`, served by uvicorn. Imported only by
+``serve_http`` (it imports the MCP SDK and uvicorn)."""
 
 from __future__ import annotations
 
@@ -16,7 +13,7 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,10 +62,8 @@ def security_settings(
     """The SDK's Host/Origin checks for a server bound to ``host``: the loopback names (when
     it is one), ``host``, and what the user allows (``host:port``, ``host:*``; origins
     ``scheme://host[:port]``, ``scheme://host:*``). A request without ``Origin`` passes."""
-    names = list(LOOPBACK_NAMES) if _is_loopback(host) else []
-    bound = _url_host(host)
-    if bound not in names:
-        names.append(bound)
+    loopback = LOOPBACK_NAMES if _is_loopback(host) else ()
+    names = list(dict.fromkeys((*loopback, _url_host(host))))
     hosts = [f"{name}:*" for name in names] + list(allowed_hosts)
     origins = [f"http://{name}:*" for name in names] + list(allowed_origins)
     return TransportSecuritySettings(
@@ -109,12 +104,6 @@ def _address(value: Any) -> tuple[str, int] | None:
     if isinstance(value, (tuple, list)) and len(value) >= 2:
         return (str(value[0]), int(value[1]))
     return None
-
-
-def _client(scope: Mapping[str, Any]) -> str:
-    """The client's address: its identity for the session caps."""
-    peer = _address(scope.get("client"))
-    return peer[0] if peer else ""
 
 
 class BearerTokenGuard:
@@ -217,10 +206,6 @@ class ConnectionGuard:
         # By peer address, which is unique while the connection is open.
         self.connections: dict[tuple[str, int], GuardedProtocol] = {}
 
-    def protocol_class(self) -> type[asyncio.Protocol]:
-        """A uvicorn ``http`` protocol class bound to this guard."""
-        return type("GuardedHTTPProtocol", (GuardedProtocol,), {"guard": self})
-
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
@@ -233,10 +218,9 @@ class ConnectionGuard:
         try:
             await self._serve(scope, receive, send)
         finally:
-            connection = self.connections.get(peer) if peer else None
-            if connection is not None:
-                connection.busy = max(0, connection.busy - 1)
-                if not connection.busy:
+            if connection is not None:  # the one counted, even if its address was reused since
+                connection.busy -= 1
+                if not connection.busy and not connection.transport.is_closing():
                     connection.arm()
 
     async def _serve(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -268,7 +252,7 @@ class ConnectionGuard:
         await self.app(scope, replayed, send)
 
 
-@dataclass
+@dataclass(eq=False)
 class _Session:
     client: str
     last_seen: float
@@ -286,22 +270,19 @@ class SessionLimits:
         self.limits = limits
         self.on_end = on_end
         self.sessions: dict[str, _Session] = {}
-        self.opening: dict[str, int] = {}  # requests that may open a session, by client
+        self.opening: set[_Session] = set()  # requests that may open a session
         # Later protocol versions open no session.
         self.handshake = {version.encode() for version in HANDSHAKE_PROTOCOL_VERSIONS}
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
         headers = dict(scope.get("headers") or [])
-        session_id = headers.get(SESSION_HEADER)
-        version = headers.get(PROTOCOL_HEADER)
-        opens = scope.get("method") == "POST" and (version is None or version in self.handshake)
-        if session_id is not None:
-            await self._in_session(session_id.decode("latin-1"), scope, receive, send)
-        elif opens:
-            await self._opening(_client(scope), scope, receive, send)
+        session_id, version = headers.get(SESSION_HEADER), headers.get(PROTOCOL_HEADER)
+        peer = _address(scope.get("client"))
+        client = peer[0] if peer else ""  # the client's identity for the session caps
+        if scope["type"] == "http" and session_id is not None:
+            await self._in_session(session_id.decode("latin-1"), client, scope, receive, send)
+        elif scope.get("method") == "POST" and (version is None or version in self.handshake):
+            await self._opening(client, scope, receive, send)
         else:
             await self.app(scope, receive, send)
 
@@ -309,74 +290,52 @@ class SessionLimits:
         self.sessions.pop(session_id, None)
         self.on_end(session_id)
 
-    def _retry_after(self, now: float, client: str | None) -> int:
-        """Seconds until the first idle session (of ``client``, or any) expires."""
-        idle = self.limits.session_idle_timeout
-        waits = [
-            idle - (now - s.last_seen)
-            for s in self.sessions.values()
-            if not s.in_flight and (client is None or s.client == client)
-        ]
-        return max(1, math.ceil(min(waits, default=idle)))
-
-    def _refusal(self, client: str, now: float) -> tuple[int, bytes, int] | None:
-        limits = self.limits
-        for session_id, session in list(self.sessions.items()):
-            if not session.in_flight and now - session.last_seen >= limits.session_idle_timeout:
-                self._end(session_id)
-        mine = sum(1 for s in self.sessions.values() if s.client == client)
-        mine += self.opening.get(client, 0)
-        total = len(self.sessions) + sum(self.opening.values())
-        advice = (
-            "close one (HTTP DELETE with its Mcp-Session-Id) or wait: a session with no "
-            f"request in flight for {limits.session_idle_timeout:g} s is closed"
-        )
-        if mine >= limits.max_sessions_per_client:
-            text = (
-                f"Too many open sessions for client {client}: {mine} of "
-                f"{limits.max_sessions_per_client}; {advice}"
-            )
-            return 429, jsonrpc_error(LIMIT_REACHED, text), self._retry_after(now, client)
-        if total >= limits.max_sessions:
-            text = f"Too many open sessions: {total} of {limits.max_sessions}; {advice}"
-            return 503, jsonrpc_error(LIMIT_REACHED, text), self._retry_after(now, None)
-        return None
-
     async def _opening(self, client: str, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        refusal = self._refusal(client, anyio.current_time())
-        if refusal is not None:
-            status, body, wait = refusal
-            await respond(send, status, body, headers=((b"retry-after", str(wait).encode()),))
-            return
-        self.opening[client] = self.opening.get(client, 0) + 1
-        opened: list[str] = []
+        now, limits = anyio.current_time(), self.limits
+        idle = limits.session_idle_timeout
+        for session_id, session in list(self.sessions.items()):
+            if not session.in_flight and now - session.last_seen >= idle:
+                self._end(session_id)
+        # A request that opens a session counts from its start (in_flight, so never idle).
+        everyone = [*self.sessions.values(), *self.opening]
+        caps = (
+            (429, f" for client {client}", limits.max_sessions_per_client, client),
+            (503, "", limits.max_sessions, None),
+        )
+        for status, whose, cap, only in caps:
+            counted = [s for s in everyone if only is None or s.client == only]
+            if len(counted) >= cap:
+                text = (
+                    f"Too many open sessions{whose}: {len(counted)} of {cap}; close one (HTTP "
+                    "DELETE with its Mcp-Session-Id) or wait: a session with no request in "
+                    f"flight for {idle:g} s is closed"
+                )
+                # Seconds until the first idle session among those counted expires.
+                waits = [idle - (now - s.last_seen) for s in counted if not s.in_flight]
+                retry = str(max(1, math.ceil(min(waits, default=idle)))).encode()
+                body = jsonrpc_error(LIMIT_REACHED, text)
+                await respond(send, status, body, headers=((b"retry-after", retry),))
+                return
+        request = _Session(client, now, 1)
+        self.opening.add(request)
 
         async def watch(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start" and message["status"] < 400:
                 value = dict(message.get("headers") or []).get(SESSION_HEADER)
                 if value is not None:
-                    session_id = value.decode("latin-1")
-                    self.sessions[session_id] = _Session(client, anyio.current_time(), 1)
-                    opened.append(session_id)
+                    request.last_seen = anyio.current_time()
+                    self.sessions[value.decode("latin-1")] = request
             await send(message)
 
         try:
             await self.app(scope, receive, watch)
         finally:
-            self.opening[client] -= 1
-            if not self.opening[client]:
-                del self.opening[client]
-            for session_id in opened:
-                self._done(session_id, anyio.current_time())
-
-    def _done(self, session_id: str, now: float) -> None:
-        session = self.sessions.get(session_id)
-        if session is not None:
-            session.in_flight -= 1
-            session.last_seen = now
+            self.opening.discard(request)
+            request.in_flight -= 1
+            request.last_seen = anyio.current_time()
 
     async def _in_session(
-        self, session_id: str, scope: dict[str, Any], receive: Any, send: Any
+        self, session_id: str, client: str, scope: dict[str, Any], receive: Any, send: Any
     ) -> None:
         session = self.sessions.get(session_id)
         if session is not None:
@@ -392,15 +351,16 @@ class SessionLimits:
             await self.app(scope, receive, watch)
         finally:
             now = anyio.current_time()
-            if session is not None:
-                self._done(session_id, now)
+            if session is not None:  # this object, even if the id was ended and reused since
+                session.in_flight -= 1
+                session.last_seen = now
             status = statuses[0] if statuses else None
             deleted = scope.get("method") == "DELETE" and status is not None and status < 300
             if status == 404 or deleted:
                 self._end(session_id)
             elif session is None and status is not None and status < 400:
                 # Counted as expired a moment before the SDK closed it: it is open after all.
-                self.sessions[session_id] = _Session(_client(scope), now)
+                self.sessions[session_id] = _Session(client, now)
 
 
 def run_http(
@@ -409,8 +369,7 @@ def run_http(
     on_session_end: Callable[[str], None], limits: HttpLimits | None = None,
 ) -> None:
     """Bind ``host:port``, call ``announce(url)``, serve ``server`` at ``/mcp`` until
-    SIGINT/SIGTERM: through the request deadline, the bearer token, the session caps, then the
-    SDK's app (Host/Origin checks, its own idle timeout and, as a backstop, session cap)."""
+    SIGINT/SIGTERM: through the deadlines, the bearer token, the session caps, the SDK's app."""
     limits = limits or HttpLimits()
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -434,8 +393,8 @@ def run_http(
     # The peer address is the client's identity for the session cap: never take it from
     # X-Forwarded-For (proxy_headers), which any local process could set.
     config = uvicorn.Config(
-        guard, log_level="warning", lifespan="on", access_log=False,
-        http=guard.protocol_class(), proxy_headers=False, ws="none",
+        guard, log_level="warning", lifespan="on", access_log=False, proxy_headers=False,
+        http=type("GuardedHTTPProtocol", (GuardedProtocol,), {"guard": guard}), ws="none",
     )
     announce(f"http://{_url_host(host)}:{sock.getsockname()[1]}{MCP_PATH}")
     warning = exposure_warning(host, token)

@@ -1,5 +1,4 @@
-"""The Streamable HTTP server's resource limits, as plain data (no SDK or server imports, so
-the command line can show the defaults cheaply)."""
+"""The Streamable HTTP server's resource limits, as plain data (cheap for the command line)."""
 
 from __future__ import annotations
 
@@ -10,14 +9,10 @@ __all__ = ["HttpLimits"]
 
 @dataclass(frozen=True)
 class HttpLimits:
-    """What one Streamable HTTP server holds for its clients at most.
-
-    ``max_sessions`` open sessions in all (503 past that) and ``max_sessions_per_client`` per
-    client address (429); a session with no request in flight (no call, no open GET stream)
-    for ``session_idle_timeout`` seconds is closed; a request's line and headers must arrive
-    within ``request_timeout`` seconds of the connection opening or the previous response, and
-    its body within ``request_timeout`` seconds more (408); ``max_connections`` open sockets
-    (503 past that)."""
+    """What one Streamable HTTP server holds at most: ``max_sessions`` open sessions (503),
+    ``max_sessions_per_client`` per client address (429), sessions idle (no request in flight)
+    up to ``session_idle_timeout`` s, ``request_timeout`` s for a request's head, then as long
+    for its body (408), and ``max_connections`` open sockets (503)."""
 
     max_sessions: int = 128
     max_sessions_per_client: int = 32

@@ -1,22 +1,18 @@
-"""MCP server: an agent folder as the memory of any Model Context Protocol client.
-
-``jupyter-agent-memory mcp --agent TARGET`` serves it over stdio, ``--transport
-streamable-http --port N`` over Streamable HTTP on 127.0.0.1 (see :mod:`.service` for what it
-offers). Only protocol goes to stdout; one start-up line and logs go to stderr. The ``mcp``
-package (the ``[mcp]`` extra) is imported only inside the functions below: over stdio it loads
-in a thread while ``initialize`` is answered (see :mod:`.stdio`).
-"""
+"""The MCP server's entry points, over stdio or Streamable HTTP. Only protocol goes to stdout;
+one start-up line and logs go to stderr. The ``mcp`` package is imported only inside the
+functions below: over stdio it loads in a thread while ``initialize`` is answered."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import sys
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING
 
 from .service import SERVER_INFO, SERVER_NAME, MemoryService
-from .stdio import SkipReply, early_reply, initialize_request, open_stdin, surrogate_safe_stdin
+from .stdio import SkipReply, early_reply, initialize_request, surrogate_safe_stdin
 
 if TYPE_CHECKING:
     from mcp.server import Server
@@ -26,13 +22,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "POLL_SECONDS", "SERVER_NAME", "MemoryService", "build_server", "require_mcp", "serve_http",
-    "serve_stdio", "startup_line",
+    "serve_stdio",
 ]
 
 INSTALL_HINT = 'pip install "jupyter-agent-memory[mcp]"'
 MISSING_SDK = f"The MCP server needs the 'mcp' package (version 2.3 or later): {INSTALL_HINT}"
-# How often the agent folder is checked for changes while the server runs.
-POLL_SECONDS = 0.5
+POLL_SECONDS = 0.5  # how often the agent folder is checked for changes
 
 log = logging.getLogger(__name__)
 
@@ -42,12 +37,10 @@ def require_mcp() -> None:
     second); raise one ``ImportError`` naming ``pip install "jupyter-agent-memory[mcp]"``."""
     import importlib.util
 
-    try:
-        found = all(importlib.util.find_spec(name) for name in ("mcp", "mcp_types"))
-    except (ImportError, ValueError):
-        found = False
-    if not found:
-        raise ImportError(MISSING_SDK)
+    with contextlib.suppress(ImportError, ValueError):
+        if all(importlib.util.find_spec(name) for name in ("mcp", "mcp_types")):
+            return
+    raise ImportError(MISSING_SDK)
 
 
 def _service(memory: AgentMemory | MemoryService) -> MemoryService:
@@ -63,58 +56,48 @@ def build_server(
     require_mcp()
     from .handlers import assemble
 
-    server, _state = assemble(_service(memory), poll_seconds)
-    return server
+    return assemble(_service(memory), poll_seconds)[0]
 
 
-def startup_line(service: MemoryService, transport: str, problem: str | None = None) -> str:
-    """The one line the server writes to stderr on start: folder, transport, tools."""
+def _announce(service: MemoryService, transport: str, problem: str | None) -> None:
+    """Write the one start-up line to stderr: folder, transport, tools (and ``problem``)."""
+    if not logging.getLogger().handlers:
+        # stdout carries the protocol, so make sure nothing logs there by default.
+        logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     line = (
         f"{SERVER_NAME}: serving agent folder {service.memory.path} over {transport}; "
         f"tools: {', '.join(service.tool_names())}"
     )
     if problem:
         line += f"; every call will report: {problem}"
-    return line
-
-
-def _announce(service: MemoryService, transport: str, problem: str | None) -> None:
-    if not logging.getLogger().handlers:
-        # stdout carries the protocol, so make sure nothing logs there by default.
-        logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    print(startup_line(service, transport, problem), file=sys.stderr, flush=True)
-
-
-def _load_sdk() -> None:
-    import mcp.server.stdio  # noqa: F401
-
-    from . import handlers  # noqa: F401
+    print(line, file=sys.stderr, flush=True)
 
 
 def serve_stdio(memory: AgentMemory | MemoryService, problem: str | None = None) -> None:
-    """Serve the agent over stdio until the client closes the connection (blocks).
-
-    ``problem`` is the engine's refusal every call will report, named in the start-up line.
-    Raises ``ImportError`` naming the install command when ``mcp`` is missing."""
+    """Serve the agent over stdio until the client closes the connection; ``problem`` (the
+    engine's refusal every call reports) is named in the start-up line. ``ImportError`` naming
+    the install command when ``mcp`` is missing."""
     from concurrent.futures import ThreadPoolExecutor
+    from importlib import import_module
 
     service = _service(memory)
     require_mcp()
     with ThreadPoolExecutor(1, thread_name_prefix="agent-memory-sdk-loader") as pool:
-        loading = pool.submit(_load_sdk)
+        # The handlers import the SDK, its stdio transport included.
+        loading = pool.submit(import_module, f"{__package__}.handlers")
         _announce(service, "stdio", problem)
-        source = open_stdin()
+        # A private duplicate of fd 0, so closing it never closes sys.stdin.
+        source = os.fdopen(os.dup(0), encoding="utf-8", errors="replace", newline="\n")
         first = source.readline()
         request = initialize_request(first)
         sent = None
         if request is not None:
-            request_id, params = request
             try:
-                instructions = service.start_session(params["clientInfo"])
+                instructions = service.start_session(request[1]["clientInfo"])
             except Exception:  # a bug, not a refusal: the SDK answers instead
                 log.warning("answering initialize early failed", exc_info=True)
             else:
-                sent = early_reply(request_id, params, SERVER_INFO, instructions)
+                sent = early_reply(*request, SERVER_INFO, instructions)
                 data = (json.dumps(sent) + "\n").encode("utf-8")
                 while data:
                     data = data[os.write(1, data) :]
@@ -122,12 +105,6 @@ def serve_stdio(memory: AgentMemory | MemoryService, problem: str | None = None)
         loading.result()
     except BaseException as exc:
         raise ImportError(MISSING_SDK) from exc
-    _run_stdio(service, source, first, sent)
-
-
-def _run_stdio(
-    service: MemoryService, source: TextIO, first: str, sent: dict[str, Any] | None
-) -> None:
     import anyio
     from mcp.server.stdio import stdio_server
 
@@ -140,8 +117,7 @@ def _run_stdio(
     stdin = surrogate_safe_stdin(state.parked, source, first)
 
     async def main() -> None:
-        # The SDK declares an anyio AsyncFile but only iterates its lines (`async for`), which
-        # this async generator of lines does too.
+        # The SDK declares an anyio AsyncFile but only iterates its lines, as this generator does.
         async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
             out = write_stream if sent is None else SkipReply(write_stream, sent)
             await server.run(read_stream, out, server.create_initialization_options())
@@ -155,13 +131,10 @@ def serve_http(
     allowed_origins: tuple[str, ...] = (), problem: str | None = None,
     limits: HttpLimits | None = None,
 ) -> None:
-    """Serve the agent over Streamable HTTP at ``http://HOST:PORT/mcp`` until interrupted.
-
-    Port 0 picks a free port (named in the start-up line). A ``Host`` or ``Origin`` other than
-    this server's (or ``allowed_hosts`` / ``allowed_origins``) is refused; with ``token`` every
-    request needs ``Authorization: Bearer <token>``. ``limits`` (default ``HttpLimits()``) caps
-    sessions, idle time, slow requests and sockets. All clients share one engine and its locks.
-    """
+    """Serve the agent over Streamable HTTP at ``http://HOST:PORT/mcp`` (port 0: a free one)
+    until interrupted. Hosts and origins other than this server's or those allowed are refused;
+    with ``token`` every request needs ``Authorization: Bearer <token>``; ``limits`` (default
+    ``HttpLimits()``) caps sessions, idle time, slow requests and sockets."""
     service = _service(memory)
     require_mcp()
     from .handlers import assemble

@@ -1,10 +1,6 @@
-"""What the MCP server offers, in plain Python over the engine (no ``mcp`` import).
-
-The instructions are the prompt builder's session context, so a host that shows them gives the
-model what every other surface would; the resources are SOUL.md, USER.md, FACT.md (with its
-sha256), the latest journal entries and the system prompt; the tools are ``memory``,
-``product_info`` when the template has a product manifest, and an opt-in read tool.
-"""
+"""What the MCP server offers, in plain Python over the engine (no ``mcp`` import): the prompt
+builder's session context as instructions, five resources, and the tools ``memory``,
+``product_info`` (with a product manifest) and an opt-in read tool."""
 
 from __future__ import annotations
 
@@ -36,8 +32,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-# MCP's code for a resource URI the server does not know.
-RESOURCE_NOT_FOUND = -32002
+RESOURCE_NOT_FOUND = -32002  # MCP's code for a resource URI the server does not know
 
 URI_BASE = "agent-memory://agent/"
 SOUL_URI = URI_BASE + SOUL
@@ -89,21 +84,6 @@ class ResourceText:
     meta: dict[str, Any]
 
 
-def _annotations(title: str, read_only: bool) -> dict[str, Any]:
-    return {
-        "title": title, "readOnlyHint": read_only, "destructiveHint": not read_only,
-        "idempotentHint": read_only, "openWorldHint": False,
-    }
-
-
-# memory's update replaces the whole of FACT.md (destructive) and append is not idempotent;
-# no tool reaches outside the agent folder.
-_ANNOTATIONS = {
-    functions.MEMORY_TOOL_NAME: _annotations("Agent memory", read_only=False),
-    functions.PRODUCT_INFO_TOOL_NAME: _annotations("Product information", read_only=True),
-    READ_TOOL_NAME: _annotations("Read agent memory", read_only=True),
-}
-
 READ_TOOL = {
     "name": READ_TOOL_NAME,
     "description": (
@@ -112,15 +92,10 @@ READ_TOOL = {
         "when the memory is not already in your instructions, and before a memory update, so "
         "that the new FACT.md keeps everything that is still true."
     ),
-    "input_schema": {
-        "type": "object",
-        "properties": {
-            "limit": {
-                "type": "integer",
-                "description": f"how many of the latest journal entries (default {DEFAULT_LATEST})",
-            }
-        },
-    },
+    "input_schema": {"type": "object", "properties": {"limit": {
+        "type": "integer",
+        "description": f"how many of the latest journal entries (default {DEFAULT_LATEST})",
+    }}},
     "output_schema": {
         "type": "object",
         "properties": {
@@ -143,11 +118,9 @@ def host_tools(tool_name: str | None = None) -> functions.Toolset:
 
 
 class MemoryService:
-    """The agent-memory MCP server's content for one agent, independent of the protocol.
-
-    ``builder`` makes the session prompt (default: for :func:`host_tools`), ``workspace`` holds
-    its ``system.md`` (default: the current directory), ``read_tool`` adds the read tool.
-    Methods do file I/O (run them off the event loop) and are thread-safe."""
+    """The MCP server's content for one agent: ``builder`` makes the session prompt (default:
+    for :func:`host_tools`), ``workspace`` holds its ``system.md`` (default: the current
+    directory), ``read_tool`` adds the read tool. Thread-safe; methods do file I/O."""
 
     def __init__(
         self, memory: AgentMemory, builder: PromptBuilder | None = None, *,
@@ -189,8 +162,7 @@ class MemoryService:
         problem = self.problem()
         if problem is None:
             return prompt.context
-        # The builder leaves out what it may not read: say why, or the model would think it
-        # simply remembers nothing.
+        # The builder leaves out what it may not read: say why, not let the model think it forgot.
         return (
             f"{prompt.context}\n\nThe memory folder cannot be used right now: {problem} "
             "Every memory tool call reports this until the folder is fixed."
@@ -220,18 +192,26 @@ class MemoryService:
         """The offered tools as neutral specs with ``title``, ``annotations`` and, where the
         result is always a JSON object, ``output_schema``."""
         specs = {
-            functions.MEMORY_TOOL_NAME: MEMORY_TOOL,
-            functions.PRODUCT_INFO_TOOL_NAME: functions.PRODUCT_INFO_TOOL,
-            READ_TOOL_NAME: READ_TOOL,
+            functions.MEMORY_TOOL_NAME: (MEMORY_TOOL, "Agent memory"),
+            functions.PRODUCT_INFO_TOOL_NAME: (functions.PRODUCT_INFO_TOOL, "Product information"),
+            READ_TOOL_NAME: (READ_TOOL, "Read agent memory"),
         }
-        return [
-            {**specs[name], "title": _ANNOTATIONS[name]["title"], "annotations": _ANNOTATIONS[name]}
-            for name in self.tool_names()
-        ]
+        offered = []
+        for name in self.tool_names():
+            spec, title = specs[name]
+            # memory's update replaces the whole of FACT.md (destructive) and append is not
+            # idempotent; no tool reaches outside the agent folder.
+            read_only = name != functions.MEMORY_TOOL_NAME
+            annotations = {
+                "title": title, "readOnlyHint": read_only, "destructiveHint": not read_only,
+                "idempotentHint": read_only, "openWorldHint": False,
+            }
+            offered.append({**spec, "title": title, "annotations": annotations})
+        return offered
 
     def call(self, name: str, arguments: Mapping[str, Any] | None) -> tuple[str, bool, Any]:
-        """Run one tool call, never raising: ``(text, is_error, structured)``, the engine's text
-        or ``Error: MCP error <code>: <message>``, and the text parsed if a JSON object."""
+        """Run one tool call, never raising: ``(text, is_error, structured)``; ``structured``
+        is the text parsed when it is a JSON object."""
         args = dict(arguments) if arguments is not None else {}
         try:
             offered = self.tool_names()
@@ -249,7 +229,11 @@ class MemoryService:
         except Exception as exc:  # a bug, not an engine error: logged; the session goes on
             log.warning("tool %r failed unexpectedly", name, exc_info=True)
             return functions.error_text(exc), True, None
-        return text, False, _json_object(text)
+        structured = None
+        if text.startswith("{"):
+            with contextlib.suppress(ValueError):
+                structured = json.loads(text)
+        return text, False, structured if isinstance(structured, dict) else None
 
     def read_snapshot(self, limit: object = None) -> dict[str, Any]:
         """The read tool's result: FACT.md, its sha256 and the latest journal entries."""
@@ -308,9 +292,8 @@ class MemoryService:
         raise MemoryToolError(f"Resource not found: {uri}", RESOURCE_NOT_FOUND)
 
     def snapshot(self) -> dict[str, Any]:
-        """The stat keys (one ``AgentMemory.file_stats()``, nothing read) of all the resources
-        and the tool list depend on, and of the workspace's ``system.md``; a refused folder
-        gives its error text, so its recovery is noticed too."""
+        """The stat keys (nothing read) of what the resources and the tool list depend on; a
+        refused folder gives its error text, so its recovery is noticed too."""
         try:
             stats = self.memory.file_stats()
         except MemoryToolError as exc:
@@ -324,13 +307,21 @@ class MemoryService:
             found = match_name(names, canonical)
             return file_key(stats[prefix + found]) if found is not None else None
 
+        # The workspace folder's key (system.md created, removed or renamed) and system.md's
+        # (edited); a case variant edited in place is seen at the next rename.
+        workspace: list[tuple[int, int, int, int] | None] = []
+        for path in (self.workspace, self.workspace / "system.md"):
+            try:
+                workspace.append(file_key(os.lstat(path)))
+            except OSError:
+                workspace.append(None)
         return {
             SOUL_URI: key(top, SOUL),
             USER_URI: key(top, USER),
             FACT_URI: key(inside, FACT, prefix),
             JOURNAL_URI: key(inside, JOURNAL, prefix),
             "template": key(top, _TEMPLATE_RECORD),
-            "workspace": _workspace_key(self.workspace),
+            "workspace": tuple(workspace),
         }
 
     def changes(self, before: Mapping[str, Any], after: Mapping[str, Any]) -> Changes:
@@ -345,26 +336,3 @@ class MemoryService:
         if any(before.get(name) != after.get(name) for name in prompt_inputs):
             changed.append(PROMPT_URI)
         return Changes(tuple(changed), tools=before.get("template") != after.get("template"))
-
-
-def _workspace_key(workspace: Path) -> Any:
-    """The keys of the workspace folder (system.md created, removed or renamed) and of
-    ``system.md`` (edited); a case variant edited in place is seen at the next rename."""
-    keys: list[tuple[int, int, int, int] | None] = []
-    for path in (workspace, workspace / "system.md"):
-        try:
-            keys.append(file_key(os.lstat(path)))
-        except OSError:
-            keys.append(None)
-    return tuple(keys)
-
-
-def _json_object(text: str) -> dict[str, Any] | None:
-    """``text`` parsed when it is a JSON object (structured content), else None."""
-    if not text.startswith("{"):
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None

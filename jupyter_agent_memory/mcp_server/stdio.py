@@ -1,25 +1,19 @@
-"""stdio for the MCP server, with an answer for every request.
-
-The SDK's reader drops a request whose JSON holds an unpaired surrogate escape
-(``"\\udfff"``); such a request is parked and replaced by a :data:`PARKED_METHOD` request with
-the same id, which the handlers answer with ``-32602``. ``initialize`` is answered before the
-SDK has loaded (:func:`early_reply`), then replayed to it; :class:`SkipReply` drops the SDK's
-answer, logging a warning if it differs.
-"""
+"""stdio for the MCP server. A request with an unpaired surrogate escape (the SDK's reader
+drops it) is parked and replaced by a :data:`PARKED_METHOD` request with the same id;
+``initialize`` is answered before the SDK has loaded, then replayed to it (:class:`SkipReply`)."""
 
 from __future__ import annotations
 
 import itertools
 import json
 import logging
-import os
 import re
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, TextIO
 
 __all__ = [
     "CAPABILITIES", "HANDSHAKE_VERSIONS", "PARKED_METHOD", "ParkedRequests", "SkipReply",
-    "early_reply", "initialize_request", "open_stdin", "surrogate_safe_stdin",
+    "early_reply", "initialize_request", "surrogate_safe_stdin",
 ]
 
 log = logging.getLogger(__name__)
@@ -38,14 +32,9 @@ class ParkedRequests:
 
     def park(self, line: str) -> str | None:
         """The stand-in line for ``line``, or None when ``line`` needs no help."""
-        if not _SURROGATE_ESCAPE.search(line):
+        message = _request(line) if _SURROGATE_ESCAPE.search(line) else None
+        if message is None:
             return None
-        try:
-            message = json.loads(line)
-        except ValueError:
-            return None
-        if not isinstance(message, dict) or "id" not in message or "method" not in message:
-            return None  # a notification or a response: nobody waits for an answer
         try:
             json.dumps(message, ensure_ascii=False).encode("utf-8")
         except UnicodeEncodeError:
@@ -60,10 +49,15 @@ class ParkedRequests:
         return self._requests.pop(token, None)
 
 
-def open_stdin() -> TextIO:
-    """Standard input as UTF-8 text lines (undecodable bytes replaced), on a private
-    duplicate of fd 0, so closing it never closes ``sys.stdin``."""
-    return open(os.dup(0), encoding="utf-8", errors="replace", newline="\n", closefd=True)  # noqa: SIM115
+def _request(line: str) -> dict[str, Any] | None:
+    """``line`` parsed when it is a request (not a notification or a response), else None."""
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None
+    if isinstance(message, dict) and "id" in message and "method" in message:
+        return message
+    return None
 
 
 async def surrogate_safe_stdin(
@@ -83,8 +77,7 @@ async def surrogate_safe_stdin(
         await stream.aclose()
 
 
-#: The protocol versions a client can ask for in ``initialize`` (the SDK's
-#: ``HANDSHAKE_PROTOCOL_VERSIONS``; the list is closed, 2026-era clients open no handshake).
+#: What ``initialize`` can ask for: the SDK's ``HANDSHAKE_PROTOCOL_VERSIONS`` (a closed list).
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 #: What the server's handlers make the SDK declare in the handshake.
 CAPABILITIES: dict[str, Any] = {
@@ -98,22 +91,17 @@ _CLIENT_INFO_TEXT = ("name", "version", "title", "description", "websiteUrl")
 def initialize_request(line: str) -> tuple[int | str, dict[str, Any]] | None:
     """``(id, params)`` when ``line`` is a plain ``initialize`` request the SDK accepts as
     it is, else None (anything unusual is left to the SDK)."""
-    if not line.lstrip().startswith("{") or _SURROGATE_ESCAPE.search(line):
+    message = None if _SURROGATE_ESCAPE.search(line) else _request(line)
+    if message is None or message.get("jsonrpc") != "2.0" or message["method"] != "initialize":
         return None
-    try:
-        message = json.loads(line)
-    except ValueError:
-        return None
-    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-        return None
-    request_id, params = message.get("id"), message.get("params")
-    if message.get("method") != "initialize" or not isinstance(params, dict):
-        return None
-    if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
+    request_id, params = message["id"], message.get("params")
+    if not isinstance(params, dict):
         return None
     info, capabilities = params.get("clientInfo"), params.get("capabilities")
     plain = (
-        isinstance(params.get("protocolVersion"), str)
+        isinstance(request_id, (int, str))
+        and not isinstance(request_id, bool)
+        and isinstance(params.get("protocolVersion"), str)
         and isinstance(capabilities, dict)
         and all(isinstance(value, dict) for value in capabilities.values())
         and isinstance(info, dict)
@@ -148,8 +136,7 @@ class SkipReply:
 
     async def send(self, item: Any) -> None:
         """Send ``item`` on, unless it is the answer already given."""
-        sent = self.sent
-        message = getattr(item, "message", None)
+        sent, message = self.sent, getattr(item, "message", None)
         answers = hasattr(message, "result") or hasattr(message, "error")  # not a request
         if sent is not None and answers and getattr(message, "id", None) == sent["id"]:
             self.sent = None
