@@ -97,7 +97,7 @@ def check_tool_name(value: object, role: str = "memory") -> str:
         field = "tool_name" if role == "memory" else f"{role} tool name"
         raise MemoryToolError(
             f"'{field}' must be one tool name (letters, digits, '_', '-', '.', ':', '/'; "
-            f"at most 128 characters), got {value!r}", INVALID_PARAMS,
+            f"at most 128 characters), got {value!r}"
         )
     return value
 
@@ -223,12 +223,12 @@ def _parse_arguments(arguments: Any) -> dict[str, Any]:
                 hint = "; a raw newline or tab inside a string must be escaped (\\n, \\t)"
             raise MemoryToolError(
                 f"Tool arguments are not valid JSON: {reason} at line {exc.lineno} "
-                f"column {exc.colno}{hint}", INVALID_PARAMS,
+                f"column {exc.colno}{hint}"
             ) from None
     if not isinstance(arguments, dict):
         found = (name for kind, name in _JSON_TYPES if isinstance(arguments, kind))
         shown = next(found, type(arguments).__name__)
-        raise MemoryToolError(f"Tool arguments must be a JSON object, got {shown}", INVALID_PARAMS)
+        raise MemoryToolError(f"Tool arguments must be a JSON object, got {shown}")
     return arguments
 
 

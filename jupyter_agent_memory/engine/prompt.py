@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 from .. import environment
 from ..errors import (
     INTERNAL_ERROR,
-    INVALID_PARAMS,
     MemoryToolError,
     UnsafePathError,
     engine_boundary,
@@ -171,7 +170,7 @@ class PromptBuilder:
         elif tool_name is not None and tool_name != tools.memory:
             raise MemoryToolError(
                 f"'tool_name' {tool_name!r} contradicts the toolset's memory tool "
-                f"{tools.memory!r}: give one of them", INVALID_PARAMS,
+                f"{tools.memory!r}: give one of them"
             )
         self.tools = tools
         self.path_aliases = _check_aliases(path_aliases)
@@ -632,7 +631,7 @@ class PromptBuilder:
 def _positive(name: str, value: Any) -> int:
     """``value`` when it is a positive integer, else -32602 naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise MemoryToolError(f"'{name}' must be a positive integer, got {value!r}", INVALID_PARAMS)
+        raise MemoryToolError(f"'{name}' must be a positive integer, got {value!r}")
     return value
 
 
@@ -679,7 +678,7 @@ def _check_aliases(
         ):
             raise MemoryToolError(
                 f"'path_aliases' maps absolute folders to one-line names, got {folder!r}: "
-                f"{shown!r}", INVALID_PARAMS,
+                f"{shown!r}"
             )
         pairs.append((os.path.normpath(real), shown.rstrip("/") or "/"))
     return tuple(sorted(pairs, key=lambda pair: -len(pair[0])))

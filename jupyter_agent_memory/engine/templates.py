@@ -19,7 +19,6 @@ from typing import Any
 
 from ..errors import (
     INTERNAL_ERROR,
-    INVALID_PARAMS,
     MemoryIOError,
     MemoryToolError,
     TemplateError,
@@ -455,15 +454,14 @@ def product_info(memory: AgentMemory, args: dict[str, Any]) -> str:
     from ..__about__ import __version__
 
     if not isinstance(args, dict):
-        raise MemoryToolError("Tool arguments must be a JSON object", INVALID_PARAMS)
+        raise MemoryToolError("Tool arguments must be a JSON object")
     for key in args:
         if key not in ("source", "section"):
-            raise MemoryToolError(f"Unsupported product_info argument: {key}", INVALID_PARAMS)
+            raise MemoryToolError(f"Unsupported product_info argument: {key}")
     source = args.get("source")
     if not (isinstance(source, str) and source == "manifest"):
         raise MemoryToolError(
             f"Unknown product_info source: {js_string(source, missing='source' not in args)}",
-            INVALID_PARAMS,
         )
     manifest = read_manifest(template_for(memory))
     head = {"runtimeVersion": __version__, "manifestVersion": manifest["package"]["version"]}
@@ -473,9 +471,9 @@ def product_info(memory: AgentMemory, args: dict[str, Any]) -> str:
         # memory tool reads an empty optional string the same way).
         return js_json({**head, "sections": [k for k in manifest if k != "schemaVersion"]})
     if not isinstance(section, str) or not js_trim(section):
-        raise MemoryToolError("'section' must be a non-empty string", INVALID_PARAMS)
+        raise MemoryToolError("'section' must be a non-empty string")
     if section == "all":
         return js_json({**head, "section": "all", "manifest": manifest})
     if section in manifest:
         return js_json({**head, "section": section, "data": manifest[section]})
-    raise MemoryToolError(f"Unknown product manifest section: {section}", INVALID_PARAMS)
+    raise MemoryToolError(f"Unknown product manifest section: {section}")

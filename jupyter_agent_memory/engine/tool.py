@@ -77,7 +77,7 @@ def call_tool(memory: AgentMemory, args: dict[str, Any]) -> str:
     """Run one ``memory`` tool call; returns the result text. Raises ``MemoryToolError``:
     -32602 for bad arguments (checked before any file is touched), -32603 for the rest."""
     if not isinstance(args, dict):
-        raise MemoryToolError("Tool arguments must be a JSON object", INVALID_PARAMS)
+        raise MemoryToolError("Tool arguments must be a JSON object")
     action = args.get("action")
     if action == "update":
         content = _required_string(args, "content", "update action")
@@ -148,11 +148,11 @@ def call_profile_tool(memory: AgentMemory, args: dict[str, Any]) -> str:
     """Run one ``profile`` tool call; returns ``<FILE> updated (sha256 <hex>).`` The same rules
     as a ``memory`` update; ``expected_sha256`` makes the write compare-and-swap."""
     if not isinstance(args, dict):
-        raise MemoryToolError("Tool arguments must be a JSON object", INVALID_PARAMS)
+        raise MemoryToolError("Tool arguments must be a JSON object")
     which = args.get("file")
     if which not in PROFILE_FILES:
         shown = which if isinstance(which, str) else json.dumps(which, default=str)
-        raise MemoryToolError(f'Unknown file "{shown}", expected soul/user', INVALID_PARAMS)
+        raise MemoryToolError(f'Unknown file "{shown}", expected soul/user')
     content = _required_string(args, "content", "the profile tool")
     expected = _optional_string(args, "expected_sha256")
     memory.check_folder()
@@ -164,7 +164,7 @@ def call_profile_tool(memory: AgentMemory, args: dict[str, Any]) -> str:
 def _required_string(args: dict[str, Any], field: str, use: str) -> str:
     value = args.get(field)
     if not isinstance(value, str) or not value:
-        raise MemoryToolError(f"'{field}' is required for {use}", INVALID_PARAMS)
+        raise MemoryToolError(f"'{field}' is required for {use}")
     return value
 
 
@@ -173,5 +173,5 @@ def _optional_string(args: dict[str, Any], field: str) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise MemoryToolError(f"'{field}' must be a string", INVALID_PARAMS)
+        raise MemoryToolError(f"'{field}' must be a string")
     return value
