@@ -1,14 +1,8 @@
-"""What memory text cannot do inside its ``<soul>``/``<user>``/``<facts>`` prompt block: end
-the block, or open one of the builder's sections. :func:`guard_block_text` escapes what a reader
-would take for either, not only its exact spelling:
-
-- a closing tag of any block, in any case, with spaces, invisible or full-width characters, or
-  anything after the name (``</facts x="1">``, ``</FACTS >``): ``<\\/facts>``;
-- a heading line (one to six ``#``, any indentation) naming ``Memories``, ``Bootstrap Mode`` or
-  ``Agent Knowledge``, in any case, with trailing punctuation: ``\\## Memories``;
-- the same names underlined with ``===`` or ``---``: the underline gets the backslash.
-
-Everything else is left byte for byte. The work is linear in the text's length.
+"""Memory text cannot end its ``<soul>``/``<user>``/``<facts>`` prompt block or open one of the
+builder's sections: :func:`guard_block_text` escapes a closing tag of any block (any case,
+spacing, invisible or full-width characters: ``<\\/facts>``) and a heading, ATX or underlined,
+naming ``Memories``, ``Bootstrap Mode`` or ``Agent Knowledge`` (``\\## Memories``). Everything
+else is left byte for byte; the work is linear in the text's length.
 """
 
 from __future__ import annotations

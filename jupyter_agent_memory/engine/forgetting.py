@@ -1,12 +1,8 @@
-"""Forgetting that is verified: remove a text everywhere memory keeps it, then prove it.
-
-``forget`` removes a text, a pattern or every stored credential (compared under
-:func:`.textnorm.normalize`) from every place memory keeps it, under one hold of the agent's
-lock; each file is replaced atomically and the replaced bytes cut away, and running it again
-after a crash finishes the job. A fresh ``memory/.generation`` makes every derived copy stale.
-Then every file under the agent folder, the index's cache files and a fresh prompt are searched
-to verify. The receipt holds an HMAC-SHA256 keyed with the agent's own secret
-(``memory/.forget-key``), never the text or a plain hash a guess could be checked against.
+"""Forgetting that is verified: remove a text (a pattern, or every credential; compared under
+:func:`.textnorm.normalize`) everywhere memory keeps it under one hold of the lock, each file
+replaced atomically with the old bytes cut away; a fresh ``memory/.generation`` makes derived
+copies stale. Then every file, the index caches and a fresh prompt are searched to verify. The
+receipt holds an HMAC keyed with ``memory/.forget-key``, never the text or a plain hash.
 """
 
 from __future__ import annotations
@@ -123,8 +119,7 @@ class _Run:
     places: list[str] = field(default_factory=list)
 
     def found(self, kind: str | None, place: str, count: int = 1) -> bool:
-        """Count ``count`` matches of ``kind`` at ``place``; True when they should be written.
-        (``kind`` None: a place that is listed but not counted, such as old receipts.)"""
+        """Count matches of ``kind`` (None: listed only) at ``place``; True to write them."""
         if kind is not None:
             self.changed[kind] += count
         self.places.append(place)
@@ -172,17 +167,10 @@ def forget(
     mem: AgentMemory, text: str | None = None, *, pattern: str | None = None,
     secrets: bool = False, dry_run: bool = False, reason: str = "",
 ) -> dict[str, Any]:
-    """Remove ``text`` (or ``pattern``'s matches, or every stored credential) from SOUL.md,
-    USER.md and FACT.md (whole lines), the journal (entries become tombstones), FACT.md
-    history, stored session texts, earlier receipts and the journal's index; then verify.
-
-    Returns the receipt: ``{"ts", "forgotten_sha256", "what", "reason", "dry_run",
-    "changed": {kind: count}, "places": [paths relative to the agent folder],
-    "verified", "remaining": [paths]}``; ``remaining`` names every place still holding the
-    text and every file that could not be read (``"<path> (unreadable: <reason>)"``), and
-    ``verified`` is true only when it is empty. A ``dry_run`` writes nothing and says what
-    would change.
-    """
+    """Remove ``text`` (or ``pattern``'s matches, or every credential) from the profile files
+    and FACT.md (whole lines), the journal (tombstones), history, session texts, receipts and
+    the index; then verify. Returns the receipt (docs/formats.md): ``remaining`` names each
+    place still holding it or unreadable, ``verified`` if it is empty; a dry run writes nothing."""
     match = _Matcher(text, pattern, secrets)
     reason = _check_reason(reason, match)
     with folders(mem) as (_agent, memory):
@@ -219,9 +207,8 @@ def forget(
 
 
 def _digest(match: _Matcher, txn: Locked, create: bool) -> str:
-    """The receipt's keyed hash; the agent's key (32 random bytes in ``memory/.forget-key``)
-    is made by the first real forget. A dry run before that writes no key, so its hash is
-    under a key that is not kept (it matches no receipt, and reveals nothing either)."""
+    """The receipt's keyed hash; the first real forget makes the key (a dry run before it
+    hashes under a key that is not kept)."""
     memory = txn.memory
     raw = memory.read_bytes(memory.lookup(FORGET_KEY)) or b""
     with contextlib.suppress(ValueError):
@@ -442,9 +429,8 @@ def _caches(run: _Run) -> None:
 
 
 def _walk(root: Path) -> Iterator[tuple[Path, bytes | None, OSError | None]]:
-    """Every entry under ``root``, depth first in name order, never following a link:
-    ``(path, bytes of a regular file or None, the error that stopped reading it)``, so a
-    caller can never take "not read" for "clean"."""
+    """Every entry under ``root`` (depth first, no link followed): ``(path, bytes of a regular
+    file or None, the error that stopped reading it)``: "not read" is never "clean"."""
     try:
         names = sorted(retry_eintr(os.listdir, root))
     except OSError as exc:
@@ -481,8 +467,8 @@ def _read_file(path: Path) -> Iterator[tuple[Path, bytes | None, OSError | None]
 
 
 def _scan(mem: AgentMemory, match: _Matcher) -> list[str]:
-    """Every file under the agent folder (and its caches) still holding the text, every one
-    that could not be read, and the fresh prompt (as ``"<prompt>"``) if it holds the text."""
+    """Every file under the agent folder or its caches still holding the text or unreadable,
+    and ``"<prompt>"`` if a fresh prompt holds it."""
     from .prompt import PromptBuilder
 
     remaining = []
@@ -517,11 +503,9 @@ def _drop_lines(content: str, match: _Matcher, placeholder: str | None = None) -
 
 
 def lint(mem: AgentMemory) -> list[dict[str, Any]]:
-    """Credentials already stored under the agent folder: ``{"file", "line", "kind"}`` each,
-    never the secret itself. Lines are looked at as written and normalised, and a journal
-    line's strings as they decode; an unreadable file is a finding too (line 0, kind
-    ``"unreadable: …"``). ``forget(mem, secrets=True)`` removes them.
-    """
+    """Credentials stored under the agent folder: ``{"file", "line", "kind"}`` each, never the
+    secret (an unreadable file is line 0, kind ``"unreadable: …"``). ``forget(mem,
+    secrets=True)`` removes them."""
     findings = []
     for path, data, error in _walk(mem.path):
         relative = str(path.relative_to(mem.path)) if path != mem.path else "."
