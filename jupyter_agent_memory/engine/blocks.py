@@ -20,8 +20,7 @@ _SPACE = f"[\\s{_INVISIBLE}]"
 
 
 def _letters(word: str) -> str:
-    """A pattern for ``word`` in any case, in ASCII or full width, with invisible characters
-    between its letters and any space between its words."""
+    """A pattern for ``word`` in any case, ASCII or full width, invisible characters allowed."""
     parts = []
     for char in word:
         if char == " ":
@@ -49,8 +48,7 @@ _MAY_HEAD = re.compile(f"[#＃]|[{_INVISIBLE}]|memories|bootstrap|knowledge", re
 
 
 def guard_block_text(text: str) -> str:
-    """``text`` made safe inside a memory block (see the module docstring); text holding
-    nothing to escape is returned unchanged."""
+    """``text`` made safe inside a memory block (unchanged when nothing needs escaping)."""
     if _MAY_CLOSE.search(text):
         text = _CLOSING_TAG.sub(lambda m: _escape_at(m, "slash"), text)
     if _MAY_HEAD.search(text):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MemoryConflictError, MemoryToolError
@@ -57,11 +57,6 @@ def needs_bootstrap(
     return not has_user_instructions and not soul_is_configured(soul)
 
 
-def completes_bootstrap(tags: Iterable[Any]) -> bool:
-    """True when an entry with ``tags`` ends bootstrap (a ``bootstrap`` tag, any case)."""
-    return any(isinstance(tag, str) and tag.lower() == BOOTSTRAP_TAG for tag in tags)
-
-
 def parse_state(raw: bytes | str | None) -> dict[str, Any]:
     """The state file's object, or ``{}`` when it is missing or not a JSON object."""
     text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
@@ -79,9 +74,9 @@ def recorded_completion(raw: bytes | str | None) -> bool | None:
 
 
 def note_append(memory: AgentMemory, entry: Mapping[str, Any]) -> None:
-    """Record the end of bootstrap when ``entry`` (just stored) is tagged ``bootstrap``; when
-    that fails, a :class:`BootstrapStateWarning` says so and the entry stays."""
-    if not completes_bootstrap(entry.get("tags") or ()):
+    """Record the end of bootstrap if ``entry`` is tagged ``bootstrap`` (a failure only warns)."""
+    tags = entry.get("tags") or ()
+    if not any(isinstance(tag, str) and tag.lower() == BOOTSTRAP_TAG for tag in tags):
         return
     try:
         _record(memory, True, entry.get("ts"))

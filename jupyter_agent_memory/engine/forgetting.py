@@ -27,13 +27,13 @@ from . import history, sessions
 from . import secrets as credentials
 from .access import GENERATION, commit, folders, locked
 from .store import FORGET_KEY, sweep
+from .store import FORGET_RECEIPTS as RECEIPTS
 from .textnorm import normalize
 
 if TYPE_CHECKING:
     from .access import Locked
     from .store import AgentMemory
 
-RECEIPTS = "FORGET.jsonl"
 TOMBSTONE_TAG = "forgotten"
 #: What a scrubbed string (an old reason, a stored prompt line) is replaced with.
 PLACEHOLDER = "[forgotten]"
@@ -179,7 +179,7 @@ def forget(
     with locked(mem) as txn:
         run = _Run(match, dry_run, txn, reason)
         if not dry_run:
-            sweep(txn)  # a killed forget's temp files hold the text too
+            sweep(txn.agent, txn.memory)  # a killed forget's temp files hold the text too
         for scrub in (_profile, _journal, _history, _sessions, _receipts, _caches):
             scrub(run)
         receipt: dict[str, Any] = {
@@ -207,8 +207,7 @@ def forget(
 
 
 def _digest(match: _Matcher, txn: Locked, create: bool) -> str:
-    """The receipt's keyed hash; the first real forget makes the key (a dry run before it
-    hashes under a key that is not kept)."""
+    """The receipt's keyed hash (a dry run before the first forget uses a key not kept)."""
     memory = txn.memory
     raw = memory.read_bytes(memory.lookup(FORGET_KEY)) or b""
     with contextlib.suppress(ValueError):
@@ -467,8 +466,7 @@ def _read_file(path: Path) -> Iterator[tuple[Path, bytes | None, OSError | None]
 
 
 def _scan(mem: AgentMemory, match: _Matcher) -> list[str]:
-    """Every file under the agent folder or its caches still holding the text or unreadable,
-    and ``"<prompt>"`` if a fresh prompt holds it."""
+    """Places still holding the text (or unreadable): files, index caches, ``"<prompt>"``."""
     from .prompt import PromptBuilder
 
     remaining = []

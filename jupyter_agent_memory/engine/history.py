@@ -49,8 +49,7 @@ def prune(history: Folder, limit: int) -> None:
     """Remove the oldest versions beyond ``limit``."""
     versions = sorted(n for n in history.names() if VERSION_NAME.match(n))
     for old in versions[: max(0, len(versions) - limit)]:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(old, dir_fd=history.fd)
+        history.unlink(old)
 
 
 def discard(history: Folder, name: str | None) -> None:

@@ -105,8 +105,7 @@ class Secret(NamedTuple):
 
 
 def find(text: str) -> list[Secret]:
-    """Every credential-shaped span of ``text``, in order of position (positions in ``text``
-    itself, invisible characters included)."""
+    """Every credential-shaped span of ``text``, by position (invisible characters counted)."""
     visible, positions = _without_invisible(text)
     lowered = visible.lower()
     found: list[Secret] = []
@@ -143,8 +142,7 @@ def _accepted(match: re.Match[str]) -> bool:
 
 
 def _without_invisible(text: str) -> tuple[str, list[int] | None]:
-    """``text`` without invisible characters, and for each kept character its position in
-    ``text`` (None when nothing was removed)."""
+    """``text`` without invisible characters, and each kept one's position (None: none gone)."""
     if _INVISIBLE.search(text) is None:
         return text, None
     positions = [i for i, char in enumerate(text) if char not in INVISIBLE]

@@ -92,8 +92,7 @@ class CorruptJournalWarning(UserWarning):
 
 
 def _guard_public(cls: type[_T]) -> type[_T]:
-    """Put every public method and property of ``cls`` behind :func:`engine_boundary`, but
-    those in ``_UNGUARDED`` (the generator ``entries`` converts OSError itself)."""
+    """Put the public methods and properties of ``cls`` but ``_UNGUARDED`` behind the boundary."""
     for name, member in list(vars(cls).items()):
         if name.startswith("_") or name in _UNGUARDED:
             continue
@@ -202,7 +201,7 @@ class AgentMemory:
                 agent.subfolder(memory_name, create=True) as mem,
                 mem.locked(LOCK, self.lock_timeout),
             ):
-                _sweep(agent, mem)
+                sweep(agent, mem)
 
     def check_folder(self) -> None:
         """Raise unless SOUL.md and USER.md are regular files or missing (Cherry Studio's rule):
@@ -394,8 +393,7 @@ class AgentMemory:
         return WriteResult(sha256_hex(data), previous, path)
 
     def replace_if_stock(self, canonical: str, data: bytes, stock_sha256: Iterable[str]) -> bool:
-        """Write ``data`` to SOUL.md/USER.md when missing, empty or a known stock file; True
-        when written (provisioning never writes over user content)."""
+        """Write SOUL.md/USER.md when missing, empty or a known stock file; True when written."""
         stock = {s.lower() for s in stock_sha256}
         with access.locked(self) as txn:
             agent = txn.agent
@@ -428,9 +426,7 @@ class AgentMemory:
         if not isinstance(text, str) or not text:
             raise MemoryToolError("'text' is required for append action")
         encode_text(text, "text", self.max_bytes, self.secret_guard)
-        if isinstance(tags, str):
-            tags = [tags]
-        kept = [t for t in tags if isinstance(t, str)]
+        kept = [tags] if isinstance(tags, str) else [t for t in tags if isinstance(t, str)]
         tags_size = sum(len(encode_text(tag, "tags", None, self.secret_guard)) for tag in kept)
         if tags_size > self.max_bytes:
             raise ContentTooLargeError("tags", tags_size, self.max_bytes)
@@ -452,13 +448,11 @@ class AgentMemory:
         return entry
 
     def _carried_by_forget(self, before: str, line: bytes) -> bool:
-        """After a failed append: whether a forget (the generation moved) carried the line
-        into the journal it wrote and flushed, so the append took effect."""
+        """After a failed append: whether a forget carried the line into the journal it flushed."""
         if access.generation_of(self) == before:
             return False
         with access.locked(self) as txn:
-            name = txn.memory.lookup(JOURNAL)
-            data = txn.memory.read_bytes(name) if name is not None else None
+            data = txn.memory.read_bytes(txn.memory.lookup(JOURNAL))
             return data is not None and (data.startswith(line) or b"\n" + line in data)
 
     def _journal_appender(self) -> JournalAppender:
@@ -516,8 +510,7 @@ class AgentMemory:
         return result
 
     def generation(self) -> str:
-        """The 32 hex digits in ``memory/.generation`` that every forget replaces (``""`` while
-        missing or malformed); an index serves only its own generation."""
+        """The token in ``memory/.generation`` each forget replaces (else ``""``)."""
         return access.generation_of(self)
 
     def build_index(self, *, background: bool = False) -> dict[str, Any]:
@@ -561,8 +554,7 @@ class AgentMemory:
                 index.build(db, handle, generation, generation_now=self.generation)
 
     def drop_index(self) -> dict[str, Any]:
-        """Delete this agent's journal indexes (registered ones and this process's); returns
-        ``{"dropped": [paths]}``."""
+        """Delete this agent's journal indexes; returns ``{"dropped": [paths]}``."""
         index = _index_module()
         return {"dropped": [str(p) for p in index.drop_registered(*self._index_places())]}
 
@@ -646,8 +638,7 @@ class AgentMemory:
             raise MemoryIOError(exc) from exc
 
     def tag_counts(self) -> dict[str, int]:
-        """Every tag in the journal (spelled as first seen) → count, grouped as a tag search
-        compares (``str.lower``)."""
+        """Every journal tag (spelled as first seen) → count, grouped as a tag search compares."""
         counts: dict[str, int] = {}
         spelling: dict[str, str] = {}
         for entry in self.entries():
@@ -745,14 +736,12 @@ _MEMORY_FILES = _one_of((FACT, JOURNAL, sessions.SESSIONS_LOG, FORGET_RECEIPTS, 
 
 
 def _sweep_temp_files(folder: Folder, ours: Callable[[str], object]) -> None:
-    """Remove the temp files crashed :meth:`Folder.write_atomic` calls left for targets
-    ``ours`` accepts (regular files only)."""
+    """Remove regular temp files crashed :meth:`Folder.write_atomic` calls left for ``ours``."""
     for name in folder.names():
         match = _TEMP_NAME.match(name)
         st = folder.lstat(name) if match and ours(match.group("target")) else None
         if st is not None and stat.S_ISREG(st.st_mode):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(name, dir_fd=folder.fd)
+            folder.unlink(name)
 
 
 def sweep_leftovers(folder: Folder, names: Iterable[str]) -> None:
@@ -760,12 +749,8 @@ def sweep_leftovers(folder: Folder, names: Iterable[str]) -> None:
     _sweep_temp_files(folder, _one_of(names))
 
 
-def sweep(txn: Locked) -> None:
+def sweep(agent: Folder, memory: Folder) -> None:
     """Remove what crashed writes of ours left in the agent folder (under the lock)."""
-    _sweep(txn.agent, txn.memory)
-
-
-def _sweep(agent: Folder, memory: Folder) -> None:
     _sweep_temp_files(agent, _AGENT_FILES)
     _sweep_temp_files(memory, _MEMORY_FILES)
     if memory.lookup(HISTORY_DIR) is not None:
