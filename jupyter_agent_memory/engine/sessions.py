@@ -66,9 +66,8 @@ def record(
     """Append the receipt of a session that starts with ``prompt``; returns the receipt."""
     text = prompt.text
     blobs: dict[str, str] = {sha256_hex(text.encode("utf-8", "surrogatepass")): text}
-    for section in prompt.sections:
-        if section.content is not None and section.sha256 is not None:
-            blobs[section.sha256] = section.content
+    blobs.update((s.sha256, s.content) for s in prompt.sections
+                 if s.content is not None and s.sha256 is not None)
     sections = [
         {"name": s.name, "source": None if s.source is None else str(s.source),
          "version": s.sha256, "chars": s.chars, "tokens": s.tokens}

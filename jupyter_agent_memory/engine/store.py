@@ -133,12 +133,10 @@ class AgentMemory:
         self.clock = clock  # injectable, so simulations can run on their own timeline
         self.max_bytes = max(1, int(max_bytes))
         self.lock_timeout = lock_timeout
-        # Retention of session receipts and the prompt texts they point to (see sessions.py).
-        self.keep_sessions = max(1, int(keep_sessions))
+        self.keep_sessions = max(1, int(keep_sessions))  # session retention (sessions.py)
         self.keep_bytes = max(1, int(keep_session_bytes))
         self.secret_guard = secret_guard  # refuse writes holding credentials (secrets.py)
-        # The search index: True keeps it up to date, False never uses one, None: the env switch.
-        self.journal_index = journal_index
+        self.journal_index = journal_index  # index: True kept up to date, False unused, None: env
         self._journal_path = self.path / MEMORY_DIR / JOURNAL  # kept: searches can cost less
 
     def now(self) -> datetime:
