@@ -198,8 +198,7 @@ def forget(
         # Everything derived before this point is stale, in every process and cache folder.
         commit(txn.memory, GENERATION, (tokens.token_hex(16) + "\n").encode(), txn.recheck)
         remaining = _scan(mem, match)
-        receipt["verified"] = not remaining
-        receipt["remaining"] = remaining
+        receipt.update(verified=not remaining, remaining=remaining)
         txn.memory.append_line(RECEIPTS, sessions.encode_receipts([receipt]))
     # Held descriptors are reopened on next use; closed after the lock (the innermost one).
     mem.close()
@@ -501,9 +500,8 @@ def _drop_lines(content: str, match: _Matcher, placeholder: str | None = None) -
 
 
 def lint(mem: AgentMemory) -> list[dict[str, Any]]:
-    """Credentials stored under the agent folder: ``{"file", "line", "kind"}`` each, never the
-    secret (an unreadable file is line 0, kind ``"unreadable: …"``). ``forget(mem,
-    secrets=True)`` removes them."""
+    """Credentials stored under the agent folder, ``{"file", "line", "kind"}`` each, never the
+    secret (an unreadable file: line 0, kind ``"unreadable: …"``)."""
     findings = []
     for path, data, error in _walk(mem.path):
         relative = str(path.relative_to(mem.path)) if path != mem.path else "."

@@ -142,7 +142,7 @@ def _prune(mem: AgentMemory, txn: Locked) -> None:
     with memory.subfolder(BLOBS_DIR, create=True) as store:
         sizes = {n: st.st_size for n in store.names() if (st := store.lstat(n))}
         total = 0
-        chosen: list[tuple[dict[str, Any], set[str]]] = []
+        chosen: list[dict[str, Any]] = []
         counted: set[str] = set()
         for receipt in reversed(kept):  # newest first; the newest is always kept
             names = {f"{v}.txt" for v in _versions(receipt)}
@@ -151,8 +151,8 @@ def _prune(mem: AgentMemory, txn: Locked) -> None:
                 break
             total += cost
             counted |= names
-            chosen.append((receipt, names))
-        kept = [receipt for receipt, _ in reversed(chosen)]
+            chosen.append(receipt)
+        kept = chosen[::-1]
         log = memory.lookup(SESSIONS_LOG) or SESSIONS_LOG
         memory.write_atomic(log, encode_receipts(kept), txn.recheck)
         # Texts go only once no receipt on disk points at them.

@@ -6,12 +6,9 @@ Layout::
     <agent>/memory/FACT.md  JOURNAL.jsonl  .lock  .history/  .generation
     <agent>/memory/SESSIONS.jsonl  .sessions/  FORGET.jsonl  .forget-key
 
-Every write takes the advisory lock ``memory/.lock``, once for the whole of what it changes;
-it is the innermost lock (an in-process mutex is taken before it, never while holding it).
-FACT.md, SOUL.md and USER.md are replaced atomically (temp file, fsync, rename, fsync of the
-folder); journal lines go out in one ``write`` on an ``O_APPEND`` descriptor. Nothing inside the
-agent folder is reached through a symlink. The rest of the engine reaches the folder through
-:mod:`.access` and :func:`sweep`, never through the store's private methods.
+Every write holds the advisory lock ``memory/.lock`` (the innermost lock) once for all it
+changes; files are replaced atomically and journal lines appended in one ``write``; nothing in
+the agent folder is reached through a symlink. Other modules use :mod:`.access` and :func:`sweep`.
 """
 
 from __future__ import annotations
@@ -206,10 +203,9 @@ class AgentMemory:
         a prompt-injected model cannot keep working in a tampered folder."""
         with contextlib.suppress(FileNotFoundError), Folder.open(self.path) as agent:
             names = agent.names()
-            for canonical in (SOUL, USER):
-                name = agent.lookup(canonical, names)
-                st = agent.lstat(name) if name is not None else None
-                if name is not None and st is not None and not stat.S_ISREG(st.st_mode):
+            for name in filter(None, (agent.lookup(c, names) for c in (SOUL, USER))):
+                st = agent.lstat(name)
+                if st is not None and not stat.S_ISREG(st.st_mode):
                     raise UnsafePathError(
                         f"Agent data file must be a real file: {agent.display(name)}"
                     )
@@ -512,9 +508,8 @@ class AgentMemory:
         return access.generation_of(self)
 
     def build_index(self, *, background: bool = False) -> dict[str, Any]:
-        """Build or update the journal's search index (in a thread with ``background``) and
-        return :meth:`index_status`. It lives in the cache folder, registered in
-        ``memory/.indexes.json`` so forgetting finds it; -32603 when that folder is unusable."""
+        """Build or update the journal's index in the cache folder (a thread with ``background``),
+        registered in ``memory/.indexes.json``; returns :meth:`index_status`."""
         index = _index_module()
         db = self._index_db()
         if db is None:
@@ -598,8 +593,8 @@ class AgentMemory:
             _index_module().in_background(os.fspath(db), self._build_index_now)
 
     def _open_index(self, read: Callable[[int, int], bytes], st: os.stat_result) -> Any:
-        """The journal's index for a search (a :data:`~jupyter_agent_memory.journal.IndexOpener`),
-        or None; with the keep setting on, a missing or lagging one is updated in the background."""
+        """The journal's index for a search, or None (with the keep setting on, a missing or
+        lagging one is updated in the background): a ``journal.IndexOpener``."""
         index = _index_module(required=False)
         keep = index.keep_setting(self.journal_index) if index is not None else False
         db = self._index_db() if keep is not False else None
