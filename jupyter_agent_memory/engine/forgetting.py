@@ -302,8 +302,7 @@ def _history(run: _Run) -> None:
     removed = False
     with memory.subfolder(history.HISTORY_DIR) as versions:
         for version in history.versions(versions):
-            content = version.content.decode("utf-8", "surrogatepass")
-            kept, dropped = _drop_lines(content, run.match)
+            kept, dropped = _drop_lines(version.content.decode("utf-8", "surrogatepass"), run.match)
             place = f"memory/{history.HISTORY_DIR}/{version.name}"
             if not dropped or not run.found("history", place):
                 continue
@@ -330,9 +329,7 @@ def _sessions(run: _Run) -> None:
     renamed: dict[str, str] = {}
     new_layouts: dict[str, list[int]] = {}
     with memory.subfolder(sessions.BLOBS_DIR) as store:
-        for name in sorted(store.names()):
-            if not sessions.BLOB_NAME.match(name):
-                continue
+        for name in sorted(n for n in store.names() if sessions.BLOB_NAME.match(n)):
             content = (store.read_bytes(name) or b"").decode("utf-8", "surrogatepass")
             parts = _split(content, layouts.get(name[:-4]))
             scrubbed = [_drop_lines(part, run.match, placeholder=PLACEHOLDER) for part in parts]
