@@ -1,10 +1,6 @@
-"""How the engine reaches an agent folder: the store's small internal API.
-
-The store and the modules that write beside it open the folder, take the agent's lock and
-commit files only through these functions: :func:`folders` and :func:`read_memory` read with
-no lock; :func:`locked` holds ``memory/.lock``, and its :meth:`Locked.recheck` runs right
-before every rename; :func:`commit` replaces a file atomically. The lock is the innermost
-lock: whoever holds it never waits for an in-process mutex.
+"""How the engine reaches an agent folder: :func:`folders` and :func:`read_memory` read with
+no lock; :func:`locked` holds ``memory/.lock`` (the innermost lock), its :meth:`Locked.recheck`
+runs before every rename; :func:`commit` replaces a file atomically.
 """
 
 from __future__ import annotations
@@ -102,10 +98,9 @@ def read_agent_bytes(mem: AgentMemory, canonical: str) -> bytes:
 def replace_agent_file(
     mem: AgentMemory, canonical: str, data: bytes, expected: str | None
 ) -> tuple[str, Path]:
-    """Replace a file of the agent folder with ``data`` under the lock, compare-and-swap
-    against ``expected`` (None: unconditionally); returns the replaced bytes' sha256 and the
-    path. The hash is compared even when ``data`` is already there (two writers computing the
-    same next version must not both succeed); writing it again flushes it again."""
+    """Replace a file of the agent folder under the lock, compare-and-swap against ``expected``
+    (even when ``data`` is already there: two writers of one next version must not both
+    succeed); returns the replaced bytes' sha256 and the path."""
     with locked(mem) as txn:
         agent = txn.agent
         name = agent.lookup(canonical) or canonical

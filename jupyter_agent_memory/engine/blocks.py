@@ -1,14 +1,8 @@
-"""What memory text cannot do inside its ``<soul>``/``<user>``/``<facts>`` prompt block: end
-the block, or open one of the builder's sections. :func:`guard_block_text` escapes what a reader
-would take for either, not only its exact spelling:
-
-- a closing tag of any block, in any case, with spaces, invisible or full-width characters, or
-  anything after the name (``</facts x="1">``, ``</FACTS >``): ``<\\/facts>``;
-- a heading line (one to six ``#``, any indentation) naming ``Memories``, ``Bootstrap Mode`` or
-  ``Agent Knowledge``, in any case, with trailing punctuation: ``\\## Memories``;
-- the same names underlined with ``===`` or ``---``: the underline gets the backslash.
-
-Everything else is left byte for byte. The work is linear in the text's length.
+"""Memory text cannot end its ``<soul>``/``<user>``/``<facts>`` prompt block or open one of the
+builder's sections: :func:`guard_block_text` escapes a closing tag of any block (any case,
+spacing, invisible or full-width characters: ``<\\/facts>``) and a heading, ATX or underlined,
+naming ``Memories``, ``Bootstrap Mode`` or ``Agent Knowledge`` (``\\## Memories``). Everything
+else is left byte for byte; the work is linear in the text's length.
 """
 
 from __future__ import annotations
@@ -26,8 +20,7 @@ _SPACE = f"[\\s{_INVISIBLE}]"
 
 
 def _letters(word: str) -> str:
-    """A pattern for ``word`` in any case, in ASCII or full width, with invisible characters
-    between its letters and any space between its words."""
+    """A pattern for ``word`` in any case, ASCII or full width, invisible characters allowed."""
     parts = []
     for char in word:
         if char == " ":
@@ -55,8 +48,7 @@ _MAY_HEAD = re.compile(f"[#＃]|[{_INVISIBLE}]|memories|bootstrap|knowledge", re
 
 
 def guard_block_text(text: str) -> str:
-    """``text`` made safe inside a memory block (see the module docstring); text holding
-    nothing to escape is returned unchanged."""
+    """``text`` made safe inside a memory block (unchanged when nothing needs escaping)."""
     if _MAY_CLOSE.search(text):
         text = _CLOSING_TAG.sub(lambda m: _escape_at(m, "slash"), text)
     if _MAY_HEAD.search(text):

@@ -1,10 +1,6 @@
-"""First-run setup: when an agent still needs it, and how it ends.
-
-A new agent gets a ``## Bootstrap Mode`` block in its prompt, asking the model to finish with a
-journal append tagged ``bootstrap``. That append ends the setup for good: :func:`note_append`
-records ``bootstrap_completed`` in ``<agent>/.state.json`` (atomically, under the agent's
-lock), which prompt builds read, so no build scans the journal. The order of the rules is
-Cherry Studio's: the recorded state, the configuration, instructions, then SOUL.md's length.
+"""First-run setup: a new agent's prompt has a ``## Bootstrap Mode`` block until a journal
+append tagged ``bootstrap``, which :func:`note_append` records in ``<agent>/.state.json`` (so no
+prompt build scans the journal). The rules' order is Cherry Studio's.
 """
 
 from __future__ import annotations
@@ -12,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MemoryConflictError, MemoryToolError
@@ -51,20 +47,14 @@ def needs_bootstrap(
     soul: str, config: Mapping[str, Any] | None = None, has_user_instructions: bool = False,
     recorded: bool | None = None,
 ) -> bool:
-    """Whether the bootstrap block belongs in the prompt: by the ``recorded`` state
-    (:func:`recorded_completion`), else ``config["bootstrap_completed"]`` (false: yes, even with
-    instructions), else not with instructions, else by :func:`soul_is_configured`."""
+    """Whether the bootstrap block belongs in the prompt: by the ``recorded`` state, else
+    ``config["bootstrap_completed"]``, else not with instructions, else by the SOUL.md rule."""
     if recorded is not None:
         return not recorded
     completed = (config or {}).get("bootstrap_completed")
     if isinstance(completed, bool):
         return not completed
     return not has_user_instructions and not soul_is_configured(soul)
-
-
-def completes_bootstrap(tags: Iterable[Any]) -> bool:
-    """True when an entry with ``tags`` ends bootstrap (a ``bootstrap`` tag, any case)."""
-    return any(isinstance(tag, str) and tag.lower() == BOOTSTRAP_TAG for tag in tags)
 
 
 def parse_state(raw: bytes | str | None) -> dict[str, Any]:
@@ -84,9 +74,9 @@ def recorded_completion(raw: bytes | str | None) -> bool | None:
 
 
 def note_append(memory: AgentMemory, entry: Mapping[str, Any]) -> None:
-    """Record the end of bootstrap when ``entry`` (just stored) is tagged ``bootstrap``; when
-    that fails, a :class:`BootstrapStateWarning` says so and the entry stays."""
-    if not completes_bootstrap(entry.get("tags") or ()):
+    """Record the end of bootstrap if ``entry`` is tagged ``bootstrap`` (a failure only warns)."""
+    tags = entry.get("tags") or ()
+    if not any(isinstance(tag, str) and tag.lower() == BOOTSTRAP_TAG for tag in tags):
         return
     try:
         _record(memory, True, entry.get("ts"))
@@ -107,8 +97,7 @@ def set_bootstrap_completed(memory: AgentMemory, completed: bool | None) -> None
 
 
 def _record(memory: AgentMemory, completed: bool | None, ts: Any) -> None:
-    """Write the state file atomically under the lock, compare-and-swap against what was read,
-    so a concurrent writer is never overwritten."""
+    """Write the state file, compare-and-swap against what was read (never over a writer)."""
     for _attempt in range(8):
         raw = read_agent_bytes(memory, STATE_FILE)
         state = parse_state(raw)

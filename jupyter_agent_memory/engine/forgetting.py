@@ -1,12 +1,8 @@
-"""Forgetting that is verified: remove a text everywhere memory keeps it, then prove it.
-
-``forget`` removes a text, a pattern or every stored credential (compared under
-:func:`.textnorm.normalize`) from every place memory keeps it, under one hold of the agent's
-lock; each file is replaced atomically and the replaced bytes cut away, and running it again
-after a crash finishes the job. A fresh ``memory/.generation`` makes every derived copy stale.
-Then every file under the agent folder, the index's cache files and a fresh prompt are searched
-to verify. The receipt holds an HMAC-SHA256 keyed with the agent's own secret
-(``memory/.forget-key``), never the text or a plain hash a guess could be checked against.
+"""Forgetting that is verified: remove a text (a pattern, or every credential; compared under
+:func:`.textnorm.normalize`) everywhere memory keeps it under one hold of the lock, each file
+replaced atomically with the old bytes cut away; a fresh ``memory/.generation`` makes derived
+copies stale. Then every file, the index caches and a fresh prompt are searched to verify. The
+receipt holds an HMAC keyed with ``memory/.forget-key``, never the text or a plain hash.
 """
 
 from __future__ import annotations
@@ -31,13 +27,13 @@ from . import history, sessions
 from . import secrets as credentials
 from .access import GENERATION, commit, folders, locked
 from .store import FORGET_KEY, sweep
+from .store import FORGET_RECEIPTS as RECEIPTS
 from .textnorm import normalize
 
 if TYPE_CHECKING:
     from .access import Locked
     from .store import AgentMemory
 
-RECEIPTS = "FORGET.jsonl"
 TOMBSTONE_TAG = "forgotten"
 #: What a scrubbed string (an old reason, a stored prompt line) is replaced with.
 PLACEHOLDER = "[forgotten]"
@@ -123,8 +119,7 @@ class _Run:
     places: list[str] = field(default_factory=list)
 
     def found(self, kind: str | None, place: str, count: int = 1) -> bool:
-        """Count ``count`` matches of ``kind`` at ``place``; True when they should be written.
-        (``kind`` None: a place that is listed but not counted, such as old receipts.)"""
+        """Count matches of ``kind`` (None: listed only) at ``place``; True to write them."""
         if kind is not None:
             self.changed[kind] += count
         self.places.append(place)
@@ -172,17 +167,10 @@ def forget(
     mem: AgentMemory, text: str | None = None, *, pattern: str | None = None,
     secrets: bool = False, dry_run: bool = False, reason: str = "",
 ) -> dict[str, Any]:
-    """Remove ``text`` (or ``pattern``'s matches, or every stored credential) from SOUL.md,
-    USER.md and FACT.md (whole lines), the journal (entries become tombstones), FACT.md
-    history, stored session texts, earlier receipts and the journal's index; then verify.
-
-    Returns the receipt: ``{"ts", "forgotten_sha256", "what", "reason", "dry_run",
-    "changed": {kind: count}, "places": [paths relative to the agent folder],
-    "verified", "remaining": [paths]}``; ``remaining`` names every place still holding the
-    text and every file that could not be read (``"<path> (unreadable: <reason>)"``), and
-    ``verified`` is true only when it is empty. A ``dry_run`` writes nothing and says what
-    would change.
-    """
+    """Remove ``text`` (or ``pattern``'s matches, or every credential) from the profile files
+    and FACT.md (whole lines), the journal (tombstones), history, session texts, receipts and
+    the index; then verify. Returns the receipt (docs/formats.md): ``remaining`` names each
+    place still holding it or unreadable, ``verified`` if it is empty; a dry run writes nothing."""
     match = _Matcher(text, pattern, secrets)
     reason = _check_reason(reason, match)
     with folders(mem) as (_agent, memory):
@@ -191,7 +179,7 @@ def forget(
     with locked(mem) as txn:
         run = _Run(match, dry_run, txn, reason)
         if not dry_run:
-            sweep(txn)  # a killed forget's temp files hold the text too
+            sweep(txn.agent, txn.memory)  # a killed forget's temp files hold the text too
         for scrub in (_profile, _journal, _history, _sessions, _receipts, _caches):
             scrub(run)
         receipt: dict[str, Any] = {
@@ -210,8 +198,7 @@ def forget(
         # Everything derived before this point is stale, in every process and cache folder.
         commit(txn.memory, GENERATION, (tokens.token_hex(16) + "\n").encode(), txn.recheck)
         remaining = _scan(mem, match)
-        receipt["verified"] = not remaining
-        receipt["remaining"] = remaining
+        receipt.update(verified=not remaining, remaining=remaining)
         txn.memory.append_line(RECEIPTS, sessions.encode_receipts([receipt]))
     # Held descriptors are reopened on next use; closed after the lock (the innermost one).
     mem.close()
@@ -219,9 +206,7 @@ def forget(
 
 
 def _digest(match: _Matcher, txn: Locked, create: bool) -> str:
-    """The receipt's keyed hash; the agent's key (32 random bytes in ``memory/.forget-key``)
-    is made by the first real forget. A dry run before that writes no key, so its hash is
-    under a key that is not kept (it matches no receipt, and reveals nothing either)."""
+    """The receipt's keyed hash (a dry run before the first forget uses a key not kept)."""
     memory = txn.memory
     raw = memory.read_bytes(memory.lookup(FORGET_KEY)) or b""
     with contextlib.suppress(ValueError):
@@ -317,8 +302,7 @@ def _history(run: _Run) -> None:
     removed = False
     with memory.subfolder(history.HISTORY_DIR) as versions:
         for version in history.versions(versions):
-            content = version.content.decode("utf-8", "surrogatepass")
-            kept, dropped = _drop_lines(content, run.match)
+            kept, dropped = _drop_lines(version.content.decode("utf-8", "surrogatepass"), run.match)
             place = f"memory/{history.HISTORY_DIR}/{version.name}"
             if not dropped or not run.found("history", place):
                 continue
@@ -345,9 +329,7 @@ def _sessions(run: _Run) -> None:
     renamed: dict[str, str] = {}
     new_layouts: dict[str, list[int]] = {}
     with memory.subfolder(sessions.BLOBS_DIR) as store:
-        for name in sorted(store.names()):
-            if not sessions.BLOB_NAME.match(name):
-                continue
+        for name in sorted(n for n in store.names() if sessions.BLOB_NAME.match(n)):
             content = (store.read_bytes(name) or b"").decode("utf-8", "surrogatepass")
             parts = _split(content, layouts.get(name[:-4]))
             scrubbed = [_drop_lines(part, run.match, placeholder=PLACEHOLDER) for part in parts]
@@ -442,9 +424,8 @@ def _caches(run: _Run) -> None:
 
 
 def _walk(root: Path) -> Iterator[tuple[Path, bytes | None, OSError | None]]:
-    """Every entry under ``root``, depth first in name order, never following a link:
-    ``(path, bytes of a regular file or None, the error that stopped reading it)``, so a
-    caller can never take "not read" for "clean"."""
+    """Every entry under ``root`` (depth first, no link followed): ``(path, bytes of a regular
+    file or None, the error that stopped reading it)``: "not read" is never "clean"."""
     try:
         names = sorted(retry_eintr(os.listdir, root))
     except OSError as exc:
@@ -481,8 +462,7 @@ def _read_file(path: Path) -> Iterator[tuple[Path, bytes | None, OSError | None]
 
 
 def _scan(mem: AgentMemory, match: _Matcher) -> list[str]:
-    """Every file under the agent folder (and its caches) still holding the text, every one
-    that could not be read, and the fresh prompt (as ``"<prompt>"``) if it holds the text."""
+    """Places still holding the text (or unreadable): files, index caches, ``"<prompt>"``."""
     from .prompt import PromptBuilder
 
     remaining = []
@@ -517,11 +497,8 @@ def _drop_lines(content: str, match: _Matcher, placeholder: str | None = None) -
 
 
 def lint(mem: AgentMemory) -> list[dict[str, Any]]:
-    """Credentials already stored under the agent folder: ``{"file", "line", "kind"}`` each,
-    never the secret itself. Lines are looked at as written and normalised, and a journal
-    line's strings as they decode; an unreadable file is a finding too (line 0, kind
-    ``"unreadable: …"``). ``forget(mem, secrets=True)`` removes them.
-    """
+    """Credentials stored under the agent folder, ``{"file", "line", "kind"}`` each, never the
+    secret (an unreadable file: line 0, kind ``"unreadable: …"``)."""
     findings = []
     for path, data, error in _walk(mem.path):
         relative = str(path.relative_to(mem.path)) if path != mem.path else "."

@@ -1,7 +1,5 @@
-"""FACT.md history: earlier versions kept in ``memory/.history/`` as
-``<utc time with microseconds>-<sha12>.md``. This module stores, lists, prunes and finds them;
-the store holds the agent's lock around every call.
-"""
+"""FACT.md history: earlier versions in ``memory/.history/<utc time>-<sha12>.md`` (the store
+holds the lock around every call)."""
 
 from __future__ import annotations
 
@@ -32,8 +30,7 @@ class Version(NamedTuple):
 
 
 def keep(history: Folder, content: bytes, now: datetime, recheck: Callable[[], None]) -> str | None:
-    """Store ``content`` as a version; the new file's name, or None when the newest version
-    already holds it (left by a crash before FACT.md was replaced, or a hand edit back)."""
+    """Store ``content`` as a version; its name, or None when the newest version holds it."""
     short = sha256_hex(content)[:12]
     names = set(history.names())
     newest = max((n for n in names if VERSION_NAME.match(n)), default="")
@@ -52,8 +49,7 @@ def prune(history: Folder, limit: int) -> None:
     """Remove the oldest versions beyond ``limit``."""
     versions = sorted(n for n in history.names() if VERSION_NAME.match(n))
     for old in versions[: max(0, len(versions) - limit)]:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(old, dir_fd=history.fd)
+        history.unlink(old)
 
 
 def discard(history: Folder, name: str | None) -> None:

@@ -49,8 +49,7 @@ def js_string(value: Any, missing: bool = False) -> str:
 
 
 def js_ordered(value: Any) -> Any:
-    """``value`` with every object's keys in JavaScript's order: integer-like keys first,
-    ascending, then the others in insertion order."""
+    """``value`` with object keys in JavaScript's order: integer-like ascending, then the rest."""
     if isinstance(value, dict):
         first = {k for k in value if _ARRAY_INDEX.match(k) and int(k) <= _MAX_ARRAY_INDEX}
         keys = sorted(first, key=int) + [k for k in value if k not in first]

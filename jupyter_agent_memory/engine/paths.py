@@ -38,8 +38,8 @@ def default_agent_id() -> str:
 
 def validate_agent_id(agent_id: object) -> str:
     """Return ``agent_id`` when it can name a folder under the root, else raise: a non-empty
-    string, not ``.`` or ``..``, without ``/``, ``\\`` or control characters, not starting with
-    ``@``, at most 255 bytes of UTF-8, and not ``system`` in any case."""
+    string of at most 255 UTF-8 bytes, not ``.``, ``..`` or ``system`` (any case), without
+    ``/``, ``\\``, control characters or a leading ``@``."""
     if not isinstance(agent_id, str) or not agent_id:
         raise InvalidAgentIdError("Invalid agent id: it must be a non-empty string")
     if agent_id in (".", ".."):
@@ -71,9 +71,8 @@ def validate_agent_id(agent_id: object) -> str:
 def resolve_target(
     target: str | os.PathLike[str] | None, root: str | os.PathLike[str] | None = None
 ) -> tuple[Path, str | None, Path]:
-    """Resolve an agent target to ``(folder, agent_id or None, root)``, all absolute. A
-    :class:`~pathlib.Path`, or a string containing ``/`` or starting with ``.`` or ``~``, is a
-    folder path; links above it are resolved, its own name is kept (a link is refused later)."""
+    """``(folder, agent_id or None, root)``, absolute, for an id or a folder path (a ``Path``,
+    or text with ``/`` or starting with ``.`` or ``~``; links above it are resolved)."""
     if target is None:
         target = default_agent_id()
     if isinstance(target, os.PathLike) or target.startswith((".", "~")) or "/" in target:
@@ -115,8 +114,7 @@ def resolve_agent_id(
 
 
 def require_workspace(workspace: str | os.PathLike[str]) -> Path:
-    """The absolute session workspace, refusing one that is not an existing folder (the prompt
-    tells the model this is its working directory: a typo must not become a falsehood)."""
+    """The absolute session workspace; one that is not an existing folder is refused."""
     path = Path(os.path.abspath(Path(workspace).expanduser()))
     if not path.is_dir():
         what = "does not exist" if not os.path.lexists(path) else "is not a folder"

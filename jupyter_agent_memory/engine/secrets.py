@@ -1,15 +1,9 @@
-"""Credentials have no place in memory: recognising them, and refusing to store them.
+"""Credentials have no place in memory: a write matching a prefix-marked credential format
+(:data:`FORMATS`; invisible characters ignored) is refused with -32602 naming its kind, and
+:func:`find` is what ``lint`` reports with. Placeholders and prose do not match.
 
-Memory is injected into every future prompt and kept in history, so a write whose text matches
-a published, prefix-marked credential format (:data:`FORMATS`) is refused with -32602 naming
-its kind; :func:`find` is also what ``lint`` reports with. The formats are specific enough that
-prose, hashes and documented placeholders (``postgres://user:password@host``) do not match, and
-zero-width characters and soft hyphens are ignored while looking.
-
-Every check is linear in the text's length. Candidates are found by their literal prefix, each
-is matched once, and after a failure the search goes on past the run of key characters the
-candidate started (every later start inside that run would meet the same end); other parts of a
-format have bounded lengths.
+Every check is linear: candidates are found by their literal prefix and matched once, and after
+a failure the search skips the run of key characters the candidate started.
 """
 
 from __future__ import annotations
@@ -34,9 +28,8 @@ _PLACEHOLDER = re.compile(
 
 
 class Format(NamedTuple):
-    """One credential format: its ``kind`` as people read it, the literal ``start`` every
-    match begins with, the whole ``pattern`` (matched at a start), and lower-case ``hints`` one
-    of which every match contains, so a text holding none is skipped at once."""
+    """A credential format: ``kind`` as people read it, the literal ``start`` of a match, the
+    whole ``pattern``, and lower-case ``hints`` (a text holding none is skipped at once)."""
 
     kind: str
     start: re.Pattern[str]
@@ -112,8 +105,7 @@ class Secret(NamedTuple):
 
 
 def find(text: str) -> list[Secret]:
-    """Every credential-shaped span of ``text``, in order of position (positions in ``text``
-    itself, invisible characters included)."""
+    """Every credential-shaped span of ``text``, by position (invisible characters counted)."""
     visible, positions = _without_invisible(text)
     lowered = visible.lower()
     found: list[Secret] = []
@@ -150,8 +142,7 @@ def _accepted(match: re.Match[str]) -> bool:
 
 
 def _without_invisible(text: str) -> tuple[str, list[int] | None]:
-    """``text`` without invisible characters, and for each kept character its position in
-    ``text`` (None when nothing was removed)."""
+    """``text`` without invisible characters, and each kept one's position (None: none gone)."""
     if _INVISIBLE.search(text) is None:
         return text, None
     positions = [i for i, char in enumerate(text) if char not in INVISIBLE]

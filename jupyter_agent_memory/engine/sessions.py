@@ -1,10 +1,7 @@
-"""Sessions on record: what each session's system prompt was, and where every line came from.
-
-When a session really starts, one receipt is appended to ``memory/SESSIONS.jsonl`` (time, id,
-client, the prompt's sha256, and per section its source file, that file's version, size and
-tokens). The prompt text and each source text are stored once each, content-addressed, under
-``memory/.sessions/<sha256>.txt``, so a past prompt can be shown byte for byte, diffed and
-traced line by line. Previews never record. Retention is bounded by count and by bytes.
+"""Sessions on record: each real session start appends a receipt to ``memory/SESSIONS.jsonl``
+(the prompt's sha256 and, per section, its source file's version), and stores the prompt and
+source texts once each under ``memory/.sessions/<sha256>.txt``, so a past prompt can be shown,
+diffed and traced line by line. Retention is bounded by count and by bytes.
 """
 
 from __future__ import annotations
@@ -69,9 +66,8 @@ def record(
     """Append the receipt of a session that starts with ``prompt``; returns the receipt."""
     text = prompt.text
     blobs: dict[str, str] = {sha256_hex(text.encode("utf-8", "surrogatepass")): text}
-    for section in prompt.sections:
-        if section.content is not None and section.sha256 is not None:
-            blobs[section.sha256] = section.content
+    blobs.update((s.sha256, s.content) for s in prompt.sections
+                 if s.content is not None and s.sha256 is not None)
     sections = [
         {"name": s.name, "source": None if s.source is None else str(s.source),
          "version": s.sha256, "chars": s.chars, "tokens": s.tokens}
@@ -120,10 +116,8 @@ class StalePromptError(MemoryToolError):
 
 
 def _require_current(txn: Locked, prompt: Prompt) -> None:
-    """Raise :class:`StalePromptError` unless every agent file the prompt was built from
-    still holds, under the lock, the version the prompt used (else a session built just before
-    a forget would store the forgotten text). Files outside the agent folder are not checked.
-    """
+    """Raise :class:`StalePromptError` unless every agent file the prompt used still holds
+    that version under the lock (a session built just before a forget must not store it)."""
     ours = {txn.mem.path: txn.agent, txn.memory.path: txn.memory}
     for section in prompt.sections:
         source = Path(section.source) if section.source is not None else None
@@ -148,7 +142,7 @@ def _prune(mem: AgentMemory, txn: Locked) -> None:
     with memory.subfolder(BLOBS_DIR, create=True) as store:
         sizes = {n: st.st_size for n in store.names() if (st := store.lstat(n))}
         total = 0
-        chosen: list[tuple[dict[str, Any], set[str]]] = []
+        chosen: list[dict[str, Any]] = []
         counted: set[str] = set()
         for receipt in reversed(kept):  # newest first; the newest is always kept
             names = {f"{v}.txt" for v in _versions(receipt)}
@@ -157,8 +151,8 @@ def _prune(mem: AgentMemory, txn: Locked) -> None:
                 break
             total += cost
             counted |= names
-            chosen.append((receipt, names))
-        kept = [receipt for receipt, _ in reversed(chosen)]
+            chosen.append(receipt)
+        kept = chosen[::-1]
         log = memory.lookup(SESSIONS_LOG) or SESSIONS_LOG
         memory.write_atomic(log, encode_receipts(kept), txn.recheck)
         # Texts go only once no receipt on disk points at them.
@@ -216,8 +210,7 @@ def diff(mem: AgentMemory, first: str, second: str) -> str:
 
 
 def why(mem: AgentMemory, session_id: str, needle: str) -> list[Origin]:
-    """Where each line of a past session's prompt that contains ``needle`` came from: a memory
-    block's file, version and line number, or else the prompt builder's section."""
+    """Where each line of a past session's prompt that contains ``needle`` came from."""
     if not isinstance(needle, str) or not needle.strip():
         raise MemoryToolError("Give the text (or part of a line) to trace")
     receipt = find(mem, session_id)

@@ -6,12 +6,9 @@ Layout::
     <agent>/memory/FACT.md  JOURNAL.jsonl  .lock  .history/  .generation
     <agent>/memory/SESSIONS.jsonl  .sessions/  FORGET.jsonl  .forget-key
 
-Every write takes the advisory lock ``memory/.lock``, once for the whole of what it changes;
-it is the innermost lock (an in-process mutex is taken before it, never while holding it).
-FACT.md, SOUL.md and USER.md are replaced atomically (temp file, fsync, rename, fsync of the
-folder); journal lines go out in one ``write`` on an ``O_APPEND`` descriptor. Nothing inside the
-agent folder is reached through a symlink. The rest of the engine reaches the folder through
-:mod:`.access` and :func:`sweep`, never through the store's private methods.
+Every write holds the advisory lock ``memory/.lock`` (the innermost lock) once for all it
+changes; files are replaced atomically and journal lines appended in one ``write``; nothing in
+the agent folder is reached through a symlink. Other modules use :mod:`.access` and :func:`sweep`.
 """
 
 from __future__ import annotations
@@ -26,7 +23,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .. import environment, journal
 from ..errors import (
@@ -63,6 +60,7 @@ FORGET_KEY = ".forget-key"
 # One limit for FACT.md, SOUL.md, USER.md and each journal entry, whatever surface sends it:
 # memory goes into every prompt, so a runaway write must fail loudly.
 DEFAULT_MAX_BYTES = 1024 * 1024
+_T = TypeVar("_T")
 # Temp files are named by Folder.write_atomic: "." + target name + "." + 16 hex + ".tmp".
 _TEMP_NAME = re.compile(r"^\.(?P<target>.+)\.[0-9a-f]{16}\.tmp$")
 
@@ -90,6 +88,24 @@ class CorruptJournalWarning(UserWarning):
     """Some journal lines could not be parsed and were skipped."""
 
 
+def _guard_public(cls: type[_T]) -> type[_T]:
+    """Put the public methods and properties of ``cls`` but ``_UNGUARDED`` behind the boundary."""
+    for name, member in list(vars(cls).items()):
+        if name.startswith("_") or name in _UNGUARDED:
+            continue
+        if isinstance(member, property) and member.fget is not None:
+            setattr(cls, name, property(engine_boundary(member.fget)))
+        elif isinstance(member, classmethod):
+            setattr(cls, name, classmethod(engine_boundary(member.__func__)))
+        elif callable(member):
+            setattr(cls, name, engine_boundary(member))
+    return cls
+
+
+_UNGUARDED = frozenset({"now", "exists", "close", "entries"})
+
+
+@_guard_public
 class AgentMemory:
     """The long-term memory of one agent: a folder of plain files. Create with :meth:`open`;
     a missing file reads as ``''``; every write is atomic and locked.
@@ -114,12 +130,10 @@ class AgentMemory:
         self.clock = clock  # injectable, so simulations can run on their own timeline
         self.max_bytes = max(1, int(max_bytes))
         self.lock_timeout = lock_timeout
-        # Retention of session receipts and the prompt texts they point to (see sessions.py).
-        self.keep_sessions = max(1, int(keep_sessions))
+        self.keep_sessions = max(1, int(keep_sessions))  # session retention (sessions.py)
         self.keep_bytes = max(1, int(keep_session_bytes))
         self.secret_guard = secret_guard  # refuse writes holding credentials (secrets.py)
-        # The search index: True keeps it up to date, False never uses one, None: the env switch.
-        self.journal_index = journal_index
+        self.journal_index = journal_index  # index: True kept up to date, False unused, None: env
         self._journal_path = self.path / MEMORY_DIR / JOURNAL  # kept: searches can cost less
 
     def now(self) -> datetime:
@@ -134,25 +148,21 @@ class AgentMemory:
         return os.path.lexists(self.path)
 
     @classmethod
-    @engine_boundary
     def open(
         cls, target: str | os.PathLike[str] | None = None,
         root: str | os.PathLike[str] | None = None, *, create: bool = True, **options: Any,
     ) -> AgentMemory:
-        """Open an agent by id (under ``root``; default: the default agent) or by folder path
-        (see :func:`.paths.resolve_target`), creating its layout. With ``create=False`` nothing
-        is created and a missing folder raises :class:`AgentNotFoundError`."""
+        """Open an agent by id (under ``root``) or folder path (:func:`.paths.resolve_target`),
+        creating its layout; with ``create=False``, a missing folder is AgentNotFoundError."""
         path, agent_id, base = resolve_target(target, root)
         return cls(path, agent_id=agent_id, root=base, **options)._checked(create)
 
     @classmethod
-    @engine_boundary
     def open_id(
         cls, agent_id: str, root: str | os.PathLike[str] | None = None, *, create: bool = True,
         **options: Any,
     ) -> AgentMemory:
-        """Open the agent ``agent_id`` under ``root`` even when the id looks like a path (for
-        surfaces that receive bare ids: ``.notes`` is an id here, never a folder)."""
+        """Open the agent ``agent_id`` under ``root``, even an id that looks like a path."""
         path, base = resolve_agent_id(agent_id, root)
         return cls(path, agent_id=agent_id, root=base, **options)._checked(create)
 
@@ -168,7 +178,6 @@ class AgentMemory:
         label = self.agent_id if self.agent_id is not None else str(self.path)
         return f"<AgentMemory {label!r} at {self.path}>"
 
-    @engine_boundary
     def ensure_layout(self) -> None:
         """Create the folder, ``memory/`` and empty SOUL.md/USER.md (unless a case variant of
         the name exists); sweep crash leftovers. Idempotent and safe in several processes."""
@@ -187,28 +196,23 @@ class AgentMemory:
                 agent.subfolder(memory_name, create=True) as mem,
                 mem.locked(LOCK, self.lock_timeout),
             ):
-                _sweep(agent, mem)
+                sweep(agent, mem)
 
-    @engine_boundary
     def check_folder(self) -> None:
-        """Raise unless the agent folder is valid for memory actions: SOUL.md or USER.md that
-        is anything but a regular file makes the whole folder invalid (Cherry Studio's text), so
-        a prompt-injected model cannot keep working in a tampered folder. Missing is fine."""
+        """Raise unless SOUL.md and USER.md are regular files or missing (Cherry Studio's rule):
+        a prompt-injected model cannot keep working in a tampered folder."""
         with contextlib.suppress(FileNotFoundError), Folder.open(self.path) as agent:
             names = agent.names()
-            for canonical in (SOUL, USER):
-                name = agent.lookup(canonical, names)
-                st = agent.lstat(name) if name is not None else None
-                if name is not None and st is not None and not stat.S_ISREG(st.st_mode):
+            for name in filter(None, (agent.lookup(c, names) for c in (SOUL, USER))):
+                st = agent.lstat(name)
+                if st is not None and not stat.S_ISREG(st.st_mode):
                     raise UnsafePathError(
                         f"Agent data file must be a real file: {agent.display(name)}"
                     )
 
-    @engine_boundary
     def file_path(self, canonical: str) -> Path:
-        """Where ``SOUL.md``, ``USER.md``, ``FACT.md`` or ``JOURNAL.jsonl`` is on disk: names
-        match ignoring case (an existing ``fact.md`` keeps its casing), a missing file gets its
-        canonical name. Nothing is created."""
+        """Where SOUL.md, USER.md, FACT.md or JOURNAL.jsonl is on disk (matched ignoring case;
+        a missing file gets its canonical name). Nothing is created."""
         if canonical not in (SOUL, USER, FACT, JOURNAL):
             raise MemoryToolError(f"Not a memory file: {canonical!r}")
         inside_memory = canonical in (FACT, JOURNAL)
@@ -223,61 +227,49 @@ class AgentMemory:
         return access.read_memory(self, lambda mem: mem.read_bytes(mem.lookup(FACT)), None) or b""
 
     @property
-    @engine_boundary
     def facts(self) -> str:
         """Current FACT.md text (``''`` when missing)."""
         return _decode(self._read_fact_bytes())
 
     @property
-    @engine_boundary
     def soul(self) -> str:
         """Current SOUL.md text (``''`` when missing)."""
         return _decode(access.read_agent_bytes(self, SOUL))
 
     @property
-    @engine_boundary
     def user(self) -> str:
         """Current USER.md text (``''`` when missing)."""
         return _decode(access.read_agent_bytes(self, USER))
 
-    @engine_boundary
     def read_facts(self) -> tuple[str, str]:
-        """FACT.md text and the sha256 of those very bytes, from one read (editors send the
-        hash back as ``expected_sha256``; it can never belong to a newer version)."""
+        """FACT.md text and the sha256 of those very bytes (an editor's ``expected_sha256``)."""
         return _with_hash(self._read_fact_bytes())
 
-    @engine_boundary
     def read_soul(self) -> tuple[str, str]:
         """SOUL.md text and the sha256 of those very bytes, from one read."""
         return _with_hash(access.read_agent_bytes(self, SOUL))
 
-    @engine_boundary
     def read_user(self) -> tuple[str, str]:
         """USER.md text and the sha256 of those very bytes, from one read."""
         return _with_hash(access.read_agent_bytes(self, USER))
 
     @property
-    @engine_boundary
     def facts_sha256(self) -> str:
         """sha256 of FACT.md as on disk (of ``b''`` when missing): the CAS token for editors."""
         return sha256_hex(self._read_fact_bytes())
 
     @property
-    @engine_boundary
     def soul_sha256(self) -> str:
         """sha256 of SOUL.md as on disk (of ``b''`` when missing)."""
         return sha256_hex(access.read_agent_bytes(self, SOUL))
 
     @property
-    @engine_boundary
     def user_sha256(self) -> str:
         """sha256 of USER.md as on disk (of ``b''`` when missing)."""
         return sha256_hex(access.read_agent_bytes(self, USER))
 
-    @engine_boundary
     def file_sizes(self) -> dict[str, int]:
-        """Bytes on disk of SOUL.md, USER.md, FACT.md and JOURNAL.jsonl (``lstat``; -1 when
-        missing). Nothing is read or decoded."""
+        """``lstat`` sizes of SOUL.md, USER.md, FACT.md and JOURNAL.jsonl (-1 when missing)."""
         sizes = {}
         for canonical in (SOUL, USER, FACT, JOURNAL):
             try:
@@ -286,11 +278,9 @@ class AgentMemory:
                 sizes[canonical] = -1
         return sizes
 
-    @engine_boundary
     def file_stats(self) -> dict[str, os.stat_result]:
-        """``lstat`` of every entry of the agent folder and of ``memory/`` (keys as on disk:
-        ``"SOUL.md"``, ``"memory/FACT.md"``), but the lock file, which every writer touches.
-        Nothing is read, no link followed; a missing agent folder gives ``{}``."""
+        """``lstat`` of every entry of the agent folder and ``memory/`` but the lock (keys as
+        on disk: ``"memory/FACT.md"``); no link followed, ``{}`` when the folder is missing."""
         stats: dict[str, os.stat_result] = {}
         try:
             with Folder.open(self.path) as agent:
@@ -305,11 +295,9 @@ class AgentMemory:
             return {}
         return stats
 
-    @engine_boundary
     def update_facts(self, text: str, expected_sha256: str | None = None) -> WriteResult:
-        """Atomically replace FACT.md with ``text``; returns its :class:`WriteResult`. With
-        ``expected_sha256``, compare-and-swap (:class:`MemoryConflictError`, nothing written).
-        The previous content, when non-empty and different, is kept in ``memory/.history/``."""
+        """Atomically replace FACT.md (compare-and-swap with ``expected_sha256``), keeping the
+        previous non-empty content in ``memory/.history/``; returns its :class:`WriteResult`."""
         data = encode_text(text, "content", self.max_bytes, self.secret_guard)
         with access.locked(self) as txn:
             return self._replace_facts(txn, data, expected_sha256)
@@ -357,7 +345,6 @@ class AgentMemory:
         """Stored FACT.md versions, newest first."""
         return access.read_memory(self, history.versions, [], HISTORY_DIR)
 
-    @engine_boundary
     def history(self) -> list[dict[str, Any]]:
         """Previous FACT.md versions, newest first: ``{"ts", "sha256", "size"}`` each."""
         return [
@@ -365,23 +352,18 @@ class AgentMemory:
             for v in self._versions()
         ]
 
-    @engine_boundary
     def history_version(self, sha: str) -> tuple[str, str]:
-        """``(full sha256, text)`` of the stored FACT.md version named by ``sha`` (a full
-        sha256 or a unique prefix of 7+ hex digits; see :func:`.history.find` for errors)."""
+        """``(full sha256, text)`` of the FACT.md version ``sha`` names (:func:`.history.find`)."""
         digest, content = history.find(self._versions(), sha)
         return digest, _decode(content)
 
-    @engine_boundary
     def history_text(self, sha: str) -> str:
         """Text of the stored FACT.md version named by a full sha256 or unique prefix (>= 7)."""
         return self.history_version(sha)[1]
 
-    @engine_boundary
     def restore(self, sha: str) -> WriteResult:
-        """Make a stored FACT.md version current again (a normal update); returns its sha256.
-        Looked up and written under one hold of the lock, so a version forgetting scrubbed
-        meanwhile can never be written back."""
+        """Make a stored FACT.md version current again, found and written under one hold of
+        the lock (a version a forget scrubbed meanwhile is never written back)."""
         with access.locked(self) as txn:
             stored: list[history.Version] = []
             if txn.memory.lookup(HISTORY_DIR) is not None:
@@ -391,12 +373,10 @@ class AgentMemory:
             data = encode_text(_decode(content), "content", self.max_bytes, self.secret_guard)
             return self._replace_facts(txn, data, None)
 
-    @engine_boundary
     def write_soul(self, text: str, expected_sha256: str | None = None) -> WriteResult:
         """Atomically replace SOUL.md (optionally compare-and-swap); returns its sha256."""
         return self._write_agent_file(SOUL, text, expected_sha256)
 
-    @engine_boundary
     def write_user(self, text: str, expected_sha256: str | None = None) -> WriteResult:
         """Atomically replace USER.md (optionally compare-and-swap); returns its sha256."""
         return self._write_agent_file(USER, text, expected_sha256)
@@ -406,10 +386,8 @@ class AgentMemory:
         previous, path = access.replace_agent_file(self, canonical, data, expected)
         return WriteResult(sha256_hex(data), previous, path)
 
-    @engine_boundary
     def replace_if_stock(self, canonical: str, data: bytes, stock_sha256: Iterable[str]) -> bool:
-        """Write ``data`` to SOUL.md/USER.md when it is missing, empty, or a known stock file
-        (provisioning); True when written. Never writes over user content."""
+        """Write SOUL.md/USER.md when missing, empty or a known stock file; True when written."""
         stock = {s.lower() for s in stock_sha256}
         with access.locked(self) as txn:
             agent = txn.agent
@@ -421,14 +399,12 @@ class AgentMemory:
             access.commit(agent, name, data, txn.recheck)
             return True
 
-    @engine_boundary
     def write_template_record(self, record: dict[str, Any]) -> None:
         """Write ``.template.json`` (which template this agent came from)."""
         data = (json.dumps(record, indent=2, ensure_ascii=False) + "\n").encode()
         with access.locked(self) as txn:
             access.commit(txn.agent, TEMPLATE_RECORD, data, txn.recheck)
 
-    @engine_boundary
     def template_info(self) -> dict[str, Any] | None:
         """Contents of ``.template.json``, or None when the agent has no template record."""
         raw = access.read_agent_bytes(self, TEMPLATE_RECORD)
@@ -438,17 +414,13 @@ class AgentMemory:
             return None
         return record if isinstance(record, dict) else None
 
-    @engine_boundary
     def append(self, text: str, tags: Iterable[str] = ()) -> dict[str, Any]:
-        """Add one journal entry; returns it as stored: ``{"ts", "tags", "text"}``. One
-        ``write`` under the lock (on a new line after a torn one), durable when this returns
-        unless ``fsync_appends`` is off; on any failure the journal is left as it was."""
+        """Add one journal entry in one locked ``write``; returns ``{"ts", "tags", "text"}``.
+        Durable unless ``fsync_appends`` is off; on failure the journal is left as it was."""
         if not isinstance(text, str) or not text:
             raise MemoryToolError("'text' is required for append action")
         encode_text(text, "text", self.max_bytes, self.secret_guard)
-        if isinstance(tags, str):
-            tags = [tags]
-        kept = [t for t in tags if isinstance(t, str)]
+        kept = [tags] if isinstance(tags, str) else [t for t in tags if isinstance(t, str)]
         tags_size = sum(len(encode_text(tag, "tags", None, self.secret_guard)) for tag in kept)
         if tags_size > self.max_bytes:
             raise ContentTooLargeError("tags", tags_size, self.max_bytes)
@@ -470,30 +442,27 @@ class AgentMemory:
         return entry
 
     def _carried_by_forget(self, before: str, line: bytes) -> bool:
-        """After a failed append: whether a forget that took the lock before the line's flush
-        carried the line into the journal it wrote (and flushed), so the append took effect.
-        Only looked at when the generation moved, off the path of every other failure."""
+        """After a failed append: whether a forget carried the line into the journal it flushed."""
         if access.generation_of(self) == before:
             return False
         with access.locked(self) as txn:
-            name = txn.memory.lookup(JOURNAL)
-            data = txn.memory.read_bytes(name) if name is not None else None
+            data = txn.memory.read_bytes(txn.memory.lookup(JOURNAL))
             return data is not None and (data.startswith(line) or b"\n" + line in data)
 
     def _journal_appender(self) -> JournalAppender:
         """The appender of this agent (kept, with its open folders, between appends)."""
-        appender = self.__dict__.get("_appender")
-        if appender is None:
-            appender = JournalAppender(
-                self.path, memory_dir=MEMORY_DIR, journal=JOURNAL, lock=LOCK,
-                lock_timeout=self.lock_timeout, fsync=self.fsync_appends,
-            )
-            appender = self.__dict__.setdefault("_appender", appender)
-        return appender
+        return self._kept("_appender", lambda: JournalAppender(
+            self.path, memory_dir=MEMORY_DIR, journal=JOURNAL, lock=LOCK,
+            lock_timeout=self.lock_timeout, fsync=self.fsync_appends,
+        ))
+
+    def _kept(self, key: str, make: Callable[[], _T]) -> _T:
+        """The handle kept under ``key`` (made on first use; :meth:`close` releases it)."""
+        held: _T | None = self.__dict__.get(key)
+        return held if held is not None else self.__dict__.setdefault(key, make())
 
     def close(self) -> None:
-        """Release the descriptors kept open between appends and searches (the folders and
-        the journal); the next append or search opens them again."""
+        """Release the descriptors kept open between appends and searches (reopened on use)."""
         for held in ("_appender", "_reader"):
             handle = self.__dict__.get(held)
             if handle is not None:
@@ -501,11 +470,9 @@ class AgentMemory:
 
     def _journal_reader(self) -> JournalReader:
         """The reader of this agent's journal (kept, with its open folders, between reads)."""
-        reader = self.__dict__.get("_reader")
-        if reader is None:
-            reader = JournalReader(self.path, memory_dir=MEMORY_DIR, journal=JOURNAL)
-            reader = self.__dict__.setdefault("_reader", reader)
-        return reader
+        return self._kept(
+            "_reader", lambda: JournalReader(self.path, memory_dir=MEMORY_DIR, journal=JOURNAL)
+        )
 
     @contextlib.contextmanager
     def _journal_file(self) -> Iterator[Any]:
@@ -513,7 +480,6 @@ class AgentMemory:
         with self._journal_reader().opened() as fd:
             yield None if fd is None else DescriptorFile(fd)
 
-    @engine_boundary
     def search_journal(
         self, query: str = "", tag: str = "", limit: int = 20,
         since: datetime | str | None = None, until: datetime | str | None = None,
@@ -537,20 +503,13 @@ class AgentMemory:
             )
         return result
 
-    @engine_boundary
     def generation(self) -> str:
-        """This agent's generation: the 32 hex digits in ``memory/.generation``, which every
-        forget replaces (``""`` while missing or malformed); an index serves only the
-        generation it was built for. Nothing is created."""
+        """The token in ``memory/.generation`` each forget replaces (else ``""``)."""
         return access.generation_of(self)
 
-    @engine_boundary
     def build_index(self, *, background: bool = False) -> dict[str, Any]:
-        """Build the journal's search index, or bring it up to date, and return
-        :meth:`index_status` (no search ever builds one). With ``background`` it is built in
-        a thread and searches meanwhile scan what is not indexed yet. It lives in the cache
-        folder (``$JUPYTER_AGENT_MEMORY_CACHE``, else the user cache), registered in
-        ``memory/.indexes.json`` so forgetting finds it; -32603 when that folder is unusable."""
+        """Build or update the journal's index in the cache folder (a thread with ``background``),
+        registered in ``memory/.indexes.json``; returns :meth:`index_status`."""
         index = _index_module()
         db = self._index_db()
         if db is None:
@@ -587,21 +546,16 @@ class AgentMemory:
             if handle is not None:
                 index.build(db, handle, generation, generation_now=self.generation)
 
-    @engine_boundary
     def drop_index(self) -> dict[str, Any]:
-        """Delete this agent's journal indexes (every one registered in the agent folder, and
-        the one in this process's cache folder); returns ``{"dropped": [paths]}``."""
+        """Delete this agent's journal indexes; returns ``{"dropped": [paths]}``."""
         index = _index_module()
         return {"dropped": [str(p) for p in index.drop_registered(*self._index_places())]}
 
-    @engine_boundary
     def index_files(self) -> list[Path]:
-        """Every existing file of this agent's journal indexes (those registered in the agent
-        folder, and the one in this process's cache folder). Changes nothing."""
+        """Every existing file of this agent's journal indexes (registered and this process's)."""
         index = _index_module(required=False)
         return [] if index is None else index.registered_index_files(*self._index_places())
 
-    @engine_boundary
     def index_status(self) -> dict[str, Any]:
         """The journal index as this process sees it: ``{"path", "state", "indexed_bytes",
         "journal_bytes", "size_bytes", "building", "keep", "registered", "error"}`` (``state``:
@@ -611,11 +565,11 @@ class AgentMemory:
         with self._journal_file() as handle:
             status = index.describe(db, handle, self.generation())
         key = os.fspath(db) if db is not None else ""
-        status["building"] = index.building(key)
-        status["keep"] = self._keeps_index()
-        registered = index.registered_index_files(self._index_places()[0])
-        status["registered"] = [str(p) for p in registered]
-        status["error"] = index.last_error(key)
+        status.update(
+            building=index.building(key), keep=self._keeps_index(),
+            registered=[str(p) for p in index.registered_index_files(self._index_places()[0])],
+            error=index.last_error(key),
+        )
         return status
 
     def _index_db(self) -> Path | None:
@@ -639,10 +593,8 @@ class AgentMemory:
             _index_module().in_background(os.fspath(db), self._build_index_now)
 
     def _open_index(self, read: Callable[[int, int], bytes], st: os.stat_result) -> Any:
-        """The journal's index for a search it can narrow (a
-        :data:`~jupyter_agent_memory.journal.IndexOpener`), or None: no index, the setting is
-        off, or no ``sqlite3``. Never built here; with the keep setting on, a missing or
-        lagging one is brought up to date in the background meanwhile."""
+        """The journal's index for a search, or None (with the keep setting on, a missing or
+        lagging one is updated in the background): a ``journal.IndexOpener``."""
         index = _index_module(required=False)
         keep = index.keep_setting(self.journal_index) if index is not None else False
         db = self._index_db() if keep is not False else None
@@ -657,15 +609,13 @@ class AgentMemory:
         """:meth:`generation`, read through the folder the journal's reader holds."""
         return access.read_generation(self._journal_reader().read_companion(GENERATION))
 
-    @engine_boundary
     def search(
         self, query: str = "", tag: str = "", limit: int = 20,
         since: datetime | str | None = None, until: datetime | str | None = None,
     ) -> journal.SearchResult:
         """Journal entries matching all filters, newest first (at most ``limit``): ``query`` a
-        case-insensitive substring, ``tag`` an exact tag ignoring case, ``since``/``until`` an
-        inclusive window (ISO-8601 or datetimes, UTC by default). Bad lines warn and are skipped.
-        """
+        case-insensitive substring, ``tag`` a tag ignoring case, ``since``/``until`` inclusive
+        (ISO-8601 or datetimes, UTC by default). Bad lines warn and are skipped."""
         result = self.search_journal(query, tag, limit, since, until)
         return result if result is not None else journal.SearchResult()
 
@@ -680,10 +630,8 @@ class AgentMemory:
         except OSError as exc:  # the engine boundary, for a generator
             raise MemoryIOError(exc) from exc
 
-    @engine_boundary
     def tag_counts(self) -> dict[str, int]:
-        """Every tag in the journal (spelled as first seen) → count, grouped with ``str.lower``
-        as a tag search compares, so each count is what searching for that tag finds."""
+        """Every journal tag (spelled as first seen) → count, grouped as a tag search compares."""
         counts: dict[str, int] = {}
         spelling: dict[str, str] = {}
         for entry in self.entries():
@@ -694,27 +642,22 @@ class AgentMemory:
                     counts[key] = counts.get(key, 0) + 1
         return counts
 
-    @engine_boundary
     def sessions(self) -> list[dict[str, Any]]:
         """Receipts of recorded session starts, newest first."""
         return sessions.receipts(self)
 
-    @engine_boundary
     def session_prompt(self, session_id: str) -> str:
         """The exact system prompt a recorded session started with (id or 6+ digit prefix)."""
         return sessions.prompt_text(self, session_id)
 
-    @engine_boundary
     def diff_sessions(self, first: str, second: str) -> str:
         """A unified diff between two recorded sessions' prompts ("" when identical)."""
         return sessions.diff(self, first, second)
 
-    @engine_boundary
     def why(self, session_id: str, text: str) -> list[Origin]:
         """Where each line of a recorded prompt containing ``text`` came from."""
         return sessions.why(self, session_id, text)
 
-    @engine_boundary
     def call_tool(self, args: dict[str, Any]) -> str:
         """Run the ``memory`` tool with ``args``; returns its exact result text."""
         from .tool import call_tool
@@ -723,9 +666,8 @@ class AgentMemory:
 
 
 def check_edit_body(text: str) -> str:
-    """The guard of the human editing surfaces (CLI, magics, panel, sidebar): a FACT.md empty
-    after trimming is refused. The ``memory`` tool refuses only ``""``, as Cherry Studio's does:
-    a model sends what it means, an empty editor buffer is almost always an accident."""
+    """The guard of the human editing surfaces: a FACT.md empty after trimming is refused (an
+    empty editor buffer is almost always an accident; the ``memory`` tool refuses only ``""``)."""
     if not isinstance(text, str) or not text.strip():
         raise EmptyEditError()
     return text
@@ -734,9 +676,8 @@ def check_edit_body(text: str) -> str:
 def encode_text(
     text: str, field: str, max_bytes: int | None = None, refuse_secrets: bool = False
 ) -> bytes:
-    """``text`` as UTF-8 (every write of model or user text goes through here); -32602 for a
-    lone surrogate (naming ``field`` and the position), an encoding over ``max_bytes``, or with
-    ``refuse_secrets`` a credential (naming its kind, see :mod:`.secrets`)."""
+    """``text`` as UTF-8 (every written text goes through here); -32602 for a lone surrogate,
+    more than ``max_bytes``, or with ``refuse_secrets`` a credential (:mod:`.secrets`)."""
     if not isinstance(text, str):
         raise MemoryToolError(f"'{field}' must be a string")
     try:
@@ -762,9 +703,8 @@ def _with_hash(data: bytes) -> tuple[str, str]:
 
 
 def _index_module(required: bool = True) -> Any:
-    """The journal index module (it needs ``sqlite3``, which some Pythons lack: -32603, or None
-    when not ``required``). Always imported: only ``import`` waits for a module another thread
-    is still executing."""
+    """The journal index module (-32603 without ``sqlite3``, or None when not ``required``).
+    Always imported: only ``import`` waits for a module another thread is still executing."""
     try:
         from ..journal import index
     except ImportError as exc:
@@ -789,28 +729,21 @@ _MEMORY_FILES = _one_of((FACT, JOURNAL, sessions.SESSIONS_LOG, FORGET_RECEIPTS, 
 
 
 def _sweep_temp_files(folder: Folder, ours: Callable[[str], object]) -> None:
-    """Remove temp files a crashed write of ours left: regular files named as
-    :meth:`Folder.write_atomic` names the temp file of a target ``ours`` accepts, nothing else."""
+    """Remove regular temp files crashed :meth:`Folder.write_atomic` calls left for ``ours``."""
     for name in folder.names():
         match = _TEMP_NAME.match(name)
         st = folder.lstat(name) if match and ours(match.group("target")) else None
         if st is not None and stat.S_ISREG(st.st_mode):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(name, dir_fd=folder.fd)
+            folder.unlink(name)
 
 
 def sweep_leftovers(folder: Folder, names: Iterable[str]) -> None:
-    """Remove temp files a crashed atomic write of one of ``names`` left in ``folder`` (under
-    the lock): provisioning uses it for the template's files, whose names only it knows."""
+    """Remove temp files crashed atomic writes of ``names`` left (provisioning's files)."""
     _sweep_temp_files(folder, _one_of(names))
 
 
-def sweep(txn: Locked) -> None:
+def sweep(agent: Folder, memory: Folder) -> None:
     """Remove what crashed writes of ours left in the agent folder (under the lock)."""
-    _sweep(txn.agent, txn.memory)
-
-
-def _sweep(agent: Folder, memory: Folder) -> None:
     _sweep_temp_files(agent, _AGENT_FILES)
     _sweep_temp_files(memory, _MEMORY_FILES)
     if memory.lookup(HISTORY_DIR) is not None:

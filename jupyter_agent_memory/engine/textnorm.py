@@ -1,10 +1,6 @@
-"""One rule for when two texts say the same thing, however they were typed or pasted.
-
-Forgetting and ``lint`` compare text under :func:`normalize`: Unicode NFKC (composed and
-decomposed accents are one, full-width ``４４１７`` is ``4417``); case folded, then NFKC again
-(skipped with ``fold_case=False``, for credential formats where case matters); invisible format
-characters (Unicode category ``Cf``) removed; every run of white space other than ``\\n`` made
-one space. Line breaks are kept, so a file's lines stay lines. The work is linear in the text.
+"""When two texts say the same thing (forgetting and ``lint`` compare under :func:`normalize`):
+NFKC; case folded, then NFKC again (unless ``fold_case=False``); format characters (``Cf``)
+removed; each run of white space but ``\\n`` made one space. Linear in the text.
 """
 
 from __future__ import annotations
