@@ -70,10 +70,10 @@ def failure(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     chosen = FAILURES[request.param]
     original = Folder.write_atomic
 
-    def write_atomic(self: Folder, name: str, data: bytes, recheck: Any) -> None:
+    def write_atomic(self: Folder, name: str, data: bytes, recheck: Any, **options: Any) -> None:
         if name == "FACT.md":
             raise OSError(chosen.errno, chosen.strerror, name)
-        original(self, name, data, recheck)
+        original(self, name, data, recheck, **options)
 
     monkeypatch.setattr(Folder, "write_atomic", write_atomic)
     return chosen
@@ -205,7 +205,7 @@ async def test_rest_maps_the_errno_and_keeps_the_engine_text(
 def full_disk_for_new_files(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every atomic write fails as on a full disk (whatever the file)."""
 
-    def write_atomic(self: Folder, name: str, data: bytes, recheck: Any) -> None:
+    def write_atomic(self: Folder, name: str, data: bytes, recheck: Any, **options: Any) -> None:
         raise OSError(errno.ENOSPC, "No space left on device", name)
 
     monkeypatch.setattr(Folder, "write_atomic", write_atomic)

@@ -140,10 +140,7 @@ def commit(
     """``Folder.write_atomic``; a failure after the rename is a :class:`MemoryIOError` saying
     the new content is in place but may not be durable."""
     try:
-        if scrub:
-            folder.write_atomic(name, data, recheck, scrub=True)
-        else:
-            folder.write_atomic(name, data, recheck)
+        folder.write_atomic(name, data, recheck, scrub=scrub)
     except NotDurableError as exc:
         raise MemoryIOError(
             OSError(
