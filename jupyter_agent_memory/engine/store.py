@@ -94,7 +94,7 @@ def _guard_public(cls: type[_T]) -> type[_T]:
         if name.startswith("_") or name in _UNGUARDED:
             continue
         if isinstance(member, property) and member.fget is not None:
-            setattr(cls, name, property(engine_boundary(member.fget)))
+            setattr(cls, name, member.getter(engine_boundary(member.fget)))
         elif isinstance(member, classmethod):
             setattr(cls, name, classmethod(engine_boundary(member.__func__)))
         elif callable(member):
