@@ -240,11 +240,7 @@ class Folder:
                     f"Refusing to use {path}: it is {describe(st)}, not a regular file"
                 )
             if st.st_nlink > 1:
-                # A hard link's data may live outside the agent folder, as a symlink's would.
-                raise UnsafePathError(
-                    f"Refusing to use {path}: it has {st.st_nlink} hard links; memory files "
-                    "must not share their data with another file"
-                )
+                raise UnsafePathError.hard_links(path, st.st_nlink)
         except BaseException:
             close_fd(fd)
             raise

@@ -167,13 +167,9 @@ class JournalAppender(KeptJournal):
                     self._create_journal()
                 fd = self._fd
                 st = os.fstat(fd)
-                if st.st_nlink > 1:  # the message of Folder.open_file
+                if st.st_nlink > 1:
                     assert self._mem is not None
-                    raise UnsafePathError(
-                        f"Refusing to use {self._mem.display(self._name)}: it has "
-                        f"{st.st_nlink} hard links; memory files must not share their data "
-                        "with another file"
-                    )
+                    raise UnsafePathError.hard_links(self._mem.display(self._name), st.st_nlink)
                 start = st.st_size
                 data = line
                 if start and os.pread(fd, 1, start - 1) != b"\n":
