@@ -1,15 +1,9 @@
-"""Appending journal lines: one ``write`` under the lock, the disk flush after it.
+"""Appending journal lines: one ``write`` under the lock, the ``fsync`` after it (so writers
+in several processes flush together); the folders and journal stay open, checked by ``stat``.
 
-:class:`JournalAppender` serves every append of one ``AgentMemory``, keeping the agent folder,
-``memory/`` and the journal open and checking with a few ``stat`` calls on each append that
-they are still what their paths name (reopening them when not). The lock is held only for the
-``write``; the ``fsync`` runs after it, so writers in several processes flush together
-(measured: more appends get through). ``append`` returns once its line is durable.
-
-Failures leave the journal as it was: a failed ``write`` is truncated away under the lock; a
-failed ``fsync`` takes the lock again and removes the line (truncated when still last, else
-overwritten with spaces, a blank line to readers). So an error never leaves an entry behind,
-and a retry never stores it twice.
+A failed append leaves no entry behind: a failed ``write`` is truncated away under the lock; a
+failed ``fsync`` takes the lock again and truncates the line (or blanks it with spaces when no
+longer last). So a retry never stores it twice.
 """
 
 from __future__ import annotations
@@ -32,14 +26,8 @@ class JournalAppender(KeptJournal):
     canonical name of the lock file in ``memory/``."""
 
     def __init__(
-        self,
-        path: Path,
-        *,
-        memory_dir: str,
-        journal: str,
-        lock: str,
-        lock_timeout: float | None,
-        fsync: bool = True,
+        self, path: Path, *, memory_dir: str, journal: str, lock: str,
+        lock_timeout: float | None, fsync: bool = True
     ) -> None:
         super().__init__(path, memory_dir=memory_dir, journal=journal)
         self.lock = lock
@@ -59,7 +47,7 @@ class JournalAppender(KeptJournal):
         self._lock_fd = -1
 
     def _still_valid(self) -> bool:
-        """Whether every kept handle is still what its path names (four ``lstat`` calls)."""
+        """Whether every kept handle is still what its path names."""
         mem = self._mem
         if mem is None or self._lock_fd < 0:
             return False
@@ -78,25 +66,21 @@ class JournalAppender(KeptJournal):
     def _open(self) -> None:
         self._drop()
         try:
-            self._open_all()
+            agent = Folder.open(self.path)
+            self._handles.append(agent)
+            mem = agent.subfolder(agent.lookup(self.memory_dir) or self.memory_dir, create=True)
+            self._handles.append(mem)
+            lock_fd = mem.open_file(self.lock, os.O_RDWR | os.O_CREAT)
+            self._handles.append(lock_fd)
+            self._mem, self._lock_fd = mem, lock_fd
+            self._keep(agent, mem, lock_fd)
+            self._lock_path = mem.display(self.lock)
+            name = mem.lookup(self.journal)
+            if name is not None:  # a missing journal is created under the lock, by append
+                self._use_journal(name, mem.open_file(name, os.O_RDWR | os.O_APPEND))
         except BaseException:
             self._drop()
             raise
-
-    def _open_all(self) -> None:
-        agent = Folder.open(self.path)
-        self._handles.append(agent)
-        memory_name = agent.lookup(self.memory_dir) or self.memory_dir
-        mem = agent.subfolder(memory_name, create=True)
-        self._handles.append(mem)
-        lock_fd = mem.open_file(self.lock, os.O_RDWR | os.O_CREAT)
-        self._handles.append(lock_fd)
-        self._mem, self._lock_fd = mem, lock_fd
-        self._keep(agent, mem, lock_fd)
-        self._lock_path = mem.display(self.lock)
-        name = mem.lookup(self.journal)
-        if name is not None:  # a missing journal is created under the lock, by append
-            self._use_journal(name, mem.open_file(name, os.O_RDWR | os.O_APPEND))
 
     def _use_journal(self, name: str, fd: int) -> None:
         self._handles.append(fd)
@@ -203,11 +187,9 @@ class JournalAppender(KeptJournal):
     def _flush_written(self, fd: int, written: tuple[int, int]) -> None:
         """Make the write ``written`` (journal descriptor, write number) durable.
 
-        This appender's threads share one open file description, whose failed writeback Linux
-        reports to one ``fsync`` only; so flushes run one at a time, each remembering the
-        writes it covered: a write covered by a failed flush fails too (the caller removes
-        it), and one covered by a good flush that started after it returns at once.
-        """
+        Linux reports a failed writeback of a shared file description to one ``fsync`` only:
+        so flushes run one at a time, and a write covered by a failed flush fails too, one
+        covered by a good flush that started after it returns at once."""
         opened, number = written
         with self._flush_mutex:
             if self._failed.get(opened, 0) >= number:

@@ -380,12 +380,9 @@ def _rows(base: int, block: bytes) -> tuple[list[tuple[int, str]], list[tuple[An
 
 
 def build(db: Path, f: BinaryIO, generation: str, *, generation_now: Callable[[], str]) -> int:
-    """Bring the index ``db`` of the journal open as ``f`` up to its end, from where it stops
-    (a missing or stale one afresh, in a new file, so a search reading the old one keeps a
-    whole view). Commits every few MiB, so searches use the part built so far. ``generation``
-    is the agent's when ``f`` was opened; when ``generation_now()`` differs at the end (a
-    forget ran), the index is deleted. Returns the bytes indexed; raises :data:`INDEX_ERRORS`.
-    """
+    """Bring the index ``db`` of the journal open as ``f`` up to its end (a stale one afresh,
+    in a new file), committing every few MiB; deleted when ``generation_now()`` differs from
+    ``generation`` at the end. Returns the bytes indexed; raises :data:`INDEX_ERRORS`."""
     read, st = file_reader(f)
     if st is None:
         raise OSError(f"cannot index {f!r}: it has no file descriptor")

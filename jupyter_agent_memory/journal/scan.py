@@ -14,21 +14,12 @@ Matching (one :class:`~jupyter_agent_memory.journal.format.Matcher` serves every
 - Empty ``query`` / ``tag`` and ``None`` bounds filter nothing.
 - Results are the last ``limit`` matches in file order, newest first, each entry as parsed.
 
-How :func:`search` avoids decoding every line: it reads backwards in blocks of whole lines
-(64 KiB first, doubling up to ``block_size``), stops at the ``limit``-th match, and decodes
-only *candidate* lines, every other line being proven unable to match:
-
-- with a ``query`` (else a ``tag``), the lines whose ``bytes.lower()`` holds the needle, or
-  where an escape or a special character could hide it (:class:`_Needle`); after 16 in a
-  block, the rest of it is searched in its text view (:data:`_TEXT_VIEW`);
-- with a window and no query, lines in our layout with a timestamp outside it are skipped, a
-  block at a time when its lines are in time order (:class:`_Window`);
-- with an ``index``, only the lines it names or the parts of a window it overlaps (see
-  :mod:`~jupyter_agent_memory.journal.index`); any failure of it means a plain search.
-
-Counters: ``scanned`` counts the lines decoded (every line for :func:`reference_search`),
-``skipped`` the corrupted ones among them (a line never decoded could not have matched), and
-``indexed`` whether the index narrowed the search.
+:func:`search` reads backwards in blocks of whole lines, stops at the ``limit``-th match and
+decodes only *candidate* lines, every other line proven unable to match (:class:`_Needle` for
+a query or tag, :class:`_Window` for a window, else the lines an ``index`` names; any index
+failure means a plain search). ``scanned`` counts the lines decoded (every line for
+:func:`reference_search`), ``skipped`` the corrupted ones among them, ``indexed`` whether the
+index narrowed the search.
 """
 
 from __future__ import annotations
@@ -77,10 +68,8 @@ class SearchResult(list):
 def _backward_blocks(
     read: Callable[[int, int], bytes], floor: int, end: int, first: int, largest: int
 ) -> Iterator[tuple[bytes, int]]:
-    """``[floor, end)`` as ``(buf, lo)`` pairs, last part first: ``buf[lo:]`` is whole lines,
-    ``buf[:lo]`` the tail of a line the next pair holds whole. ``floor`` is a line start;
-    ``end`` is fixed, so appends meanwhile shift nothing. Blocks grow from ``first`` to
-    ``largest`` bytes; a longer line is read whole."""
+    """``[floor, end)`` (``floor`` a line start) as ``(buf, lo)`` pairs, last part first:
+    ``buf[lo:]`` is whole lines. Blocks grow from ``first`` to ``largest`` bytes."""
     step = first
     while end > floor:
         start = max(floor, end - step)
@@ -398,10 +387,8 @@ def search(
     block_size: int = DEFAULT_BLOCK_SIZE,
 ) -> SearchResult:
     """The last ``limit`` entries matching every filter, newest first, exactly as
-    :func:`reference_search` finds them, reading ``f`` backwards in blocks of at most
-    ``block_size`` bytes. ``index`` is called only for a search an index can narrow; when it
-    gives a view, ``indexed`` is set. Rules and counters: the module docstring.
-    """
+    :func:`reference_search` finds them (rules and counters: the module docstring); ``index``
+    is called only for a search an index can narrow."""
     matcher = Matcher(query, tag, since, until)
     limit = max(1, int(limit))
     block_size = max(1, int(block_size))
@@ -425,11 +412,8 @@ class IndexFailed(Exception):
 
 
 def _indexed_plan(
-    st: os.stat_result,
-    read: Callable[[int, int], bytes],
-    size: int,
-    matcher: Matcher,
-    opener: IndexOpener,
+    st: os.stat_result, read: Callable[[int, int], bytes], size: int, matcher: Matcher,
+    opener: IndexOpener
 ) -> tuple[list[tuple[int, int]], Iterator[int] | None, int] | None:
     """``(ranges to scan newest first, candidate line offsets, end of the indexed part)`` for
     a search the index can narrow, or None for a plain search."""
@@ -452,13 +436,8 @@ def _indexed_plan(
 
 
 def _run(
-    read: Callable[[int, int], bytes],
-    matcher: Matcher,
-    limit: int,
-    ranges: list[tuple[int, int]],
-    candidates: Iterator[int] | None,
-    end: int,
-    block_size: int,
+    read: Callable[[int, int], bytes], matcher: Matcher, limit: int,
+    ranges: list[tuple[int, int]], candidates: Iterator[int] | None, end: int, block_size: int
 ) -> SearchResult:
     """Scan ``ranges`` (newest first), then read ``candidates`` (offsets, newest first)."""
     query_needle = _Needle(matcher.query, quoted=False) if matcher.query else None
@@ -470,8 +449,7 @@ def _run(
     result = SearchResult()
 
     def take(line: bytes, inside_window: bool = False) -> bool:
-        """Decode and match one line (``inside_window``: the prefilter proved its ``ts`` in
-        the window); True once ``limit`` matches are in."""
+        """Decode and match one line; True once ``limit`` matches are in."""
         result.scanned += 1
         entry = decode_line(line)
         if entry is CORRUPT:
@@ -538,8 +516,7 @@ def reference_search(
     until: datetime | None = None,
 ) -> SearchResult:
     """The plain algorithm :func:`search` must agree with (for tests and benchmarks): decode
-    every line, keep the last ``limit`` matches, newest first; ``skipped`` counts every
-    corrupted line."""
+    every line, keep the last ``limit`` matches, newest first."""
     matcher = Matcher(query, tag, since, until)
     limit = max(1, int(limit))
     f.seek(0)
