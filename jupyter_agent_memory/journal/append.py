@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import UnsafePathError
-from ..folder import Folder, acquire_lock, full_fsync, lock_wait_deadline, write_all
+from ..folder import Folder, acquire_lock, close_fd, full_fsync, lock_wait_deadline, write_all
 from .reader import KeptJournal, identity
 
 
@@ -121,11 +121,6 @@ class JournalAppender(KeptJournal):
             return False
         return identity(named) == self._ids[2]
 
-    def _check(self) -> None:
-        """Reopen everything when anything was swapped."""
-        if not self._still_valid():
-            self._open()
-
     def _follow_replacement(self) -> None:
         """Under the lock: when the journal was replaced since the check (forgetting rewrites
         it under this lock), use the file its name names now, never the replaced one."""
@@ -143,17 +138,18 @@ class JournalAppender(KeptJournal):
     def append(self, line: bytes) -> None:
         """Append ``line`` (one complete line ending in ``\\n``); return once it is durable."""
         with self._mutex:
-            self._check()
+            if not self._still_valid():  # reopen everything when anything was swapped
+                self._open()
             with self._locked():
                 self._follow_replacement()
                 created = self._fd < 0
                 if created:
                     self._create_journal()
-                fd = self._fd
+                fd, mem = self._fd, self._mem
+                assert mem is not None
                 st = os.fstat(fd)
                 if st.st_nlink > 1:
-                    assert self._mem is not None
-                    raise UnsafePathError.hard_links(self._mem.display(self._name), st.st_nlink)
+                    raise UnsafePathError.hard_links(mem.display(self._name), st.st_nlink)
                 start = st.st_size
                 data = line
                 if start and os.pread(fd, 1, start - 1) != b"\n":
@@ -165,8 +161,11 @@ class JournalAppender(KeptJournal):
                         if os.fstat(fd).st_size > start:
                             os.ftruncate(fd, start)
                             os.fsync(fd)
-                    if created:
-                        self._remove_created()
+                    if created:  # remove it: it was empty before the write
+                        with contextlib.suppress(OSError):
+                            os.unlink(self._name, dir_fd=mem.fd)
+                            mem.fsync()
+                        self._release_journal()
                     raise
                 written = self._written = (self._opened, self._written[1] + 1)
             if not self.fsync:
@@ -180,9 +179,7 @@ class JournalAppender(KeptJournal):
                 self._undo(sync_fd, start, start + len(data), len(line))
                 raise
         finally:
-            # A dup of a description still open: its close reports nothing about the line.
-            with contextlib.suppress(OSError):
-                os.close(sync_fd)
+            close_fd(sync_fd)  # a dup of a description still open: its close reports nothing
 
     def _flush_written(self, fd: int, written: tuple[int, int]) -> None:
         """Make the write ``written`` (journal descriptor, write number) durable.
@@ -215,28 +212,19 @@ class JournalAppender(KeptJournal):
         last = self._written
         return max(number, last[1]) if last[0] == opened else number
 
-    def _remove_created(self) -> None:
-        """Remove the journal this failed append created (it was empty before the write)."""
-        mem = self._mem
-        assert mem is not None
-        with contextlib.suppress(OSError):
-            os.unlink(self._name, dir_fd=mem.fd)
-            mem.fsync()
-        self._release_journal()
-
     def _release_journal(self) -> None:
         """Close the journal's descriptor (the folders and the lock stay open)."""
         fd, self._fd = self._fd, -1
         with contextlib.suppress(ValueError):
             self._handles.remove(fd)
-        with contextlib.suppress(OSError):
-            os.close(fd)
+        close_fd(fd)
 
     def _undo(self, fd: int, start: int, end: int, line_size: int) -> None:
         """Remove a line whose flush failed: truncate it away, or blank it when not last."""
         # Best effort: the flush error is what the caller must see, not a second one.
         with contextlib.suppress(Exception), self._mutex:
-            self._check()
+            if not self._still_valid():
+                self._open()
             mem = self._mem
             assert mem is not None
             with self._locked():

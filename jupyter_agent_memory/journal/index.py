@@ -1,19 +1,12 @@
-"""The optional journal index: a derived SQLite database (deletable at any time) that lets a
-search skip most lines; built only when asked (:func:`build`, :func:`in_background`), never
-inside a search.
+"""The optional journal index: a derived SQLite database in a cache folder outside every agent
+folder, built only when asked (never inside a search), deletable at any time.
 
-One database per journal in a cache folder outside every agent folder (:func:`cache_dir`),
-``journal-index/<32 hex digits>.sqlite``. For the journal's first ``end`` bytes (whole lines)
-it holds a trigram FTS5 index of ``text.lower()`` keyed by line offset, and a time map: runs
-of about 32 KiB with the earliest and latest ``ts`` of their entries. A query of three or
-more characters decodes only the lines the trigrams name, a window only the runs it
-overlaps; the part past ``end`` is always scanned, so a lagging index is only slower.
-
-It is used only while the journal's identity, a fingerprint of the start and end of the part
-it covers and the agent's generation (``memory/.generation``) hold; one of another generation
-is deleted when seen. Every index is registered in ``memory/.indexes.json``, so forgetting
-deletes those of every cache folder. An edit in the middle keeping size, identity and both
-fingerprints is the one change it misses.
+For the journal's first ``end`` bytes it holds a trigram FTS5 index of ``text.lower()`` keyed
+by line offset, and a time map (runs of about 32 KiB with their entries' earliest and latest
+``ts``); the part past ``end`` is always scanned, so a lagging index is only slower. It is used
+only while the journal's identity, a fingerprint of the part it covers and the agent's
+generation hold; every index is registered in ``memory/.indexes.json`` so forgetting deletes
+it. An edit in the middle keeping size, identity and both fingerprints is the one miss.
 """
 
 from __future__ import annotations

@@ -119,7 +119,7 @@ class JournalReader(KeptJournal):
         self._serial = next(_serials)
 
     def close(self) -> None:
-        """Close the folders and the journal kept open (reopened by the next use)."""
+        """:meth:`KeptJournal.close`, and leave the readers holding files."""
         super().close()
         with _held_lock:
             _held.pop(self._serial, None)

@@ -1,18 +1,12 @@
-"""Searching the journal: newest first, reading the file backwards in blocks.
+"""Searching the journal (a binary file object the caller opened), newest first.
 
-Every function takes a binary file object the caller opened; nothing here opens a path.
-Lines are split on ``b"\\n"`` only (a torn last line is an ordinary line); a blank one is
-ignored, one holding a JSON object is an entry, any other is corrupted: skipped and counted.
-
-Matching (one :class:`~jupyter_agent_memory.journal.format.Matcher` serves every search):
-
-- ``query``: ``query.lower() in text.lower()``; a ``text`` that is not a string never matches.
-- ``tag``: some item of ``tags`` is a string equal to ``tag`` ignoring case (``str.lower``);
-  ``tags`` that is not a list holds no tags.
-- ``since`` / ``until``: inclusive, on ``ts`` parsed by ``parse_time``; with a window, an entry
-  whose ``ts`` is missing, not a string or unparseable never matches.
-- Empty ``query`` / ``tag`` and ``None`` bounds filter nothing.
-- Results are the last ``limit`` matches in file order, newest first, each entry as parsed.
+Lines are split on ``b"\\n"`` only; a blank one is ignored, one holding a JSON object is an
+entry, any other is corrupted: skipped and counted. Matching (one ``Matcher`` for all):
+``query``: ``query.lower() in text.lower()`` (a non-string ``text`` never matches); ``tag``:
+some string item of a ``tags`` list equals ``tag`` ignoring case (``str.lower``); ``since`` /
+``until``: inclusive, on ``ts`` parsed by ``parse_time`` (with a window, an entry without a
+parseable ``ts`` never matches); empty filters filter nothing. Results are the last ``limit``
+matches in file order, newest first, each entry as parsed.
 
 :func:`search` reads backwards in blocks of whole lines, stops at the ``limit``-th match and
 decodes only *candidate* lines, every other line proven unable to match (:class:`_Needle` for
@@ -25,6 +19,7 @@ index narrowed the search.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import os
 import re
 import stat
@@ -164,16 +159,12 @@ class _Needle:
     it raw in its line unless an escape (``\\"``, ``\\u00e9``…) is involved. ``str.lower``
     maps characters one by one except the final sigma, and ``"`` is neither cased nor
     case-ignorable, so lowering a whole line lowers each string as lowering it alone would.
-    A matching line can only lack the needle when
-
-    1. an escape stands for a character that may be part of the match: for an ASCII ``s``, one
-       whose lower case shares a character with ``s``; otherwise any escape (which also covers
-       surrogate pairs and the sigma rule);
-    2. ``s`` is ASCII, the line was lowered as bytes (ASCII letters only) and it holds
-       ``_KELVIN`` (``s`` holds ``k``) or ``_DOTTED_I`` (a query ends with ``i``).
-
-    Those lines are candidates too; every candidate is checked by the matcher, so an extra one
-    costs time, never a result.
+    A matching line can only lack the needle when (1) an escape stands for a character that may
+    be part of the match (for an ASCII ``s``, one whose lower case shares a character with
+    ``s``; otherwise any escape, covering surrogate pairs and the sigma rule), or (2) ``s`` is
+    ASCII, the line was lowered as bytes and it holds ``_KELVIN`` (``s`` holds ``k``) or
+    ``_DOTTED_I`` (a query ends with ``i``). Those lines are candidates too; the matcher checks
+    every candidate, so an extra one costs time, never a result.
     """
 
     def __init__(self, s: str, *, quoted: bool) -> None:
@@ -360,16 +351,6 @@ class _Window:
         return lines[low:high][::-1]
 
 
-def _window(matcher: Matcher) -> _Window | None:
-    """The window prefilter for ``matcher``, when it has bounds that can be rounded."""
-    if matcher.since is None and matcher.until is None:
-        return None
-    try:
-        return _Window(matcher.since, matcher.until)
-    except (OverflowError, ValueError):  # a bound at the very ends of time: decode everything
-        return None
-
-
 #: How a search opens an index: ``(read(pos, size), fstat)`` -> an
 #: :class:`~jupyter_agent_memory.journal.index.IndexView` (raising :class:`IndexFailed`) or None.
 IndexOpener = Callable[[Callable[[int, int], bytes], os.stat_result], Any]
@@ -444,7 +425,10 @@ def _run(
     tag_needle = _Needle(matcher.tag, quoted=True) if matcher.tag else None
     primary = query_needle or tag_needle
     secondary = tag_needle if query_needle is not None else None
-    window = _window(matcher)
+    window = None
+    if matcher.since is not None or matcher.until is not None:
+        with contextlib.suppress(OverflowError, ValueError):  # a bound at the ends of time
+            window = _Window(matcher.since, matcher.until)
     first = min(_WINDOW_FIRST_BLOCK if window is not None else _FIRST_BLOCK, block_size)
     result = SearchResult()
 
