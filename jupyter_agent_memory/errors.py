@@ -47,8 +47,7 @@ class UnsafePathError(MemoryToolError):
 
     @classmethod
     def hard_links(cls, path: object, links: int) -> UnsafePathError:
-        """The refusal of a file with ``links`` hard links: its data may live outside the agent
-        folder, as a symlink's would."""
+        """Refusing a file with ``links`` hard links (its data may live outside the folder)."""
         return cls(
             f"Refusing to use {path}: it has {links} hard links; memory files must not share "
             "their data with another file"

@@ -127,7 +127,7 @@ def sha256_hex(data: bytes) -> str:
 
 class Folder:
     """An open directory (a context manager); every operation is relative to it and never
-    follows a symlink. ``path`` only names it in messages."""
+    follows a symlink. ``path`` serves messages and re-checks; the descriptor does the work."""
 
     def __init__(self, fd: int, path: Path) -> None:
         self.fd = fd
@@ -361,7 +361,8 @@ class Folder:
     def locked(self, name: str, timeout: float | None = DEFAULT_LOCK_TIMEOUT) -> Iterator[HeldLock]:
         """Hold an exclusive lock on the file ``name`` (created if needed), waiting at most
         ``timeout`` seconds (None: for ever) before ``LockTimeoutError``. A lock on a file that
-        lost its name meanwhile is taken again on the file the name holds now."""
+        lost its name meanwhile is taken again on the file the name holds now, so two writers
+        never both hold "the" lock (:meth:`HeldLock.check` repeats that test)."""
         deadline = lock_wait_deadline(timeout)
         while True:
             fd = self.open_file(name, os.O_RDWR | os.O_CREAT)
