@@ -1,8 +1,5 @@
 """The environment variables the package reads (all in :data:`VARIABLES`; nothing else reads
-``os.environ``), and the one rule for switches: ``1``/``true``/``yes``/``on`` or
-``0``/``false``/``no``/``off`` in any case, spaces ignored; unset or empty is the default, and
-anything else an error naming the variable.
-"""
+``os.environ``), and the one rule for switches (:func:`switch`)."""
 
 from __future__ import annotations
 
@@ -41,8 +38,8 @@ def text(name: str) -> str | None:
 
 
 def switch(name: str, default: bool | None = None) -> bool | None:
-    """The variable as a switch: True, False, or ``default`` when unset or empty; anything
-    else raises -32602 naming the variable and the accepted values."""
+    """The variable as a switch: ``1``/``true``/``yes``/``on`` or ``0``/``false``/``no``/``off``
+    in any case, ``default`` when unset or empty; anything else raises -32602."""
     _known(name)
     raw = os.environ.get(name, "")
     value = raw.strip().lower()

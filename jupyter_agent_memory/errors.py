@@ -45,6 +45,14 @@ class UnsafePathError(MemoryToolError):
     def __init__(self, message: str) -> None:
         super().__init__(message, INTERNAL_ERROR)
 
+    @classmethod
+    def hard_links(cls, path: object, links: int) -> UnsafePathError:
+        """Refusing a file with ``links`` hard links (its data may live outside the folder)."""
+        return cls(
+            f"Refusing to use {path}: it has {links} hard links; memory files must not share "
+            "their data with another file"
+        )
+
 
 class VersionNotFoundError(MemoryToolError):
     """A well-formed FACT.md version id (sha256 or prefix) that matches no stored version."""
@@ -70,8 +78,7 @@ class AgentNotFoundError(MemoryToolError):
         name = label if label is not None else str(path)
         super().__init__(
             f"Agent {name!r} does not exist (no folder at {path}); create it with "
-            f"`jupyter-agent-memory init --agent {name}` or `%agent_memory {name}`",
-            INVALID_PARAMS,
+            f"`jupyter-agent-memory init --agent {name}` or `%agent_memory {name}`"
         )
         self.path = path
 
@@ -93,9 +100,7 @@ class ContentTooLargeError(MemoryToolError):
     """Text over the agent's size limit (``AgentMemory.max_bytes``); nothing was written."""
 
     def __init__(self, field: str, size: int, limit: int) -> None:
-        super().__init__(
-            f"'{field}' is too large: {size} bytes, the limit is {limit} bytes", INVALID_PARAMS
-        )
+        super().__init__(f"'{field}' is too large: {size} bytes, the limit is {limit} bytes")
         self.size = size
         self.limit = limit
 
@@ -110,8 +115,7 @@ class EmptyEditError(MemoryToolError, ValueError):
     def __init__(self) -> None:
         super().__init__(
             "Nothing to save: the new FACT.md is empty or only whitespace (FACT.md is never "
-            "cleared by accident; write at least one line)",
-            INVALID_PARAMS,
+            "cleared by accident; write at least one line)"
         )
 
 

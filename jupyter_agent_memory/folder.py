@@ -1,12 +1,6 @@
-"""File access that never follows a link inside an agent folder.
-
-:class:`Folder` is an open directory handle. Every read, write, rename and lookup goes through
-a directory file descriptor with ``O_NOFOLLOW``, so a file, ``memory/`` or the agent folder that
-is (or becomes) a symlink is refused instead of followed, even if it is swapped while we work.
-Hard-linked files are refused for the same reason: their data may live outside the folder.
-
-POSIX only: the guarantees rest on ``dir_fd``, ``O_NOFOLLOW`` and ``flock``.
-"""
+"""File access that never follows a link inside an agent folder: :class:`Folder` does every
+read, write, rename and lookup through a directory descriptor with ``O_NOFOLLOW``, so a link
+(even one swapped in meanwhile) or a hard-linked file is refused. POSIX only."""
 
 from __future__ import annotations
 
@@ -53,9 +47,8 @@ def retry_eintr(call: Callable[..., T], *args: object, **kwargs: object) -> T:
 
 
 def close_fd(fd: int) -> None:
-    """Close ``fd``, ignoring any error: Linux releases it anyway, and every descriptor closed
-    here was only read, already fsynced (that error counts) or written with no durability
-    promise, so a close error would turn a complete operation into a reported failure."""
+    """Close ``fd``, ignoring any error: every descriptor closed here was only read, already
+    fsynced or written with no durability promise, so the operation is complete."""
     with contextlib.suppress(OSError):
         os.close(fd)
 
@@ -133,11 +126,8 @@ def sha256_hex(data: bytes) -> str:
 
 
 class Folder:
-    """An open directory; every operation is relative to it and never follows a symlink.
-
-    Use as a context manager, or call :meth:`close`. ``path`` is only used in messages and for
-    the re-check before a rename; the descriptor is what is actually used.
-    """
+    """An open directory (a context manager); every operation is relative to it and never
+    follows a symlink. ``path`` serves messages and re-checks; the descriptor does the work."""
 
     def __init__(self, fd: int, path: Path) -> None:
         self.fd = fd
@@ -240,11 +230,7 @@ class Folder:
                     f"Refusing to use {path}: it is {describe(st)}, not a regular file"
                 )
             if st.st_nlink > 1:
-                # A hard link's data may live outside the agent folder, as a symlink's would.
-                raise UnsafePathError(
-                    f"Refusing to use {path}: it has {st.st_nlink} hard links; memory files "
-                    "must not share their data with another file"
-                )
+                raise UnsafePathError.hard_links(path, st.st_nlink)
         except BaseException:
             close_fd(fd)
             raise
@@ -279,13 +265,11 @@ class Folder:
     def write_atomic(
         self, name: str, data: bytes, recheck: Callable[[], None], scrub: bool = False
     ) -> None:
-        """Replace ``name`` with ``data``: temp file, fsync, re-check, rename, fsync folder.
+        """Replace ``name`` with ``data``: temp file, fsync, ``recheck()``, rename, fsync folder.
 
-        ``recheck`` runs right before the rename and raises when the folders (or the lock)
-        changed; any error before the rename removes the temp file, so nothing changed. After
-        it only the folder flush can fail: :class:`NotDurableError` (the new content is in).
-        With ``scrub`` (forgetting), the replaced inode is truncated once the rename is
-        durable, so a descriptor still open on it anywhere reads nothing.
+        An error before the rename changes nothing; after it only the folder flush can fail
+        (:class:`NotDurableError`). With ``scrub``, the replaced inode is truncated once the
+        rename is durable, so a descriptor still open on it reads nothing.
         """
         temp = f".{name}.{secrets.token_hex(8)}.tmp"
         fd = self.open_file(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
@@ -337,12 +321,9 @@ class Folder:
                 raise
 
     def append_line(self, name: str, line: bytes, durable: bool = True) -> None:
-        """Append one complete line to ``name`` (created 0600), under the writers' lock.
-
-        After a torn last line the new one starts on a line of its own; with ``durable`` the
-        file (and a folder it was created in) is flushed. On any failure the file is cut back
-        (a file this call created is removed), so an error means nothing was added.
-        """
+        """Append one complete line to ``name`` (created 0600), under the writers' lock, after
+        a torn last line on a line of its own; with ``durable`` flushed. On any failure the
+        file is cut back (or removed when this call created it)."""
         created = self.lstat(name) is None
         fd = self.open_file(name, os.O_RDWR | os.O_APPEND | os.O_CREAT)
         try:
@@ -378,30 +359,21 @@ class Folder:
 
     @contextlib.contextmanager
     def locked(self, name: str, timeout: float | None = DEFAULT_LOCK_TIMEOUT) -> Iterator[HeldLock]:
-        """Hold an exclusive advisory lock on the file ``name`` (created if needed).
-
-        Waits at most ``timeout`` seconds (``None``: for ever), then raises
-        :class:`~jupyter_agent_memory.errors.LockTimeoutError`. A lock on a file that lost its
-        name meanwhile (deleted or replaced) is taken again on the file the name holds now, so
-        two writers never both hold "the" lock; :meth:`HeldLock.check` repeats that test.
-        """
-        path = self.display(name)
+        """Hold an exclusive lock on the file ``name`` (created if needed), waiting at most
+        ``timeout`` seconds (None: for ever) before ``LockTimeoutError``. A lock on a file that
+        lost its name meanwhile is taken again on the file the name holds now, so two writers
+        never both hold "the" lock (:meth:`HeldLock.check` repeats that test)."""
         deadline = lock_wait_deadline(timeout)
         while True:
             fd = self.open_file(name, os.O_RDWR | os.O_CREAT)
             try:
-                acquire_lock(fd, deadline, path, timeout)
+                acquire_lock(fd, deadline, self.display(name), timeout)
                 held = HeldLock(self, name, fd)
                 if held.named():
-                    break
-            except BaseException:
+                    yield held
+                    return
+            finally:
                 close_fd(fd)  # closing releases the lock
-                raise
-            close_fd(fd)
-        try:
-            yield held
-        finally:
-            close_fd(fd)  # closing releases the lock
 
 
 class HeldLock:
@@ -434,10 +406,7 @@ def lock_wait_deadline(timeout: float | None) -> float | None:
     """When a lock wait of ``timeout`` seconds (None: no limit) must end, honouring the
     context's :func:`lock_deadline`."""
     ours = None if timeout is None else time.monotonic() + max(0.0, timeout)
-    outer = _LOCK_DEADLINE.get()
-    if outer is None:
-        return ours
-    return outer if ours is None else min(ours, outer)
+    return min((d for d in (ours, _LOCK_DEADLINE.get()) if d is not None), default=None)
 
 
 # A waiter first yields the processor a few times (an append holds the lock for one write),
@@ -447,12 +416,9 @@ _FIRST_PAUSE = 50e-6
 _MAX_PAUSE = 0.002
 
 
-def acquire_lock(
-    fd: int, deadline: float | None, path: Path, timeout: float | None = None
-) -> None:
+def acquire_lock(fd: int, deadline: float | None, path: Path, timeout: float | None = None) -> None:
     """Take the exclusive ``flock`` on ``fd`` by ``deadline`` (``time.monotonic``; None: wait
-    for ever), else raise :class:`~jupyter_agent_memory.errors.LockTimeoutError` naming
-    ``path`` and ``timeout`` (the wait asked for)."""
+    for ever), else raise ``LockTimeoutError`` naming ``path`` and ``timeout``."""
     import fcntl
 
     started = time.monotonic()

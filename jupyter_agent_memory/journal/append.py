@@ -1,15 +1,9 @@
-"""Appending journal lines: one ``write`` under the lock, the disk flush after it.
+"""Appending journal lines: one ``write`` under the lock, the ``fsync`` after it (so writers
+in several processes flush together); the folders and journal stay open, checked by ``stat``.
 
-:class:`JournalAppender` serves every append of one ``AgentMemory``, keeping the agent folder,
-``memory/`` and the journal open and checking with a few ``stat`` calls on each append that
-they are still what their paths name (reopening them when not). The lock is held only for the
-``write``; the ``fsync`` runs after it, so writers in several processes flush together
-(measured: more appends get through). ``append`` returns once its line is durable.
-
-Failures leave the journal as it was: a failed ``write`` is truncated away under the lock; a
-failed ``fsync`` takes the lock again and removes the line (truncated when still last, else
-overwritten with spaces, a blank line to readers). So an error never leaves an entry behind,
-and a retry never stores it twice.
+A failed append leaves no entry behind: a failed ``write`` is truncated away under the lock; a
+failed ``fsync`` takes the lock again and truncates the line (or blanks it with spaces when no
+longer last). So a retry never stores it twice.
 """
 
 from __future__ import annotations
@@ -23,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import UnsafePathError
-from ..folder import Folder, acquire_lock, full_fsync, lock_wait_deadline, write_all
+from ..folder import Folder, acquire_lock, close_fd, full_fsync, lock_wait_deadline, write_all
 from .reader import KeptJournal, identity
 
 
@@ -32,14 +26,8 @@ class JournalAppender(KeptJournal):
     canonical name of the lock file in ``memory/``."""
 
     def __init__(
-        self,
-        path: Path,
-        *,
-        memory_dir: str,
-        journal: str,
-        lock: str,
-        lock_timeout: float | None,
-        fsync: bool = True,
+        self, path: Path, *, memory_dir: str, journal: str, lock: str,
+        lock_timeout: float | None, fsync: bool = True
     ) -> None:
         super().__init__(path, memory_dir=memory_dir, journal=journal)
         self.lock = lock
@@ -59,7 +47,7 @@ class JournalAppender(KeptJournal):
         self._lock_fd = -1
 
     def _still_valid(self) -> bool:
-        """Whether every kept handle is still what its path names (four ``lstat`` calls)."""
+        """Whether every kept handle is still what its path names."""
         mem = self._mem
         if mem is None or self._lock_fd < 0:
             return False
@@ -78,25 +66,21 @@ class JournalAppender(KeptJournal):
     def _open(self) -> None:
         self._drop()
         try:
-            self._open_all()
+            agent = Folder.open(self.path)
+            self._handles.append(agent)
+            mem = agent.subfolder(agent.lookup(self.memory_dir) or self.memory_dir, create=True)
+            self._handles.append(mem)
+            lock_fd = mem.open_file(self.lock, os.O_RDWR | os.O_CREAT)
+            self._handles.append(lock_fd)
+            self._mem, self._lock_fd = mem, lock_fd
+            self._keep(agent, mem, lock_fd)
+            self._lock_path = mem.display(self.lock)
+            name = mem.lookup(self.journal)
+            if name is not None:  # a missing journal is created under the lock, by append
+                self._use_journal(name, mem.open_file(name, os.O_RDWR | os.O_APPEND))
         except BaseException:
             self._drop()
             raise
-
-    def _open_all(self) -> None:
-        agent = Folder.open(self.path)
-        self._handles.append(agent)
-        memory_name = agent.lookup(self.memory_dir) or self.memory_dir
-        mem = agent.subfolder(memory_name, create=True)
-        self._handles.append(mem)
-        lock_fd = mem.open_file(self.lock, os.O_RDWR | os.O_CREAT)
-        self._handles.append(lock_fd)
-        self._mem, self._lock_fd = mem, lock_fd
-        self._keep(agent, mem, lock_fd)
-        self._lock_path = mem.display(self.lock)
-        name = mem.lookup(self.journal)
-        if name is not None:  # a missing journal is created under the lock, by append
-            self._use_journal(name, mem.open_file(name, os.O_RDWR | os.O_APPEND))
 
     def _use_journal(self, name: str, fd: int) -> None:
         self._handles.append(fd)
@@ -137,11 +121,6 @@ class JournalAppender(KeptJournal):
             return False
         return identity(named) == self._ids[2]
 
-    def _check(self) -> None:
-        """Reopen everything when anything was swapped."""
-        if not self._still_valid():
-            self._open()
-
     def _follow_replacement(self) -> None:
         """Under the lock: when the journal was replaced since the check (forgetting rewrites
         it under this lock), use the file its name names now, never the replaced one."""
@@ -159,21 +138,18 @@ class JournalAppender(KeptJournal):
     def append(self, line: bytes) -> None:
         """Append ``line`` (one complete line ending in ``\\n``); return once it is durable."""
         with self._mutex:
-            self._check()
+            if not self._still_valid():  # reopen everything when anything was swapped
+                self._open()
             with self._locked():
                 self._follow_replacement()
                 created = self._fd < 0
                 if created:
                     self._create_journal()
-                fd = self._fd
+                fd, mem = self._fd, self._mem
+                assert mem is not None
                 st = os.fstat(fd)
-                if st.st_nlink > 1:  # the message of Folder.open_file
-                    assert self._mem is not None
-                    raise UnsafePathError(
-                        f"Refusing to use {self._mem.display(self._name)}: it has "
-                        f"{st.st_nlink} hard links; memory files must not share their data "
-                        "with another file"
-                    )
+                if st.st_nlink > 1:
+                    raise UnsafePathError.hard_links(mem.display(self._name), st.st_nlink)
                 start = st.st_size
                 data = line
                 if start and os.pread(fd, 1, start - 1) != b"\n":
@@ -185,8 +161,11 @@ class JournalAppender(KeptJournal):
                         if os.fstat(fd).st_size > start:
                             os.ftruncate(fd, start)
                             os.fsync(fd)
-                    if created:
-                        self._remove_created()
+                    if created:  # remove it: it was empty before the write
+                        with contextlib.suppress(OSError):
+                            os.unlink(self._name, dir_fd=mem.fd)
+                            mem.fsync()
+                        self._release_journal()
                     raise
                 written = self._written = (self._opened, self._written[1] + 1)
             if not self.fsync:
@@ -200,18 +179,14 @@ class JournalAppender(KeptJournal):
                 self._undo(sync_fd, start, start + len(data), len(line))
                 raise
         finally:
-            # A dup of a description still open: its close reports nothing about the line.
-            with contextlib.suppress(OSError):
-                os.close(sync_fd)
+            close_fd(sync_fd)  # a dup of a description still open: its close reports nothing
 
     def _flush_written(self, fd: int, written: tuple[int, int]) -> None:
         """Make the write ``written`` (journal descriptor, write number) durable.
 
-        This appender's threads share one open file description, whose failed writeback Linux
-        reports to one ``fsync`` only; so flushes run one at a time, each remembering the
-        writes it covered: a write covered by a failed flush fails too (the caller removes
-        it), and one covered by a good flush that started after it returns at once.
-        """
+        Linux reports a failed writeback of a shared file description to one ``fsync`` only:
+        so flushes run one at a time, and a write covered by a failed flush fails too, one
+        covered by a good flush that started after it returns at once."""
         opened, number = written
         with self._flush_mutex:
             if self._failed.get(opened, 0) >= number:
@@ -237,28 +212,19 @@ class JournalAppender(KeptJournal):
         last = self._written
         return max(number, last[1]) if last[0] == opened else number
 
-    def _remove_created(self) -> None:
-        """Remove the journal this failed append created (it was empty before the write)."""
-        mem = self._mem
-        assert mem is not None
-        with contextlib.suppress(OSError):
-            os.unlink(self._name, dir_fd=mem.fd)
-            mem.fsync()
-        self._release_journal()
-
     def _release_journal(self) -> None:
         """Close the journal's descriptor (the folders and the lock stay open)."""
         fd, self._fd = self._fd, -1
         with contextlib.suppress(ValueError):
             self._handles.remove(fd)
-        with contextlib.suppress(OSError):
-            os.close(fd)
+        close_fd(fd)
 
     def _undo(self, fd: int, start: int, end: int, line_size: int) -> None:
         """Remove a line whose flush failed: truncate it away, or blank it when not last."""
         # Best effort: the flush error is what the caller must see, not a second one.
         with contextlib.suppress(Exception), self._mutex:
-            self._check()
+            if not self._still_valid():
+                self._open()
             mem = self._mem
             assert mem is not None
             with self._locked():

@@ -1,10 +1,6 @@
-"""The journal line format: timestamps, encoding a line, decoding one, and the matching rules.
-
-One compact JSON object per line, keys ``ts``, ``tags``, ``text`` first, non-ASCII kept raw,
-UTF-8, ending in ``\\n``; ``ts`` is UTC with milliseconds: ``2026-11-29T10:04:05.678Z``.
-Non-UTF-8 bytes and escaped lone surrogates (``"\\ud83d"``) decode as U+FFFD, in keys and
-values alike, so decoded text can always be encoded again. :func:`decode_line` is the one
-decoder every search, ``iter_entries`` and the index use, so they agree on every line.
+"""The journal line format (``docs/formats.md``): timestamps, encoding and decoding a line, the
+matching rules. :func:`decode_line` is the one decoder every search, ``iter_entries`` and the
+index use, so they agree on every line.
 """
 
 from __future__ import annotations
@@ -44,12 +40,8 @@ _CANONICAL_TS = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{
 
 
 def parse_time(value: str) -> datetime:
-    """Parse an ISO-8601 date or date-time into an aware ``datetime``.
-
-    Accepts ``YYYY-MM-DD`` and ``YYYY-MM-DD[T ]HH:MM[:SS[.fraction]][zone]`` where zone is
-    ``Z`` or ``±HH[:MM]``; no zone means UTC; a date alone means midnight UTC; fractions beyond
-    microseconds are truncated. Anything else raises ``ValueError`` naming the value.
-    """
+    """An aware ``datetime`` for ``YYYY-MM-DD[[T ]HH:MM[:SS[.fraction]][Z|±HH[:MM]]]`` (no
+    zone: UTC; fractions truncated to microseconds); anything else raises ``ValueError``."""
     if not isinstance(value, str):
         raise ValueError(f"expected an ISO-8601 string, got {type(value).__name__}")
     if _CANONICAL_TS.fullmatch(value):
@@ -109,12 +101,9 @@ def _plain_line(entry: dict[str, Any]) -> str | None:
 
 
 def encode_line(entry: dict[str, Any]) -> bytes:
-    """One journal line for ``entry``: compact JSON, ``ts``/``tags``/``text`` first, ``\\n``-ended.
-
-    Non-ASCII text stays raw; a lone surrogate is written as a ``\\uXXXX`` escape (read as
-    U+FFFD). Raises ``TypeError`` for a non-dict or an unserialisable value and
-    ``ValueError`` for NaN/infinity.
-    """
+    """One journal line for ``entry``: compact JSON, ``ts``/``tags``/``text`` first, non-ASCII
+    raw, a lone surrogate escaped. ``TypeError`` for a non-dict or an unserialisable value,
+    ``ValueError`` for NaN/infinity."""
     if not isinstance(entry, dict):
         raise TypeError(f"a journal entry must be a dict, got {type(entry).__name__}")
     text = _plain_line(entry)
@@ -169,8 +158,7 @@ _scan_once: Any = getattr(json.JSONDecoder(), "scan_once")  # noqa: B009
 
 def _loads(text: str) -> Any:
     """``json.loads(text)``, calling the C scanner directly when ``text`` is exactly one JSON
-    value (every line our writer makes); anything else (blanks around it, an error) takes
-    ``json.loads`` itself, so results and errors are the same."""
+    value (every line our writer makes); results and errors are the same."""
     try:
         value, end = _scan_once(text, 0)
     except StopIteration:

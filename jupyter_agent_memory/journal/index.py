@@ -1,26 +1,12 @@
-"""The optional journal index: a derived SQLite database that lets a search skip most lines.
+"""The optional journal index: a derived SQLite database in a cache folder outside every agent
+folder, built only when asked (never inside a search), deletable at any time.
 
-The journal stays the only truth; an index can be deleted at any time and is built only when
-asked: by :func:`build` (``AgentMemory.build_index()``, ``jupyter-agent-memory index build``)
-or in a background thread (:func:`in_background`), never inside a search.
-
-It lives in a cache folder outside every agent folder (:func:`cache_dir`), one database per
-journal, ``journal-index/<32 hex digits>.sqlite``. For the first ``end`` bytes of the journal
-(whole lines) it holds a trigram FTS5 index (``case_sensitive 1``) of ``text.lower()`` keyed
-by line offset, and a time map: runs of about 32 KiB with the earliest and latest time their
-entries' ``ts`` parse to (entries without a parseable ``ts`` never match a window).
-
-A query of three or more characters (no NUL) decodes only the lines the trigrams name, each
-confirmed by the matcher; a window reads only the runs it overlaps; the part past ``end`` is
-always scanned. So a lagging index is never wrong, only slower, and a search during a build
-uses what the build has committed, without waiting.
-
-An index is used only while the journal's identity (device, inode), a fingerprint of the
-start and end of the part it covers and the agent's generation (``memory/.generation``,
-replaced by every forget) all hold; one of another generation is deleted when seen. Every
-index is registered in ``memory/.indexes.json`` (:func:`register`, under the agent's lock),
-so forgetting deletes the indexes of every cache folder (:func:`drop_registered`). An edit
-in the middle that keeps size, identity and both fingerprints is the one change it misses.
+For the journal's first ``end`` bytes it holds a trigram FTS5 index of ``text.lower()`` keyed
+by line offset, and a time map (runs of about 32 KiB with their entries' earliest and latest
+``ts``); the part past ``end`` is always scanned, so a lagging index is only slower. It is used
+only while the journal's identity, a fingerprint of the part it covers and the agent's
+generation hold; every index is registered in ``memory/.indexes.json`` so forgetting deletes
+it. An edit in the middle keeping size, identity and both fingerprints is the one miss.
 """
 
 from __future__ import annotations
@@ -58,7 +44,6 @@ _BUILD_TIMEOUT = 5.0  # seconds a build waits for another build's transaction
 # A reader waits only this long for SQLite's whole-database locks, then scans instead.
 _READ_TIMEOUT = 0.05
 _MAX_REGISTERED = 64
-_SIDECARS = ("", "-wal", "-shm", "-journal")
 _DB_NAME = re.compile(r"[0-9a-f]{32}\.sqlite")
 _TABLES = """
     CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
@@ -72,9 +57,7 @@ _TABLES = """
 def keep_setting(value: bool | None) -> bool | None:
     """The effective index setting: ``value``, else the ``$JUPYTER_AGENT_MEMORY_INDEX`` switch.
     True: keep it up to date in the background; False: never use one; None: use one built."""
-    if value is not None:
-        return bool(value)
-    return environment.switch(environment.INDEX)
+    return bool(value) if value is not None else environment.switch(environment.INDEX)
 
 
 def cache_dir() -> Path:
@@ -113,19 +96,6 @@ def index_path(journal: Path, agent: Path, cache: Path | None = None) -> Path | 
 def _time_key(moment: datetime) -> str:
     """``moment`` in UTC as fixed-width text, so that text order is time order."""
     return moment.astimezone(timezone.utc).replace(tzinfo=None).isoformat(timespec="microseconds")
-
-
-def window_keys(since: datetime | None, until: datetime | None) -> tuple[str, str] | None:
-    """The time map's keys for a window (None without bounds, or for a bound at the ends of
-    time, which no key can express)."""
-    if since is None and until is None:
-        return None
-    try:
-        low = _time_key(since) if since is not None else ""
-        high = _time_key(until) if until is not None else "~"  # after every digit
-    except (OverflowError, ValueError):
-        return None
-    return low, high
 
 
 def _entry_span(ts: Any) -> tuple[str, str] | None:
@@ -273,14 +243,18 @@ class IndexView:
     ) -> list[tuple[int, int]] | None:
         """Byte ranges that may hold entries with a time in ``[since, until]``, newest first;
         None without bounds (or for a bound no key can express)."""
-        keys = window_keys(since, until)
-        if keys is None:
+        if since is None and until is None:
             return None
+        try:
+            low = _time_key(since) if since is not None else ""
+            high = _time_key(until) if until is not None else "~"  # after every digit
+        except (OverflowError, ValueError):
+            return None  # a bound at the ends of time, which no key can express
         try:
             rows = self.conn.execute(
                 "SELECT start, stop FROM runs WHERE hi >= ? AND lo <= ? AND stop <= ? "
                 "ORDER BY start DESC",
-                (*keys, self.end),
+                (low, high, self.end),
             ).fetchall()
         except sqlite3.Error as exc:
             raise IndexFailed(exc) from exc
@@ -399,12 +373,9 @@ def _rows(base: int, block: bytes) -> tuple[list[tuple[int, str]], list[tuple[An
 
 
 def build(db: Path, f: BinaryIO, generation: str, *, generation_now: Callable[[], str]) -> int:
-    """Bring the index ``db`` of the journal open as ``f`` up to its end, from where it stops
-    (a missing or stale one afresh, in a new file, so a search reading the old one keeps a
-    whole view). Commits every few MiB, so searches use the part built so far. ``generation``
-    is the agent's when ``f`` was opened; when ``generation_now()`` differs at the end (a
-    forget ran), the index is deleted. Returns the bytes indexed; raises :data:`INDEX_ERRORS`.
-    """
+    """Bring the index ``db`` of the journal open as ``f`` up to its end (a stale one afresh,
+    in a new file), committing every few MiB; deleted when ``generation_now()`` differs from
+    ``generation`` at the end. Returns the bytes indexed; raises :data:`INDEX_ERRORS`."""
     read, st = file_reader(f)
     if st is None:
         raise OSError(f"cannot index {f!r}: it has no file descriptor")
@@ -458,7 +429,7 @@ def build(db: Path, f: BinaryIO, generation: str, *, generation_now: Callable[[]
 
 def _files(db: Path) -> list[Path]:
     """The database ``db`` and its companion files."""
-    return [Path(f"{db}{suffix}") for suffix in _SIDECARS]
+    return [Path(f"{db}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")]
 
 
 def _remove(paths: list[Path]) -> list[Path]:

@@ -1,11 +1,7 @@
-"""Reading the journal: the file kept open between searches of one ``AgentMemory``.
-
-Opening ``memory/JOURNAL.jsonl`` safely (two listings, three descriptors) costs more than a
-search the newest block answers, so :class:`JournalReader` opens it once and checks on each use,
-with three ``stat`` calls, that the paths still name what it holds (nothing swapped in, no
-link, no second hard link, no replacement by forgetting), reopening when not; it creates
-nothing. Each use gets its own ``dup``. At most :data:`MAX_HELD_READERS` readers of the
-process hold files at once (the least recently used closes them).
+"""Reading the journal: the file kept open between searches of one ``AgentMemory`` (opening it
+safely costs more than a fast search), checked by ``stat`` on each use and reopened when a
+path names something else; each use gets its own ``dup``. At most :data:`MAX_HELD_READERS`
+readers of the process hold files at once (the least recently used closes them).
 """
 
 from __future__ import annotations
@@ -123,7 +119,7 @@ class JournalReader(KeptJournal):
         self._serial = next(_serials)
 
     def close(self) -> None:
-        """Close the folders and the journal kept open (reopened by the next use)."""
+        """:meth:`KeptJournal.close`, and leave the readers holding files."""
         super().close()
         with _held_lock:
             _held.pop(self._serial, None)
@@ -188,8 +184,7 @@ class JournalReader(KeptJournal):
 
     def read_companion(self, name: str) -> bytes | None:
         """The content of the small file ``name`` (exact name, links refused) beside the
-        journal, in the ``memory/`` folder :meth:`opened` just checked (checked again only when
-        nothing is held); None when it, or the journal, is missing."""
+        journal; None when it, or the journal, is missing."""
         with self._mutex:
             if self._mem is None:
                 with contextlib.suppress(FileNotFoundError):

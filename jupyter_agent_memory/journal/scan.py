@@ -1,39 +1,25 @@
-"""Searching the journal: newest first, reading the file backwards in blocks.
+"""Searching the journal (a binary file object the caller opened), newest first.
 
-Every function takes a binary file object the caller opened; nothing here opens a path.
-Lines are split on ``b"\\n"`` only (a torn last line is an ordinary line); a blank one is
-ignored, one holding a JSON object is an entry, any other is corrupted: skipped and counted.
+Lines are split on ``b"\\n"`` only; a blank one is ignored, one holding a JSON object is an
+entry, any other is corrupted: skipped and counted. Matching (one ``Matcher`` for all):
+``query``: ``query.lower() in text.lower()`` (a non-string ``text`` never matches); ``tag``:
+some string item of a ``tags`` list equals ``tag`` ignoring case (``str.lower``); ``since`` /
+``until``: inclusive, on ``ts`` parsed by ``parse_time`` (with a window, an entry without a
+parseable ``ts`` never matches); empty filters filter nothing. Results are the last ``limit``
+matches in file order, newest first, each entry as parsed.
 
-Matching (one :class:`~jupyter_agent_memory.journal.format.Matcher` serves every search):
-
-- ``query``: ``query.lower() in text.lower()``; a ``text`` that is not a string never matches.
-- ``tag``: some item of ``tags`` is a string equal to ``tag`` ignoring case (``str.lower``);
-  ``tags`` that is not a list holds no tags.
-- ``since`` / ``until``: inclusive, on ``ts`` parsed by ``parse_time``; with a window, an entry
-  whose ``ts`` is missing, not a string or unparseable never matches.
-- Empty ``query`` / ``tag`` and ``None`` bounds filter nothing.
-- Results are the last ``limit`` matches in file order, newest first, each entry as parsed.
-
-How :func:`search` avoids decoding every line: it reads backwards in blocks of whole lines
-(64 KiB first, doubling up to ``block_size``), stops at the ``limit``-th match, and decodes
-only *candidate* lines, every other line being proven unable to match:
-
-- with a ``query`` (else a ``tag``), the lines whose ``bytes.lower()`` holds the needle, or
-  where an escape or a special character could hide it (:class:`_Needle`); after 16 in a
-  block, the rest of it is searched in its text view (:data:`_TEXT_VIEW`);
-- with a window and no query, lines in our layout with a timestamp outside it are skipped, a
-  block at a time when its lines are in time order (:class:`_Window`);
-- with an ``index``, only the lines it names or the parts of a window it overlaps (see
-  :mod:`~jupyter_agent_memory.journal.index`); any failure of it means a plain search.
-
-Counters: ``scanned`` counts the lines decoded (every line for :func:`reference_search`),
-``skipped`` the corrupted ones among them (a line never decoded could not have matched), and
-``indexed`` whether the index narrowed the search.
+:func:`search` reads backwards in blocks of whole lines, stops at the ``limit``-th match and
+decodes only *candidate* lines, every other line proven unable to match (:class:`_Needle` for
+a query or tag, :class:`_Window` for a window, else the lines an ``index`` names; any index
+failure means a plain search). ``scanned`` counts the lines decoded (every line for
+:func:`reference_search`), ``skipped`` the corrupted ones among them, ``indexed`` whether the
+index narrowed the search.
 """
 
 from __future__ import annotations
 
 import bisect
+import contextlib
 import os
 import re
 import stat
@@ -77,10 +63,8 @@ class SearchResult(list):
 def _backward_blocks(
     read: Callable[[int, int], bytes], floor: int, end: int, first: int, largest: int
 ) -> Iterator[tuple[bytes, int]]:
-    """``[floor, end)`` as ``(buf, lo)`` pairs, last part first: ``buf[lo:]`` is whole lines,
-    ``buf[:lo]`` the tail of a line the next pair holds whole. ``floor`` is a line start;
-    ``end`` is fixed, so appends meanwhile shift nothing. Blocks grow from ``first`` to
-    ``largest`` bytes; a longer line is read whole."""
+    """``[floor, end)`` (``floor`` a line start) as ``(buf, lo)`` pairs, last part first:
+    ``buf[lo:]`` is whole lines. Blocks grow from ``first`` to ``largest`` bytes."""
     step = first
     while end > floor:
         start = max(floor, end - step)
@@ -175,16 +159,12 @@ class _Needle:
     it raw in its line unless an escape (``\\"``, ``\\u00e9``…) is involved. ``str.lower``
     maps characters one by one except the final sigma, and ``"`` is neither cased nor
     case-ignorable, so lowering a whole line lowers each string as lowering it alone would.
-    A matching line can only lack the needle when
-
-    1. an escape stands for a character that may be part of the match: for an ASCII ``s``, one
-       whose lower case shares a character with ``s``; otherwise any escape (which also covers
-       surrogate pairs and the sigma rule);
-    2. ``s`` is ASCII, the line was lowered as bytes (ASCII letters only) and it holds
-       ``_KELVIN`` (``s`` holds ``k``) or ``_DOTTED_I`` (a query ends with ``i``).
-
-    Those lines are candidates too; every candidate is checked by the matcher, so an extra one
-    costs time, never a result.
+    A matching line can only lack the needle when (1) an escape stands for a character that may
+    be part of the match (for an ASCII ``s``, one whose lower case shares a character with
+    ``s``; otherwise any escape, covering surrogate pairs and the sigma rule), or (2) ``s`` is
+    ASCII, the line was lowered as bytes and it holds ``_KELVIN`` (``s`` holds ``k``) or
+    ``_DOTTED_I`` (a query ends with ``i``). Those lines are candidates too; the matcher checks
+    every candidate, so an extra one costs time, never a result.
     """
 
     def __init__(self, s: str, *, quoted: bool) -> None:
@@ -371,16 +351,6 @@ class _Window:
         return lines[low:high][::-1]
 
 
-def _window(matcher: Matcher) -> _Window | None:
-    """The window prefilter for ``matcher``, when it has bounds that can be rounded."""
-    if matcher.since is None and matcher.until is None:
-        return None
-    try:
-        return _Window(matcher.since, matcher.until)
-    except (OverflowError, ValueError):  # a bound at the very ends of time: decode everything
-        return None
-
-
 #: How a search opens an index: ``(read(pos, size), fstat)`` -> an
 #: :class:`~jupyter_agent_memory.journal.index.IndexView` (raising :class:`IndexFailed`) or None.
 IndexOpener = Callable[[Callable[[int, int], bytes], os.stat_result], Any]
@@ -398,10 +368,8 @@ def search(
     block_size: int = DEFAULT_BLOCK_SIZE,
 ) -> SearchResult:
     """The last ``limit`` entries matching every filter, newest first, exactly as
-    :func:`reference_search` finds them, reading ``f`` backwards in blocks of at most
-    ``block_size`` bytes. ``index`` is called only for a search an index can narrow; when it
-    gives a view, ``indexed`` is set. Rules and counters: the module docstring.
-    """
+    :func:`reference_search` finds them (rules and counters: the module docstring); ``index``
+    is called only for a search an index can narrow."""
     matcher = Matcher(query, tag, since, until)
     limit = max(1, int(limit))
     block_size = max(1, int(block_size))
@@ -425,11 +393,8 @@ class IndexFailed(Exception):
 
 
 def _indexed_plan(
-    st: os.stat_result,
-    read: Callable[[int, int], bytes],
-    size: int,
-    matcher: Matcher,
-    opener: IndexOpener,
+    st: os.stat_result, read: Callable[[int, int], bytes], size: int, matcher: Matcher,
+    opener: IndexOpener
 ) -> tuple[list[tuple[int, int]], Iterator[int] | None, int] | None:
     """``(ranges to scan newest first, candidate line offsets, end of the indexed part)`` for
     a search the index can narrow, or None for a plain search."""
@@ -452,26 +417,23 @@ def _indexed_plan(
 
 
 def _run(
-    read: Callable[[int, int], bytes],
-    matcher: Matcher,
-    limit: int,
-    ranges: list[tuple[int, int]],
-    candidates: Iterator[int] | None,
-    end: int,
-    block_size: int,
+    read: Callable[[int, int], bytes], matcher: Matcher, limit: int,
+    ranges: list[tuple[int, int]], candidates: Iterator[int] | None, end: int, block_size: int
 ) -> SearchResult:
     """Scan ``ranges`` (newest first), then read ``candidates`` (offsets, newest first)."""
     query_needle = _Needle(matcher.query, quoted=False) if matcher.query else None
     tag_needle = _Needle(matcher.tag, quoted=True) if matcher.tag else None
     primary = query_needle or tag_needle
     secondary = tag_needle if query_needle is not None else None
-    window = _window(matcher)
+    window = None
+    if matcher.since is not None or matcher.until is not None:
+        with contextlib.suppress(OverflowError, ValueError):  # a bound at the ends of time
+            window = _Window(matcher.since, matcher.until)
     first = min(_WINDOW_FIRST_BLOCK if window is not None else _FIRST_BLOCK, block_size)
     result = SearchResult()
 
     def take(line: bytes, inside_window: bool = False) -> bool:
-        """Decode and match one line (``inside_window``: the prefilter proved its ``ts`` in
-        the window); True once ``limit`` matches are in."""
+        """Decode and match one line; True once ``limit`` matches are in."""
         result.scanned += 1
         entry = decode_line(line)
         if entry is CORRUPT:
@@ -538,8 +500,7 @@ def reference_search(
     until: datetime | None = None,
 ) -> SearchResult:
     """The plain algorithm :func:`search` must agree with (for tests and benchmarks): decode
-    every line, keep the last ``limit`` matches, newest first; ``skipped`` counts every
-    corrupted line."""
+    every line, keep the last ``limit`` matches, newest first."""
     matcher = Matcher(query, tag, since, until)
     limit = max(1, int(limit))
     f.seek(0)
