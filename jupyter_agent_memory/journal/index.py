@@ -81,7 +81,7 @@ def index_path(journal: Path, agent: Path, cache: Path | None = None) -> Path | 
     Nothing is created."""
     key = (
         journal, agent, cache, environment.text(environment.CACHE),
-        environment.text(environment.XDG_CACHE_HOME), str(Path.home()),
+        environment.text(environment.XDG_CACHE_HOME), os.path.expanduser("~"),
     )
     if key not in _paths:
         folder = os.fspath(cache if cache is not None else cache_dir())
