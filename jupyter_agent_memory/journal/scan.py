@@ -133,8 +133,8 @@ def _line_numbers(data: Any, offsets: Iterable[int], lo: int = 0) -> set[int]:
 
 
 # JSON's two-character escapes: the byte after the backslash -> the character it stands for.
-_SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r",
-                   "t": "\t"}
+_SIMPLE_ESCAPES = {b'"': '"', b"\\": "\\", b"/": "/", b"b": "\b", b"f": "\f", b"n": "\n",
+                   b"r": "\r", b"t": "\t"}
 _U_ESCAPE = re.compile(rb"\\u([0-9a-fA-F]{4})")
 # The only non-ASCII characters whose str.lower() holds ASCII: KELVIN SIGN ("k"), and I WITH
 # DOT ABOVE ("i" and a combining dot, so only the last character of an ASCII match).
@@ -174,9 +174,7 @@ class _Needle:
         self.chars = frozenset(s)
         if self.ascii:
             self.needle = self.text.encode("ascii")
-            self.simple = frozenset(
-                escape.encode() for escape, char in _SIMPLE_ESCAPES.items() if char in self.chars
-            )
+            self.simple = frozenset(b for b, char in _SIMPLE_ESCAPES.items() if char in self.chars)
             self.specials = [_KELVIN] if "k" in self.chars else []
             if not quoted and s.endswith("i"):
                 self.specials.append(_DOTTED_I)
