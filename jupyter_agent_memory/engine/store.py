@@ -572,9 +572,9 @@ class AgentMemory:
         )
         return status
 
-    def _index_db(self) -> Path | None:
+    def _index_db(self, index: Any = None) -> Path | None:
         """The index database in this process's cache folder (None when unusable)."""
-        return _index_module().index_path(self._journal_path, self.path)
+        return (index or _index_module()).index_path(self._journal_path, self.path)
 
     def _index_places(self) -> tuple[Path, Path | None]:
         """``memory/`` as named on disk (its registry of indexes), and :meth:`_index_db`."""
@@ -597,7 +597,7 @@ class AgentMemory:
         lagging one is updated in the background): a ``journal.IndexOpener``."""
         index = _index_module(required=False)
         keep = index.keep_setting(self.journal_index) if index is not None else False
-        db = self._index_db() if keep is not False else None
+        db = self._index_db(index) if keep is not False else None
         if db is None:
             return None
         view = index.open_view(db, read, st, self._held_generation)
